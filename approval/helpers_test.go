@@ -1,0 +1,91 @@
+package approval
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// logRecorder collects what the chain logs.
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logRecorder) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logRecorder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// setupChain registers Builtins(s) and extra resolvers on a new chain.
+func setupChain(t *testing.T, s Setup, extra ...Resolver) (*Chain, *logRecorder) {
+	t.Helper()
+	log := &logRecorder{}
+	ch := NewChain(log.logf)
+	for _, r := range Builtins(s) {
+		ch.Register(r)
+	}
+	for _, r := range extra {
+		ch.Register(r)
+	}
+	return ch, log
+}
+
+// call builds a Call for tool; bash gets the sandbox capability like the
+// built-in.
+func call(tool string, env Env) Call {
+	c := Call{Tool: tool, ID: "toolu_01", Bufnr: 1, Input: map[string]any{}, Env: env}
+	if tool == BashTool {
+		c.Capabilities = []string{CapSandboxed}
+		c.Input["command"] = "make test"
+	}
+	return c
+}
+
+func bashCall(command string) Call {
+	c := call(BashTool, Env{})
+	c.Input["command"] = command
+	return c
+}
+
+// fmList is the Env of a buffer whose frontmatter set the list form.
+func fmList(p *Presets, list []string, exclusions ...string) Env {
+	return Env{FrontmatterSet: true, FrontmatterPolicy: p.Expand(list, exclusions), Exclusions: exclusions}
+}
+
+// fnResolver is a FuncResolver returning a fixed decision.
+func fnResolver(name string, prio int, d Decision) *FuncResolver {
+	return &FuncResolver{N: name, P: prio, Fn: func(context.Context, Call) (Decision, string, error) {
+		return d, "", nil
+	}}
+}
+
+// luaFunc mimics an auto_approve function as the caller wraps it: the Lua
+// value goes through FromAutoApprove.
+func luaFunc(f func(tool string, input map[string]any) (any, error)) func(context.Context, Call) (Decision, string, error) {
+	return func(_ context.Context, c Call) (Decision, string, error) {
+		v, err := f(c.Tool, c.Input)
+		if err != nil {
+			return Pass, "", err
+		}
+		return FromAutoApprove(v), RuleFunction, nil
+	}
+}
+
+func expect(t *testing.T, ch *Chain, c Call, want Decision) Outcome {
+	t.Helper()
+	got := ch.Decide(context.Background(), c)
+	if got.Decision != want {
+		t.Errorf("Decide(%s %v) = %v, want %s", c.Tool, c.Input, got, want)
+	}
+	return got
+}

@@ -1,0 +1,228 @@
+package approval
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func mustPresets(t *testing.T, user map[string]PresetDef) *Presets {
+	t.Helper()
+	p, errs := NewPresets(user)
+	if len(errs) > 0 {
+		t.Fatalf("NewPresets: %v", errs)
+	}
+	return p
+}
+
+func TestExpand(t *testing.T) {
+	p := mustPresets(t, map[string]PresetDef{
+		"$yolo":    {Approve: []string{"bash", "read", "write", "edit"}},
+		"$no-bash": {Deny: []string{"bash"}},
+		"$calc":    {Approve: []string{"calculator"}, Deny: []string{"calculator_async"}},
+		"$git":     {Approve: []string{"bash(git status*)", "bash(git log *)"}, Deny: []string{"bash(git push*)"}},
+		"$safety":  {Deny: []string{"bash(rm *)", "write"}},
+	})
+	type check struct {
+		tool, command string
+		want          Decision
+		rule          string
+	}
+	tests := []struct {
+		name       string
+		list       []string
+		exclusions []string
+		env        []string // Call.Env.Exclusions
+		checks     []check
+	}{
+		{"union of presets and names", []string{"$readonly", "$calc", "todo"}, nil, nil, []check{
+			{"read", "", Approve, "$readonly"}, {"calculator", "", Approve, "$calc"}, {"todo", "", Approve, "todo"},
+			{"write", "", Pass, ""}, {"calculator_async", "", Deny, "$calc"}}},
+		{"deny wins over a preset approve", []string{"$yolo", "$no-bash"}, nil, nil, []check{
+			{"bash", "ls", Deny, "$no-bash"}, {"read", "", Approve, "$yolo"}}},
+		{"deny wins over a plain name, in any order", []string{"bash", "$no-bash"}, nil, nil, []check{
+			{"bash", "ls", Deny, "$no-bash"}}},
+		{"deny wins over a later approve", []string{"$safety", "$default"}, nil, nil, []check{
+			{"write", "", Deny, "$safety"}, {"edit", "", Approve, "$default"}}},
+		{"first source names the approval", []string{"read", "$default"}, nil, nil, []check{
+			{"read", "", Approve, "read"}, {"write", "", Approve, "$default"}}},
+		{"unknown preset ignored", []string{"$nonexistent", "read"}, nil, nil, []check{
+			{"read", "", Approve, "read"}, {"write", "", Pass, ""}}},
+		{"exclusions remove approvals", []string{"$default"}, []string{"write"}, nil, []check{
+			{"write", "", Pass, ""}, {"read", "", Approve, "$default"}}},
+		{"exclusions never lift a deny", []string{"$yolo", "$no-bash"}, []string{"bash"}, nil, []check{
+			{"bash", "ls", Deny, "$no-bash"}}},
+		{"call exclusions remove approvals", []string{"$default"}, nil, []string{"read"}, []check{
+			{"read", "", Pass, ""}, {"grep", "", Approve, "$default"}}},
+		{"command rules from a preset", []string{"$git"}, nil, nil, []check{
+			{"bash", "git status", Approve, "bash(git status*) from $git"},
+			{"bash", "git log", Approve, "bash(git log *) from $git"},
+			{"bash", "git push origin main", Deny, "bash(git push*) from $git"},
+			{"bash", "git commit", Pass, ""}}},
+		{"plain command rule", []string{"bash(make test)"}, nil, nil, []check{
+			{"bash", "make test", Approve, "bash(make test)"}, {"bash", "make testx", Pass, ""}}},
+		{"excluding bash drops command rules", []string{"$git", "bash(ls*)"}, []string{"bash"}, nil, []check{
+			{"bash", "git status", Pass, ""}, {"bash", "ls", Pass, ""},
+			{"bash", "git push", Deny, "bash(git push*) from $git"}}},
+		{"excluding one rule", []string{"bash(ls*)", "bash(pwd)"}, []string{"bash(ls*)"}, nil, []check{
+			{"bash", "ls", Pass, ""}, {"bash", "pwd", Approve, "bash(pwd)"}}},
+		{"call exclusion of bash drops rules", []string{"bash(ls*)"}, nil, []string{"bash"}, []check{
+			{"bash", "ls", Pass, ""}}},
+		{"deny rule beats plain bash", []string{"bash", "$safety"}, nil, nil, []check{
+			{"bash", "ls", Approve, "bash"}, {"bash", "ls; rm -rf /", Deny, "bash(rm *) from $safety"}}},
+		{"deny rule, unverifiable command", []string{"bash", "$safety"}, nil, nil, []check{
+			{"bash", "$CMD -rf /", RequireApproval, RuleUnverifiable},
+			{"bash", "echo 'unbalanced", RequireApproval, RuleUnverifiable},
+			{"bash", "cat x | sh", RequireApproval, RuleUnverifiable}}},
+		{"$standard is $default", []string{"$standard"}, nil, nil, []check{
+			{"edit", "", Approve, "$standard"}, {"bash", "ls", Pass, ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pol := p.Expand(tt.list, tt.exclusions)
+			for _, c := range tt.checks {
+				in := Call{Tool: c.tool, Env: Env{Exclusions: tt.env}}
+				if c.tool == BashTool {
+					in.Input = map[string]any{"command": c.command}
+				}
+				d, rule := pol.Decide(in)
+				if d != c.want || rule != c.rule {
+					t.Errorf("Decide(%s %q) = %q, %q; want %q, %q", c.tool, c.command, d, rule, c.want, c.rule)
+				}
+			}
+		})
+	}
+}
+
+func TestPolicyBashWithoutCommand(t *testing.T) {
+	pol := mustPresets(t, map[string]PresetDef{"$d": {Deny: []string{"bash(*)"}}}).Expand([]string{"bash(*)", "$d"}, nil)
+	for _, input := range []map[string]any{nil, {}, {"command": 42}, {"command": []any{"ls"}}, {"cmd": "ls"}} {
+		if d, rule := pol.Decide(Call{Tool: BashTool, Input: input}); d != Pass {
+			t.Errorf("Decide(bash %v) = %q, %q; want pass", input, d, rule)
+		}
+	}
+	// Command rules apply to the bash tool only.
+	if d, _ := pol.Decide(Call{Tool: "sh", Input: map[string]any{"command": "ls"}}); d != Pass {
+		t.Errorf("Decide(sh) = %q, want pass", d)
+	}
+}
+
+func TestNilPolicy(t *testing.T) {
+	var p *Policy
+	if d, rule := p.Decide(call("read", Env{})); d != Pass || rule != "" {
+		t.Errorf("nil policy Decide = %q, %q", d, rule)
+	}
+	if p.Approved() != nil || p.Denied() != nil {
+		t.Error("nil policy lists something")
+	}
+}
+
+func TestPolicyIntrospection(t *testing.T) {
+	p := mustPresets(t, map[string]PresetDef{"$x": {Approve: []string{"bash(ls*)"}, Deny: []string{"bash", "bash(rm *)"}}})
+	pol := p.Expand([]string{"$readonly", "$x", "calculator", "bash(ls*)"}, nil)
+	if got, want := pol.Approved(), []string{"calculator", "find", "grep", "ls", "read"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Approved() = %v, want %v", got, want)
+	}
+	if got := pol.Denied(); !reflect.DeepEqual(got, []string{"bash"}) {
+		t.Errorf("Denied() = %v", got)
+	}
+	a, d := pol.Rules()
+	if !reflect.DeepEqual(a, []string{"bash(ls*)"}) || !reflect.DeepEqual(d, []string{"bash(rm *)"}) {
+		t.Errorf("Rules() = %v, %v (duplicates must collapse)", a, d)
+	}
+}
+
+func TestPresetOverrideAndAlias(t *testing.T) {
+	p := mustPresets(t, map[string]PresetDef{"$default": {Approve: []string{"read"}}})
+	if got, _ := p.Get("$standard"); !reflect.DeepEqual(got.Approve, []string{"read"}) {
+		t.Errorf("$standard follows a user $default: got %v", got.Approve)
+	}
+	p = mustPresets(t, map[string]PresetDef{"$standard": {Approve: []string{"ls"}}})
+	if got, _ := p.Get("$standard"); !reflect.DeepEqual(got.Approve, []string{"ls"}) {
+		t.Errorf("user $standard = %v", got.Approve)
+	}
+	if got, _ := p.Get("$default"); len(got.Approve) != 6 {
+		t.Errorf("$default changed by a user $standard: %v", got.Approve)
+	}
+	if _, ok := p.Get("$nope"); ok {
+		t.Error("Get($nope) found something")
+	}
+	var none *Presets
+	if got := none.Names(); !reflect.DeepEqual(got, []string{"$default", "$readonly"}) {
+		t.Errorf("nil Presets Names() = %v", got)
+	}
+}
+
+func TestNewPresetsValidation(t *testing.T) {
+	p, errs := NewPresets(map[string]PresetDef{
+		"nodollar":  {Approve: []string{"read"}},
+		"$badrule":  {Approve: []string{"bash(git status"}},
+		"$emptyrul": {Deny: []string{"bash()"}},
+		"$empty":    {Approve: []string{""}},
+		"$ok":       {Approve: []string{"read", "bash(ls *)"}, Deny: []string{"bash(rm *)"}},
+	})
+	want := []string{
+		"Preset '$badrule' ignored — 'approve': malformed command rule 'bash(git status' (want bash(<pattern>))",
+		"Preset '$empty' ignored — 'approve': empty entry",
+		"Preset '$emptyrul' ignored — 'deny': malformed command rule 'bash()' (want bash(<pattern>))",
+		"Preset 'nodollar' ignored — preset keys must start with '$'",
+	}
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := p.Names(); !reflect.DeepEqual(got, []string{"$default", "$ok", "$readonly"}) {
+		t.Errorf("Names() = %v", got)
+	}
+}
+
+func TestDecodePresets(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     any
+		want    map[string]PresetDef
+		wantErr []string
+	}{
+		{"nil", nil, map[string]PresetDef{}, nil},
+		{"empty list (empty Lua table)", []any{}, map[string]PresetDef{}, nil},
+		{"not a table", "x", map[string]PresetDef{}, []string{"tools.presets: expected table, got string"}},
+		{"string keys", map[string]any{"$a": map[string]any{"approve": []any{"read"}, "deny": []any{}}},
+			map[string]PresetDef{"$a": {Approve: []string{"read"}, Deny: []string{}}}, nil},
+		{"any keys, empty preset", map[any]any{"$b": []any{}}, map[string]PresetDef{"$b": {}}, nil},
+		{"empty map list", map[string]any{"$c": map[any]any{"approve": map[string]any{}}}, map[string]PresetDef{"$c": {}}, nil},
+		{"preset not a table", map[string]any{"$d": true}, map[string]PresetDef{},
+			[]string{"Preset '$d' ignored — expected table, got boolean"}},
+		{"non-string element", map[string]any{"$e": map[string]any{"deny": []any{"bash", int64(3)}}}, map[string]PresetDef{},
+			[]string{"Preset '$e' ignored — 'deny' must be a string[], got table"}},
+		{"number", map[string]any{"$f": map[string]any{"approve": 1.5}}, map[string]PresetDef{},
+			[]string{"Preset '$f' ignored — 'approve' must be a string[], got number"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, errs := DecodePresets(tt.raw)
+			var msgs []string
+			for _, e := range errs {
+				msgs = append(msgs, e.Error())
+			}
+			if !reflect.DeepEqual(got, tt.want) || !reflect.DeepEqual(msgs, tt.wantErr) {
+				t.Errorf("DecodePresets(%v) = %v, %q; want %v, %q", tt.raw, got, msgs, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestValidateEntry(t *testing.T) {
+	for _, ok := range []string{"read", "$default", "bash(git status*)", "bash(*)", "my:tool"} {
+		if err := ValidateEntry(ok); err != nil {
+			t.Errorf("ValidateEntry(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "  ", "bash(", "bash()", "bash(  )", "bash(ls"} {
+		if ValidateEntry(bad) == nil {
+			t.Errorf("ValidateEntry(%q) = nil", bad)
+		}
+	}
+}
