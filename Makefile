@@ -1,0 +1,46 @@
+# flemma — `make demo` shows it working, `make test` runs every test.
+GO      ?= go
+BIN     := bin/flemma-host
+NVIMS    = $(shell scripts/provision-nvim.sh | paste -sd: -)
+
+.PHONY: all build test unit e2e bench lint demo nvim fuzz check-go clean
+
+all: build
+
+check-go:
+	@command -v $(GO) >/dev/null 2>&1 || { echo "make: Go is required (https://go.dev/dl, 1.24 or newer); it was not found on PATH" >&2; exit 1; }
+
+build: check-go
+	$(GO) build -o $(BIN) ./cmd/flemma-host
+
+# Neovim 0.7.2 (apt) and 0.10.4 (unpacked from Debian trixie into .cache/).
+nvim:
+	@scripts/provision-nvim.sh >/dev/null
+
+lint: check-go
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:" $$out >&2; exit 1; fi
+	$(GO) vet ./...
+
+# Every test: unit, golden, fuzz seed corpora, and the end-to-end tests against
+# every provisioned Neovim. With CI set, a missing Neovim fails the run.
+test: check-go lint nvim
+	FLEMMA_NVIM="$(NVIMS)" $(GO) test -count=1 -race ./...
+
+unit: check-go
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+e2e: check-go nvim
+	FLEMMA_NVIM="$(NVIMS)" $(GO) test -count=1 -v ./e2e/
+
+bench: check-go nvim
+	FLEMMA_NVIM="$(NVIMS)" $(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz: check-go
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./buffer/
+
+demo: build nvim
+	@$(GO) run ./cmd/flemma-demo -host $(BIN)
+
+clean:
+	rm -rf bin

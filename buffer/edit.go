@@ -1,0 +1,373 @@
+package buffer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Edit replaces the lines [Start, End) of the original buffer with Lines.
+// Positions are 0-based and end-exclusive, as in nvim_buf_set_lines;
+// Start == End inserts before line Start.
+type Edit struct {
+	Start, End int
+	Lines      []string
+}
+
+// Apply returns a copy of lines with the edits applied. All edits refer to
+// the original lines and must not overlap; two insertions at the same
+// position are ambiguous and count as overlapping. Neovim gets the same
+// edits applied bottom-up (highest Start first), which needs no position
+// adjustment.
+func Apply(lines []string, edits []Edit) ([]string, error) {
+	sorted := slices.Clone(edits)
+	slices.SortStableFunc(sorted, func(a, b Edit) int {
+		if a.Start != b.Start {
+			return a.Start - b.Start
+		}
+		return a.End - b.End
+	})
+	size := len(lines)
+	for i, e := range sorted {
+		if e.Start < 0 || e.End < e.Start || e.End > len(lines) {
+			return nil, fmt.Errorf("edit [%d, %d) out of range for %d lines", e.Start, e.End, len(lines))
+		}
+		if i > 0 {
+			prev := sorted[i-1]
+			if prev.End > e.Start || prev.Start == prev.End && e.Start == e.End && prev.Start == e.Start {
+				return nil, fmt.Errorf("edits [%d, %d) and [%d, %d) overlap", prev.Start, prev.End, e.Start, e.End)
+			}
+		}
+		size += len(e.Lines) - (e.End - e.Start)
+	}
+	out := make([]string, 0, size)
+	at := 0
+	for _, e := range sorted {
+		out = append(out, lines[at:e.Start]...)
+		out = append(out, e.Lines...)
+		at = e.End
+	}
+	return append(out, lines[at:]...), nil
+}
+
+// Placement asks PlacePlaceholders for a placeholder with Status for the
+// tool use ID.
+type Placement struct {
+	ID     string
+	Status Status
+}
+
+// PlacePlaceholders returns the edits that insert a placeholder
+// (RenderPlaceholder) for each listed tool use that has no result yet; ids
+// that already have a result are skipped, as in the Lua Flemma.
+//
+// A placeholder goes into the @You: message right after the tool use's
+// assistant message, which is created (after the assistant message's last
+// non-blank line) when it does not exist. Results keep the order of their
+// tool uses: a new one goes after the existing result of the nearest
+// earlier tool use of the same assistant message, else before the first
+// existing result, else right below the @You: marker — above any text the
+// user already typed there. Placeholders that land on the same spot form one
+// edit. Each block is preceded by a blank line (followed by one before an
+// existing result), and a blank line is added when the next original line
+// is not blank.
+//
+// It fails when lines do not match d, an id has no tool use or cannot be
+// written in a header, or a status is not valid ("" writes a plain fence).
+func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, error) {
+	if err := check(d, lines); err != nil {
+		return nil, err
+	}
+	ix := d.index()
+	// Where each tool use lives: its assistant message and index in it.
+	type home struct {
+		msg int // index into d.Messages
+		pos int // index among the message's tool uses
+	}
+	homes := make(map[*ToolUse]home, len(ix.uses))
+	for mi, m := range d.Messages {
+		k := 0
+		for _, s := range m.Segments {
+			if u, ok := s.(*ToolUse); ok {
+				homes[u] = home{mi, k}
+				k++
+			}
+		}
+	}
+
+	type item struct {
+		pos    int
+		id     string
+		status Status
+	}
+	type group struct {
+		at     int // 0-based insertion index
+		mode   int
+		newYou bool
+		items  []item
+	}
+	const (
+		blankBefore = iota // "", H, "", opener, closer
+		blankAfter         // H, "", opener, closer, ""
+	)
+	groups := map[int]*group{}
+	seen := map[string]bool{}
+	placed := map[string]Status{}
+	for _, pl := range ps {
+		if seen[pl.ID] {
+			continue
+		}
+		seen[pl.ID] = true
+		u := ix.use[pl.ID]
+		if u == nil {
+			return nil, fmt.Errorf("tool use not found: %s", pl.ID)
+		}
+		if pl.Status != "" && !pl.Status.Valid() {
+			return nil, fmt.Errorf("invalid status %q for %s", pl.Status, pl.ID)
+		}
+		if strings.ContainsAny(pl.ID, "`\n\r") {
+			return nil, fmt.Errorf("tool use id %q cannot be written in a result header", pl.ID)
+		}
+		if ix.result[pl.ID] != nil {
+			continue
+		}
+		h := homes[u]
+		a := d.Messages[h.msg]
+		var g group
+		var y *Message
+		if h.msg+1 < len(d.Messages) && d.Messages[h.msg+1].Role == "You" {
+			y = d.Messages[h.msg+1]
+		}
+		switch {
+		case y == nil && h.msg == len(d.Messages)-1 && d.openFence > 0:
+			return nil, fmt.Errorf("cannot place a placeholder for %s: the message ends inside the code fence opened on line %d", pl.ID, d.openFence)
+		case y == nil:
+			g = group{at: lastNonBlank(lines, a), mode: blankBefore, newYou: true}
+		default:
+			results := y.ToolResults()
+			var pred *ToolResult
+			predPos := -1
+			for _, r := range results {
+				ru := ix.use[r.ToolUseID]
+				if ru == nil {
+					continue
+				}
+				if rh, ok := homes[ru]; ok && rh.msg == h.msg && rh.pos < h.pos && rh.pos >= predPos {
+					pred, predPos = r, rh.pos
+				}
+			}
+			switch {
+			case pred != nil:
+				g = group{at: pred.EndLine, mode: blankBefore}
+			case len(results) > 0:
+				g = group{at: results[0].HeaderLine - 1, mode: blankAfter}
+			default:
+				g = group{at: y.StartLine, mode: blankBefore}
+			}
+		}
+		gp := groups[g.at]
+		if gp == nil {
+			gp = &g
+			groups[g.at] = gp
+		}
+		gp.items = append(gp.items, item{h.pos, pl.ID, pl.Status})
+		placed[pl.ID] = pl.Status
+	}
+
+	edits := make([]Edit, 0, len(groups))
+	for _, g := range groups {
+		slices.SortStableFunc(g.items, func(a, b item) int { return a.pos - b.pos })
+		var out []string
+		if g.newYou {
+			out = append(out, "", "@You:")
+		}
+		for _, it := range g.items {
+			block := RenderPlaceholder(it.id, it.status)
+			if g.mode == blankBefore {
+				out = append(out, "")
+				out = append(out, block...)
+			} else {
+				out = append(out, block...)
+				out = append(out, "")
+			}
+		}
+		if g.mode == blankBefore && g.at < len(lines) && !isBlank(lines[g.at]) {
+			out = append(out, "")
+		}
+		edits = append(edits, Edit{Start: g.at, End: g.at, Lines: out})
+	}
+	slices.SortFunc(edits, func(a, b Edit) int { return a.Start - b.Start })
+	if err := verifyPlaced(lines, edits, placed); err != nil {
+		return nil, err
+	}
+	return edits, nil
+}
+
+// verifyPlaced re-parses the edited lines and checks that every placeholder
+// reads back with its status, so that an odd buffer gets an error instead of
+// a block that is not one.
+func verifyPlaced(lines []string, edits []Edit, placed map[string]Status) error {
+	if len(edits) == 0 {
+		return nil
+	}
+	out, err := Apply(lines, edits)
+	if err != nil {
+		return err
+	}
+	d := Parse(out)
+	for id, st := range placed {
+		if r := d.Result(id); r == nil || r.Status != st {
+			return fmt.Errorf("cannot place a placeholder for %s: it would not read back as its tool result", id)
+		}
+	}
+	return nil
+}
+
+// lastNonBlank returns the 1-based number of the last non-blank line of m
+// (the marker at least), which is also the 0-based index just after it.
+func lastNonBlank(lines []string, m *Message) int {
+	n := m.EndLine
+	for n > m.StartLine && isBlank(lines[n-1]) {
+		n--
+	}
+	return n
+}
+
+// check verifies that lines is what d was parsed from, as far as cheaply
+// possible.
+func check(d *Document, lines []string) error {
+	if d == nil {
+		return errors.New("no document")
+	}
+	if len(lines) != d.LineCount {
+		return fmt.Errorf("document was parsed from %d lines, got %d: parse the buffer again", d.LineCount, len(lines))
+	}
+	return nil
+}
+
+// result finds the result block of id and checks that its header and fence
+// are still where d says.
+func result(d *Document, lines []string, id string) (*ToolResult, error) {
+	if err := check(d, lines); err != nil {
+		return nil, err
+	}
+	r := d.Result(id)
+	if r == nil {
+		return nil, fmt.Errorf("tool result not found: %s", id)
+	}
+	if r.HeaderLine < 1 || r.FenceLine <= r.HeaderLine || r.EndLine <= r.FenceLine || r.EndLine > len(lines) {
+		return nil, fmt.Errorf("tool result %s has invalid positions", id)
+	}
+	if hid, _, ok := toolResultHeader(strings.TrimSuffix(lines[r.HeaderLine-1], "\r")); !ok || hid != id {
+		return nil, fmt.Errorf("unexpected header line content for %s", id)
+	}
+	if backticks(lines[r.FenceLine-1]) != r.FenceLen {
+		return nil, fmt.Errorf("unexpected fence line content for %s", id)
+	}
+	return r, nil
+}
+
+// ReplaceResult returns the edit that replaces the whole result block of id
+// (header through closing fence) with RenderResult(id, content, isError,
+// lang): a placeholder becomes a completed result, an old result is
+// overwritten.
+func ReplaceResult(d *Document, lines []string, id, content string, isError bool, lang string) (Edit, error) {
+	r, err := result(d, lines, id)
+	if err != nil {
+		return Edit{}, err
+	}
+	return Edit{Start: r.HeaderLine - 1, End: r.EndLine, Lines: RenderResult(id, content, isError, lang)}, nil
+}
+
+// SetStatus returns the edit that gives the placeholder of id the status s;
+// the body is never touched. In the fence form only the opener changes, and
+// its other tokens (timeout=30, …) are kept. A v0.11 header-form
+// placeholder is converted to the fence form: the header becomes bare (with
+// " (error)" kept) and the opener becomes ```flemma:tool status=S followed
+// by the header's other key=value tokens. A completed result is an error.
+func SetStatus(d *Document, lines []string, id string, s Status) (Edit, error) {
+	if !s.Valid() {
+		return Edit{}, fmt.Errorf("invalid status %q", s)
+	}
+	r, err := result(d, lines, id)
+	if err != nil {
+		return Edit{}, err
+	}
+	if r.Status == "" {
+		return Edit{}, fmt.Errorf("tool %s has already completed", id)
+	}
+	var info string
+	if r.Language == "flemma:tool" {
+		info = setStatusToken(r.Info, s)
+	} else {
+		_, _, extra := headerSuffix(r.Suffix)
+		info = strings.Join(append([]string{"status=" + string(s)}, extra...), " ")
+	}
+	return rewrite(r, lines, opener(r.FenceLen, "flemma:tool", info)), nil
+}
+
+// StripFence returns the edit that turns the placeholder of id into a
+// completed result whose content is the text the user wrote in it
+// (content-overwrite protection): a flemma:tool opener becomes plain
+// backticks of the same length, a status in the header suffix is removed
+// (" (error)" is kept), and the body and everything else stay untouched. It
+// does not check that the body is non-empty; a completed result is an
+// error.
+func StripFence(d *Document, lines []string, id string) (Edit, error) {
+	r, err := result(d, lines, id)
+	if err != nil {
+		return Edit{}, err
+	}
+	if r.Status == "" {
+		return Edit{}, fmt.Errorf("tool result has no flemma:tool fence or status: %s", id)
+	}
+	open := ""
+	if r.Language == "flemma:tool" {
+		open = strings.Repeat("`", r.FenceLen)
+	}
+	return rewrite(r, lines, open), nil
+}
+
+// rewrite builds the edit for the header-to-opener range of a placeholder:
+// the opener is replaced by open (kept when open is ""), and a header that
+// carries a status suffix is made bare. The edit covers as few lines as
+// possible.
+func rewrite(r *ToolResult, lines []string, open string) Edit {
+	hs, _, _ := headerSuffix(r.Suffix)
+	switch {
+	case hs == "":
+		// A placeholder without a header status has a flemma:tool fence,
+		// so open is never "" here.
+		return Edit{Start: r.FenceLine - 1, End: r.FenceLine, Lines: []string{open}}
+	case open == "":
+		return Edit{Start: r.HeaderLine - 1, End: r.HeaderLine, Lines: []string{ResultHeader(r.ToolUseID, r.IsError)}}
+	}
+	out := []string{ResultHeader(r.ToolUseID, r.IsError)}
+	out = append(out, lines[r.HeaderLine:r.FenceLine-1]...)
+	out = append(out, open)
+	return Edit{Start: r.HeaderLine - 1, End: r.FenceLine, Lines: out}
+}
+
+// setStatusToken replaces the value of the first status= token of a
+// flemma:tool info string (dropping later ones), or puts status=S first
+// when there is none; other tokens are kept in order.
+func setStatusToken(info string, s Status) string {
+	toks := fields(info)
+	out := make([]string, 0, len(toks)+1)
+	done := false
+	for _, t := range toks {
+		if k, _, ok := keyValue(t); ok && k == "status" {
+			if !done {
+				out = append(out, "status="+string(s))
+				done = true
+			}
+			continue
+		}
+		out = append(out, t)
+	}
+	if !done {
+		out = append([]string{"status=" + string(s)}, out...)
+	}
+	return strings.Join(out, " ")
+}

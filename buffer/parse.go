@@ -1,0 +1,483 @@
+package buffer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Parse parses the lines of a .chat buffer, without line terminators as
+// nvim_buf_get_lines returns them (a line must not contain "\n"). A single
+// trailing "\r" is removed from each line first. Parse never fails and
+// never panics: what it cannot read as structure stays Text, and the
+// problem is reported in Document.Diagnostics.
+func Parse(lines []string) *Document {
+	p := &parser{src: stripCR(lines)}
+	p.doc = &Document{LineCount: len(p.src)}
+	body := 1
+	if fm := p.frontmatter(); fm != nil {
+		p.doc.Frontmatter = fm
+		body = fm.EndLine + 1
+	}
+	p.split(body)
+	for _, m := range p.doc.Messages {
+		switch m.Role {
+		case "You", "Assistant":
+			p.blocks(m)
+		default:
+			if t := p.text(m.StartLine+1, m.EndLine); t != nil {
+				m.Segments = append(m.Segments, t)
+			}
+		}
+	}
+	p.doc.ix = buildIndex(p.doc)
+	p.pair()
+	slices.SortStableFunc(p.doc.Diagnostics, func(a, b Diagnostic) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	return p.doc
+}
+
+// stripCR returns lines without a trailing "\r" on any line. It copies the
+// slice only when it has to.
+func stripCR(lines []string) []string {
+	for i, s := range lines {
+		if strings.HasSuffix(s, "\r") {
+			out := make([]string, len(lines))
+			copy(out, lines[:i])
+			for j := i; j < len(lines); j++ {
+				out[j] = strings.TrimSuffix(lines[j], "\r")
+			}
+			return out
+		}
+	}
+	return lines
+}
+
+type parser struct {
+	src        []string // src[n-1] is line n
+	doc        *Document
+	fmUnclosed bool // "Frontmatter is not closed" was reported
+
+	// A search for </thinking> from line h that failed at line stop also
+	// fails from any later line before stop; remembering stop keeps a run
+	// of unclosed tags linear instead of quadratic.
+	splitNoClose, tagNoClose int
+}
+
+func (p *parser) line(n int) string { return p.src[n-1] }
+
+func (p *parser) report(line, col int, sev Severity, kind, format string, args ...any) {
+	p.doc.Diagnostics = append(p.doc.Diagnostics, Diagnostic{
+		Line: line, Col: col, Severity: sev, Kind: kind, Message: fmt.Sprintf(format, args...),
+	})
+}
+
+// text returns the lines a..b as a Text, with blank lines at both ends
+// dropped, or nil if nothing is left.
+func (p *parser) text(a, b int) *Text {
+	for a <= b && isBlank(p.line(a)) {
+		a++
+	}
+	for b >= a && isBlank(p.line(b)) {
+		b--
+	}
+	if a > b {
+		return nil
+	}
+	return &Text{Value: strings.Join(p.src[a-1:b], "\n"), StartLine: a, EndLine: b}
+}
+
+// frontmatter reads a frontmatter opened on line 1 and closed by the first
+// line of exactly three backticks. The search stops at a role marker, so a
+// forgotten closer cannot swallow the conversation (it is reported instead).
+func (p *parser) frontmatter() *Frontmatter {
+	if len(p.src) == 0 {
+		return nil
+	}
+	lang, ok := frontmatterOpen(p.src[0])
+	if !ok {
+		return nil
+	}
+	for n := 2; n <= len(p.src); n++ {
+		s := p.line(n)
+		if frontmatterClose(s) {
+			return &Frontmatter{
+				Language:  lang,
+				Code:      strings.Join(p.src[1:n-1], "\n"),
+				StartLine: 1,
+				EndLine:   n,
+			}
+		}
+		if _, ok := roleMarker(s); ok {
+			break
+		}
+	}
+	p.fmUnclosed = true
+	p.report(1, 1, SeverityWarning, KindFrontmatter,
+		"Frontmatter is not closed (a line of exactly ``` must end it before the first role marker); it is ignored")
+	return nil
+}
+
+// split cuts the lines from body on into the preamble and the messages.
+// A role marker inside an open code fence is content. The preamble is not
+// fence-tracked (an unclosed frontmatter must not hide the first message).
+func (p *parser) split(body int) {
+	n := len(p.src)
+	i := body
+	for i <= n {
+		if _, ok := roleMarker(p.line(i)); ok {
+			break
+		}
+		i++
+	}
+	if t := p.text(body, i-1); t != nil {
+		p.doc.Preamble = t
+		if !p.fmUnclosed { // one warning about the same lines is enough
+			p.report(t.StartLine, 1, SeverityWarning, KindMessage,
+				"Text before the first role marker belongs to no message and is ignored (a marker such as @You: must be alone on its line)")
+		}
+	}
+	for i <= n {
+		role, _ := roleMarker(p.line(i))
+		m := &Message{Role: role, StartLine: i}
+		fence, opened, swallowed := 0, 0, 0
+		j := i + 1
+		for ; j <= n; j++ {
+			s := p.line(j)
+			if fence > 0 {
+				if fenceCloses(s, fence) {
+					fence, swallowed = 0, 0
+				} else if _, ok := roleMarker(s); ok && swallowed == 0 {
+					swallowed = j
+				}
+				continue
+			}
+			if _, ok := roleMarker(s); ok {
+				break
+			}
+			if role == "Assistant" && s != "" && s[0] == '<' {
+				if k := p.thinkingEnd(j); k > 0 {
+					j = k // fences inside thinking content do not count
+					continue
+				}
+			}
+			if fence = fenceOpen(s); fence > 0 {
+				opened = j
+			}
+		}
+		if fence > 0 { // only the last message can end inside a fence
+			p.doc.openFence = opened
+			if swallowed > 0 {
+				p.report(swallowed, 1, SeverityWarning, KindMessage,
+					"Role marker inside the code fence left open on line %d is read as text; close the fence to start a new message", opened)
+			}
+		}
+		m.EndLine = j - 1
+		p.doc.Messages = append(p.doc.Messages, m)
+		i = j
+	}
+}
+
+// thinkingEnd returns the closing </thinking> line of a thinking block
+// opened on line h, or 0 when h opens none or no close comes before the
+// next role marker (a thinking block never contains one).
+func (p *parser) thinkingEnd(h int) int {
+	t, ok := thinkingOpen(p.line(h))
+	if !ok || t.selfClosing || h < p.splitNoClose {
+		return 0
+	}
+	k := h + 1
+	for ; k <= len(p.src); k++ {
+		s := p.line(k)
+		if s == thinkingClose {
+			return k
+		}
+		if _, ok := roleMarker(s); ok {
+			break
+		}
+	}
+	p.splitNoClose = k
+	return 0
+}
+
+// blocks parses the content of a @You: or @Assistant: message. Structure is
+// recognised only outside code fences, tracked with the same rules as the
+// message splitter, so a header quoted in a fenced example stays text.
+func (p *parser) blocks(m *Message) {
+	assistant := m.Role == "Assistant"
+	lo, hi := m.StartLine+1, m.EndLine
+	textStart := 0 // first line of the pending text run, 0 if none
+	flush := func(end int) {
+		if textStart > 0 {
+			if t := p.text(textStart, end-1); t != nil {
+				m.Segments = append(m.Segments, t)
+			}
+			textStart = 0
+		}
+	}
+	fence := 0
+	for i := lo; i <= hi; {
+		s := p.line(i)
+		var seg Segment
+		next := 0
+		switch {
+		case fence > 0:
+			if fenceCloses(s, fence) {
+				fence = 0
+			}
+		case s == "":
+		case s[0] == '`':
+			fence = fenceOpen(s)
+		case s[0] == '*' && assistant:
+			seg, next = p.toolUse(i, hi)
+		case s[0] == '*':
+			seg, next = p.toolResult(i, hi)
+		case s[0] == '<' && assistant:
+			seg, next = p.tag(i, hi)
+		}
+		if seg != nil {
+			flush(i)
+			m.Segments = append(m.Segments, seg)
+			i = next
+			continue
+		}
+		if textStart == 0 {
+			textStart = i
+		}
+		i++
+	}
+	flush(hi + 1)
+}
+
+// fencedBody finds the fence of a tool block whose header is on line h:
+// blank lines are skipped, then a fence opener must follow, closed within
+// the message. It returns the opener line, its backtick count and the
+// closing line; open == 0 when there is no opener, end == 0 when the fence
+// is not closed.
+func (p *parser) fencedBody(h, hi int) (open, n, end int) {
+	j := h + 1
+	for j <= hi && isBlank(p.line(j)) {
+		j++
+	}
+	if j > hi {
+		return 0, 0, 0
+	}
+	n = fenceOpen(p.line(j))
+	if n == 0 {
+		return 0, 0, 0
+	}
+	for k := j + 1; k <= hi; k++ {
+		if fenceCloses(p.line(k), n) {
+			return j, n, k
+		}
+	}
+	return j, n, 0
+}
+
+// body returns the lines strictly between two fence lines joined by "\n".
+func (p *parser) body(open, end int) string {
+	return strings.Join(p.src[open:end-1], "\n")
+}
+
+// toolUse parses a Tool Use block whose header is on line h. On any problem
+// it reports it and returns nil: the header then stays text and parsing goes
+// on with the next line, so nothing after a bad block is lost.
+func (p *parser) toolUse(h, hi int) (Segment, int) {
+	name, id, suffix, ok := toolUseHeader(p.line(h))
+	if !ok {
+		return nil, 0
+	}
+	open, n, end := p.fencedBody(h, hi)
+	if open == 0 {
+		p.report(h, 1, SeverityWarning, KindToolUse, "Tool use requires a fenced code block with JSON input")
+		return nil, 0
+	}
+	if end == 0 {
+		p.report(h, 1, SeverityWarning, KindToolUse, "Unclosed fenced code block in tool use (missing closing fence)")
+		return nil, 0
+	}
+	lang, _ := fenceInfo(p.line(open), n)
+	if lang != "" && !strings.EqualFold(lang, "json") {
+		p.report(open, n+1, SeverityWarning, KindToolUse,
+			"Failed to parse tool input: No parser registered for language: %s", lang)
+		return nil, 0
+	}
+	raw := p.body(open, end)
+	if isBlank(raw) {
+		p.report(open, 1, SeverityWarning, KindToolUse, "Failed to parse tool input: the fenced block is empty")
+		return nil, 0
+	}
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		line, col := open+1, 1
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col = offsetPos(raw, int(se.Offset)-1)
+			line += open + 1
+		}
+		p.report(line, col, SeverityWarning, KindToolUse, "Failed to parse tool input: JSON parse error: %s", err)
+		return nil, 0
+	}
+	u := &ToolUse{
+		Name: name, ID: id, RawInput: raw, Language: lang, FenceLen: n, Suffix: suffix,
+		HeaderLine: h, FenceLine: open, EndLine: end,
+	}
+	if obj, ok := v.(map[string]any); ok {
+		u.Input = dropNulls(obj)
+	} else {
+		p.report(open+1, 1, SeverityWarning, KindToolUse,
+			"Tool input must be a JSON object, got %s", jsonType(v))
+	}
+	return u, end + 1
+}
+
+// offsetPos converts a byte offset in s to a 0-based line and 1-based
+// column, clamping it into s.
+func offsetPos(s string, off int) (line, col int) {
+	off = max(0, min(off, len(s)-1))
+	line = strings.Count(s[:off], "\n")
+	return line, off - (strings.LastIndexByte(s[:off], '\n') + 1) + 1
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "array"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	}
+	return "object"
+}
+
+// dropNulls removes keys whose value is JSON null, in nested objects too
+// (the Lua Flemma cannot represent them). Nulls inside arrays are kept.
+func dropNulls(m map[string]any) map[string]any {
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(x)
+		case []any:
+			dropNullsIn(x)
+		}
+	}
+	return m
+}
+
+func dropNullsIn(a []any) {
+	for _, v := range a {
+		switch x := v.(type) {
+		case map[string]any:
+			dropNulls(x)
+		case []any:
+			dropNullsIn(x)
+		}
+	}
+}
+
+// toolResult parses a Tool Result block whose header is on line h; on a
+// problem the header stays text, as in toolUse.
+func (p *parser) toolResult(h, hi int) (Segment, int) {
+	id, suffix, ok := toolResultHeader(p.line(h))
+	if !ok {
+		return nil, 0
+	}
+	open, n, end := p.fencedBody(h, hi)
+	if open == 0 {
+		p.report(h, 1, SeverityWarning, KindToolResult, "Tool result requires a fenced code block")
+		return nil, 0
+	}
+	if end == 0 {
+		p.report(h, 1, SeverityWarning, KindToolResult, "Unclosed fenced code block in tool result (missing closing fence)")
+		return nil, 0
+	}
+	lang, info := fenceInfo(p.line(open), n)
+	r := &ToolResult{
+		ToolUseID: id, Suffix: suffix, Language: lang, Info: info, FenceLen: n,
+		Content:    p.body(open, end),
+		HeaderLine: h, FenceLine: open, EndLine: end,
+	}
+	hs, herr, _ := headerSuffix(suffix)
+	r.IsError = herr || errorSuffix(suffix)
+	switch {
+	case lang == "flemma:tool":
+		r.Status = fenceStatus(info)
+		if hs != "" {
+			p.report(h, 1, SeverityWarning, KindToolResult,
+				"Tool result %s has a status in its header (%s) and in its flemma:tool fence; the fence (%s) is used",
+				id, hs, r.Status)
+		}
+	case hs != "":
+		r.Status, r.HeaderForm = hs, true
+	}
+	return r, end + 1
+}
+
+// tag parses a thinking block or an abort marker starting on line h.
+func (p *parser) tag(h, hi int) (Segment, int) {
+	s := p.line(h)
+	if msg, ok := abortMarker(s); ok {
+		return &Aborted{Message: msg, StartLine: h, EndLine: h}, h + 1
+	}
+	t, ok := thinkingOpen(s)
+	if !ok {
+		return nil, 0
+	}
+	th := &Thinking{Provider: t.provider, Signature: t.signature, Redacted: t.redacted, StartLine: h}
+	if t.selfClosing {
+		th.EndLine = h
+		return th, h + 1
+	}
+	if h >= p.tagNoClose {
+		k := h + 1
+		for ; k <= hi; k++ {
+			s := p.line(k)
+			if s == thinkingClose {
+				th.Content = p.body(h, k)
+				th.EndLine = k
+				return th, k + 1
+			}
+			if _, ok := roleMarker(s); ok { // as in thinkingEnd
+				break
+			}
+		}
+		p.tagNoClose = k
+	}
+	p.report(h, 1, SeverityWarning, KindThinking,
+		"Unclosed <thinking> block (missing </thinking>); its lines are kept as text")
+	return nil, 0
+}
+
+// pair checks tool uses against tool results across the whole document.
+func (p *parser) pair() {
+	ix := p.doc.ix
+	for _, u := range ix.uses {
+		if first := ix.use[u.ID]; first != u {
+			p.report(u.HeaderLine, 1, SeverityError, KindToolUse,
+				"Duplicate tool use id: %s (first used on line %d)", u.ID, first.HeaderLine)
+		}
+	}
+	for _, r := range ix.results {
+		if ix.use[r.ToolUseID] == nil {
+			p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
+				"Tool result for unknown tool use: %s", r.ToolUseID)
+		}
+		if first := ix.result[r.ToolUseID]; first != r {
+			p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
+				"Duplicate tool result for %s (first on line %d); only the first is used", r.ToolUseID, first.HeaderLine)
+		}
+	}
+}

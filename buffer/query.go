@@ -1,0 +1,153 @@
+package buffer
+
+import "sort"
+
+// index maps tool ids to their blocks. Parse builds it once; methods of a
+// hand-made Document build a temporary one.
+type index struct {
+	uses    []*ToolUse
+	results []*ToolResult
+	use     map[string]*ToolUse    // first use of each id
+	result  map[string]*ToolResult // first result of each id
+}
+
+func buildIndex(d *Document) *index {
+	ix := &index{use: map[string]*ToolUse{}, result: map[string]*ToolResult{}}
+	for _, m := range d.Messages {
+		for _, s := range m.Segments {
+			switch s := s.(type) {
+			case *ToolUse:
+				ix.uses = append(ix.uses, s)
+				if ix.use[s.ID] == nil {
+					ix.use[s.ID] = s
+				}
+			case *ToolResult:
+				ix.results = append(ix.results, s)
+				if ix.result[s.ToolUseID] == nil {
+					ix.result[s.ToolUseID] = s
+				}
+			}
+		}
+	}
+	return ix
+}
+
+func (d *Document) index() *index {
+	if d.ix != nil {
+		return d.ix
+	}
+	return buildIndex(d)
+}
+
+// ToolUses returns every tool use in document order.
+func (d *Document) ToolUses() []*ToolUse {
+	return append([]*ToolUse(nil), d.index().uses...)
+}
+
+// ToolResults returns every tool result in document order.
+func (d *Document) ToolResults() []*ToolResult {
+	return append([]*ToolResult(nil), d.index().results...)
+}
+
+// Use returns the first tool use with the given id, or nil.
+func (d *Document) Use(id string) *ToolUse { return d.index().use[id] }
+
+// Result returns the first tool result for id anywhere in the document (its
+// position does not matter, as in the Lua Flemma), or nil.
+func (d *Document) Result(id string) *ToolResult { return d.index().result[id] }
+
+// Unresolved returns, in document order, the tool uses that have no result
+// block at all: the ones Phase 1 of the cycle must give a placeholder. A
+// duplicated id (reported by Parse) is listed once, with its first use.
+func (d *Document) Unresolved() []*ToolUse {
+	ix := d.index()
+	var out []*ToolUse
+	for _, u := range ix.uses {
+		if ix.result[u.ID] == nil && ix.use[u.ID] == u {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Incomplete returns, in document order, the tool uses without a completed
+// result: no result block, or a placeholder. Sending must wait until it is
+// empty. A duplicated id is listed once, with its first use.
+func (d *Document) Incomplete() []*ToolUse {
+	ix := d.index()
+	var out []*ToolUse
+	for _, u := range ix.uses {
+		if r := ix.result[u.ID]; (r == nil || r.Status != "") && ix.use[u.ID] == u {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// MessageAt returns the message whose lines cover the 1-based line, or nil
+// (frontmatter, preamble, out of range).
+func (d *Document) MessageAt(line int) *Message {
+	i := sort.Search(len(d.Messages), func(i int) bool { return d.Messages[i].StartLine > line }) - 1
+	if i < 0 || line > d.Messages[i].EndLine {
+		return nil
+	}
+	return d.Messages[i]
+}
+
+// BlockAt returns the tool block covering the 1-based line together with its
+// counterpart: on a tool use, the use and its first result (nil if none); on
+// a tool result, the first use of its id (nil for an orphan) and that result.
+// Both are nil when the line is not inside a tool block.
+func (d *Document) BlockAt(line int) (*ToolUse, *ToolResult) {
+	m := d.MessageAt(line)
+	if m == nil {
+		return nil, nil
+	}
+	for _, s := range m.Segments {
+		start, end := s.Lines()
+		if line < start || line > end {
+			continue
+		}
+		switch s := s.(type) {
+		case *ToolUse:
+			return s, d.Result(s.ID)
+		case *ToolResult:
+			return d.Use(s.ToolUseID), s
+		}
+		return nil, nil
+	}
+	return nil, nil
+}
+
+// ToolUses returns the tool uses of the message in order.
+func (m *Message) ToolUses() []*ToolUse {
+	var out []*ToolUse
+	for _, s := range m.Segments {
+		if u, ok := s.(*ToolUse); ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// ToolResults returns the tool results of the message in order.
+func (m *Message) ToolResults() []*ToolResult {
+	var out []*ToolResult
+	for _, s := range m.Segments {
+		if r, ok := s.(*ToolResult); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// AbortMarker returns the abort marker that ends the message (its last
+// segment), or nil. Tool uses of an aborted assistant message get the
+// placeholder status aborted.
+func (m *Message) AbortMarker() *Aborted {
+	if len(m.Segments) == 0 {
+		return nil
+	}
+	a, _ := m.Segments[len(m.Segments)-1].(*Aborted)
+	return a
+}

@@ -1,0 +1,77 @@
+// Command flemma-host is the engine of the flemma Neovim plugin. Neovim
+// starts it with jobstart({rpc = true}); it speaks msgpack-RPC on
+// stdin/stdout, so nothing else may ever be written to stdout, and it logs to
+// a file.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/neovim/go-client/nvim"
+
+	"github.com/flemma-dev/flemma/rpc"
+	"github.com/flemma-dev/flemma/tools"
+)
+
+// version is the host's version; the Lua side checks it in the handshake
+// (lua/flemma/version.lua holds the same string).
+const version = "0.1.0"
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	// stdout is the RPC stream: keep it, and send everything else that might
+	// print (gopher-lua's print included) to stderr.
+	stdout := os.Stdout
+	os.Stdout = os.Stderr
+
+	showVersion := flag.Bool("version", false, "print the version and exit")
+	logFile := flag.String("log-file", "", "write the log to this file (default: stderr)")
+	flag.Parse()
+	if *showVersion {
+		fmt.Fprintln(stdout, "flemma-host", version)
+		return 0
+	}
+
+	var logw io.Writer = os.Stderr
+	if *logFile != "" {
+		if err := os.MkdirAll(filepath.Dir(*logFile), 0o755); err == nil {
+			if f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+				defer f.Close()
+				logw = f
+			}
+		}
+	}
+	logger := log.New(logw, "", log.LstdFlags|log.Lmicroseconds)
+	logger.Printf("flemma-host %s starting (pid %d)", version, os.Getpid())
+
+	reg := tools.NewRegistry()
+	reg.Have = tools.HaveRequirement
+	for _, t := range tools.Builtins() {
+		reg.MustAdd(t)
+	}
+	host := rpc.NewHost(version, logger, reg)
+
+	v, err := nvim.New(os.Stdin, stdout, stdout, logger.Printf)
+	if err != nil {
+		logger.Printf("connect: %v", err)
+		return 1
+	}
+	if err := host.Attach(v); err != nil {
+		logger.Printf("attach: %v", err)
+		return 1
+	}
+	if err := v.Serve(); err != nil && err != io.EOF {
+		logger.Printf("serve: %v", err)
+		return 1
+	}
+	logger.Printf("channel closed; exiting")
+	return 0
+}

@@ -1,0 +1,118 @@
+// Package e2e tests flemma as a user meets it: a real headless Neovim with
+// the plugin on 'runtimepath' and the built host, keys pressed, buffer text
+// asserted. Every test runs against every Neovim the setup provides.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+var hostBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "flemma-e2e-host")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	hostBin, err = nvimtest.BuildHost(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// eachNvim runs fn as a subtest per Neovim version. With CI set, a missing
+// Neovim fails the test instead of skipping it.
+func eachNvim(t *testing.T, setup string, fn func(t *testing.T, s *nvimtest.Session)) {
+	t.Helper()
+	found, missing := nvimtest.Neovims()
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("Neovim not found: %s (run scripts/provision-nvim.sh, or `make test` which does)", strings.Join(missing, ", "))
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Log(msg)
+	}
+	if len(found) == 0 {
+		t.Skip("no Neovim available")
+	}
+	for _, bin := range found {
+		bin := bin
+		t.Run("nvim-"+nvimtest.Version(bin), func(t *testing.T) {
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: t.TempDir(), Setup: setup})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("messages:\n%s", s.Messages())
+					t.Logf("host log:\n%s", s.HostLog())
+				}
+				s.Close()
+			})
+			fn(t, s)
+		})
+	}
+}
+
+func mustOpen(t *testing.T, s *nvimtest.Session, name, content string) int {
+	t.Helper()
+	buf, err := s.Open(name, content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf
+}
+
+func press(t *testing.T, s *nvimtest.Session, keys string) {
+	t.Helper()
+	if err := s.Press(keys); err != nil {
+		t.Fatalf("press %s: %v", keys, err)
+	}
+}
+
+func text(t *testing.T, s *nvimtest.Session) string {
+	t.Helper()
+	got, err := s.Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func waitText(t *testing.T, s *nvimtest.Session, want string) {
+	t.Helper()
+	got, err := s.Wait(10*time.Second, func(text string) bool { return text == want })
+	if err != nil {
+		t.Fatalf("buffer text:\n%s\n\nwant:\n%s", got, want)
+	}
+}
+
+func cursorLine(t *testing.T, s *nvimtest.Session) int {
+	t.Helper()
+	var line int
+	if err := s.Lua(&line, "return vim.api.nvim_win_get_cursor(0)[1]"); err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(nvimtest.RepoRoot(), "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+const calcChat = "@You:\nWhat is 2^10?\n\n@Assistant:\nLet me calculate that.\n\n**Tool Use:** `calculator` (`toolu_01`)\n\n```json\n{\"expression\": \"2^10\", \"label\": null}\n```\n"
+
+// TestCalculatorSlice walks the first vertical slice: <C-]> categorizes the
+// call as pending, the user approves by editing the fence, <C-]> runs it.
+func TestCalculatorSlice(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "calc.chat", calcChat)
+		var ft string
+		if err := s.Lua(&ft, "return vim.bo.filetype"); err != nil || ft != "chat" {
+			t.Fatalf("filetype = %q, %v; want chat", ft, err)
+		}
+
+		press(t, s, "<C-]>")
+		pending := strings.TrimSuffix(calcChat, "\n") + "\n\n@You:\n\n**Tool Result:** `toolu_01`\n\n```flemma:tool status=pending\n```"
+		waitText(t, s, pending)
+		if got := cursorLine(t, s); got != 15 {
+			t.Errorf("cursor on line %d after categorize, want 15 (the pending header)", got)
+		}
+
+		press(t, s, ":%s/status=pending/status=approved/<CR>")
+		press(t, s, "<C-]>")
+		done := strings.TrimSuffix(calcChat, "\n") + "\n\n@You:\n\n**Tool Result:** `toolu_01`\n\n```\n1024\n```"
+		waitText(t, s, done)
+
+		var modifiable bool
+		if err := s.Lua(&modifiable, "return vim.bo.modifiable"); err != nil || !modifiable {
+			t.Errorf("buffer modifiable = %v, %v after the run; want true", modifiable, err)
+		}
+	})
+}
+
+// TestInsertModeKey: <C-]> works from insert mode too.
+func TestInsertModeKey(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "calc.chat", calcChat)
+		press(t, s, "i<C-]>")
+		if _, err := s.Wait(5*time.Second, func(x string) bool { return strings.Contains(x, "status=pending") }); err != nil {
+			t.Fatalf("no placeholder after insert-mode <C-]>:\n%s", text(t, s))
+		}
+	})
+}
+
+// TestMalformedBuffer: bad blocks get diagnostics with line numbers, nothing
+// is lost, and the well-formed call still works.
+func TestMalformedBuffer(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		content := readTestdata(t, "malformed.chat")
+		mustOpen(t, s, "bad.chat", content)
+		press(t, s, "<C-]>")
+		got, err := s.Wait(5*time.Second, func(x string) bool { return strings.Contains(x, "status=pending") })
+		if err != nil {
+			t.Fatalf("the valid call was not categorized:\n%s\nmessages: %s", got, s.Messages())
+		}
+		// Every original line is still there, in order.
+		rest := got
+		for _, line := range strings.Split(strings.TrimRight(content, "\n"), "\n") {
+			i := strings.Index(rest, line)
+			if i < 0 {
+				t.Fatalf("line %q of the original was lost:\n%s", line, got)
+			}
+			rest = rest[i+len(line):]
+		}
+		var diags []struct {
+			Lnum    int    `msgpack:"lnum"`
+			Message string `msgpack:"message"`
+		}
+		if err := s.Lua(&diags, `return vim.diagnostic.get(0)`); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]int{ // message fragment -> 1-based line
+			"Failed to parse tool input":   10,
+			"requires a fenced code block": 14,
+			"unknown tool use":             27,
+		}
+		for frag, line := range want {
+			ok := false
+			for _, d := range diags {
+				if strings.Contains(d.Message, frag) && d.Lnum+1 == line {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("no diagnostic %q on line %d; got %+v", frag, line, diags)
+			}
+		}
+	})
+}
+
+// TestHealth: :checkhealth flemma reports the host version.
+func TestHealth(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Nv.Command("checkhealth flemma"); err != nil {
+			t.Fatal(err)
+		}
+		out := text(t, s)
+		for _, want := range []string{"host version 0.1.0 (matches the plugin)", "host binary:", "tools registered"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("checkhealth output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+}
+
+// TestHostCrashRestart: a host that dies is reported once with the log path
+// and restarted on the next use.
+func TestHostCrashRestart(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "calc.chat", calcChat)
+		var pid int
+		if err := s.Lua(&pid, `require("flemma.host").ensure(require("flemma").config()); local chan = select(1, require("flemma.host").running()) and vim.fn.jobpid(require("flemma.host")._chan()) ; return chan`); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Lua(nil, `vim.fn.system({"kill", "-9", tostring(...)})`, pid); err != nil {
+			t.Fatal(err)
+		}
+		var running bool
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if err := s.Lua(&running, `return (require("flemma.host").running())`); err != nil {
+				t.Fatal(err)
+			}
+			if !running || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if running {
+			t.Fatal("host still marked running after kill -9")
+		}
+		// Let the scheduled notification run.
+		_ = s.Lua(nil, `vim.wait(100)`)
+		if msgs := s.Messages(); !strings.Contains(msgs, "host exited unexpectedly") || !strings.Contains(msgs, s.LogFile) {
+			t.Errorf("no crash notice naming the log file; messages:\n%s", msgs)
+		}
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(5*time.Second, func(x string) bool { return strings.Contains(x, "status=pending") }); err != nil {
+			t.Fatalf("the restarted host did not categorize:\n%s", text(t, s))
+		}
+	})
+}

@@ -1,0 +1,218 @@
+// Package nvimtest drives a real headless Neovim with the flemma plugin and
+// a built host, for the end-to-end tests and for `make demo`: start it with
+// isolated XDG directories, open .chat files, press keys, read buffers.
+package nvimtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/neovim/go-client/nvim"
+)
+
+// RepoRoot is the root of the flemma checkout (the plugin directory).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// BuildHost compiles cmd/flemma-host into dir and returns its path.
+func BuildHost(dir string) (string, error) {
+	bin := filepath.Join(dir, "flemma-host")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/flemma-host")
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build flemma-host: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Neovims returns the Neovim binaries to test against: $FLEMMA_NVIM
+// (colon-separated) if set, else Debian's /usr/bin/nvim (0.7.2) and the
+// 0.10.4 copy that scripts/provision-nvim.sh unpacks under .cache/. missing
+// names the expected ones that are absent.
+func Neovims() (found, missing []string) {
+	var want []string
+	if env := os.Getenv("FLEMMA_NVIM"); env != "" {
+		want = strings.Split(env, ":")
+	} else {
+		want = []string{"/usr/bin/nvim", filepath.Join(RepoRoot(), ".cache", "nvim-0.10.4", "bin", "nvim")}
+	}
+	for _, p := range want {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			found = append(found, p)
+		} else {
+			missing = append(missing, p)
+		}
+	}
+	return found, missing
+}
+
+// Version returns "0.7.2"-style version of a Neovim binary.
+func Version(bin string) string {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimPrefix(strings.TrimSpace(first), "NVIM v")
+}
+
+// Options configure a Session.
+type Options struct {
+	Nvim  string // Neovim binary
+	Host  string // flemma-host binary
+	Dir   string // scratch directory: XDG dirs, logs and files go here
+	Setup string // Lua table literal passed to require("flemma").setup (host.cmd and log_file are added)
+	Env   []string
+}
+
+// Session is one running Neovim with the plugin loaded.
+type Session struct {
+	Nv      *nvim.Nvim
+	Dir     string
+	LogFile string
+	cancel  context.CancelFunc
+}
+
+// Start launches Neovim, puts the repo on 'runtimepath', sources the plugin
+// and calls setup().
+func Start(o Options) (*Session, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	// An inherited VIMRUNTIME (e.g. from a :terminal) would make 0.10.4 load
+	// another version's runtime.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VIMRUNTIME=") && !strings.HasPrefix(kv, "VIM=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
+		"XDG_CONFIG_HOME="+filepath.Join(o.Dir, "config"),
+		"XDG_DATA_HOME="+filepath.Join(o.Dir, "data"),
+		"XDG_STATE_HOME="+filepath.Join(o.Dir, "state"),
+		"XDG_CACHE_HOME="+filepath.Join(o.Dir, "cache"),
+		"NVIM_LOG_FILE="+filepath.Join(o.Dir, "nvim.log"),
+	)
+	env = append(env, o.Env...)
+	v, err := nvim.NewChildProcess(
+		nvim.ChildProcessCommand(o.Nvim),
+		nvim.ChildProcessArgs("-u", "NONE", "-i", "NONE", "-n", "--embed", "--headless"),
+		nvim.ChildProcessEnv(env),
+		nvim.ChildProcessDir(o.Dir),
+		nvim.ChildProcessContext(ctx),
+		nvim.ChildProcessServe(true),
+	)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("start %s: %w", o.Nvim, err)
+	}
+	s := &Session{Nv: v, Dir: o.Dir, LogFile: filepath.Join(o.Dir, "host.log"), cancel: cancel}
+	setup := o.Setup
+	if setup == "" {
+		setup = "{}"
+	}
+	lua := fmt.Sprintf(`
+		vim.opt.runtimepath:prepend(%q)
+		vim.o.swapfile = false
+		vim.o.columns = 100
+		vim.o.lines = 40
+		vim.cmd("runtime! plugin/flemma.lua")
+		local opts = %s
+		opts.host = opts.host or {}
+		opts.host.cmd = %q
+		opts.host.log_file = %q
+		require("flemma").setup(opts)
+	`, RepoRoot(), setup, o.Host, s.LogFile)
+	if err := v.ExecLua(lua, nil); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("load plugin: %w", err)
+	}
+	return s, nil
+}
+
+// Close stops Neovim (and with it the host).
+func (s *Session) Close() {
+	if s.Nv != nil {
+		_ = s.Nv.Close()
+	}
+	s.cancel()
+}
+
+// Lua runs a chunk and decodes its return value into result (may be nil).
+func (s *Session) Lua(result any, code string, args ...any) error {
+	return s.Nv.ExecLua(code, result, args...)
+}
+
+// Open writes content to name under Dir and edits it; returns the buffer.
+func (s *Session) Open(name, content string) (int, error) {
+	path := filepath.Join(s.Dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		return 0, err
+	}
+	if err := s.Nv.Command("edit " + path); err != nil {
+		return 0, fmt.Errorf("edit %s: %w", path, err)
+	}
+	var buf int
+	err := s.Lua(&buf, "return vim.api.nvim_get_current_buf()")
+	return buf, err
+}
+
+// Press feeds keys (with <Key> notation) as if typed and runs them to
+// completion, mappings included.
+func (s *Session) Press(keys string) error {
+	k, err := s.Nv.ReplaceTermcodes(keys, true, true, true)
+	if err != nil {
+		return err
+	}
+	return s.Nv.FeedKeys(k, "mx", false)
+}
+
+// Text returns the current buffer's text, lines joined by "\n".
+func (s *Session) Text() (string, error) {
+	var lines []string
+	err := s.Lua(&lines, "return vim.api.nvim_buf_get_lines(0, 0, -1, false)")
+	return strings.Join(lines, "\n"), err
+}
+
+// Wait polls until cond holds for the buffer text or the timeout passes; it
+// returns the last text seen.
+func (s *Session) Wait(timeout time.Duration, cond func(text string) bool) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		text, err := s.Text()
+		if err != nil {
+			return text, err
+		}
+		if cond(text) {
+			return text, nil
+		}
+		if time.Now().After(deadline) {
+			return text, errors.New("timed out waiting for the buffer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Messages returns :messages (notifications land there headless).
+func (s *Session) Messages() string {
+	var out string
+	_ = s.Lua(&out, `return vim.api.nvim_exec("messages", true)`)
+	return out
+}
+
+// HostLog returns the host's log file.
+func (s *Session) HostLog() string {
+	b, _ := os.ReadFile(s.LogFile)
+	return string(b)
+}

@@ -1,0 +1,140 @@
+-- Buffer access for the host: one snapshot call to read, one apply call to
+-- write. apply() checks changedtick so the host never writes stale lines.
+local M = {}
+
+local ns_diag = vim.api.nvim_create_namespace("flemma.diagnostics")
+local ns_marks = vim.api.nvim_create_namespace("flemma.marks")
+local our_tick = {} -- bufnr -> changedtick right after our last write
+
+--- Everything the host needs to parse a buffer, in one round trip.
+function M.snapshot(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return { valid = false }
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  return {
+    valid = true,
+    tick = vim.api.nvim_buf_get_changedtick(bufnr),
+    lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false),
+    name = name,
+    cwd = vim.fn.getcwd(),
+    modifiable = vim.bo[bufnr].modifiable,
+  }
+end
+
+local function set_cursor(bufnr, line)
+  local count = vim.api.nvim_buf_line_count(bufnr)
+  line = math.max(1, math.min(line, count))
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    pcall(vim.api.nvim_win_set_cursor, win, { line, 0 })
+  end
+end
+
+--- Apply all edits of one step at once. edits: list of {start, stop, lines}
+--- (0-based, end-exclusive, over the lines of snapshot `tick`), applied
+--- bottom-up. opts: cursor (1-based line), modifiable (bool), join (undojoin
+--- with our previous write), diagnostics (list or false to keep), marks.
+--- Returns {ok = true, tick = n} or {ok = false, stale = true, tick = n}.
+function M.apply(bufnr, tick, edits, opts)
+  opts = opts or {}
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return { ok = false, err = "buffer " .. bufnr .. " is no longer valid" }
+  end
+  local now = vim.api.nvim_buf_get_changedtick(bufnr)
+  if tick ~= now then
+    return { ok = false, stale = true, tick = now }
+  end
+  table.sort(edits, function(a, b)
+    return a.start > b.start
+  end)
+  local was_modifiable = vim.bo[bufnr].modifiable
+  if #edits > 0 then
+    vim.api.nvim_buf_call(bufnr, function()
+      if opts.join and our_tick[bufnr] == now then
+        pcall(vim.cmd, "undojoin")
+      end
+      vim.bo[bufnr].modifiable = true
+      for _, e in ipairs(edits) do
+        vim.api.nvim_buf_set_lines(bufnr, e.start, e.stop, false, e.lines or {})
+      end
+    end)
+  end
+  if opts.modifiable ~= nil and opts.modifiable ~= vim.NIL then
+    vim.bo[bufnr].modifiable = opts.modifiable
+  else
+    vim.bo[bufnr].modifiable = was_modifiable
+  end
+  if opts.cursor and opts.cursor ~= vim.NIL then
+    set_cursor(bufnr, opts.cursor)
+  end
+  if opts.diagnostics and opts.diagnostics ~= vim.NIL then
+    M.set_diagnostics(bufnr, opts.diagnostics)
+  end
+  if opts.marks and opts.marks ~= vim.NIL then
+    M.set_marks(bufnr, opts.marks)
+  end
+  our_tick[bufnr] = vim.api.nvim_buf_get_changedtick(bufnr)
+  return { ok = true, tick = our_tick[bufnr] }
+end
+
+--- Replace flemma's diagnostics of a buffer. items: {lnum (1-based), col
+--- (1-based, 0 = unknown), severity ("error"|"warning"|"info"), message}.
+function M.set_diagnostics(bufnr, items)
+  local sev = { error = vim.diagnostic.severity.ERROR, warning = vim.diagnostic.severity.WARN }
+  local out = {}
+  for _, d in ipairs(items) do
+    table.insert(out, {
+      lnum = math.max(0, d.lnum - 1),
+      col = math.max(0, (d.col or 1) - 1),
+      severity = sev[d.severity] or vim.diagnostic.severity.INFO,
+      message = d.message,
+      source = "flemma",
+    })
+  end
+  vim.diagnostic.set(ns_diag, bufnr, out)
+end
+
+--- Replace flemma's extmarks (previews, spinners). items: {line (0-based),
+--- virt_lines = {{{text, hl}}}, virt_text = {{text, hl}}}.
+function M.set_marks(bufnr, items)
+  vim.api.nvim_buf_clear_namespace(bufnr, ns_marks, 0, -1)
+  for _, m in ipairs(items) do
+    local o = {}
+    if m.virt_lines and m.virt_lines ~= vim.NIL then
+      o.virt_lines = m.virt_lines
+    end
+    if m.virt_text and m.virt_text ~= vim.NIL then
+      o.virt_text = m.virt_text
+      o.virt_text_pos = "eol"
+    end
+    pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_marks, m.line, 0, o)
+  end
+end
+
+function M.namespaces()
+  return { diagnostics = ns_diag, marks = ns_marks }
+end
+
+--- Fire a User autocmd with data. Before 0.8 autocmds carry no data: it is
+--- then readable from require("flemma.buf").last_event.
+function M.event(pattern, data)
+  M.last_event = data
+  if vim.fn.has("nvim-0.8") == 1 then
+    vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
+  else
+    vim.cmd("doautocmd <nomodeline> User " .. pattern)
+  end
+end
+
+function M.notify(msg, level)
+  vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
+end
+
+--- Set 'modifiable' (the host locks the buffer while tools run).
+function M.set_modifiable(bufnr, on)
+  if vim.api.nvim_buf_is_valid(bufnr) then
+    vim.bo[bufnr].modifiable = on
+  end
+end
+
+return M

@@ -1,0 +1,105 @@
+-- :Flemma <subcommand> [args]: dispatch and completion.
+local M = {}
+
+local function notify(msg, level)
+  vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
+end
+
+local function host_call(method, ...)
+  local res, err = require("flemma.host").request(method, ...)
+  if err then
+    notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  if type(res) == "table" and type(res.message) == "string" then
+    notify(res.message, res.level or vim.log.levels.INFO)
+  end
+  return res
+end
+
+local function buf()
+  return vim.api.nvim_get_current_buf()
+end
+
+local function line()
+  return vim.api.nvim_win_get_cursor(0)[1]
+end
+
+M.subcommands = {
+  send = function()
+    require("flemma").cycle(buf())
+  end,
+  cancel = function()
+    require("flemma").cancel(buf())
+  end,
+  ["tool:execute"] = function()
+    host_call("flemma.execute_at", buf(), line())
+  end,
+  ["tool:approve"] = function()
+    host_call("flemma.set_status", buf(), line(), "approved", "")
+  end,
+  ["tool:reject"] = function(args)
+    host_call("flemma.set_status", buf(), line(), "rejected", table.concat(args, " "))
+  end,
+  ["tool:cancel"] = function()
+    host_call("flemma.cancel_at", buf(), line())
+  end,
+  ["tool:cancel-all"] = function()
+    require("flemma").cancel(buf())
+  end,
+  ["tool:list"] = function()
+    local res = host_call("flemma.tool_list", buf())
+    if res and type(res.text) == "string" then
+      notify(res.text)
+    end
+  end,
+  tools = function(args)
+    local res = host_call("flemma.tools", buf(), args[1] or "")
+    if res and type(res.text) == "string" then
+      notify(res.text)
+    end
+  end,
+  status = function()
+    local res = host_call("flemma.status", buf())
+    if res and type(res.text) == "string" then
+      notify(res.text)
+    end
+  end,
+  log = function()
+    local _, _, log_file = require("flemma.host").running()
+    vim.cmd("split " .. vim.fn.fnameescape(log_file or require("flemma.host").log_file(require("flemma").config())))
+  end,
+}
+
+function M.run(opts)
+  local args = vim.deepcopy(opts.fargs)
+  local name = table.remove(args, 1)
+  if not name then
+    notify("usage: :Flemma <" .. table.concat(M.names(), "|") .. ">", vim.log.levels.WARN)
+    return
+  end
+  local fn = M.subcommands[name]
+  if not fn then
+    notify("unknown subcommand '" .. name .. "'; try one of: " .. table.concat(M.names(), ", "), vim.log.levels.ERROR)
+    return
+  end
+  fn(args)
+end
+
+function M.names()
+  local names = vim.tbl_keys(M.subcommands)
+  table.sort(names)
+  return names
+end
+
+function M.complete(arglead, cmdline, _)
+  local words = vim.split(cmdline, "%s+", { trimempty = false })
+  if #words > 2 then
+    return {}
+  end
+  return vim.tbl_filter(function(n)
+    return n:sub(1, #arglead) == arglead
+  end, M.names())
+end
+
+return M

@@ -1,0 +1,172 @@
+-- The defaults table is the one source of truth for flemma's options; setup()
+-- merges the user's table over it and validates the result.
+local M = {}
+
+---@class flemma.Config
+M.defaults = {
+  provider = "anthropic", -- :Flemma switch changes it at runtime
+  model = nil,
+  parameters = {
+    max_tokens = nil,
+    temperature = nil,
+    thinking = nil,
+    cache_retention = nil,
+    anthropic = {},
+    openai = {},
+    vertex = {},
+  },
+  providers = { anthropic = {}, openai = {}, vertex = {} },
+  host = {
+    cmd = nil, -- default: <plugin>/bin/flemma-host, then flemma-host on $PATH
+    log_file = nil, -- default: stdpath("state")/flemma/host.log
+  },
+  tools = {
+    mode = "enabled", -- "enabled" | "parse_only" | "disabled"
+    require_approval = true,
+    auto_approve = { "$default" }, -- list | function(tool_name, input, ctx) | "module.path"
+    auto_approve_sandboxed = true,
+    presets = {}, -- ["$name"] = { approve = {...}, deny = {...} }
+    autopilot = { enabled = true, max_turns = 100 }, -- a boolean is shorthand for { enabled = b }
+    max_concurrent = 2, -- 0 = unlimited
+    default_timeout = 30, -- seconds
+    cursor_after_result = "result", -- "result" | "stay" | "next"
+    modules = {},
+    truncate = { max_lines = 2000, max_bytes = 51200 },
+    bash = { shell = "bash", env = {} },
+  },
+  sandbox = {
+    enabled = true,
+    backend = "auto", -- "auto" | "bwrap" | "none"
+    writable = { "urn:flemma:cwd", "urn:flemma:buffer:path", "${TMPDIR:-/tmp}" },
+    deny_read = { "**/.ssh/**", "**/.gnupg/**", "**/id_rsa*", "**/*.pem", "**/*.key" },
+    network = true,
+    env_deny = { "*_KEY", "*_TOKEN", "*_SECRET", "*_PASSWORD", "AWS_*", "ANTHROPIC_*", "OPENAI_*" },
+  },
+  keymaps = { send = "<C-]>", tool_execute = "<M-CR>", cancel = "<C-c>" },
+  highlights = { tool_preview = "Comment" },
+}
+
+local function is_list(t)
+  if type(t) ~= "table" then
+    return false
+  end
+  local n = 0
+  for _ in pairs(t) do
+    n = n + 1
+  end
+  return n == #t
+end
+
+-- Keys whose value is a list: a user list replaces the default instead of
+-- being merged into it index by index.
+local list_keys = {
+  ["tools.auto_approve"] = true,
+  ["tools.modules"] = true,
+  ["sandbox.writable"] = true,
+  ["sandbox.deny_read"] = true,
+  ["sandbox.env_deny"] = true,
+}
+
+local function merge(base, over, path)
+  local out = vim.deepcopy(base)
+  for k, v in pairs(over) do
+    local key = path == "" and k or (path .. "." .. k)
+    if type(v) == "table" and type(out[k]) == "table" and not list_keys[key] and not is_list(v) then
+      out[k] = merge(out[k], v, key)
+    else
+      out[k] = v
+    end
+  end
+  return out
+end
+
+local checks = {
+  ["provider"] = { "string" },
+  ["tools.mode"] = { "string", one_of = { "enabled", "parse_only", "disabled" } },
+  ["tools.require_approval"] = { "boolean" },
+  ["tools.auto_approve"] = { "table", "function", "string" },
+  ["tools.auto_approve_sandboxed"] = { "boolean" },
+  ["tools.presets"] = { "table" },
+  ["tools.autopilot"] = { "table", "boolean" },
+  ["tools.max_concurrent"] = { "number" },
+  ["tools.default_timeout"] = { "number" },
+  ["tools.cursor_after_result"] = { "string", one_of = { "result", "stay", "next" } },
+  ["tools.modules"] = { "table" },
+  ["sandbox.enabled"] = { "boolean" },
+  ["sandbox.backend"] = { "string", one_of = { "auto", "bwrap", "none" } },
+  ["sandbox.network"] = { "boolean" },
+  ["host.cmd"] = { "string", "table", "nil" },
+  ["host.log_file"] = { "string", "nil" },
+}
+
+local function get(t, path)
+  for part in path:gmatch("[^.]+") do
+    if type(t) ~= "table" then
+      return nil
+    end
+    t = t[part]
+  end
+  return t
+end
+
+--- Merge user options over the defaults and validate them.
+---@return table config, string[] errors
+function M.resolve(user)
+  local errors = {}
+  if user ~= nil and type(user) ~= "table" then
+    return vim.deepcopy(M.defaults), { "setup() expects a table, got " .. type(user) }
+  end
+  local cfg = merge(M.defaults, user or {}, "")
+  for path, spec in pairs(checks) do
+    local v = get(cfg, path)
+    local ok = false
+    for _, ty in ipairs(spec) do
+      if type(v) == ty then
+        ok = true
+      end
+    end
+    if not ok then
+      table.insert(errors, string.format("%s: expected %s, got %s", path, table.concat(spec, " or "), type(v)))
+    elseif spec.one_of and not vim.tbl_contains(spec.one_of, v) then
+      table.insert(
+        errors,
+        string.format("%s: expected one of %s, got %q", path, table.concat(spec.one_of, ", "), tostring(v))
+      )
+    end
+  end
+  if type(cfg.tools.autopilot) == "boolean" then
+    cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
+  end
+  table.sort(errors)
+  return cfg, errors
+end
+
+--- The part of the config the host needs, in a shape msgpack can carry:
+--- functions are replaced by a marker (the host calls them back in Neovim).
+function M.for_host(cfg)
+  local function strip(v)
+    if type(v) == "function" then
+      return { __lua_function = true }
+    elseif type(v) == "table" then
+      local out = {}
+      for k, x in pairs(v) do
+        out[k] = strip(x)
+      end
+      if next(out) == nil and not is_list(v) then
+        return vim.empty_dict()
+      end
+      return out
+    end
+    return v
+  end
+  return strip({
+    provider = cfg.provider,
+    model = cfg.model,
+    parameters = cfg.parameters,
+    providers = cfg.providers,
+    tools = cfg.tools,
+    sandbox = cfg.sandbox,
+  })
+end
+
+return M

@@ -1,0 +1,104 @@
+-- flemma: chat with language models in .chat buffers; the Go host does the
+-- work, this module wires keys and configuration to it.
+local M = {}
+
+local cfg = nil -- resolved config; nil until setup() or first use
+
+local function notify(msg, level)
+  vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
+end
+
+--- Optional: merge and validate options, and send them to the host if it is
+--- already running (otherwise they go with the first start).
+function M.setup(opts)
+  local resolved, errors = require("flemma.config").resolve(opts)
+  cfg = resolved
+  if #errors > 0 then
+    notify("invalid setup options:\n" .. table.concat(errors, "\n"), vim.log.levels.ERROR)
+  end
+  local running = require("flemma.host").running()
+  if running then
+    local _, err = require("flemma.host").request("flemma.setup", M.host_config())
+    if err then
+      notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
+    end
+  end
+end
+
+function M.config()
+  if not cfg then
+    cfg = require("flemma.config").resolve({})
+  end
+  return cfg
+end
+
+function M.host_config()
+  return require("flemma.config").for_host(M.config())
+end
+
+local function call(method, ...)
+  local res, err = require("flemma.host").request(method, ...)
+  if err then
+    notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  if type(res) == "table" and res.message and res.message ~= vim.NIL then
+    notify(res.message, res.level or vim.log.levels.INFO)
+  end
+  return res
+end
+
+--- Run the next phase of the cycle for a buffer (<C-]>).
+function M.cycle(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local _, err = require("flemma.host").ensure(M.config())
+  if err then
+    notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  local tools = require("flemma.tools")
+  if not tools.is_ready() then
+    notify("Waiting for tool definitions to load…", vim.log.levels.WARN)
+    tools.when_ready(function()
+      if vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_get_current_buf() == bufnr then
+        M.cycle(bufnr)
+      end
+    end)
+    return { phase = "waiting" }
+  end
+  return call("flemma.cycle", bufnr)
+end
+
+--- Execute or resolve the tool block under the cursor (<M-CR>).
+function M.execute_at_cursor(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local line = vim.api.nvim_win_get_cursor(0)[1]
+  return call("flemma.execute_at", bufnr, line)
+end
+
+--- Cancel running tools of a buffer (<C-c>).
+function M.cancel(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  return call("flemma.cancel", bufnr)
+end
+
+--- Buffer-local keymaps for a chat buffer.
+function M.attach(bufnr)
+  local km = M.config().keymaps
+  local function map(modes, lhs, fn, desc)
+    if lhs and lhs ~= "" then
+      vim.keymap.set(modes, lhs, fn, { buffer = bufnr, silent = true, desc = "flemma: " .. desc })
+    end
+  end
+  map({ "n", "i" }, km.send, function()
+    M.cycle(bufnr)
+  end, "run the next step of the tool cycle / send")
+  map("n", km.tool_execute, function()
+    M.execute_at_cursor(bufnr)
+  end, "execute or resolve the tool block under the cursor")
+  map("n", km.cancel, function()
+    M.cancel(bufnr)
+  end, "cancel running tools")
+end
+
+return M

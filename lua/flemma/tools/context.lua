@@ -1,0 +1,111 @@
+-- The ExecutionContext a Lua tool's execute receives (seed 004): the stable
+-- contract tools code against, instead of requiring flemma internals.
+local M = {}
+
+local Context = {}
+Context.__index = function(self, key)
+  local v = rawget(Context, key)
+  if v ~= nil then
+    return v
+  end
+  -- Namespaces are built on first access.
+  local ns = M.namespaces[key]
+  if ns then
+    local built = ns(self)
+    rawset(self, key, built)
+    return built
+  end
+  return nil
+end
+
+--- A read-only deep copy of config.tools[<tool name>], or nil.
+function Context:get_config()
+  local sub = require("flemma").config().tools[rawget(self, "_tool")]
+  if type(sub) ~= "table" then
+    return nil
+  end
+  return vim.deepcopy(sub)
+end
+
+local function host_call(method, ...)
+  local res, err = require("flemma.host").request(method, ...)
+  if err then
+    error("(flemma) " .. err, 0)
+  end
+  return res
+end
+
+M.namespaces = {
+  path = function(ctx)
+    return {
+      resolve = function(p)
+        if type(p) ~= "string" then
+          error("ctx.path.resolve: expected a string", 2)
+        end
+        if p:sub(1, 1) == "/" then
+          return vim.fn.fnamemodify(p, ":p")
+        end
+        if p:sub(1, 2) == "~/" or p == "~" then
+          return vim.fn.fnamemodify(p, ":p")
+        end
+        local base = ctx.__dirname or ctx.cwd
+        return vim.fn.fnamemodify(base .. "/" .. p, ":p")
+      end,
+    }
+  end,
+  sandbox = function(ctx)
+    return {
+      is_path_writable = function(p)
+        local res = host_call("flemma.sandbox_writable", ctx.bufnr, ctx.path.resolve(p))
+        return type(res) == "table" and res.writable == true
+      end,
+      wrap_command = function(argv)
+        local res = host_call("flemma.sandbox_wrap", ctx.bufnr, argv)
+        if type(res) == "table" and type(res.argv) == "table" then
+          return res.argv
+        end
+        return nil, (type(res) == "table" and res.error) or "sandbox unavailable"
+      end,
+    }
+  end,
+  truncate = function(ctx)
+    local limits = require("flemma").config().tools.truncate or {}
+    local function call(which, text, opts)
+      local res = host_call("flemma.truncate", which, text or "", opts or vim.empty_dict())
+      return res
+    end
+    return {
+      MAX_LINES = limits.max_lines or 2000,
+      MAX_BYTES = limits.max_bytes or 51200,
+      truncate_head = function(text, opts)
+        return call("head", text, opts)
+      end,
+      truncate_tail = function(text, opts)
+        return call("tail", text, opts)
+      end,
+      format_size = function(n)
+        return host_call("flemma.format_size", n)
+      end,
+    }
+  end,
+}
+
+--- Build the context of one execution. info comes from the host.
+function M.new(tool_name, info)
+  info = info or {}
+  local name = info.buffer
+  if name == "" or name == vim.NIL then
+    name = nil
+  end
+  local ctx = {
+    _tool = tool_name,
+    bufnr = info.bufnr,
+    cwd = info.cwd ~= vim.NIL and info.cwd or vim.fn.getcwd(),
+    timeout = info.timeout or require("flemma").config().tools.default_timeout,
+    __filename = name,
+    __dirname = name and vim.fn.fnamemodify(name, ":h") or nil,
+  }
+  return setmetatable(ctx, Context)
+end
+
+return M

@@ -1,0 +1,288 @@
+-- require("flemma.tools"): register custom tools. Definitions go to the host
+-- (schema, flags); execute and format_preview stay here and the host calls
+-- them back.
+local M = {}
+
+local defs = {} -- name -> definition (functions included)
+local order = {} -- names in registration order
+local running = {} -- token -> cancel function of an async execution
+local sources = { pending = 0, generation = 0, waiters = {} }
+local modules_loaded = false
+
+local function notify(msg, level)
+  vim.schedule(function()
+    vim.notify("(flemma) " .. msg, level or vim.log.levels.WARN)
+  end)
+end
+
+local function is_list(t)
+  if type(t) ~= "table" then
+    return false
+  end
+  local n = 0
+  for _ in pairs(t) do
+    n = n + 1
+  end
+  return n > 0 and n == #t
+end
+
+-- What the host needs of a definition: no functions.
+local function wire(def)
+  return {
+    name = def.name,
+    description = def.description or "",
+    input_schema = def.input_schema or vim.empty_dict(),
+    output_schema = def.output_schema,
+    strict = def.strict == true,
+    async = def.async == true,
+    capabilities = def.capabilities or {},
+    tags = def.tags or {},
+    requires = def.requires or {},
+    enabled = def.enabled ~= false,
+    supersedes = def.supersedes,
+    timeout = def.timeout,
+    source = def._source or "lua",
+    has_preview = type(def.format_preview) == "function",
+  }
+end
+
+local function push(list)
+  local host = require("flemma.host")
+  if not host.running() or #list == 0 then
+    return
+  end
+  local res, err = host.request("flemma.define_tools", list)
+  if err then
+    notify("could not register tools: " .. err, vim.log.levels.ERROR)
+  elseif type(res) == "table" and type(res.errors) == "table" then
+    for _, e in ipairs(res.errors) do
+      notify(e, vim.log.levels.ERROR)
+    end
+  end
+end
+
+local function add(name, def, source)
+  if type(def) ~= "table" then
+    notify("register(" .. tostring(name) .. "): the definition must be a table", vim.log.levels.ERROR)
+    return false
+  end
+  def = vim.deepcopy(def)
+  def.name = def.name or name
+  if type(def.name) ~= "string" or def.name == "" then
+    notify("register(): a definition needs a name", vim.log.levels.ERROR)
+    return false
+  end
+  if type(def.execute) ~= "function" then
+    notify("register(" .. def.name .. "): execute must be a function", vim.log.levels.ERROR)
+    return false
+  end
+  def._source = source or def._source or "lua"
+  if not defs[def.name] then
+    table.insert(order, def.name)
+  end
+  defs[def.name] = def
+  push({ wire(def) })
+  return true
+end
+
+local function source_done(gen, state, err)
+  if state.done or gen ~= sources.generation then
+    return
+  end
+  state.done = true
+  sources.pending = sources.pending - 1
+  if err ~= nil then
+    notify("Async tool source failed: " .. tostring(err))
+  end
+  if sources.pending == 0 then
+    local waiters = sources.waiters
+    sources.waiters = {}
+    vim.schedule(function()
+      for _, fn in ipairs(waiters) do
+        pcall(fn)
+      end
+      require("flemma.buf").event("FlemmaBootComplete", {})
+    end)
+  end
+end
+
+local function add_source(resolve, timeout, label)
+  sources.pending = sources.pending + 1
+  local gen = sources.generation
+  local state = { done = false }
+  local function done(err)
+    source_done(gen, state, err)
+  end
+  local function reg(name, def)
+    add(name, def, label or "async source")
+  end
+  local secs = timeout or require("flemma").config().tools.default_timeout or 30
+  vim.defer_fn(function()
+    done(string.format("Timed out after %ss", secs))
+  end, math.floor(secs * 1000))
+  local ok, err = pcall(resolve, reg, done)
+  if not ok then
+    done(err)
+  end
+end
+
+--- Register tools. Forms (seed 004): (name, def); a module name exporting
+--- `definitions` or `resolve(register, done)` [+ `timeout`]; an array of
+--- definitions; a function (register, done); a table { resolve, timeout }.
+function M.register(a, b)
+  if type(a) == "string" and b ~= nil then
+    return add(a, b)
+  elseif type(a) == "string" then
+    local ok, mod = pcall(require, a)
+    if not ok then
+      notify("could not load tool module '" .. a .. "': " .. tostring(mod), vim.log.levels.ERROR)
+      return false
+    end
+    if type(mod) == "table" and type(mod.definitions) == "table" then
+      for _, def in ipairs(mod.definitions) do
+        add(nil, def, "lua module " .. a)
+      end
+    elseif type(mod) == "table" and type(mod.resolve) == "function" then
+      add_source(mod.resolve, mod.timeout, "lua module " .. a)
+    else
+      notify("tool module '" .. a .. "' exports neither definitions nor resolve", vim.log.levels.ERROR)
+      return false
+    end
+    return true
+  elseif type(a) == "function" then
+    add_source(a, nil)
+    return true
+  elseif type(a) == "table" and type(a.resolve) == "function" then
+    add_source(a.resolve, a.timeout)
+    return true
+  elseif is_list(a) then
+    for _, def in ipairs(a) do
+      add(nil, def)
+    end
+    return true
+  elseif type(a) == "table" and a.name then
+    return add(a.name, a)
+  end
+  notify("register(): unsupported arguments", vim.log.levels.ERROR)
+  return false
+end
+
+--- Load tools.modules from the config (once, lazily).
+function M.load_modules()
+  if modules_loaded then
+    return
+  end
+  modules_loaded = true
+  for _, name in ipairs(require("flemma").config().tools.modules or {}) do
+    M.register(name)
+  end
+end
+
+function M.is_ready()
+  return sources.pending == 0
+end
+
+--- Run fn once every async source has resolved (now if they have).
+function M.when_ready(fn)
+  if M.is_ready() then
+    fn()
+  else
+    table.insert(sources.waiters, fn)
+  end
+end
+
+function M.get(name)
+  return defs[name]
+end
+
+--- Every definition in host form (sent when the host starts).
+function M._wire_all()
+  local out = {}
+  for _, name in ipairs(order) do
+    if defs[name] then
+      table.insert(out, wire(defs[name]))
+    end
+  end
+  return out
+end
+
+-- A result as the host expects it: { success, output, error }.
+local function normalize(res)
+  if type(res) ~= "table" then
+    return { success = false, error = "the tool returned " .. type(res) .. ", not a result table" }
+  end
+  return { success = res.success == true, output = res.output, error = res.error }
+end
+
+--- Called by the host: run a Lua tool. Returns { status = "done", result }
+--- for a sync tool (or an async one that answered at once), { status =
+--- "started" } when the answer will come as the notification
+--- flemma.tool_done(token, result), or { status = "internal", error } when
+--- the tool threw (the host logs that and hides it from the model).
+function M._execute(name, token, input, info)
+  local def = defs[name]
+  if not def then
+    return { status = "internal", error = "no Lua tool named " .. tostring(name) }
+  end
+  local ctx = require("flemma.tools.context").new(name, info)
+  if def.async then
+    local phase = "starting"
+    local early
+    local function callback(res)
+      if phase == "finished" then
+        return -- only the first call counts
+      end
+      if phase == "starting" then
+        early = res
+        phase = "finished"
+        return
+      end
+      phase = "finished"
+      running[token] = nil
+      local chan = require("flemma.host")._chan()
+      if chan then
+        vim.rpcnotify(chan, "flemma.tool_done", token, normalize(res))
+      end
+    end
+    local ok, cancel = pcall(def.execute, input, ctx, callback)
+    if not ok then
+      phase = "finished"
+      return { status = "internal", error = tostring(cancel) }
+    end
+    if phase == "finished" then
+      return { status = "done", result = normalize(early) }
+    end
+    phase = "running"
+    running[token] = cancel
+    return { status = "started" }
+  end
+  local ok, res = pcall(def.execute, input, ctx)
+  if not ok then
+    return { status = "internal", error = tostring(res) }
+  end
+  return { status = "done", result = normalize(res) }
+end
+
+--- Called by the host when an async execution is cancelled.
+function M._cancel(token)
+  local cancel = running[token]
+  running[token] = nil
+  if type(cancel) == "function" then
+    pcall(cancel)
+  end
+end
+
+--- Called by the host: a Lua tool's format_preview, or nil.
+function M._preview(name, input, max_length)
+  local def = defs[name]
+  if not def or type(def.format_preview) ~= "function" then
+    return nil
+  end
+  local ok, s = pcall(def.format_preview, input, max_length)
+  if ok and type(s) == "string" then
+    return s
+  end
+  return nil
+end
+
+return M

@@ -1,0 +1,117 @@
+package rpc
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Config is the part of the Lua setup() table the host uses. It arrives as a
+// msgpack map and is decoded through JSON so Lua's empty tables and numbers
+// are forgiving.
+type Config struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Tools    struct {
+		Mode                 string                `json:"mode"`
+		RequireApproval      *bool                 `json:"require_approval"`
+		AutoApprove          json.RawMessage       `json:"auto_approve"`
+		AutoApproveSandboxed *bool                 `json:"auto_approve_sandboxed"`
+		Presets              map[string]presetJSON `json:"presets"`
+		Autopilot            struct {
+			Enabled  *bool `json:"enabled"`
+			MaxTurns int   `json:"max_turns"`
+		} `json:"autopilot"`
+		MaxConcurrent     *int    `json:"max_concurrent"`
+		DefaultTimeout    float64 `json:"default_timeout"`
+		CursorAfterResult string  `json:"cursor_after_result"`
+	} `json:"tools"`
+	Sandbox struct {
+		Enabled *bool  `json:"enabled"`
+		Backend string `json:"backend"`
+	} `json:"sandbox"`
+}
+
+type presetJSON struct {
+	Approve []string `json:"approve"`
+	Deny    []string `json:"deny"`
+}
+
+func defaultConfig() Config {
+	var c Config
+	c.Provider = "anthropic"
+	c.Tools.Mode = "enabled"
+	c.Tools.AutoApprove = json.RawMessage(`["$default"]`)
+	c.Tools.DefaultTimeout = 30
+	c.Tools.CursorAfterResult = "result"
+	c.Tools.Autopilot.MaxTurns = 100
+	return c
+}
+
+// decodeConfig turns the msgpack-decoded setup table into a Config.
+func decodeConfig(raw map[string]any) (Config, error) {
+	c := defaultConfig()
+	b, err := json.Marshal(normalize(raw))
+	if err != nil {
+		return c, fmt.Errorf("setup: %w", err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("setup: %w", err)
+	}
+	return c, nil
+}
+
+// normalize makes msgpack values JSON-marshalable: map[any]any keys become
+// strings and Lua's empty tables (sent as empty arrays) become null so they
+// decode into maps and slices alike.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = normalize(e)
+		}
+		return out
+	case []any:
+		if len(x) == 0 {
+			return nil
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+func (c *Config) maxConcurrent() int {
+	if c.Tools.MaxConcurrent == nil {
+		return 2
+	}
+	return *c.Tools.MaxConcurrent
+}
+
+func (c *Config) autopilot() bool {
+	return c.Tools.Autopilot.Enabled == nil || *c.Tools.Autopilot.Enabled
+}
+
+// autoApproveList returns the setup auto_approve when it is a list, and
+// whether it was one. A string is a module path; {__lua_function=true} a Lua
+// function (both are called back in Neovim).
+func (c *Config) autoApproveList() ([]string, bool) {
+	var list []string
+	if len(c.Tools.AutoApprove) == 0 || string(c.Tools.AutoApprove) == "null" {
+		return []string{}, true
+	}
+	if err := json.Unmarshal(c.Tools.AutoApprove, &list); err != nil {
+		return nil, false
+	}
+	return list, true
+}

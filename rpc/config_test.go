@@ -1,0 +1,49 @@
+package rpc
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestDecodeConfig(t *testing.T) {
+	tests := []struct {
+		name      string
+		raw       map[string]any
+		wantList  []string
+		isList    bool
+		maxConc   int
+		autopilot bool
+	}{
+		{"defaults", map[string]any{}, []string{"$default"}, true, 2, true},
+		{"empty lua tables arrive as arrays", map[string]any{"tools": map[string]any{"presets": []any{}, "auto_approve": []any{}}}, []string{}, true, 2, true},
+		{"list", map[string]any{"tools": map[string]any{"auto_approve": []any{"$readonly", "calculator"}, "max_concurrent": int64(0)}}, []string{"$readonly", "calculator"}, true, 0, true},
+		{"function marker", map[string]any{"tools": map[string]any{"auto_approve": map[string]any{"__lua_function": true}}}, nil, false, 2, true},
+		{"module path", map[string]any{"tools": map[string]any{"auto_approve": "my.policy"}}, nil, false, 2, true},
+		{"autopilot off", map[string]any{"tools": map[string]any{"autopilot": map[string]any{"enabled": false, "max_turns": int64(3)}}}, []string{"$default"}, true, 2, false},
+		{"msgpack any keys", map[string]any{"tools": map[any]any{"max_concurrent": int64(4)}}, []string{"$default"}, true, 4, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := decodeConfig(tt.raw)
+			if err != nil {
+				t.Fatalf("decodeConfig(%v) error: %v", tt.raw, err)
+			}
+			list, isList := c.autoApproveList()
+			if isList != tt.isList || (tt.isList && !reflect.DeepEqual(list, tt.wantList)) {
+				t.Errorf("autoApproveList = %v, %v; want %v, %v", list, isList, tt.wantList, tt.isList)
+			}
+			if got := c.maxConcurrent(); got != tt.maxConc {
+				t.Errorf("maxConcurrent = %d, want %d", got, tt.maxConc)
+			}
+			if got := c.autopilot(); got != tt.autopilot {
+				t.Errorf("autopilot = %v, want %v", got, tt.autopilot)
+			}
+		})
+	}
+}
+
+func TestDecodeConfigRejectsWrongTypes(t *testing.T) {
+	if _, err := decodeConfig(map[string]any{"tools": map[string]any{"max_concurrent": "lots"}}); err == nil {
+		t.Error("decodeConfig accepted max_concurrent = \"lots\"")
+	}
+}

@@ -1,0 +1,630 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flemma-dev/flemma/approval"
+	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/tools"
+)
+
+func parse(lines []string) *buffer.Document { return buffer.Parse(lines) }
+
+func reply(phase, msg string, level int) map[string]any {
+	out := map[string]any{"phase": phase}
+	if msg != "" {
+		out["message"] = msg
+		out["level"] = level
+	}
+	return out
+}
+
+// errBlocked stops a step whose buffer must not be acted on; the
+// diagnostics explaining why have been published already.
+var errBlocked = errors.New("blocked")
+
+func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+
+func (h *Host) running(bufnr int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st := h.bufs[bufnr]; st != nil {
+		return len(st.running)
+	}
+	return 0
+}
+
+// evalFrontmatter evaluates (cached) the buffer's frontmatter and remembers
+// the result for the approval chain.
+func (h *Host) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.Result {
+	var src frontmatter.Source
+	if fm := doc.Frontmatter; fm != nil {
+		src = frontmatter.Source{Language: fm.Language, Code: fm.Code, StartLine: fm.StartLine}
+	}
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: []string{"$default", "$readonly", "$standard"}}
+	for _, t := range h.Registry.All() {
+		if t.Spec().Enabled && len(h.Registry.Missing(t)) == 0 {
+			setup.Tools = append(setup.Tools, t.Spec().Name)
+		}
+	}
+	if list, ok := cfg.autoApproveList(); ok {
+		setup.AutoApprove = list
+	}
+	for name := range cfg.Tools.Presets {
+		setup.Presets = append(setup.Presets, name)
+	}
+	res := h.fm.Evaluate(src, setup)
+	h.mu.Lock()
+	h.bufFM[bufnr] = res
+	h.mu.Unlock()
+	return res
+}
+
+// diagnostics merges parser and frontmatter diagnostics for vim.diagnostic.
+func diagnostics(doc *buffer.Document, fm *frontmatter.Result) []diag {
+	out := []diag{}
+	for _, d := range doc.Diagnostics {
+		out = append(out, diag{Lnum: d.Line, Col: d.Col, Severity: strings.ToLower(fmt.Sprint(d.Severity)), Message: d.Message})
+	}
+	if fm != nil {
+		for _, d := range fm.Diagnostics {
+			out = append(out, diag{Lnum: d.Line, Severity: d.Severity, Message: "frontmatter: " + d.Message})
+		}
+	}
+	return out
+}
+
+// hCycle runs the next phase of the cycle that applies (<C-]>).
+func (h *Host) hCycle(bufnr int) (map[string]any, error) {
+	if n := h.running(bufnr); n > 0 {
+		return reply("busy", fmt.Sprintf("%d tool(s) still running in this buffer: wait, or press <C-c> to cancel them.", n), levelWarn), nil
+	}
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	if len(doc.Unresolved()) > 0 {
+		return h.categorize(bufnr)
+	}
+	return h.execute(bufnr, "")
+}
+
+func statusFor(d approval.Decision) buffer.Status {
+	switch d {
+	case approval.Approve:
+		return buffer.StatusApproved
+	case approval.Deny:
+		return buffer.StatusDenied
+	default:
+		return buffer.StatusPending
+	}
+}
+
+func (h *Host) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result) approval.Call {
+	c := approval.Call{Tool: h.Registry.ApprovalName(tu.Name), ID: tu.ID, Input: tu.Input, Bufnr: bufnr}
+	if c.Input == nil {
+		c.Input = map[string]any{}
+	}
+	if t, ok := h.Registry.Lookup(tu.Name); ok {
+		c.Capabilities = t.Spec().Capabilities
+	}
+	if fm == nil {
+		return c
+	}
+	o := fm.Opts
+	c.Env.Exclusions = o.AutoApproveExclusions
+	c.Env.SandboxEnabled = o.SandboxEnabled != nil && *o.SandboxEnabled
+	switch {
+	case o.AutoApproveFunc != nil:
+		c.Env.FrontmatterSet = true
+		fn := o.AutoApproveFunc
+		c.Env.FrontmatterFunc = func(ctx context.Context, c approval.Call) (approval.Decision, string, error) {
+			d, err := fn.Call(ctx, c.Tool, c.Input, map[string]any{"bufnr": c.Bufnr, "tool_id": c.ID})
+			if err != nil {
+				return approval.Pass, "", err
+			}
+			return approval.Decision(d), "function", nil
+		}
+	case o.AutoApprove != nil:
+		c.Env.FrontmatterSet = true
+		h.mu.Lock()
+		presets := h.presets
+		h.mu.Unlock()
+		c.Env.FrontmatterPolicy = presets.Expand(o.AutoApprove, o.AutoApproveExclusions)
+	}
+	return c
+}
+
+// abortedMessage returns the abort marker of the assistant message holding
+// tu, if that response was interrupted.
+func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
+	m := doc.MessageAt(tu.HeaderLine)
+	if m == nil {
+		return "", false
+	}
+	for _, seg := range m.Segments {
+		if a, ok := seg.(*buffer.Aborted); ok {
+			return a.Message, true
+		}
+	}
+	return "", false
+}
+
+// categorize is phase 1: a placeholder for every tool use without a result,
+// its status from the approval chain. With nothing pending, phase 2 follows
+// at once.
+func (h *Host) categorize(bufnr int) (map[string]any, error) {
+	pending := 0
+	outcomes := map[string]approval.Outcome{}
+	var diags []diag
+	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		fm := h.evalFrontmatter(bufnr, doc)
+		diags = diagnostics(doc, fm)
+		opts := applyOpts{Diagnostics: diags}
+		if fm.Blocking() {
+			return nil, opts, errBlocked
+		}
+		pending = 0
+		var ps []buffer.Placement
+		firstPending := ""
+		for _, tu := range doc.Unresolved() {
+			st := buffer.StatusPending
+			if _, aborted := abortedMessage(doc, tu); aborted {
+				st = buffer.StatusAborted
+			} else {
+				out := h.chain.Decide(context.Background(), h.approvalCall(bufnr, tu, fm))
+				outcomes[tu.ID] = out
+				h.logf("approval %s (%s): %s", tu.Name, tu.ID, out)
+				st = statusFor(out.Decision)
+			}
+			if st == buffer.StatusPending {
+				pending++
+				if firstPending == "" {
+					firstPending = tu.ID
+				}
+			}
+			ps = append(ps, buffer.Placement{ID: tu.ID, Status: st})
+		}
+		edits, err := buffer.PlacePlaceholders(doc, s.Lines, ps)
+		if err != nil {
+			return nil, opts, err
+		}
+		if firstPending != "" {
+			opts.Cursor = headerLineAfter(s.Lines, edits, firstPending)
+		}
+		return edits, opts, nil
+	})
+	if errors.Is(err, errBlocked) {
+		return h.blocked(bufnr, diags)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	for id, o := range outcomes {
+		h.outcomes[id] = o
+	}
+	h.mu.Unlock()
+	if pending > 0 {
+		return reply("categorize", "", 0), nil
+	}
+	return h.execute(bufnr, "")
+}
+
+// headerLineAfter finds the 1-based header line of id's result once edits
+// are applied to lines.
+func headerLineAfter(lines []string, edits []buffer.Edit, id string) int {
+	after, err := buffer.Apply(lines, edits)
+	if err != nil {
+		return 0
+	}
+	if r := buffer.Parse(after).Result(id); r != nil {
+		return r.HeaderLine
+	}
+	return 0
+}
+
+// blocked publishes the diagnostics that stopped a step (no edit carried
+// them) and tells the user.
+func (h *Host) blocked(bufnr int, diags []diag) (map[string]any, error) {
+	if err := h.nv.ExecLua(`require("flemma.buf").set_diagnostics(...)`, nil, bufnr, diags); err != nil {
+		h.logf("publish diagnostics: %v", err)
+	}
+	return reply("blocked", "This buffer's frontmatter has errors (see the diagnostics): nothing was done. Fix them and press <C-]> again.", levelError), nil
+}
+
+type job struct {
+	id, name string
+	input    json.RawMessage
+}
+
+// execute is phase 2: every placeholder is handled by its status. only, when
+// set, restricts it to one tool id (<M-CR>).
+func (h *Host) execute(bufnr int, only string) (map[string]any, error) {
+	var (
+		jobs         []job
+		firstPending string
+		protected    []string
+	)
+	var diags []diag
+	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		jobs, firstPending, protected = nil, "", nil
+		fm := h.evalFrontmatter(bufnr, doc)
+		diags = diagnostics(doc, fm)
+		opts := applyOpts{Diagnostics: diags}
+		if fm.Blocking() {
+			return nil, opts, errBlocked
+		}
+		var edits []buffer.Edit
+		add := func(e buffer.Edit, err error) {
+			if err != nil {
+				h.logf("execute: %v", err)
+				return
+			}
+			edits = append(edits, e)
+		}
+		for _, tu := range doc.ToolUses() {
+			r := doc.Result(tu.ID)
+			if r == nil || r.Status == "" || (only != "" && tu.ID != only) {
+				continue
+			}
+			content := r.Content
+			switch r.Status {
+			case buffer.StatusPending:
+				if strings.TrimSpace(content) != "" {
+					// Content-overwrite protection: the user's text is the result.
+					add(buffer.StripFence(doc, s.Lines, tu.ID))
+				} else if firstPending == "" {
+					firstPending = tu.ID
+				}
+			case buffer.StatusDenied:
+				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, "The tool was denied by a policy.", true, ""))
+			case buffer.StatusRejected:
+				msg := "This tool has been rejected by the user."
+				if strings.TrimSpace(content) != "" {
+					msg = content
+				}
+				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
+			case buffer.StatusAborted:
+				msg, _ := abortedMessage(doc, tu)
+				if msg == "" {
+					msg = "Response interrupted by the user."
+				}
+				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
+			case buffer.StatusApproved:
+				if content != "" {
+					protected = append(protected, fmt.Sprintf("%s (line %d)", tu.ID, r.HeaderLine))
+					continue
+				}
+				input := json.RawMessage(tu.RawInput)
+				if strings.TrimSpace(tu.RawInput) == "" {
+					input = json.RawMessage("{}")
+				}
+				jobs = append(jobs, job{id: tu.ID, name: tu.Name, input: input})
+			}
+		}
+		if len(jobs) > 0 {
+			locked := false
+			opts.Modifiable = &locked
+		} else if firstPending != "" {
+			opts.Cursor = headerLineAfter(s.Lines, edits, firstPending)
+		}
+		return edits, opts, nil
+	})
+	if errors.Is(err, errBlocked) {
+		return h.blocked(bufnr, diags)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var warn string
+	if len(protected) > 0 {
+		warn = fmt.Sprintf("%d tool result(s) have edited content inside an approved flemma:tool block – skipping execution to protect your edits: %s. Remove the flemma:tool fence to send your content.",
+			len(protected), strings.Join(protected, ", "))
+	}
+	if len(jobs) > 0 {
+		h.startJobs(bufnr, jobs, only == "")
+		if warn != "" {
+			return reply("execute", warn, levelWarn), nil
+		}
+		return reply("execute", "", 0), nil
+	}
+	if warn != "" {
+		return reply("paused", warn, levelWarn), nil
+	}
+	if firstPending != "" || only != "" {
+		return reply("pending", "", 0), nil
+	}
+	return h.send(bufnr)
+}
+
+// send is phase 3. It refuses while any tool use lacks a real result.
+func (h *Host) send(bufnr int) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	for _, tu := range doc.ToolUses() {
+		r := doc.Result(tu.ID)
+		if r == nil {
+			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d has no result yet. Press <C-]> to categorize it.", tu.Name, tu.ID, tu.HeaderLine), levelError), nil
+		}
+		if r.Status != "" {
+			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d is still %s.", tu.Name, tu.ID, r.HeaderLine, r.Status), levelError), nil
+		}
+	}
+	h.mu.Lock()
+	provider := h.cfg.Provider
+	h.mu.Unlock()
+	return reply("send", fmt.Sprintf("Every tool call has its result. No provider is configured in this build (provider %q cannot send yet), so nothing was sent.", provider), levelWarn), nil
+}
+
+// startJobs runs approved tools in the background, at most max_concurrent
+// at a time, with the buffer locked until the last one finishes.
+func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
+	h.mu.Lock()
+	st := h.bufs[bufnr]
+	if st == nil {
+		st = &bufState{running: map[string]context.CancelFunc{}}
+		h.bufs[bufnr] = st
+	}
+	ctxs := make([]context.Context, len(jobs))
+	for i, j := range jobs {
+		ctx, cancel := context.WithCancel(context.Background())
+		ctxs[i] = ctx
+		st.running[j.id] = cancel
+	}
+	limit := h.cfg.maxConcurrent()
+	cursorMode := h.cfg.Tools.CursorAfterResult
+	autopilot := h.cfg.autopilot()
+	if fm := h.bufFM[bufnr]; fm != nil && fm.Opts.MaxConcurrent != nil {
+		limit = *fm.Opts.MaxConcurrent
+	}
+	if fm := h.bufFM[bufnr]; fm != nil && fm.Opts.Autopilot != nil {
+		autopilot = *fm.Opts.Autopilot
+	}
+	h.mu.Unlock()
+	if limit <= 0 {
+		limit = len(jobs)
+	}
+
+	go func() {
+		sem := make(chan struct{}, limit)
+		var wg sync.WaitGroup
+		for i, j := range jobs {
+			wg.Add(1)
+			go func(ctx context.Context, j job) {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				h.runOne(ctx, bufnr, j, cursorMode)
+			}(ctxs[i], j)
+		}
+		wg.Wait()
+		h.mu.Lock()
+		remaining := len(st.running)
+		h.mu.Unlock()
+		if remaining == 0 {
+			h.setModifiable(bufnr, true)
+		}
+		if continueCycle && autopilot {
+			if res, err := h.hCycle(bufnr); err != nil {
+				h.notify(err.Error(), levelError)
+			} else if msg, _ := res["message"].(string); msg != "" {
+				lvl, _ := res["level"].(int)
+				h.notify(msg, lvl)
+			}
+		}
+	}()
+}
+
+func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) {
+	defer func() {
+		h.mu.Lock()
+		if st := h.bufs[bufnr]; st != nil {
+			if cancel := st.running[j.id]; cancel != nil {
+				cancel()
+			}
+			delete(st.running, j.id)
+		}
+		h.mu.Unlock()
+	}()
+	info := map[string]any{"bufnr": bufnr, "tool_name": j.name, "tool_id": j.id, "status": "executing"}
+	h.event("FlemmaToolExecuting", info)
+	s, err := h.snapshot(bufnr)
+	call := tools.Call{ID: j.id, Tool: j.name, Bufnr: bufnr}
+	if err == nil {
+		call.Cwd, call.Buffer = s.Cwd, s.Name
+	}
+	res := h.exec.Run(ctx, call, j.input)
+	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
+	err = h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		if doc.Result(j.id) == nil {
+			return nil, applyOpts{}, fmt.Errorf("the result block of %s was removed while the tool ran; its output is in the log", j.id)
+		}
+		e, err := buffer.ReplaceResult(doc, s.Lines, j.id, res.Content, res.IsError, res.Lang)
+		if err != nil {
+			return nil, applyOpts{}, err
+		}
+		opts := applyOpts{Join: true}
+		if h.running(bufnr) > 1 {
+			locked := false
+			opts.Modifiable = &locked
+		}
+		switch cursorMode {
+		case "stay":
+		case "next":
+			after, _ := buffer.Apply(s.Lines, []buffer.Edit{e})
+			if m := buffer.Parse(after).MessageAt(headerLineAfter(s.Lines, []buffer.Edit{e}, j.id)); m != nil {
+				opts.Cursor = m.EndLine
+			}
+		default:
+			opts.Cursor = headerLineAfter(s.Lines, []buffer.Edit{e}, j.id)
+		}
+		return []buffer.Edit{e}, opts, nil
+	})
+	status := "success"
+	if res.IsError {
+		status = "error"
+	}
+	if err != nil {
+		h.logf("write result %s: %v (content: %q)", j.id, err, res.Content)
+		h.notify(fmt.Sprintf("could not write the result of %s: %v", j.id, err), levelError)
+		status = "error"
+	}
+	info["status"] = status
+	h.event("FlemmaToolFinished", info)
+}
+
+// hExecuteAt executes or resolves the one tool block under the cursor.
+func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	tu, r := doc.BlockAt(line)
+	id := ""
+	switch {
+	case tu != nil:
+		id = tu.ID
+	case r != nil:
+		id = r.ToolUseID
+	default:
+		return reply("none", "No tool block under the cursor.", levelWarn), nil
+	}
+	h.mu.Lock()
+	st := h.bufs[bufnr]
+	isRunning := st != nil && st.running[id] != nil
+	h.mu.Unlock()
+	if isRunning {
+		return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
+	}
+	r = doc.Result(id)
+	if r != nil && r.Status == "" {
+		return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
+	}
+	if r == nil || (r.Status == buffer.StatusPending && strings.TrimSpace(r.Content) == "") {
+		// <M-CR> on an undecided call is the user's approval of it.
+		if err := h.setStatus(bufnr, id, buffer.StatusApproved, ""); err != nil {
+			return nil, err
+		}
+	}
+	return h.execute(bufnr, id)
+}
+
+// setStatus writes a placeholder with status st for id (creating it when the
+// call has no result block yet); msg, when set, becomes the block's body.
+func (h *Host) setStatus(bufnr int, id string, st buffer.Status, msg string) error {
+	created := false
+	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		r := doc.Result(id)
+		if r == nil {
+			created = true
+			edits, err := buffer.PlacePlaceholders(doc, s.Lines, []buffer.Placement{{ID: id, Status: st}})
+			return edits, applyOpts{}, err
+		}
+		created = false
+		if r.Status == "" {
+			return nil, applyOpts{}, fmt.Errorf("tool %s already has a result", id)
+		}
+		if msg == "" {
+			e, err := buffer.SetStatus(doc, s.Lines, id, st)
+			return []buffer.Edit{e}, applyOpts{}, err
+		}
+		return []buffer.Edit{placeholderWithBody(r, id, st, msg)}, applyOpts{}, nil
+	})
+	if err == nil && created && msg != "" {
+		return h.setStatus(bufnr, id, st, msg)
+	}
+	return err
+}
+
+func placeholderWithBody(r *buffer.ToolResult, id string, st buffer.Status, msg string) buffer.Edit {
+	header := buffer.RenderPlaceholder(id, st)[0]
+	fence := buffer.Fence(msg)
+	out := []string{header, "", fence + "flemma:tool status=" + string(st)}
+	out = append(out, strings.Split(msg, "\n")...)
+	out = append(out, fence)
+	return buffer.Edit{Start: r.HeaderLine - 1, End: r.EndLine, Lines: out}
+}
+
+func (h *Host) hSetStatus(bufnr, line int, status, msg string) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	tu, r := doc.BlockAt(line)
+	id := ""
+	switch {
+	case tu != nil:
+		id = tu.ID
+	case r != nil:
+		id = r.ToolUseID
+	default:
+		return reply("none", "No tool block under the cursor.", levelWarn), nil
+	}
+	if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
+		return reply("none", err.Error(), levelError), nil
+	}
+	return reply("status", "", 0), nil
+}
+
+// hCancel cancels every running tool of the buffer (<C-c>).
+func (h *Host) hCancel(bufnr int) (map[string]any, error) {
+	h.mu.Lock()
+	n := 0
+	if st := h.bufs[bufnr]; st != nil {
+		for _, cancel := range st.running {
+			cancel()
+			n++
+		}
+	}
+	h.mu.Unlock()
+	if n == 0 {
+		return reply("cancel", "Nothing is running in this buffer.", levelInfo), nil
+	}
+	return reply("cancel", fmt.Sprintf("Cancelled %d running tool(s).", n), levelWarn), nil
+}
+
+func (h *Host) hCancelAt(bufnr, line int) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	tu, r := parse(s.Lines).BlockAt(line)
+	id := ""
+	if tu != nil {
+		id = tu.ID
+	} else if r != nil {
+		id = r.ToolUseID
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st := h.bufs[bufnr]; st != nil && st.running[id] != nil {
+		st.running[id]()
+		return reply("cancel", fmt.Sprintf("Cancelled %s.", id), levelWarn), nil
+	}
+	return reply("cancel", "No running tool under the cursor.", levelInfo), nil
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(b)
+}

@@ -1,0 +1,266 @@
+package rpc
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/neovim/go-client/nvim"
+
+	"github.com/flemma-dev/flemma/approval"
+	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/tools"
+)
+
+// Host serves one Neovim. main builds it with the registry and wires it with
+// Attach; everything else is created here.
+type Host struct {
+	Version  string
+	Log      *log.Logger
+	Registry *tools.Registry
+
+	nv    *nvim.Nvim
+	exec  *tools.Executor
+	fm    *frontmatter.Evaluator
+	chain *approval.Chain
+
+	mu       sync.Mutex
+	cfg      Config
+	presets  *approval.Presets
+	bufs     map[int]*bufState
+	luaWait  waiters
+	bufFM    map[int]*frontmatter.Result // the latest evaluated frontmatter of each buffer
+	outcomes map[string]approval.Outcome // tool id -> the decision that categorized it
+}
+
+// bufState is what the host remembers of a buffer between steps: only the
+// running tools (the buffer text is the state of everything else).
+type bufState struct {
+	running map[string]context.CancelFunc // tool id -> cancel
+}
+
+// NewHost returns a host with default configuration.
+func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
+	h := &Host{
+		Version:  version,
+		Log:      logger,
+		Registry: reg,
+		fm:       frontmatter.NewEvaluator(frontmatter.Limits{}),
+		bufs:     map[int]*bufState{},
+		bufFM:    map[int]*frontmatter.Result{},
+		outcomes: map[string]approval.Outcome{},
+	}
+	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
+	h.chain = approval.NewChain(h.logf)
+	if err := h.configure(defaultConfig()); err != nil {
+		h.logf("default configuration: %v", err)
+	}
+	return h
+}
+
+func (h *Host) logf(format string, args ...any) {
+	if h.Log != nil {
+		h.Log.Printf(format, args...)
+	}
+}
+
+// Attach registers the handlers on a Neovim connection.
+func (h *Host) Attach(v *nvim.Nvim) error {
+	h.nv = v
+	handlers := map[string]any{
+		"flemma.version":      h.hVersion,
+		"flemma.ping":         func() (string, error) { return "pong", nil },
+		"flemma.setup":        h.hSetup,
+		"flemma.health":       h.hHealth,
+		"flemma.cycle":        h.hCycle,
+		"flemma.execute_at":   h.hExecuteAt,
+		"flemma.set_status":   h.hSetStatus,
+		"flemma.cancel":       h.hCancel,
+		"flemma.cancel_at":    h.hCancelAt,
+		"flemma.tool_list":    h.hToolList,
+		"flemma.tools":        h.hTools,
+		"flemma.status":       h.hStatus,
+		"flemma.define_tools": h.hDefineTools,
+		"flemma.tool_done":    h.hToolDone,
+	}
+	for name, fn := range handlers {
+		if err := v.RegisterHandler(name, fn); err != nil {
+			return fmt.Errorf("register %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (h *Host) hVersion() (map[string]any, error) {
+	return map[string]any{"version": h.Version}, nil
+}
+
+func (h *Host) hSetup(raw map[string]any) error {
+	cfg, err := decodeConfig(raw)
+	if err != nil {
+		return err
+	}
+	return h.configure(cfg)
+}
+
+// configure installs a configuration: the approval chain is rebuilt from it.
+func (h *Host) configure(cfg Config) error {
+	user := map[string]approval.PresetDef{}
+	for name, p := range cfg.Tools.Presets {
+		user[name] = approval.PresetDef{Approve: p.Approve, Deny: p.Deny}
+	}
+	presets, errs := approval.NewPresets(user)
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	setup := approval.Setup{
+		RequireApproval:      cfg.Tools.RequireApproval == nil || *cfg.Tools.RequireApproval,
+		AutoApproveSandboxed: cfg.Tools.AutoApproveSandboxed == nil || *cfg.Tools.AutoApproveSandboxed,
+		Presets:              presets,
+	}
+	if list, ok := cfg.autoApproveList(); ok {
+		setup.AutoApprove = list
+	} else {
+		msgs = append(msgs, "tools.auto_approve as a function or module path is not supported by this build yet; only the list form is active")
+	}
+
+	h.mu.Lock()
+	h.cfg = cfg
+	h.presets = presets
+	h.mu.Unlock()
+	h.exec.DefaultTimeout = secs(cfg.Tools.DefaultTimeout)
+
+	// Built-in resolvers are replaced; resolvers registered from Lua stay.
+	for _, r := range h.chain.All() {
+		if strings.HasPrefix(r.Name(), "urn:flemma:approval:") {
+			h.chain.Unregister(r.Name())
+		}
+	}
+	for _, r := range approval.Builtins(setup) {
+		h.chain.Register(r)
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+func (h *Host) hHealth() (map[string]any, error) {
+	type line struct {
+		Level string `msgpack:"level"`
+		Text  string `msgpack:"text"`
+	}
+	var lines []line
+	names := h.Registry.Names()
+	lines = append(lines, line{"ok", fmt.Sprintf("%d tools registered: %s", len(names), strings.Join(names, ", "))})
+	var hidden []string
+	for _, t := range h.Registry.All() {
+		if miss := h.Registry.Missing(t); len(miss) > 0 {
+			hidden = append(hidden, fmt.Sprintf("%s (missing %s)", t.Spec().Name, strings.Join(miss, ", ")))
+		}
+	}
+	if len(hidden) > 0 {
+		lines = append(lines, line{"warn", "hidden tools: " + strings.Join(hidden, "; ")})
+	}
+	lines = append(lines, line{"info", fmt.Sprintf("approval resolvers: %s", h.resolverNames())})
+	return map[string]any{"version": h.Version, "lines": lines}, nil
+}
+
+func (h *Host) resolverNames() string {
+	var parts []string
+	for _, r := range h.chain.All() {
+		parts = append(parts, fmt.Sprintf("%s (%d)", r.Name(), r.Priority()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (h *Host) hTools(bufnr int, filter string) (map[string]any, error) {
+	var b strings.Builder
+	for _, t := range h.Registry.Search(filter) {
+		s := t.Spec()
+		status := "enabled"
+		if !s.Enabled {
+			status = "disabled by default"
+		}
+		if miss := h.Registry.Missing(t); len(miss) > 0 {
+			status = "hidden: missing " + strings.Join(miss, ", ")
+		}
+		out := h.chain.Decide(context.Background(), approval.Call{Tool: h.Registry.ApprovalName(s.Name), Bufnr: bufnr, Capabilities: s.Capabilities, Input: map[string]any{}})
+		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), out)
+		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
+	}
+	if b.Len() == 0 {
+		return map[string]any{"text": fmt.Sprintf("no tools match %q", filter)}, nil
+	}
+	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+}
+
+func (h *Host) hStatus(bufnr int) (map[string]any, error) {
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	text := fmt.Sprintf("provider: %s  model: %s  autopilot: %v  tools: %s\nresolvers: %s",
+		cfg.Provider, orNone(cfg.Model), cfg.autopilot(), strings.Join(h.Registry.Names(), ", "), h.resolverNames())
+	return map[string]any{"text": text}, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(default)"
+	}
+	return s
+}
+
+func (h *Host) hToolList(bufnr int) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	var b strings.Builder
+	h.mu.Lock()
+	running := map[string]bool{}
+	if st := h.bufs[bufnr]; st != nil {
+		for id := range st.running {
+			running[id] = true
+		}
+	}
+	for _, tu := range doc.ToolUses() {
+		state := "no result"
+		if r := doc.Result(tu.ID); r != nil {
+			switch {
+			case running[tu.ID]:
+				state = "running"
+			case r.Status != "":
+				state = string(r.Status)
+			case r.IsError:
+				state = "error result"
+			default:
+				state = "result"
+			}
+		}
+		prov := ""
+		if o, ok := h.outcomes[tu.ID]; ok {
+			prov = "  — " + o.String()
+		}
+		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
+	}
+	h.mu.Unlock()
+	if b.Len() == 0 {
+		return map[string]any{"text": "no tool calls in this buffer"}, nil
+	}
+	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,311 @@
+package rpc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/flemma-dev/flemma/tools"
+)
+
+// luaTool is a tool registered from Lua: its definition lives in the host
+// registry, its execute function stays in Neovim and is called back.
+type luaTool struct {
+	h          *Host
+	spec       tools.Spec
+	hasPreview bool
+}
+
+func (t *luaTool) Spec() tools.Spec { return t.spec }
+
+// luaResponse is what flemma.tools._execute returns.
+type luaResponse struct {
+	Status string     `msgpack:"status"` // "done" | "started" | "internal"
+	Result *luaResult `msgpack:"result"`
+	Error  string     `msgpack:"error"`
+}
+
+type luaResult struct {
+	Success bool   `msgpack:"success"`
+	Output  any    `msgpack:"output"`
+	Error   string `msgpack:"error"`
+}
+
+// waiters deliver the answers of async Lua tools (flemma.tool_done).
+type waiters struct {
+	mu sync.Mutex
+	m  map[string]chan luaResult
+}
+
+func (w *waiters) add(token string) chan luaResult {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]chan luaResult{}
+	}
+	ch := make(chan luaResult, 1)
+	w.m[token] = ch
+	return ch
+}
+
+func (w *waiters) remove(token string) {
+	w.mu.Lock()
+	delete(w.m, token)
+	w.mu.Unlock()
+}
+
+func (w *waiters) deliver(token string, r luaResult) bool {
+	w.mu.Lock()
+	ch := w.m[token]
+	delete(w.m, token)
+	w.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	ch <- r
+	return true
+}
+
+func newToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage) (tools.Output, error) {
+	var input any
+	if err := json.Unmarshal(raw, &input); err != nil {
+		return tools.Output{}, &tools.Internal{Err: err}
+	}
+	input = stripNulls(input)
+	if m, ok := input.(map[string]any); ok && len(m) == 0 {
+		input = map[string]any{} // msgpack sends an empty map, Lua gets {}
+	}
+	info := map[string]any{"bufnr": call.Bufnr, "cwd": call.Cwd, "buffer": call.Buffer, "timeout": t.h.exec.DefaultTimeout.Seconds(), "tool_id": call.ID}
+	token := newToken()
+	ch := t.h.luaWait.add(token)
+	defer t.h.luaWait.remove(token)
+	var resp luaResponse
+	if err := t.h.nv.ExecLua(`return require("flemma.tools")._execute(...)`, &resp, t.spec.Name, token, input, info); err != nil {
+		return tools.Output{}, &tools.Internal{Err: fmt.Errorf("call Lua tool: %w", err)}
+	}
+	var res luaResult
+	switch resp.Status {
+	case "done":
+		if resp.Result == nil {
+			return tools.Output{}, &tools.Internal{Err: errors.New("Lua tool returned no result")}
+		}
+		res = *resp.Result
+	case "started":
+		select {
+		case res = <-ch:
+		case <-ctx.Done():
+			if err := t.h.nv.ExecLua(`require("flemma.tools")._cancel(...)`, nil, token); err != nil {
+				t.h.logf("cancel Lua tool %s: %v", t.spec.Name, err)
+			}
+			return tools.Output{}, ctx.Err()
+		}
+	case "internal":
+		return tools.Output{}, &tools.Internal{Err: errors.New(resp.Error)}
+	default:
+		return tools.Output{}, &tools.Internal{Err: fmt.Errorf("unexpected answer %q from Lua tool", resp.Status)}
+	}
+	return luaOutput(res)
+}
+
+// luaOutput turns a Lua ExecutionResult into an Output or a model-facing
+// error (the tool's own error text, which its author chose to show).
+func luaOutput(res luaResult) (tools.Output, error) {
+	if !res.Success {
+		msg := res.Error
+		if msg == "" {
+			msg = "Unknown error"
+		}
+		if s := outputText(res.Output); s != "" {
+			msg += "\n\nPartial output:\n" + s
+		}
+		return tools.Output{}, errors.New(msg)
+	}
+	switch out := normalize(res.Output).(type) {
+	case nil:
+		return tools.Output{Text: ""}, nil
+	case string:
+		return tools.Output{Text: out}, nil
+	case map[string]any, []any:
+		return tools.Output{JSON: out}, nil
+	default:
+		return tools.Output{Text: fmt.Sprint(out)}, nil
+	}
+}
+
+func outputText(v any) string {
+	switch x := normalize(v).(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	}
+}
+
+// stripNulls drops JSON nulls from objects: a Lua tool sees an absent key,
+// as it would for a missing one.
+func stripNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e != nil {
+				out[k] = stripNulls(e)
+			}
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = stripNulls(e)
+		}
+		return x
+	}
+	return v
+}
+
+// wireDef is a definition as flemma.tools sends it.
+type wireDef struct {
+	Name         string         `json:"name"`
+	Description  string         `json:"description"`
+	InputSchema  map[string]any `json:"input_schema"`
+	OutputSchema map[string]any `json:"output_schema"`
+	Strict       bool           `json:"strict"`
+	Async        bool           `json:"async"`
+	Capabilities []string       `json:"capabilities"`
+	Tags         []string       `json:"tags"`
+	Requires     []string       `json:"requires"`
+	Enabled      bool           `json:"enabled"`
+	Supersedes   string         `json:"supersedes"`
+	Timeout      float64        `json:"timeout"`
+	Source       string         `json:"source"`
+	HasPreview   bool           `json:"has_preview"`
+}
+
+// fixSchema repairs what msgpack does to Lua tables in a JSON Schema: an
+// empty `properties` arrives as an array and must be an object.
+func fixSchema(s map[string]any) map[string]any {
+	if s == nil {
+		return map[string]any{"type": "object"}
+	}
+	for k, v := range s {
+		switch k {
+		case "properties", "patternProperties", "$defs", "definitions":
+			if _, isList := v.([]any); isList || v == nil {
+				s[k] = map[string]any{}
+			}
+			if m, ok := s[k].(map[string]any); ok {
+				for pk, pv := range m {
+					if sub, ok := pv.(map[string]any); ok {
+						m[pk] = fixSchema(sub)
+					}
+				}
+			}
+		case "items", "additionalProperties", "not":
+			if sub, ok := v.(map[string]any); ok {
+				s[k] = fixSchema(sub)
+			}
+		case "anyOf", "oneOf", "allOf":
+			if list, ok := v.([]any); ok {
+				for i, e := range list {
+					if sub, ok := e.(map[string]any); ok {
+						list[i] = fixSchema(sub)
+					}
+				}
+			}
+		}
+	}
+	return s
+}
+
+// hDefineTools registers (or re-registers) tools defined in Lua.
+func (h *Host) hDefineTools(raw []any) (map[string]any, error) {
+	var errs []string
+	for _, item := range raw {
+		b, err := json.Marshal(normalizeSchemaSafe(item))
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		var d wireDef
+		if err := json.Unmarshal(b, &d); err != nil {
+			errs = append(errs, fmt.Sprintf("tool definition: %v", err))
+			continue
+		}
+		spec := tools.Spec{
+			Name: d.Name, Description: d.Description, InputSchema: fixSchema(d.InputSchema),
+			Strict: d.Strict, Async: d.Async, Capabilities: d.Capabilities, Tags: d.Tags,
+			Requires: d.Requires, Enabled: d.Enabled, Supersedes: d.Supersedes,
+			Source: d.Source, Timeout: secs(d.Timeout),
+		}
+		if d.OutputSchema != nil {
+			spec.OutputSchema = fixSchema(d.OutputSchema)
+		}
+		if spec.Source == "" {
+			spec.Source = "lua"
+		}
+		if existing, ok := h.Registry.Get(spec.Name); ok {
+			if _, isLua := existing.(*luaTool); isLua {
+				h.Registry.Remove(spec.Name)
+			}
+		}
+		if err := h.Registry.Add(&luaTool{h: h, spec: spec, hasPreview: d.HasPreview}); err != nil {
+			errs = append(errs, fmt.Sprintf("register %s: %v", spec.Name, err))
+			continue
+		}
+		h.logf("registered Lua tool %s (%s)", spec.Name, spec.Source)
+	}
+	out := map[string]any{}
+	if len(errs) > 0 {
+		out["errors"] = errs
+	}
+	return out, nil
+}
+
+// normalizeSchemaSafe is normalize without turning empty lists into null
+// (a schema's `required = {}` must stay a list); empty objects are fixed by
+// fixSchema.
+func normalizeSchemaSafe(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalizeSchemaSafe(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = normalizeSchemaSafe(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeSchemaSafe(e)
+		}
+		return out
+	}
+	return v
+}
+
+// hToolDone receives an async Lua tool's answer (a notification).
+func (h *Host) hToolDone(token string, res luaResult) {
+	if !h.luaWait.deliver(token, res) {
+		h.logf("late answer for Lua tool call %s ignored", token)
+	}
+}

@@ -1,0 +1,141 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/flemma-dev/flemma/buffer"
+)
+
+// snapshot is one consistent read of a buffer (flemma.buf.snapshot).
+type snapshot struct {
+	Valid      bool     `msgpack:"valid"`
+	Tick       int      `msgpack:"tick"`
+	Lines      []string `msgpack:"lines"`
+	Name       string   `msgpack:"name"`
+	Cwd        string   `msgpack:"cwd"`
+	Modifiable bool     `msgpack:"modifiable"`
+}
+
+// diag is a diagnostic as flemma.buf.set_diagnostics takes it.
+type diag struct {
+	Lnum     int    `msgpack:"lnum"`
+	Col      int    `msgpack:"col"`
+	Severity string `msgpack:"severity"`
+	Message  string `msgpack:"message"`
+}
+
+// mark is an extmark as flemma.buf.set_marks takes it.
+type mark struct {
+	Line     int        `msgpack:"line"`
+	VirtLine [][][2]any `msgpack:"virt_lines,omitempty"`
+	VirtText [][2]any   `msgpack:"virt_text,omitempty"`
+}
+
+// applyOpts travel with the edits in the same call.
+type applyOpts struct {
+	Cursor      int    `msgpack:"cursor,omitempty"` // 1-based line; 0 = leave
+	Modifiable  *bool  `msgpack:"modifiable,omitempty"`
+	Join        bool   `msgpack:"join,omitempty"`
+	Diagnostics []diag `msgpack:"diagnostics"` // nil = leave as is
+	Marks       []mark `msgpack:"marks"`       // nil = leave as is
+}
+
+type applyResult struct {
+	OK    bool   `msgpack:"ok"`
+	Stale bool   `msgpack:"stale"`
+	Tick  int    `msgpack:"tick"`
+	Err   string `msgpack:"err"`
+}
+
+type wireEdit struct {
+	Start int      `msgpack:"start"`
+	Stop  int      `msgpack:"stop"`
+	Lines []string `msgpack:"lines"`
+}
+
+func (h *Host) snapshot(bufnr int) (*snapshot, error) {
+	var s snapshot
+	if err := h.nv.ExecLua(`return require("flemma.buf").snapshot(...)`, &s, bufnr); err != nil {
+		return nil, fmt.Errorf("read buffer %d: %w", bufnr, err)
+	}
+	if !s.Valid {
+		return nil, fmt.Errorf("buffer %d is no longer valid", bufnr)
+	}
+	return &s, nil
+}
+
+// apply sends all edits of one step and its cursor/diagnostics/marks in a
+// single call that checks changedtick.
+func (h *Host) apply(bufnr, tick int, edits []buffer.Edit, opts applyOpts) (applyResult, error) {
+	w := make([]wireEdit, 0, len(edits))
+	for _, e := range edits {
+		lines := e.Lines
+		if lines == nil {
+			lines = []string{}
+		}
+		w = append(w, wireEdit{Start: e.Start, Stop: e.End, Lines: lines})
+	}
+	var res applyResult
+	if err := h.nv.ExecLua(`return require("flemma.buf").apply(...)`, &res, bufnr, tick, w, opts); err != nil {
+		return res, fmt.Errorf("write buffer %d: %w", bufnr, err)
+	}
+	if !res.OK && !res.Stale {
+		return res, errors.New(res.Err)
+	}
+	return res, nil
+}
+
+// errStale is returned by a plan when it wants a fresh snapshot.
+var errNoChange = errors.New("no change")
+
+// step reads, parses, plans and applies one atomic edit, retrying from a
+// fresh read when the user changed the buffer in between. plan returns the
+// edits and options; errNoChange means there is nothing to write.
+func (h *Host) step(bufnr int, plan func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error)) error {
+	for attempt := 0; attempt < 8; attempt++ {
+		s, err := h.snapshot(bufnr)
+		if err != nil {
+			return err
+		}
+		doc := buffer.Parse(s.Lines)
+		edits, opts, err := plan(s, doc)
+		if err != nil {
+			return err
+		}
+		res, err := h.apply(bufnr, s.Tick, edits, opts)
+		if err != nil {
+			return err
+		}
+		if res.OK {
+			return nil
+		}
+		h.logf("buffer %d changed during a step (tick %d → %d); re-reading", bufnr, s.Tick, res.Tick)
+	}
+	return errors.New("the buffer kept changing while flemma tried to write; nothing was written, try again")
+}
+
+func (h *Host) notify(msg string, level int) {
+	if err := h.nv.ExecLua(`require("flemma.buf").notify(...)`, nil, msg, level); err != nil {
+		h.logf("notify: %v", err)
+	}
+}
+
+func (h *Host) event(pattern string, data map[string]any) {
+	if err := h.nv.ExecLua(`require("flemma.buf").event(...)`, nil, pattern, data); err != nil {
+		h.logf("event %s: %v", pattern, err)
+	}
+}
+
+func (h *Host) setModifiable(bufnr int, on bool) {
+	if err := h.nv.ExecLua(`require("flemma.buf").set_modifiable(...)`, nil, bufnr, on); err != nil {
+		h.logf("set modifiable: %v", err)
+	}
+}
+
+// Notification levels, as vim.log.levels.
+const (
+	levelInfo  = 2
+	levelWarn  = 3
+	levelError = 4
+)

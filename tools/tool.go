@@ -1,0 +1,67 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Tool is the one interface every tool implements, built-in or Lua.
+type Tool interface {
+	// Spec describes the tool to the registry, the providers and previews.
+	Spec() Spec
+	// Run executes one call. input has already been validated against
+	// Spec().InputSchema. A returned error is a model-facing failure whose
+	// text must say what went wrong and how to fix it; it must never carry
+	// stack traces or raw internal error text (use Internal for those).
+	Run(ctx context.Context, call Call, input json.RawMessage) (Output, error)
+}
+
+// Spec is what the registry knows of a tool.
+type Spec struct {
+	Name         string
+	Description  string
+	InputSchema  map[string]any
+	OutputSchema map[string]any // optional
+	Strict       bool
+	Async        bool
+	Capabilities []string
+	Tags         []string
+	Requires     []string // executables ("exe:rg") or features ("feature:bwrap")
+	Enabled      bool     // false: registered but only used when a buffer selects it
+	Supersedes   string   // name of the tool this one replaces
+	Source       string   // "built-in", "lua", "lua module <m>", "async source"
+	Timeout      time.Duration
+}
+
+// Call identifies one tool call and the buffer it belongs to.
+type Call struct {
+	ID     string
+	Tool   string
+	Bufnr  int
+	Cwd    string
+	Buffer string // full path of the .chat file, "" when unsaved
+}
+
+// Output is what a tool produced. Exactly one of Text or JSON is used: JSON
+// output is written into a json fence.
+type Output struct {
+	Text string
+	JSON any
+}
+
+// Result is an executed call, ready to be written into the buffer.
+type Result struct {
+	Content  string
+	IsError  bool
+	Lang     string // fence language ("json" for structured output)
+	Kind     string // error kind when IsError: "ToolValidationError", "ToolError", "Timeout", "Canceled", "InternalError"
+	Duration time.Duration
+}
+
+// Internal wraps an unexpected failure. The executor logs its detail and
+// shows the model only a generic message naming the tool.
+type Internal struct{ Err error }
+
+func (e *Internal) Error() string { return e.Err.Error() }
+func (e *Internal) Unwrap() error { return e.Err }
