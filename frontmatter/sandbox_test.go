@@ -341,3 +341,33 @@ func TestNilFunc(t *testing.T) {
 		t.Fatalf("nil Func.Call succeeded")
 	}
 }
+
+// Evaluations share the compiled chunk, the schema and the library table;
+// run them concurrently for the race detector.
+func TestConcurrentEvaluations(t *testing.T) {
+	e := NewEvaluator(Limits{})
+	src := Source{Language: "lua", Code: `flemma.opt.tools:remove("bash")
+x = ("%s-%d"):format("n", 1) .. string.rep("y", 2)
+flemma.opt.tools.auto_approve = function(name) return name == "read" end`, StartLine: 1}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			setup := testSetup
+			setup.Tools = append([]string{fmt.Sprintf("tool%d", g)}, testSetup.Tools...)
+			setup.KnownTools = append([]string{fmt.Sprintf("tool%d", g)}, testSetup.KnownTools...)
+			for i := 0; i < 5; i++ {
+				r := e.evaluate(src, setup)
+				if len(r.Diagnostics) > 0 || r.Vars["x"] != "n-1yy" || r.Opts.Tools[0] != setup.Tools[0] {
+					t.Errorf("goroutine %d: %v %v %v", g, r.Diagnostics, r.Vars, r.Opts.Tools)
+					return
+				}
+				if d, err := r.Opts.AutoApproveFunc.Call(context.Background(), "read", nil, nil); err != nil || d != DecisionApprove {
+					t.Errorf("goroutine %d: Call = %q, %v", g, d, err)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}

@@ -34,6 +34,10 @@ func run(nvimBin, hostBin string) error {
 		}
 		nvimBin = found[len(found)-1]
 	}
+	hostBin, err := filepath.Abs(hostBin)
+	if err != nil {
+		return err
+	}
 	if _, err := os.Stat(hostBin); err != nil {
 		return fmt.Errorf("host binary %s: %v (run make build)", hostBin, err)
 	}
@@ -72,7 +76,7 @@ func run(nvimBin, hostBin string) error {
 		return err
 	}
 	if _, err := s.Wait(10*time.Second, func(t string) bool { return strings.Contains(t, "status=pending") }); err != nil {
-		return fmt.Errorf("no pending placeholder after <C-]>: %v\n%s", err, s.HostLog())
+		return fmt.Errorf("no pending placeholder after <C-]>: %v\nmessages: %s\nhost log: %s", err, s.Messages(), s.HostLog())
 	}
 	if err := show("after <C-]>: the calculator call awaits approval (calculator is not in $default)"); err != nil {
 		return err
