@@ -115,3 +115,20 @@ func (c *Config) autoApproveList() ([]string, bool) {
 	}
 	return list, true
 }
+
+// autoApproveModule returns the module path when auto_approve is a string.
+func (c *Config) autoApproveModule() (string, bool) {
+	var path string
+	if err := json.Unmarshal(c.Tools.AutoApprove, &path); err != nil || path == "" {
+		return "", false
+	}
+	return path, true
+}
+
+// autoApproveIsFunction reports the {__lua_function = true} marker.
+func (c *Config) autoApproveIsFunction() bool {
+	var m struct {
+		Fn bool `json:"__lua_function"`
+	}
+	return json.Unmarshal(c.Tools.AutoApprove, &m) == nil && m.Fn
+}

@@ -314,6 +314,7 @@ func (h *Host) execute(bufnr int, only string) (map[string]any, error) {
 				jobs = append(jobs, job{id: tu.ID, name: tu.Name, input: input})
 			}
 		}
+		opts.UndoBreak = true
 		if len(jobs) > 0 {
 			locked := false
 			opts.Modifiable = &locked

@@ -71,20 +71,24 @@ func (h *Host) logf(format string, args ...any) {
 func (h *Host) Attach(v *nvim.Nvim) error {
 	h.nv = v
 	handlers := map[string]any{
-		"flemma.version":      h.hVersion,
-		"flemma.ping":         func() (string, error) { return "pong", nil },
-		"flemma.setup":        h.hSetup,
-		"flemma.health":       h.hHealth,
-		"flemma.cycle":        h.hCycle,
-		"flemma.execute_at":   h.hExecuteAt,
-		"flemma.set_status":   h.hSetStatus,
-		"flemma.cancel":       h.hCancel,
-		"flemma.cancel_at":    h.hCancelAt,
-		"flemma.tool_list":    h.hToolList,
-		"flemma.tools":        h.hTools,
-		"flemma.status":       h.hStatus,
-		"flemma.define_tools": h.hDefineTools,
-		"flemma.tool_done":    h.hToolDone,
+		"flemma.version":             h.hVersion,
+		"flemma.ping":                func() (string, error) { return "pong", nil },
+		"flemma.setup":               h.hSetup,
+		"flemma.health":              h.hHealth,
+		"flemma.cycle":               h.hCycle,
+		"flemma.send":                h.send,
+		"flemma.execute_at":          h.hExecuteAt,
+		"flemma.set_status":          h.hSetStatus,
+		"flemma.cancel":              h.hCancel,
+		"flemma.cancel_at":           h.hCancelAt,
+		"flemma.tool_list":           h.hToolList,
+		"flemma.tools":               h.hTools,
+		"flemma.status":              h.hStatus,
+		"flemma.define_tools":        h.hDefineTools,
+		"flemma.approval_register":   h.hApprovalRegister,
+		"flemma.approval_unregister": h.hApprovalUnregister,
+		"flemma.approval_list":       h.hApprovalList,
+		"flemma.tool_done":           h.hToolDone,
 	}
 	for name, fn := range handlers {
 		if err := v.RegisterHandler(name, fn); err != nil {
@@ -124,8 +128,13 @@ func (h *Host) configure(cfg Config) error {
 	}
 	if list, ok := cfg.autoApproveList(); ok {
 		setup.AutoApprove = list
+	} else if path, ok := cfg.autoApproveModule(); ok {
+		setup.Modules = []approval.Resolver{&approval.FuncResolver{N: path, P: approval.ConfigPriority,
+			Desc: "tools.auto_approve module " + path, Defer: true, Fn: h.luaResolve("module", path)}}
+	} else if cfg.autoApproveIsFunction() {
+		setup.AutoApproveFunc = h.luaResolve("config", "tools.auto_approve")
 	} else {
-		msgs = append(msgs, "tools.auto_approve as a function or module path is not supported by this build yet; only the list form is active")
+		msgs = append(msgs, "tools.auto_approve must be a list, a function or a module path")
 	}
 
 	h.mu.Lock()

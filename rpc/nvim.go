@@ -37,8 +37,9 @@ type applyOpts struct {
 	Cursor      int    `msgpack:"cursor,omitempty"` // 1-based line; 0 = leave
 	Modifiable  *bool  `msgpack:"modifiable,omitempty"`
 	Join        bool   `msgpack:"join,omitempty"`
-	Diagnostics []diag `msgpack:"diagnostics"` // nil = leave as is
-	Marks       []mark `msgpack:"marks"`       // nil = leave as is
+	UndoBreak   bool   `msgpack:"undo_break,omitempty"` // start a new undo step (a new phase)
+	Diagnostics []diag `msgpack:"diagnostics"`          // nil = leave as is
+	Marks       []mark `msgpack:"marks"`                // nil = leave as is
 }
 
 type applyResult struct {

@@ -169,6 +169,7 @@ func (e *Executor) validate(spec Spec, raw json.RawMessage) string {
 	if spec.InputSchema == nil {
 		return ""
 	}
+	fillNullables(spec.InputSchema, inst)
 	s, err := e.compiled(spec.Name, spec.InputSchema)
 	if err != nil {
 		e.logf("tool %s: input schema does not compile: %v", spec.Name, err)
@@ -222,4 +223,29 @@ func describe(err error) string {
 	}
 	walk(ve)
 	return strings.Join(lines, "\n")
+}
+
+// fillNullables sets absent properties whose type admits null to null.
+// Strict-mode schemas list optional fields as required-but-nullable, and
+// providers without strict mode (and the buffer parser, which drops JSON
+// nulls) leave them out: absent and null mean the same to a tool.
+func fillNullables(schema map[string]any, inst any) {
+	obj, ok := inst.(map[string]any)
+	if !ok {
+		return
+	}
+	props, _ := schema["properties"].(map[string]any)
+	for name, p := range props {
+		if _, present := obj[name]; present {
+			continue
+		}
+		ps, _ := p.(map[string]any)
+		if types, ok := ps["type"].([]any); ok {
+			for _, t := range types {
+				if t == "null" {
+					obj[name] = nil
+				}
+			}
+		}
+	}
 }

@@ -170,6 +170,9 @@ func TestExecutor(t *testing.T) {
 	if res := run("calculator", `{"expression":"2^10","label":null}`); res.IsError || res.Content != "1024" {
 		t.Errorf("calculator = %+v", res)
 	}
+	if res := run("calculator", `{"expression":"2^10"}`); res.IsError || res.Content != "1024" {
+		t.Errorf("absent nullable label = %+v, want it treated as null", res)
+	}
 	if res := run("calculator", `{"label":null}`); !res.IsError || res.Kind != "ToolValidationError" || !strings.Contains(res.Content, "expression") {
 		t.Errorf("missing field = %+v, want a validation error naming expression", res)
 	}

@@ -48,6 +48,12 @@ function M.apply(bufnr, tick, edits, opts)
     return a.start > b.start
   end)
   local was_modifiable = vim.bo[bufnr].modifiable
+  if opts.undo_break then
+    -- A new phase starts a new undo step: setting 'undolevels' syncs undo.
+    vim.api.nvim_buf_call(bufnr, function()
+      vim.cmd("let &undolevels = &undolevels")
+    end)
+  end
   if #edits > 0 then
     vim.api.nvim_buf_call(bufnr, function()
       if opts.join and our_tick[bufnr] == now then
@@ -73,8 +79,13 @@ function M.apply(bufnr, tick, edits, opts)
   if opts.marks and opts.marks ~= vim.NIL then
     M.set_marks(bufnr, opts.marks)
   end
-  our_tick[bufnr] = vim.api.nvim_buf_get_changedtick(bufnr)
-  return { ok = true, tick = our_tick[bufnr] }
+  local tick_now = vim.api.nvim_buf_get_changedtick(bufnr)
+  if opts.undo_break and #edits == 0 then
+    our_tick[bufnr] = nil -- the next write of this phase starts its undo step
+  else
+    our_tick[bufnr] = tick_now
+  end
+  return { ok = true, tick = tick_now }
 end
 
 --- Replace flemma's diagnostics of a buffer. items: {lnum (1-based), col

@@ -27,7 +27,7 @@ end
 
 M.subcommands = {
   send = function()
-    require("flemma").cycle(buf())
+    host_call("flemma.send", buf())
   end,
   cancel = function()
     require("flemma").cancel(buf())

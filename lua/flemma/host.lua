@@ -148,6 +148,9 @@ function M.ensure(cfg)
     end
   end
   tools.load_modules()
+  for _, r in ipairs(require("flemma.tools.approval")._wire_all()) do
+    pcall(vim.rpcrequest, chan, "flemma.approval_register", r)
+  end
   return chan
 end
 

@@ -1,0 +1,149 @@
+-- require("flemma.tools.approval"): approval resolvers written in Lua. The
+-- chain lives in the host; a Lua resolver's resolve function stays here and
+-- the host calls it back when the chain reaches it.
+local M = {}
+
+local resolvers = {} -- name -> { name, priority, description, resolve }
+
+local function host()
+  return require("flemma.host")
+end
+
+local function wire(r)
+  return { name = r.name, priority = r.priority, description = r.description or "" }
+end
+
+local function push(method, arg)
+  if host().running() then
+    local res, err = host().request(method, arg)
+    if err then
+      error("(flemma) " .. err, 0)
+    end
+    return res
+  end
+end
+
+--- Register (or replace) a resolver: def = { resolve = fn(tool_name, input,
+--- ctx), priority = 50, description = "" }. resolve returns "approve",
+--- "require_approval", "deny" or nil (pass).
+function M.register(name, def)
+  if type(name) ~= "string" or name == "" then
+    error("(flemma) approval.register: the name must be a non-empty string", 2)
+  end
+  if name:find(".", 1, true) then
+    error("(flemma) approval resolver name '" .. name .. "' must not contain dots (dots indicate module paths)", 2)
+  end
+  if type(def) ~= "table" or type(def.resolve) ~= "function" then
+    error("(flemma) approval.register(" .. name .. "): resolve must be a function", 2)
+  end
+  local priority = def.priority or 50
+  if type(priority) ~= "number" then
+    error("(flemma) approval.register(" .. name .. "): priority must be a number", 2)
+  end
+  resolvers[name] = { name = name, priority = priority, description = def.description, resolve = def.resolve }
+  push("flemma.approval_register", wire(resolvers[name]))
+end
+
+--- Remove a resolver (Lua-registered or built-in); true if it existed.
+function M.unregister(name)
+  local had = resolvers[name] ~= nil
+  resolvers[name] = nil
+  local res = push("flemma.approval_unregister", name)
+  if type(res) == "table" then
+    return res.removed == true or had
+  end
+  return had
+end
+
+local function all()
+  local res, err = host().request("flemma.approval_list")
+  if err then
+    error("(flemma) " .. err, 0)
+  end
+  local out = {}
+  for _, e in ipairs(res or {}) do
+    local entry = { name = e.name, priority = e.priority, description = e.description }
+    if resolvers[e.name] then
+      entry.resolve = resolvers[e.name].resolve
+    end
+    table.insert(out, entry)
+  end
+  return out
+end
+
+--- The entry of a resolver (built-ins included), or nil.
+function M.get(name)
+  for _, e in ipairs(all()) do
+    if e.name == name then
+      return e
+    end
+  end
+  return nil
+end
+
+--- Every resolver, in evaluation order (a copy).
+function M.get_all()
+  return all()
+end
+
+function M.count()
+  return #all()
+end
+
+--- Resolvers registered from Lua, in host form (sent when the host starts).
+function M._wire_all()
+  local out = {}
+  for _, r in pairs(resolvers) do
+    table.insert(out, wire(r))
+  end
+  table.sort(out, function(a, b)
+    return a.name < b.name
+  end)
+  return out
+end
+
+local function from_auto_approve(v)
+  if v == true then
+    return "approve"
+  elseif v == false then
+    return "require_approval"
+  elseif v == "deny" then
+    return "deny"
+  end
+  return nil
+end
+
+--- Called by the host. kind: "lua" (a registered resolver), "config" (the
+--- setup function of tools.auto_approve) or "module" (a module path).
+--- Returns { decision = string|nil } or { error = string }.
+function M._resolve(kind, name, tool_name, input, ctx)
+  local fn, convert
+  if kind == "lua" then
+    fn = resolvers[name] and resolvers[name].resolve
+  elseif kind == "config" then
+    fn = require("flemma").config().tools.auto_approve
+    convert = from_auto_approve
+  elseif kind == "module" then
+    local ok, mod = pcall(require, name)
+    if not ok then
+      return { error = "cannot load approval module '" .. name .. "': " .. tostring(mod) }
+    end
+    fn = type(mod) == "function" and mod or (type(mod) == "table" and mod.resolve)
+  end
+  if type(fn) ~= "function" then
+    return { error = "no resolve function for " .. kind .. " resolver '" .. tostring(name) .. "'" }
+  end
+  local ok, res = pcall(fn, tool_name, input, ctx)
+  if not ok then
+    return { error = tostring(res) }
+  end
+  if convert then
+    res = convert(res)
+  end
+  if res ~= nil and type(res) ~= "string" then
+    return { error = "returned invalid result (" .. type(res) .. ")" }
+  end
+  return { decision = res }
+end
+
+return M

@@ -1,0 +1,74 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/flemma-dev/flemma/approval"
+)
+
+// luaResolve calls a resolver that lives in Neovim. kind is "lua" (registered
+// with flemma.tools.approval), "config" (a setup function) or "module".
+func (h *Host) luaResolve(kind, name string) func(ctx context.Context, c approval.Call) (approval.Decision, string, error) {
+	return func(ctx context.Context, c approval.Call) (approval.Decision, string, error) {
+		var res struct {
+			Decision *string `msgpack:"decision"`
+			Error    string  `msgpack:"error"`
+		}
+		input := c.Input
+		if input == nil {
+			input = map[string]any{}
+		}
+		cctx := map[string]any{"bufnr": c.Bufnr, "tool_id": c.ID}
+		if err := h.nv.ExecLua(`return require("flemma.tools.approval")._resolve(...)`, &res, kind, name, c.Tool, input, cctx); err != nil {
+			return approval.Pass, "", fmt.Errorf("call %s resolver %s: %w", kind, name, err)
+		}
+		if res.Error != "" {
+			return approval.Pass, "", errors.New(res.Error)
+		}
+		if res.Decision == nil {
+			return approval.Pass, "", nil
+		}
+		d, err := approval.ParseDecision(*res.Decision)
+		if err != nil {
+			return approval.Pass, "", err
+		}
+		rule := "function"
+		if kind == "module" {
+			rule = name
+		}
+		return d, rule, nil
+	}
+}
+
+type resolverWire struct {
+	Name        string  `msgpack:"name"`
+	Priority    float64 `msgpack:"priority"`
+	Description string  `msgpack:"description"`
+}
+
+func (h *Host) hApprovalRegister(r resolverWire) error {
+	if err := approval.ValidateLuaName(r.Name); err != nil {
+		return err
+	}
+	h.chain.Register(&approval.FuncResolver{N: r.Name, P: int(r.Priority), Desc: r.Description, Fn: h.luaResolve("lua", r.Name)})
+	h.logf("registered Lua approval resolver %s (priority %d)", r.Name, int(r.Priority))
+	return nil
+}
+
+func (h *Host) hApprovalUnregister(name string) (map[string]any, error) {
+	return map[string]any{"removed": h.chain.Unregister(name)}, nil
+}
+
+func (h *Host) hApprovalList() ([]resolverWire, error) {
+	out := []resolverWire{}
+	for _, r := range h.chain.All() {
+		w := resolverWire{Name: r.Name(), Priority: float64(r.Priority())}
+		if d, ok := r.(approval.Describer); ok {
+			w.Description = d.Description()
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
