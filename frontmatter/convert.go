@@ -69,12 +69,12 @@ func (c *toGo) convert(v lua.LValue, depth int) (any, bool) {
 			}
 			return out, true
 		}
+		// Keys become strings; where a number or boolean key collides with
+		// a string key ({[1] = "a", ["1"] = "b"}), the string key wins.
 		out := make(map[string]any, count)
 		x.ForEach(func(k, e lua.LValue) {
 			var key string
 			switch kk := k.(type) {
-			case lua.LString:
-				key = string(kk)
 			case lua.LNumber:
 				key = kk.String()
 			case lua.LBool:
@@ -84,6 +84,15 @@ func (c *toGo) convert(v lua.LValue, depth int) (any, bool) {
 			}
 			if g, ok := c.convert(e, depth+1); ok {
 				out[key] = g
+			}
+		})
+		x.ForEach(func(k, e lua.LValue) {
+			if kk, ok := k.(lua.LString); ok {
+				if g, ok := c.convert(e, depth+1); ok {
+					out[string(kk)] = g
+				} else {
+					delete(out, string(kk))
+				}
 			}
 		})
 		return out, true

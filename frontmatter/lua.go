@@ -24,7 +24,7 @@ func (e *Evaluator) evaluateLua(src Source, setup Setup, res *Result) {
 	v := newVM(e.limits, src.StartLine, es)
 	fn := v.L.NewFunctionFromProto(c.proto)
 	fn.Env = v.env
-	rerr := v.run(e.limits.Deadline, context.Background(), fn, 0)
+	rerr := v.run(context.Background(), e.limits.Deadline, fn, 0)
 	es.frozen = true
 
 	res.Diagnostics = append(res.Diagnostics, es.diags...)
@@ -116,7 +116,7 @@ func (f *Func) Call(ctx context.Context, toolName string, input map[string]any, 
 		}
 	}()
 	L := v.L
-	ret, rerr := v.run1(v.limits.CallDeadline, ctx, f.fn, lua.LString(toolName), toLua(L, input, 0), toLua(L, callCtx, 0))
+	ret, rerr := v.run1(ctx, v.limits.CallDeadline, f.fn, lua.LString(toolName), toLua(L, input, 0), toLua(L, callCtx, 0))
 	if size := v.retainedSize(v.limits.MaxBytes, f.fn); size > v.limits.MaxBytes {
 		v.broken = true
 		return "", fmt.Errorf("auto_approve function (line %d): memory limit exceeded: it keeps more than %s of state; disabled for this buffer",

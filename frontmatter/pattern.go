@@ -402,12 +402,3 @@ func (m *matcher) getCapture(i, s, e int) captureValue {
 	}
 	return captureValue{str: m.src[c.init : c.init+c.len]}
 }
-
-// numCaptures is how many values a match pushes (the whole match when the
-// pattern has no captures).
-func (m *matcher) numCaptures() int {
-	if m.level == 0 {
-		return 1
-	}
-	return m.level
-}

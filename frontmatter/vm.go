@@ -85,7 +85,7 @@ func newVM(limits Limits, startLine int, es *evalState) *vm {
 
 // run calls fn with args under a deadline and returns the error, if any, as a
 // runError. It never panics.
-func (v *vm) run(deadline time.Duration, parent context.Context, fn *lua.LFunction, nret int, args ...lua.LValue) (err *runError) {
+func (v *vm) run(parent context.Context, deadline time.Duration, fn *lua.LFunction, nret int, args ...lua.LValue) (err *runError) {
 	ctx, cancel := context.WithTimeout(parent, deadline)
 	defer cancel()
 	L := v.L
@@ -109,8 +109,8 @@ func (v *vm) run(deadline time.Duration, parent context.Context, fn *lua.LFuncti
 }
 
 // run1 is run for a function with one result, which it returns.
-func (v *vm) run1(deadline time.Duration, parent context.Context, fn *lua.LFunction, args ...lua.LValue) (lua.LValue, *runError) {
-	if err := v.run(deadline, parent, fn, 1, args...); err != nil {
+func (v *vm) run1(parent context.Context, deadline time.Duration, fn *lua.LFunction, args ...lua.LValue) (lua.LValue, *runError) {
+	if err := v.run(parent, deadline, fn, 1, args...); err != nil {
 		return lua.LNil, err
 	}
 	ret := v.L.Get(-1)

@@ -378,7 +378,7 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	h.mu.Lock()
 	st := h.bufs[bufnr]
 	if st == nil {
-		st = &bufState{running: map[string]context.CancelFunc{}}
+		st = &bufState{running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
 		h.bufs[bufnr] = st
 	}
 	ctxs := make([]context.Context, len(jobs))
@@ -404,6 +404,19 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	go func() {
 		sem := make(chan struct{}, limit)
 		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		go func() { // keep the running indicators ticking
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					h.refreshMarks(bufnr)
+				case <-stop:
+					return
+				}
+			}
+		}()
 		for i, j := range jobs {
 			wg.Add(1)
 			go func(ctx context.Context, j job) {
@@ -414,6 +427,7 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 			}(ctxs[i], j)
 		}
 		wg.Wait()
+		close(stop)
 		h.mu.Lock()
 		remaining := len(st.running)
 		h.mu.Unlock()
@@ -439,9 +453,16 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 				cancel()
 			}
 			delete(st.running, j.id)
+			delete(st.started, j.id)
 		}
 		h.mu.Unlock()
 	}()
+	h.mu.Lock()
+	if st := h.bufs[bufnr]; st != nil {
+		st.started[j.id] = time.Now()
+	}
+	h.mu.Unlock()
+	h.refreshMarks(bufnr)
 	info := map[string]any{"bufnr": bufnr, "tool_name": j.name, "tool_id": j.id, "status": "executing"}
 	h.event("FlemmaToolExecuting", info)
 	s, err := h.snapshot(bufnr)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/neovim/go-client/nvim"
 
@@ -32,6 +33,7 @@ type Host struct {
 	presets  *approval.Presets
 	bufs     map[int]*bufState
 	luaWait  waiters
+	refresh  refresher
 	bufFM    map[int]*frontmatter.Result // the latest evaluated frontmatter of each buffer
 	outcomes map[string]approval.Outcome // tool id -> the decision that categorized it
 }
@@ -40,6 +42,7 @@ type Host struct {
 // running tools (the buffer text is the state of everything else).
 type bufState struct {
 	running map[string]context.CancelFunc // tool id -> cancel
+	started map[string]time.Time          // tool id -> when it left the queue
 }
 
 // NewHost returns a host with default configuration.
@@ -76,6 +79,7 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 		"flemma.setup":               h.hSetup,
 		"flemma.health":              h.hHealth,
 		"flemma.cycle":               h.hCycle,
+		"flemma.refresh":             h.hRefresh,
 		"flemma.send":                h.send,
 		"flemma.execute_at":          h.hExecuteAt,
 		"flemma.set_status":          h.hSetStatus,

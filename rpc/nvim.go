@@ -15,6 +15,9 @@ type snapshot struct {
 	Name       string   `msgpack:"name"`
 	Cwd        string   `msgpack:"cwd"`
 	Modifiable bool     `msgpack:"modifiable"`
+	Width      int      `msgpack:"width"`     // text area of the window showing it (80 if none)
+	EOL        string   `msgpack:"eol"`       // 'listchars' eol, or ↵
+	Ambiwidth  string   `msgpack:"ambiwidth"` // "single" | "double"
 }
 
 // diag is a diagnostic as flemma.buf.set_diagnostics takes it.
@@ -27,9 +30,10 @@ type diag struct {
 
 // mark is an extmark as flemma.buf.set_marks takes it.
 type mark struct {
-	Line     int        `msgpack:"line"`
-	VirtLine [][][2]any `msgpack:"virt_lines,omitempty"`
-	VirtText [][2]any   `msgpack:"virt_text,omitempty"`
+	Line int    `msgpack:"line"` // 0-based
+	Kind string `msgpack:"kind"` // "preview" (virtual line below) | "status" (end of line)
+	Text string `msgpack:"text"`
+	HL   string `msgpack:"hl"`
 }
 
 // applyOpts travel with the edits in the same call.
@@ -104,6 +108,16 @@ func (h *Host) step(bufnr int, plan func(s *snapshot, doc *buffer.Document) ([]b
 		if err != nil {
 			return err
 		}
+		// Extmarks travel with the edits, computed on the text they land on.
+		after := doc
+		if len(edits) > 0 {
+			lines, err := buffer.Apply(s.Lines, edits)
+			if err != nil {
+				return err
+			}
+			after = buffer.Parse(lines)
+		}
+		opts.Marks = h.marks(bufnr, s, after)
 		res, err := h.apply(bufnr, s.Tick, edits, opts)
 		if err != nil {
 			return err

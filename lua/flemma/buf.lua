@@ -6,6 +6,27 @@ local ns_diag = vim.api.nvim_create_namespace("flemma.diagnostics")
 local ns_marks = vim.api.nvim_create_namespace("flemma.marks")
 local our_tick = {} -- bufnr -> changedtick right after our last write
 
+-- The text width of the first window showing bufnr (sign, number and fold
+-- columns excluded), or 80 when it is not shown.
+local function text_width(bufnr)
+  local win = vim.fn.win_findbuf(bufnr)[1]
+  if not win then
+    return 80
+  end
+  local info = vim.fn.getwininfo(win)[1]
+  return math.max(1, info.width - (info.textoff or 0))
+end
+
+local function eol_char()
+  local ok, lc = pcall(function()
+    return vim.opt.listchars:get()
+  end)
+  if ok and type(lc) == "table" and type(lc.eol) == "string" and lc.eol ~= "" then
+    return lc.eol
+  end
+  return "↵"
+end
+
 --- Everything the host needs to parse a buffer, in one round trip.
 function M.snapshot(bufnr)
   if not vim.api.nvim_buf_is_valid(bufnr) then
@@ -19,6 +40,9 @@ function M.snapshot(bufnr)
     name = name,
     cwd = vim.fn.getcwd(),
     modifiable = vim.bo[bufnr].modifiable,
+    width = text_width(bufnr),
+    eol = eol_char(),
+    ambiwidth = vim.o.ambiwidth,
   }
 end
 
@@ -80,10 +104,10 @@ function M.apply(bufnr, tick, edits, opts)
     M.set_marks(bufnr, opts.marks)
   end
   local tick_now = vim.api.nvim_buf_get_changedtick(bufnr)
-  if opts.undo_break and #edits == 0 then
-    our_tick[bufnr] = nil -- the next write of this phase starts its undo step
-  else
+  if #edits > 0 then
     our_tick[bufnr] = tick_now
+  elseif opts.undo_break then
+    our_tick[bufnr] = nil -- the next write of this phase starts its undo step
   end
   return { ok = true, tick = tick_now }
 end
@@ -105,17 +129,17 @@ function M.set_diagnostics(bufnr, items)
   vim.diagnostic.set(ns_diag, bufnr, out)
 end
 
---- Replace flemma's extmarks (previews, spinners). items: {line (0-based),
---- virt_lines = {{{text, hl}}}, virt_text = {{text, hl}}}.
+--- Replace flemma's extmarks (previews, running indicators). items: {line
+--- (0-based), text, hl, kind = "preview" (a virtual line below) | "status"
+--- (virtual text at the end of the line)}.
 function M.set_marks(bufnr, items)
   vim.api.nvim_buf_clear_namespace(bufnr, ns_marks, 0, -1)
   for _, m in ipairs(items) do
     local o = {}
-    if m.virt_lines and m.virt_lines ~= vim.NIL then
-      o.virt_lines = m.virt_lines
-    end
-    if m.virt_text and m.virt_text ~= vim.NIL then
-      o.virt_text = m.virt_text
+    if m.kind == "preview" then
+      o.virt_lines = { { { m.text, m.hl } } }
+    else
+      o.virt_text = { { m.text, m.hl } }
       o.virt_text_pos = "eol"
     end
     pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_marks, m.line, 0, o)

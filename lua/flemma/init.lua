@@ -99,6 +99,33 @@ function M.attach(bufnr)
   map("n", km.cancel, function()
     M.cancel(bufnr)
   end, "cancel running tools")
+
+  -- Previews follow the text and the window width. Only a running host is
+  -- asked: typing never starts one.
+  local group = vim.api.nvim_create_augroup("flemma.buffer." .. bufnr, { clear = true })
+  local function refresh()
+    local host = require("flemma.host")
+    local chan = host._chan()
+    if chan then
+      pcall(vim.rpcnotify, chan, "flemma.refresh", bufnr)
+    end
+  end
+  vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
+    group = group,
+    buffer = bufnr,
+    desc = "flemma: refresh tool previews",
+    callback = refresh,
+  })
+  local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" } or { "VimResized", "WinScrolled" }
+  vim.api.nvim_create_autocmd(resize, {
+    group = group,
+    desc = "flemma: re-cut tool previews to the window width",
+    callback = function()
+      if vim.api.nvim_buf_is_valid(bufnr) and #vim.fn.win_findbuf(bufnr) > 0 then
+        refresh()
+      end
+    end,
+  })
 end
 
 return M

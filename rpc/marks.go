@@ -1,0 +1,130 @@
+package rpc
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/preview"
+)
+
+// Highlight groups of the extmarks (linked in plugin/flemma.lua).
+const (
+	hlPreview = "FlemmaToolPreview"
+	hlRunning = "FlemmaToolRunning"
+)
+
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// marks computes every extmark of a buffer text: a preview line inside each
+// empty pending or approved placeholder that is not running yet, and a
+// running indicator on the header of each executing call. They are always
+// computed from the text they will be placed on, and replace the previous
+// set, so they are never duplicated or stale.
+func (h *Host) marks(bufnr int, s *snapshot, doc *buffer.Document) []mark {
+	out := []mark{}
+	h.mu.Lock()
+	var started map[string]time.Time
+	var running map[string]bool
+	if st := h.bufs[bufnr]; st != nil {
+		started = make(map[string]time.Time, len(st.started))
+		for id, t := range st.started {
+			started[id] = t
+		}
+		running = make(map[string]bool, len(st.running))
+		for id := range st.running {
+			running[id] = true
+		}
+	}
+	h.mu.Unlock()
+	now := time.Now()
+	for _, tu := range doc.ToolUses() {
+		r := doc.Result(tu.ID)
+		if r == nil || r.Status == "" {
+			continue
+		}
+		if running[tu.ID] {
+			text := "⧗ queued"
+			if t, ok := started[tu.ID]; ok {
+				el := now.Sub(t)
+				text = fmt.Sprintf("%s running %.1fs", spinner[int(el/(100*time.Millisecond))%len(spinner)], el.Seconds())
+			}
+			out = append(out, mark{Line: r.HeaderLine - 1, Kind: "status", Text: text, HL: hlRunning})
+			continue
+		}
+		if (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && r.Content == "" && r.FenceLine > 0 {
+			out = append(out, mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s), HL: hlPreview})
+		}
+	}
+	return out
+}
+
+// previewText formats one call's preview for the window width; a Lua tool's
+// own format_preview is called back in Neovim.
+func (h *Host) previewText(tu *buffer.ToolUse, s *snapshot) string {
+	width := s.Width
+	if width <= 0 {
+		width = 80
+	}
+	opts := preview.Options{EOL: s.EOL, AmbiguousWide: s.Ambiwidth == "double"}
+	if t, ok := h.Registry.Get(tu.Name); ok {
+		if lt, ok := t.(*luaTool); ok && lt.hasPreview {
+			opts.Custom = func(maxLen int) (string, bool) {
+				var out *string
+				input := tu.Input
+				if input == nil {
+					input = map[string]any{}
+				}
+				if err := h.nv.ExecLua(`return require("flemma.tools")._preview(...)`, &out, tu.Name, input, maxLen); err != nil {
+					h.logf("format_preview of %s: %v", tu.Name, err)
+					return "", false
+				}
+				if out == nil {
+					return "", false
+				}
+				return *out, true
+			}
+		}
+	}
+	return preview.Format(tu.Name, tu.Input, width, opts)
+}
+
+// refreshMarks recomputes the extmarks of a buffer (after a resize, an edit
+// by the user, or a tick of a running tool's timer).
+func (h *Host) refreshMarks(bufnr int) {
+	err := h.step(bufnr, func(*snapshot, *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		return nil, applyOpts{}, nil
+	})
+	if err != nil {
+		h.logf("refresh marks of buffer %d: %v", bufnr, err)
+	}
+}
+
+// refresher coalesces refresh requests per buffer: while one is pending,
+// more requests are dropped.
+type refresher struct {
+	mu      sync.Mutex
+	pending map[int]bool
+}
+
+// hRefresh is the flemma.refresh notification (resize, text changed).
+func (h *Host) hRefresh(bufnr int) {
+	h.refresh.mu.Lock()
+	if h.refresh.pending == nil {
+		h.refresh.pending = map[int]bool{}
+	}
+	if h.refresh.pending[bufnr] {
+		h.refresh.mu.Unlock()
+		return
+	}
+	h.refresh.pending[bufnr] = true
+	h.refresh.mu.Unlock()
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		h.refresh.mu.Lock()
+		delete(h.refresh.pending, bufnr)
+		h.refresh.mu.Unlock()
+		h.refreshMarks(bufnr)
+	}()
+}
