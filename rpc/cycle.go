@@ -95,9 +95,9 @@ func (h *Host) hCycle(bufnr int) (map[string]any, error) {
 	}
 	doc := parse(s.Lines)
 	if len(doc.Unresolved()) > 0 {
-		return h.categorize(bufnr)
+		return h.categorize(bufnr, s, doc)
 	}
-	return h.execute(bufnr, "")
+	return h.executeFrom(bufnr, "", s, doc)
 }
 
 func statusFor(d approval.Decision) buffer.Status {
@@ -164,11 +164,11 @@ func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
 // categorize is phase 1: a placeholder for every tool use without a result,
 // its status from the approval chain. With nothing pending, phase 2 follows
 // at once.
-func (h *Host) categorize(bufnr int) (map[string]any, error) {
+func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document) (map[string]any, error) {
 	pending := 0
 	outcomes := map[string]approval.Outcome{}
 	var diags []diag
-	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm)
 		opts := applyOpts{Diagnostics: diags}
@@ -200,9 +200,7 @@ func (h *Host) categorize(bufnr int) (map[string]any, error) {
 		if err != nil {
 			return nil, opts, err
 		}
-		if firstPending != "" {
-			opts.Cursor = headerLineAfter(s.Lines, edits, firstPending)
-		}
+		opts.CursorID = firstPending
 		return edits, opts, nil
 	})
 	if errors.Is(err, errBlocked) {
@@ -252,13 +250,17 @@ type job struct {
 // execute is phase 2: every placeholder is handled by its status. only, when
 // set, restricts it to one tool id (<M-CR>).
 func (h *Host) execute(bufnr int, only string) (map[string]any, error) {
+	return h.executeFrom(bufnr, only, nil, nil)
+}
+
+func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Document) (map[string]any, error) {
 	var (
 		jobs         []job
 		firstPending string
 		protected    []string
 	)
 	var diags []diag
-	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
 		jobs, firstPending, protected = nil, "", nil
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm)
@@ -318,8 +320,8 @@ func (h *Host) execute(bufnr int, only string) (map[string]any, error) {
 		if len(jobs) > 0 {
 			locked := false
 			opts.Modifiable = &locked
-		} else if firstPending != "" {
-			opts.Cursor = headerLineAfter(s.Lines, edits, firstPending)
+		} else {
+			opts.CursorID = firstPending
 		}
 		return edits, opts, nil
 	})
@@ -493,7 +495,7 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 				opts.Cursor = m.EndLine
 			}
 		default:
-			opts.Cursor = headerLineAfter(s.Lines, []buffer.Edit{e}, j.id)
+			opts.CursorID = j.id
 		}
 		return []buffer.Edit{e}, opts, nil
 	})

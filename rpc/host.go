@@ -32,6 +32,7 @@ type Host struct {
 	cfg      Config
 	presets  *approval.Presets
 	bufs     map[int]*bufState
+	mirrors  map[int]*mirror
 	luaWait  waiters
 	refresh  refresher
 	bufFM    map[int]*frontmatter.Result // the latest evaluated frontmatter of each buffer
@@ -54,6 +55,7 @@ func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
 		fm:       frontmatter.NewEvaluator(frontmatter.Limits{}),
 		bufs:     map[int]*bufState{},
 		bufFM:    map[int]*frontmatter.Result{},
+		mirrors:  map[int]*mirror{},
 		outcomes: map[string]approval.Outcome{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}

@@ -7,10 +7,16 @@ import (
 	"github.com/flemma-dev/flemma/buffer"
 )
 
-// snapshot is one consistent read of a buffer (flemma.buf.snapshot).
+// snapshot is one consistent read of a buffer (flemma.buf.snapshot). With
+// Delta, Lines holds only the window [First, Count-Tail) and the rest comes
+// from the host's mirror; snapshot() always returns whole lines.
 type snapshot struct {
 	Valid      bool     `msgpack:"valid"`
 	Tick       int      `msgpack:"tick"`
+	Delta      bool     `msgpack:"delta"`
+	First      int      `msgpack:"first"`
+	Tail       int      `msgpack:"tail"`
+	Count      int      `msgpack:"count"`
 	Lines      []string `msgpack:"lines"`
 	Name       string   `msgpack:"name"`
 	Cwd        string   `msgpack:"cwd"`
@@ -39,6 +45,7 @@ type mark struct {
 // applyOpts travel with the edits in the same call.
 type applyOpts struct {
 	Cursor      int    `msgpack:"cursor,omitempty"` // 1-based line; 0 = leave
+	CursorID    string `msgpack:"-"`                // move to this call's result header (resolved by step)
 	Modifiable  *bool  `msgpack:"modifiable,omitempty"`
 	Join        bool   `msgpack:"join,omitempty"`
 	UndoBreak   bool   `msgpack:"undo_break,omitempty"` // start a new undo step (a new phase)
@@ -59,15 +66,58 @@ type wireEdit struct {
 	Lines []string `msgpack:"lines"`
 }
 
+// mirror is the host's copy of a buffer as of a changedtick.
+type mirror struct {
+	tick  int
+	lines []string // never modified in place
+}
+
+func (h *Host) remember(bufnr, tick int, lines []string) {
+	h.mu.Lock()
+	if m := h.mirrors[bufnr]; m == nil || tick >= m.tick {
+		h.mirrors[bufnr] = &mirror{tick: tick, lines: lines}
+	}
+	h.mu.Unlock()
+}
+
+// snapshot reads a buffer. When the host's mirror is current as of the
+// tracker's base, Neovim sends only the changed window.
 func (h *Host) snapshot(bufnr int) (*snapshot, error) {
-	var s snapshot
-	if err := h.nv.ExecLua(`return require("flemma.buf").snapshot(...)`, &s, bufnr); err != nil {
-		return nil, fmt.Errorf("read buffer %d: %w", bufnr, err)
+	h.mu.Lock()
+	m := h.mirrors[bufnr]
+	h.mu.Unlock()
+	have := -1
+	if m != nil {
+		have = m.tick
 	}
-	if !s.Valid {
-		return nil, fmt.Errorf("buffer %d is no longer valid", bufnr)
+	for try := 0; try < 2; try++ {
+		var s snapshot
+		if err := h.nv.ExecLua(`return require("flemma.buf").snapshot(...)`, &s, bufnr, have); err != nil {
+			return nil, fmt.Errorf("read buffer %d: %w", bufnr, err)
+		}
+		if !s.Valid {
+			return nil, fmt.Errorf("buffer %d is no longer valid", bufnr)
+		}
+		if s.Delta {
+			if m == nil || s.First > len(m.lines) || s.Tail > len(m.lines)-s.First {
+				have = -1
+				continue
+			}
+			lines := make([]string, 0, s.Count)
+			lines = append(lines, m.lines[:s.First]...)
+			lines = append(lines, s.Lines...)
+			lines = append(lines, m.lines[len(m.lines)-s.Tail:]...)
+			if len(lines) != s.Count {
+				h.logf("buffer %d: mirror out of step (%d lines, want %d); full read", bufnr, len(lines), s.Count)
+				have = -1
+				continue
+			}
+			s.Lines = lines
+		}
+		h.remember(bufnr, s.Tick, s.Lines)
+		return &s, nil
 	}
-	return &s, nil
+	return nil, fmt.Errorf("read buffer %d: could not get a consistent copy", bufnr)
 }
 
 // apply sends all edits of one step and its cursor/diagnostics/marks in a
@@ -98,24 +148,37 @@ var errNoChange = errors.New("no change")
 // fresh read when the user changed the buffer in between. plan returns the
 // edits and options; errNoChange means there is nothing to write.
 func (h *Host) step(bufnr int, plan func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error)) error {
+	return h.stepFrom(bufnr, nil, nil, plan)
+}
+
+// stepFrom is step whose first attempt uses a snapshot (and its parse) the
+// caller already has.
+func (h *Host) stepFrom(bufnr int, s *snapshot, doc *buffer.Document, plan func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error)) error {
 	for attempt := 0; attempt < 8; attempt++ {
-		s, err := h.snapshot(bufnr)
-		if err != nil {
-			return err
+		if s == nil || attempt > 0 {
+			var err error
+			if s, err = h.snapshot(bufnr); err != nil {
+				return err
+			}
+			doc = buffer.Parse(s.Lines)
 		}
-		doc := buffer.Parse(s.Lines)
 		edits, opts, err := plan(s, doc)
 		if err != nil {
 			return err
 		}
-		// Extmarks travel with the edits, computed on the text they land on.
-		after := doc
+		// Extmarks and the cursor travel with the edits, computed on the
+		// text they land on.
+		after, afterLines := doc, s.Lines
 		if len(edits) > 0 {
-			lines, err := buffer.Apply(s.Lines, edits)
-			if err != nil {
+			if afterLines, err = buffer.Apply(s.Lines, edits); err != nil {
 				return err
 			}
-			after = buffer.Parse(lines)
+			after = buffer.Parse(afterLines)
+		}
+		if opts.CursorID != "" {
+			if r := after.Result(opts.CursorID); r != nil {
+				opts.Cursor = r.HeaderLine
+			}
 		}
 		opts.Marks = h.marks(bufnr, s, after)
 		res, err := h.apply(bufnr, s.Tick, edits, opts)
@@ -123,6 +186,9 @@ func (h *Host) step(bufnr int, plan func(s *snapshot, doc *buffer.Document) ([]b
 			return err
 		}
 		if res.OK {
+			if len(edits) > 0 {
+				h.remember(bufnr, res.Tick, afterLines)
+			}
 			return nil
 		}
 		h.logf("buffer %d changed during a step (tick %d → %d); re-reading", bufnr, s.Tick, res.Tick)

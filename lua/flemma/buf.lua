@@ -27,16 +27,83 @@ local function eol_char()
   return "↵"
 end
 
---- Everything the host needs to parse a buffer, in one round trip.
-function M.snapshot(bufnr)
+-- The host mirrors each buffer it works on. A tracker records, since the
+-- last sync at tick `base`, the lowest changed line (`first`, 0-based) and
+-- how many lines at the end are untouched (`tail`): every change lies in
+-- between, so that window is all the host needs to catch up.
+local trackers = {} -- bufnr -> { base, first, tail }
+
+local function track(bufnr)
+  if trackers[bufnr] then
+    return trackers[bufnr]
+  end
+  local t = { base = -1, first = 0, tail = 0 }
+  trackers[bufnr] = t
+  local ok = vim.api.nvim_buf_attach(bufnr, false, {
+    on_lines = function(_, buf, _, first, _, last_new)
+      local tr = trackers[buf]
+      if not tr then
+        return true -- detach
+      end
+      local count = vim.api.nvim_buf_line_count(buf)
+      tr.first = math.min(tr.first, first)
+      tr.tail = math.max(0, math.min(tr.tail, count - last_new))
+    end,
+    on_reload = function(_, buf)
+      if trackers[buf] then
+        trackers[buf].base = -1
+      end
+    end,
+    on_detach = function(_, buf)
+      trackers[buf] = nil
+    end,
+  })
+  if not ok then
+    trackers[bufnr] = nil
+    return nil
+  end
+  return t
+end
+
+-- After a sync the host holds the buffer as it is now.
+local function synced(bufnr)
+  local t = trackers[bufnr]
+  if t then
+    t.base = vim.api.nvim_buf_get_changedtick(bufnr)
+    t.first = math.huge
+    t.tail = math.huge
+  end
+end
+
+--- Everything the host needs to parse a buffer, in one round trip. When the
+--- host holds the buffer as of tick `have`, only the changed window is sent:
+--- { delta = true, first, tail, count, lines = lines[first, count - tail) }.
+function M.snapshot(bufnr, have)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return { valid = false }
   end
   local name = vim.api.nvim_buf_get_name(bufnr)
+  local tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  local count = vim.api.nvim_buf_line_count(bufnr)
+  local t = track(bufnr)
+  local delta, first, tail, lines = false, 0, 0, nil
+  if t and have and have == t.base then
+    delta = true
+    first = math.min(t.first, count)
+    tail = math.min(t.tail, count - first)
+    lines = vim.api.nvim_buf_get_lines(bufnr, first, count - tail, false)
+  else
+    lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  end
+  synced(bufnr)
   return {
     valid = true,
-    tick = vim.api.nvim_buf_get_changedtick(bufnr),
-    lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false),
+    tick = tick,
+    delta = delta,
+    first = first,
+    tail = tail,
+    count = count,
+    lines = lines,
     name = name,
     cwd = vim.fn.getcwd(),
     modifiable = vim.bo[bufnr].modifiable,
@@ -104,6 +171,7 @@ function M.apply(bufnr, tick, edits, opts)
     M.set_marks(bufnr, opts.marks)
   end
   local tick_now = vim.api.nvim_buf_get_changedtick(bufnr)
+  synced(bufnr) -- the host computed the new text itself
   if #edits > 0 then
     our_tick[bufnr] = tick_now
   elseif opts.undo_break then
