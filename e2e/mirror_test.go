@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+// TestMirrorFollowsEdits: the host's copy of the buffer follows edits in the
+// middle, undo, and :e! reloads — it never acts on stale text.
+func TestMirrorFollowsEdits(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		chat := calcCalls("2+2", "3*3")
+		mustOpen(t, s, "m.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("c1", "pending", ""), placeholder("c2", "pending", "")))
+
+		// Edit one line in the middle (c1's input) and approve c1 by changing
+		// one line: the host must run the edited input.
+		if err := s.Lua(nil, `
+			local l = vim.fn.search('"2+2"') - 1
+			vim.api.nvim_buf_set_lines(0, l, l + 1, false, { '{"expression": "5+5"}' })
+			local p = vim.fn.search("status=pending") - 1
+			vim.api.nvim_buf_set_lines(0, p, p + 1, false, { "` + "```" + `flemma:tool status=approved" })`); err != nil {
+			t.Fatal(err)
+		}
+		edited := strings.Replace(chat, `"2+2"`, `"5+5"`, 1)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(edited, result("c1", "10", false), placeholder("c2", "pending", "")))
+
+		// Undo the execution phase: the approved placeholder is back, and a
+		// press runs it again on the undone text.
+		press(t, s, "u")
+		waitText(t, s, withResults(edited, placeholder("c1", "approved", ""), placeholder("c2", "pending", "")))
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(edited, result("c1", "10", false), placeholder("c2", "pending", "")))
+
+		// Reload the file from disk (the original, without any result).
+		press(t, s, ":e!<CR>")
+		waitText(t, s, strings.TrimSuffix(chat, "\n"))
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("c1", "pending", ""), placeholder("c2", "pending", "")))
+	})
+}
