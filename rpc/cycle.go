@@ -178,10 +178,15 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document) (map[s
 		pending = 0
 		var ps []buffer.Placement
 		firstPending := ""
+		mode := h.mode()
 		for _, tu := range doc.Unresolved() {
 			st := buffer.StatusPending
 			if _, aborted := abortedMessage(doc, tu); aborted {
 				st = buffer.StatusAborted
+			} else if mode == "disabled" {
+				st = buffer.StatusDenied
+			} else if mode == "parse_only" {
+				st = buffer.StatusPending
 			} else {
 				out := h.chain.Decide(context.Background(), h.approvalCall(bufnr, tu, fm))
 				outcomes[tu.ID] = out
@@ -260,14 +265,17 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 		protected    []string
 	)
 	var diags []diag
+	var parseOnly []string
+	mode := h.mode()
 	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
-		jobs, firstPending, protected = nil, "", nil
+		jobs, firstPending, protected, parseOnly = nil, "", nil, nil
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm)
 		opts := applyOpts{Diagnostics: diags}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
+		enabled := h.selection(fm)
 		var edits []buffer.Edit
 		add := func(e buffer.Edit, err error) {
 			if err != nil {
@@ -291,7 +299,11 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 					firstPending = tu.ID
 				}
 			case buffer.StatusDenied:
-				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, "The tool was denied by a policy.", true, ""))
+				msg := "The tool was denied by a policy."
+				if mode == "disabled" {
+					msg = `Tools are disabled (tools.mode = "disabled"): the call was not run.`
+				}
+				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
 			case buffer.StatusRejected:
 				msg := "This tool has been rejected by the user."
 				if strings.TrimSpace(content) != "" {
@@ -307,6 +319,14 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 			case buffer.StatusApproved:
 				if content != "" {
 					protected = append(protected, fmt.Sprintf("%s (line %d)", tu.ID, r.HeaderLine))
+					continue
+				}
+				if mode == "parse_only" {
+					parseOnly = append(parseOnly, tu.ID)
+					continue
+				}
+				if !enabled(tu.Name) {
+					add(buffer.ReplaceResult(doc, s.Lines, tu.ID, fmt.Sprintf("Tool '%s' is not enabled in this buffer (see flemma.opt.tools).", tu.Name), true, ""))
 					continue
 				}
 				input := json.RawMessage(tu.RawInput)
@@ -345,6 +365,9 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 	}
 	if warn != "" {
 		return reply("paused", warn, levelWarn), nil
+	}
+	if len(parseOnly) > 0 {
+		return reply("pending", fmt.Sprintf(`tools.mode = "parse_only": flemma does not run tools. Give the result of %s with :Flemma tool:result <id> <text> (or :Flemma tool:error), or type it into the block.`, strings.Join(parseOnly, ", ")), levelInfo), nil
 	}
 	if firstPending != "" || only != "" {
 		return reply("pending", "", 0), nil
@@ -651,4 +674,57 @@ func compactJSON(v any) string {
 		return "?"
 	}
 	return string(b)
+}
+
+// mode is tools.mode: "enabled", "parse_only" or "disabled".
+func (h *Host) mode() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cfg.Tools.Mode == "" {
+		return "enabled"
+	}
+	return h.cfg.Tools.Mode
+}
+
+// selection reports whether a tool may run in a buffer: the buffer's
+// flemma.opt.tools when it set one, else every tool enabled by default.
+func (h *Host) selection(fm *frontmatter.Result) func(name string) bool {
+	if fm != nil && fm.Opts.Tools != nil {
+		set := map[string]bool{}
+		for _, n := range fm.Opts.Tools {
+			set[n] = true
+		}
+		return func(name string) bool { return set[name] }
+	}
+	return func(name string) bool {
+		t, ok := h.Registry.Get(name)
+		return !ok || t.Spec().Enabled // unknown tools fail later with "Unknown tool"
+	}
+}
+
+// hSetResult writes a result the user supplies (:Flemma tool:result and
+// tool:error), creating the block when the call has none.
+func (h *Host) hSetResult(bufnr int, id, text string, isError bool) (map[string]any, error) {
+	for pass := 0; pass < 2; pass++ {
+		created := false
+		err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+			if doc.Use(id) == nil {
+				return nil, applyOpts{}, fmt.Errorf("no tool call with id %s in this buffer", id)
+			}
+			if doc.Result(id) == nil {
+				created = true
+				edits, err := buffer.PlacePlaceholders(doc, s.Lines, []buffer.Placement{{ID: id, Status: buffer.StatusPending}})
+				return edits, applyOpts{}, err
+			}
+			e, err := buffer.ReplaceResult(doc, s.Lines, id, text, isError, "")
+			return []buffer.Edit{e}, applyOpts{CursorID: id}, err
+		})
+		if err != nil {
+			return reply("none", err.Error(), levelError), nil
+		}
+		if !created {
+			return reply("result", "", 0), nil
+		}
+	}
+	return reply("none", "could not write the result", levelError), nil
 }

@@ -41,6 +41,22 @@ M.subcommands = {
   ["tool:reject"] = function(args)
     host_call("flemma.set_status", buf(), line(), "rejected", table.concat(args, " "))
   end,
+  ["tool:result"] = function(args)
+    local id = table.remove(args, 1)
+    if not id then
+      notify("usage: :Flemma tool:result <id> <text>", vim.log.levels.WARN)
+      return
+    end
+    host_call("flemma.set_result", buf(), id, table.concat(args, " "), false)
+  end,
+  ["tool:error"] = function(args)
+    local id = table.remove(args, 1)
+    if not id then
+      notify("usage: :Flemma tool:error <id> <text>", vim.log.levels.WARN)
+      return
+    end
+    host_call("flemma.set_result", buf(), id, table.concat(args, " "), true)
+  end,
   ["tool:cancel"] = function()
     host_call("flemma.cancel_at", buf(), line())
   end,

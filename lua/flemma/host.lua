@@ -63,6 +63,14 @@ local function on_exit(_, code)
   if state.stopping or was == nil then
     return
   end
+  -- A host that died mid-run must not leave chat buffers locked.
+  vim.schedule(function()
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].filetype == "chat" then
+        vim.bo[b].modifiable = true
+      end
+    end
+  end)
   if not state.warned_exit then
     state.warned_exit = true
     local tail = table.concat(state.stderr, "\n")
