@@ -101,3 +101,53 @@ func median(d []time.Duration) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
 }
+
+// BenchmarkLuaToolOverhead is the cost of one Lua tool call as the host's
+// executor sees it (validation, host → Neovim → host, result conversion) for
+// a tool that does nothing, next to a Go built-in that does nothing much.
+func BenchmarkLuaToolOverhead(b *testing.B) {
+	found, _ := nvimtest.Neovims()
+	if len(found) == 0 {
+		b.Skip("no Neovim available")
+	}
+	for _, bin := range found {
+		b.Run("nvim-"+nvimtest.Version(bin), func(b *testing.B) {
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Lua(nil, `
+				require("flemma.tools").register("noop", {
+					description = "does nothing",
+					input_schema = { type = "object", properties = { text = { type = "string" } }, required = { "text" } },
+					execute = function(input) return { success = true, output = input.text } end,
+				})
+				require("flemma.host").ensure(require("flemma").config())`); err != nil {
+				b.Fatal(err)
+			}
+			var samples []time.Duration
+			for b.Loop() {
+				var res struct {
+					Ns      int64  `msgpack:"ns"`
+					IsError bool   `msgpack:"is_error"`
+					Content string `msgpack:"content"`
+				}
+				if err := s.Lua(&res, `return require("flemma.host").request("flemma.bench_run", 0, "noop", '{"text":"hi"}')`); err != nil {
+					b.Fatal(err)
+				}
+				if res.IsError || res.Content != "hi" {
+					b.Fatalf("noop = %+v", res)
+				}
+				samples = append(samples, time.Duration(res.Ns))
+			}
+			b.ReportMetric(float64(median(samples).Microseconds()), "µs-median/call")
+			if path := os.Getenv("FLEMMA_BENCH_OUT"); path != "" {
+				if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+					fmt.Fprintf(f, "nvim %s: Lua tool call median %s (n=%d)\n", nvimtest.Version(bin), median(samples), len(samples))
+					f.Close()
+				}
+			}
+		})
+	}
+}

@@ -22,7 +22,7 @@ func TestMirrorFollowsEdits(t *testing.T) {
 			local l = vim.fn.search('"2+2"') - 1
 			vim.api.nvim_buf_set_lines(0, l, l + 1, false, { '{"expression": "5+5"}' })
 			local p = vim.fn.search("status=pending") - 1
-			vim.api.nvim_buf_set_lines(0, p, p + 1, false, { "` + "```" + `flemma:tool status=approved" })`); err != nil {
+			vim.api.nvim_buf_set_lines(0, p, p + 1, false, { "`+"```"+`flemma:tool status=approved" })`); err != nil {
 			t.Fatal(err)
 		}
 		edited := strings.Replace(chat, `"2+2"`, `"5+5"`, 1)

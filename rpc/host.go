@@ -81,6 +81,7 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 		"flemma.setup":               h.hSetup,
 		"flemma.health":              h.hHealth,
 		"flemma.cycle":               h.hCycle,
+		"flemma.bench_run":           h.hBenchRun,
 		"flemma.set_result":          h.hSetResult,
 		"flemma.refresh":             h.hRefresh,
 		"flemma.send":                h.send,

@@ -309,3 +309,11 @@ func (h *Host) hToolDone(token string, res luaResult) {
 		h.logf("late answer for Lua tool call %s ignored", token)
 	}
 }
+
+// hBenchRun runs one tool call through the executor and reports its result
+// and duration, without touching any buffer. It exists for the overhead
+// benchmark (e2e/BenchmarkLuaToolOverhead); it is not a user command.
+func (h *Host) hBenchRun(bufnr int, name, input string) (map[string]any, error) {
+	res := h.exec.Run(context.Background(), tools.Call{ID: "bench", Tool: name, Bufnr: bufnr}, json.RawMessage(input))
+	return map[string]any{"content": res.Content, "is_error": res.IsError, "ns": res.Duration.Nanoseconds()}, nil
+}
