@@ -270,3 +270,23 @@ func TestLuaApprovalAPI(t *testing.T) {
 		}
 	})
 }
+
+// TestToolListProvenance: :Flemma tool:list names the resolver and rule
+// that decided each call.
+func TestToolListProvenance(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default" }, presets = { ["$calc"] = { approve = { "calculator" } } } } }`, func(t *testing.T, s *nvimtest.Session) {
+		fm := "```lua\nflemma.opt.tools.auto_approve = { \"$calc\" }\n```\n"
+		chat := calcCalls("2+2")
+		mustOpen(t, s, "list.chat", fm+chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(fm+chat, result("c1", "4", false)))
+		var out string
+		if err := s.Lua(&out, `return require("flemma.host").request("flemma.tool_list", vim.api.nvim_get_current_buf()).text`); err != nil {
+			t.Fatal(err)
+		}
+		want := "calculator (c1): result  — approve by urn:flemma:approval:frontmatter ($calc)"
+		if !strings.Contains(out, want) {
+			t.Errorf(":Flemma tool:list = %q, want it to contain %q", out, want)
+		}
+	})
+}
