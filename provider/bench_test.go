@@ -1,0 +1,85 @@
+package provider
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// tokenStream is a 2,000-token answer as text events of one token each,
+// with a line break every ~12 tokens and a tool call at the end.
+func tokenStream() []Event {
+	words := []string{"The", " build", " fails", " on", " line", " 3", " of", " main", ".go", ",", " because", " `fmtx`"}
+	evs := make([]Event, 0, 2002)
+	for i := range 2000 {
+		w := words[i%len(words)]
+		if i%12 == 11 {
+			w += "\n"
+		}
+		evs = append(evs, text(w))
+	}
+	evs = append(evs, tool("toolu_bench", "bash", `{"command":"go build ./...","label":"building","timeout":null}`), done("tool_use"))
+	return evs
+}
+
+// BenchmarkWriter writes a 2,000-token response.
+func BenchmarkWriter(b *testing.B) {
+	evs := tokenStream()
+	existing := []string{"@You:", "Why does the build fail?"}
+	b.ReportAllocs()
+	for b.Loop() {
+		w := NewWriter(existing)
+		for _, e := range evs {
+			w.Add(e)
+		}
+		if len(w.Finish(false)) < 100 {
+			b.Fatal("short output")
+		}
+	}
+}
+
+// BenchmarkWriterFlush also takes Lines every 20 events, as a caller
+// flushing to the buffer does.
+func BenchmarkWriterFlush(b *testing.B) {
+	evs := tokenStream()
+	existing := []string{"@You:", "Why does the build fail?"}
+	b.ReportAllocs()
+	for b.Loop() {
+		w := NewWriter(existing)
+		for i, e := range evs {
+			w.Add(e)
+			if i%20 == 19 {
+				_ = w.Lines()
+			}
+		}
+		_ = w.Finish(false)
+	}
+}
+
+// BenchmarkAnthropicStream parses a 2,000-token SSE stream end to end
+// through an in-memory transport (no network).
+func BenchmarkAnthropicStream(b *testing.B) {
+	s := new(sse).aStart("msg_bench", 100)
+	chunks := make([]string, 2000)
+	for i := range chunks {
+		chunks[i] = " token"
+	}
+	body := s.aText(0, chunks...).aTool(1, "toolu_b", "bash", `{"command": "ls"}`).aStop("tool_use", 2000).String()
+	p, _ := New("anthropic", Config{Getenv: testEnv, HTTPClient: &http.Client{Transport: staticTransport(body)}})
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		n := 0
+		if err := p.Stream(context.Background(), hello(), func(Event) { n++ }); err != nil || n < 2000 {
+			b.Fatal(err, n)
+		}
+	}
+}
+
+type staticTransport string
+
+func (s staticTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(string(s))), Request: r}, nil
+}

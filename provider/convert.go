@@ -1,0 +1,192 @@
+package provider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/flemma-dev/flemma/buffer"
+)
+
+// BlockError names a block of the buffer that stops a send. FromDocument
+// returns them joined (errors.Join); errors.As finds the first.
+type BlockError struct {
+	Kind   string // buffer.KindToolUse or buffer.KindToolResult: the block at Line
+	Line   int    // 1-based line of the block's header
+	ID     string // the tool use id
+	Name   string // the tool name, when known
+	Reason string
+}
+
+func (e *BlockError) Error() string {
+	name := ""
+	if e.Name != "" {
+		name = " " + e.Name
+	}
+	if e.Kind == buffer.KindToolResult {
+		return fmt.Sprintf("line %d: the tool result for%s %s %s", e.Line, name, e.ID, e.Reason)
+	}
+	return fmt.Sprintf("line %d: the tool call%s %s %s", e.Line, name, e.ID, e.Reason)
+}
+
+// FromDocument builds the conversation to send from a parsed buffer, for the
+// named provider:
+//
+//   - the last @System: message is the system prompt (trimmed);
+//   - @You: gives a user message of text and completed tool results (in
+//     buffer order; the providers put the results first on the wire);
+//   - @Assistant: gives an assistant message of text, thinking, and tool
+//     uses (their input exactly as the buffer holds it, nulls included);
+//     a thinking signature is kept only when it was made by this provider
+//     (the others become unsigned thinking), redacted thinking only for
+//     Anthropic; an abort marker becomes the text "<!-- MESSAGE -->" in a
+//     message without tool uses and is dropped otherwise;
+//   - other roles are not sent; consecutive messages of one role merge.
+//
+// Sending is refused, with a *BlockError per block naming its line, while a
+// tool use has no completed result (none, or a placeholder of any status),
+// a result has no tool use, or a tool use id is duplicated.
+func FromDocument(doc *buffer.Document, provider string) (system string, msgs []Message, err error) {
+	if provider == "replay" { // replays Anthropic streams, signatures included
+		provider = "anthropic"
+	}
+	if errs := blockErrors(doc); len(errs) > 0 {
+		return "", nil, errors.Join(errs...)
+	}
+	for _, m := range doc.Messages {
+		var msg Message
+		switch m.Role {
+		case "System":
+			var texts []string
+			for _, s := range m.Segments {
+				if t, ok := s.(*buffer.Text); ok {
+					texts = append(texts, t.Value)
+				}
+			}
+			system = strings.TrimSpace(strings.Join(texts, "\n"))
+			continue
+		case "You":
+			msg = Message{Role: RoleUser, Parts: userParts(doc, m)}
+		case "Assistant":
+			msg = Message{Role: RoleAssistant, Parts: assistantParts(doc, m, provider)}
+		default:
+			continue
+		}
+		if len(msg.Parts) == 0 {
+			continue
+		}
+		if n := len(msgs); n > 0 && msgs[n-1].Role == msg.Role {
+			msgs[n-1].Parts = append(msgs[n-1].Parts, msg.Parts...)
+			continue
+		}
+		msgs = append(msgs, msg)
+	}
+	if len(msgs) == 0 {
+		return "", nil, errors.New("no messages to send")
+	}
+	return system, msgs, nil
+}
+
+// blockErrors lists, by line, every block that must be fixed before sending.
+func blockErrors(doc *buffer.Document) []error {
+	type lineErr struct {
+		line int
+		err  error
+	}
+	var out []lineErr
+	add := func(e *BlockError) { out = append(out, lineErr{e.Line, e}) }
+	for _, u := range doc.ToolUses() {
+		if first := doc.Use(u.ID); first != u {
+			add(&BlockError{Kind: buffer.KindToolUse, Line: u.HeaderLine, ID: u.ID, Name: u.Name,
+				Reason: fmt.Sprintf("reuses the id of the call on line %d; give it a unique id", first.HeaderLine)})
+			continue
+		}
+		r := doc.Result(u.ID)
+		switch {
+		case r == nil:
+			add(&BlockError{Kind: buffer.KindToolUse, Line: u.HeaderLine, ID: u.ID, Name: u.Name,
+				Reason: "has no result yet; press <C-]> to categorize and run it"})
+		case r.Status != "":
+			add(&BlockError{Kind: buffer.KindToolResult, Line: r.HeaderLine, ID: u.ID, Name: u.Name,
+				Reason: fmt.Sprintf("is still %s; sending is refused until it has a real result", r.Status)})
+		}
+	}
+	for _, r := range doc.ToolResults() {
+		if doc.Use(r.ToolUseID) == nil {
+			add(&BlockError{Kind: buffer.KindToolResult, Line: r.HeaderLine, ID: r.ToolUseID,
+				Reason: "answers no tool call in this buffer; remove it or fix its id"})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].line < out[j].line })
+	errs := make([]error, len(out))
+	for i, e := range out {
+		errs[i] = e.err
+	}
+	return errs
+}
+
+func userParts(doc *buffer.Document, m *buffer.Message) []Part {
+	var parts []Part
+	for _, s := range m.Segments {
+		switch s := s.(type) {
+		case *buffer.Text:
+			parts = append(parts, Part{Kind: PartText, Text: s.Value})
+		case *buffer.ToolResult:
+			if s.Status != "" || doc.Result(s.ToolUseID) != s {
+				continue // placeholders are refused above; a duplicate is not sent
+			}
+			parts = append(parts, Part{Kind: PartToolResult, ToolResult: &ToolResult{
+				ToolUseID: s.ToolUseID, Content: s.Content, IsError: s.IsError,
+			}})
+		}
+	}
+	return parts
+}
+
+func assistantParts(doc *buffer.Document, m *buffer.Message, provider string) []Part {
+	hasToolUse := len(m.ToolUses()) > 0
+	var parts []Part
+	for _, s := range m.Segments {
+		switch s := s.(type) {
+		case *buffer.Text:
+			parts = append(parts, Part{Kind: PartText, Text: s.Value})
+		case *buffer.Thinking:
+			th := &Thinking{Content: s.Content, Provider: s.Provider, Signature: s.Signature, Redacted: s.Redacted}
+			if s.Redacted {
+				if provider != "anthropic" {
+					continue // opaque data only Anthropic can read
+				}
+				th.Provider = "anthropic"
+			} else if s.Provider != provider {
+				th.Signature = "" // another provider's signature means nothing here
+			}
+			if strings.TrimSpace(th.Content) == "" && th.Signature == "" {
+				continue
+			}
+			parts = append(parts, Part{Kind: PartThinking, Thinking: th})
+		case *buffer.ToolUse:
+			if doc.Use(s.ID) != s {
+				continue
+			}
+			input := json.RawMessage("{}")
+			if s.Input != nil {
+				input = objectJSON([]byte(s.RawInput))
+			}
+			parts = append(parts, Part{Kind: PartToolUse, ToolUse: &ToolUse{ID: s.ID, Name: s.Name, Input: input}})
+		case *buffer.Aborted:
+			if !hasToolUse {
+				parts = append(parts, Part{Kind: PartText, Text: "<!-- " + s.Message + " -->"})
+			}
+		}
+	}
+	for len(parts) > 0 {
+		p := parts[len(parts)-1]
+		if p.Kind != PartText || strings.TrimSpace(p.Text) != "" {
+			break
+		}
+		parts = parts[:len(parts)-1]
+	}
+	return parts
+}

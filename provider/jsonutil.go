@@ -1,0 +1,129 @@
+package provider
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// marshal encodes v without HTML escaping ('<', '>', '&' stay as they are:
+// they are common in code and prompts). Map keys come out sorted at every
+// depth, which keeps the request bytes stable for prompt caching.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// encodeOrdered encodes the top-level object with its keys sorted, except
+// that the trailing keys come last, in the given order. Providers put the
+// big, growing parts (tools, messages) last so the byte prefix of two
+// consecutive requests stays identical (send.md §1.5).
+func encodeOrdered(m map[string]any, trailing ...string) ([]byte, error) {
+	isTrailing := map[string]bool{}
+	for _, k := range trailing {
+		isTrailing[k] = true
+	}
+	var keys []string
+	for k := range m {
+		if !isTrailing[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range trailing {
+		if _, ok := m[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		kb, _ := marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		vb, err := marshal(m[k])
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(vb)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// objectJSON validates raw as a JSON object and returns it compacted; any
+// other input (empty, invalid, not an object) gives "{}".
+func objectJSON(raw []byte) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+		return json.RawMessage("{}")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return json.RawMessage("{}")
+	}
+	return json.RawMessage(buf.Bytes())
+}
+
+// displayJSON renders a JSON value on one line in the style of the .chat
+// format, `{"command": "make test", "label": "running tests"}`: a space
+// after every ':' and ',' outside strings, key order and string escapes as
+// the model wrote them. Invalid input gives "{}".
+func displayJSON(raw []byte) string {
+	var c bytes.Buffer
+	if err := json.Compact(&c, bytes.TrimSpace(raw)); err != nil || c.Len() == 0 {
+		return "{}"
+	}
+	b := c.Bytes()
+	var out strings.Builder
+	out.Grow(len(b) + len(b)/8)
+	inStr, esc := false, false
+	for _, ch := range b {
+		out.WriteByte(ch)
+		switch {
+		case inStr && esc:
+			esc = false
+		case inStr && ch == '\\':
+			esc = true
+		case ch == '"':
+			inStr = !inStr
+		case !inStr && (ch == ':' || ch == ','):
+			out.WriteByte(' ')
+		}
+	}
+	return out.String()
+}
+
+// normalizeToolID makes a tool id acceptable to Anthropic and OpenAI
+// (`^[A-Za-z0-9_-]{1,64}$`): every other byte becomes '_', the result is cut
+// to 64 bytes and trailing '_' are removed. The same id is normalized the
+// same way in the call and in its result, so they still match.
+func normalizeToolID(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return strings.TrimRight(string(b), "_")
+}
+
+// wireName encodes an internal tool name for the wire: ':' (namespacing) is
+// not allowed by the providers and becomes "__".
+func wireName(name string) string { return strings.ReplaceAll(name, ":", "__") }
+
+// internalName decodes a wire name: every "__" becomes ':'. A tool whose
+// real name contains "__" is therefore shown with ':' (send.md §1.4).
+func internalName(name string) string { return strings.ReplaceAll(name, "__", ":") }

@@ -1,0 +1,432 @@
+package provider
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// openai is the OpenAI Responses API client (send.md §2.2, §3.3).
+type openai struct{ cfg Config }
+
+const (
+	openaiBase         = "https://api.openai.com"
+	openaiDefaultModel = "gpt-5.4"
+	openaiMaxTokens    = 64000
+)
+
+func (o *openai) Name() string { return "openai" }
+
+func (o *openai) Stream(ctx context.Context, req Request, emit func(Event)) error {
+	key, err := credential("openai", o.cfg.Getenv)
+	if err != nil {
+		return err
+	}
+	body, err := openaiBody(req)
+	if err != nil {
+		return &Error{Provider: "openai", Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+key)
+	resp, err := post(ctx, o.cfg.HTTPClient, "openai", baseURL(o.cfg.BaseURL, openaiBase, "/v1/responses"), h, body)
+	if err != nil {
+		return redact(err, key)
+	}
+	defer resp.Body.Close()
+	return redact(consume(ctx, "openai", resp.Body, &openaiParser{emit: emit}), key)
+}
+
+// openaiReasoning reports whether a model takes the reasoning parameter.
+func openaiReasoning(model string) bool {
+	if strings.Contains(model, "-chat") {
+		return false
+	}
+	return hasAnyPrefix(model, "o1", "o3", "o4", "gpt-5")
+}
+
+// openaiEffort maps a level to the model's reasoning effort: o-series
+// models have no "minimal", GPT-5.2 and later call their top level
+// "xhigh", pro models start at "medium", and gpt-5-pro only knows "high".
+func openaiEffort(model string, th thinking) string {
+	if hasAnyPrefix(model, "gpt-5-pro") {
+		return "high"
+	}
+	if th.override != "" {
+		return th.override
+	}
+	effort := th.level
+	switch th.level {
+	case "minimal":
+		if hasAnyPrefix(model, "o") {
+			effort = "low"
+		}
+	case "max":
+		effort = "high"
+		if hasAnyPrefix(model, "gpt-5.") && !hasAnyPrefix(model, "gpt-5.0", "gpt-5.1") {
+			effort = "xhigh"
+		}
+	}
+	if strings.HasSuffix(model, "-pro") && (effort == "minimal" || effort == "low") {
+		effort = "medium"
+	}
+	return effort
+}
+
+// openaiBody builds the request body: tools and input last.
+func openaiBody(req Request) ([]byte, error) {
+	p := req.Params
+	model := p.Model
+	if model == "" {
+		model = openaiDefaultModel
+	}
+	maxTokens := p.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = openaiMaxTokens
+	}
+	retention, err := cacheRetention(p)
+	if err != nil {
+		return nil, err
+	}
+	th, err := resolveThinking(p, "", "reasoning")
+	if err != nil {
+		return nil, err
+	}
+	body := map[string]any{
+		"model":             model,
+		"stream":            true,
+		"store":             false,
+		"max_output_tokens": maxTokens,
+	}
+	reasoning := openaiReasoning(model)
+	if reasoning {
+		switch {
+		case th.on:
+			summary := extraString(p, "reasoning_summary")
+			if summary == "" {
+				summary = "auto"
+			}
+			body["reasoning"] = map[string]any{"effort": openaiEffort(model, th), "summary": summary}
+			body["include"] = []string{"reasoning.encrypted_content"}
+		case th.explicit && hasAnyPrefix(model, "gpt-5.") && !strings.HasSuffix(model, "-pro"):
+			body["reasoning"] = map[string]any{"effort": "none"}
+		}
+	}
+	if p.Temperature != nil && !reasoning {
+		body["temperature"] = *p.Temperature
+	}
+	if retention != "none" {
+		if retention == "long" {
+			body["prompt_cache_retention"] = "24h"
+		} else {
+			body["prompt_cache_retention"] = "in_memory"
+		}
+		if k := extraString(p, "prompt_cache_key"); k != "" {
+			body["prompt_cache_key"] = k
+		}
+	}
+	if len(req.Tools) > 0 {
+		tools := make([]any, 0, len(req.Tools))
+		for _, t := range sortedTools(req.Tools) {
+			def := map[string]any{"type": "function", "name": wireName(t.Name), "description": t.Description, "parameters": schemaOrEmpty(t.InputSchema)}
+			if t.Strict {
+				def["strict"] = true
+			}
+			tools = append(tools, def)
+		}
+		body["tools"] = tools
+		body["tool_choice"] = "auto"
+	}
+	input, err := openaiInput(req.System, req.Messages, extraBool(p, "phase", true))
+	if err != nil {
+		return nil, err
+	}
+	body["input"] = input
+	return encodeOrdered(body, "tools", "input")
+}
+
+// openaiInput converts the conversation into Responses input items.
+func openaiInput(system string, msgs []Message, phase bool) ([]any, error) {
+	var out []any
+	if system != "" {
+		out = append(out, map[string]any{"role": "developer", "content": system})
+	}
+	n := 0
+	for _, m := range msgs {
+		if m.Role == RoleUser {
+			var content []any
+			for _, p := range m.Parts {
+				switch p.Kind {
+				case PartToolResult:
+					r := p.ToolResult
+					output := r.Content
+					if r.IsError {
+						if output == "" {
+							output = "Tool execution failed"
+						}
+						output = "Error: " + output
+					}
+					out = append(out, map[string]any{"type": "function_call_output", "call_id": normalizeToolID(r.ToolUseID), "output": output})
+				case PartText:
+					if strings.TrimSpace(p.Text) != "" {
+						content = append(content, map[string]any{"type": "input_text", "text": p.Text})
+					}
+				}
+			}
+			if len(content) > 0 {
+				out = append(out, map[string]any{"role": "user", "content": content})
+			}
+			continue
+		}
+		n++
+		hasTool := false
+		var foreign []string
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartToolUse:
+				hasTool = true
+			case PartThinking:
+				t := p.Thinking
+				if t.Signature != "" && t.Provider == "openai" {
+					item, err := openaiReasoningItem(t.Signature)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, item)
+				} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
+					foreign = append(foreign, strings.TrimSpace(t.Content))
+				}
+			}
+		}
+		ph := "final_answer"
+		if hasTool {
+			ph = "commentary"
+		}
+		var acc []string
+		if len(foreign) > 0 {
+			acc = append(acc, foreignThinking(foreign))
+		}
+		k := 0
+		flush := func() {
+			text := strings.TrimSpace(strings.Join(acc, "\n\n"))
+			acc = acc[:0]
+			if text == "" {
+				return
+			}
+			k++
+			item := map[string]any{"type": "message", "role": "assistant", "id": fmt.Sprintf("msg_%d_%d", n, k),
+				"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}, "status": "completed"}
+			if phase {
+				item["phase"] = ph
+			}
+			out = append(out, item)
+		}
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartText:
+				acc = append(acc, p.Text)
+			case PartToolUse:
+				flush()
+				out = append(out, map[string]any{"type": "function_call", "call_id": normalizeToolID(p.ToolUse.ID),
+					"name": wireName(p.ToolUse.Name), "arguments": string(objectJSON(p.ToolUse.Input)), "status": "completed"})
+			}
+		}
+		flush()
+	}
+	return out, nil
+}
+
+// openaiReasoningItem decodes a signature written by this provider: the
+// base64 of the JSON reasoning item (with its encrypted_content).
+func openaiReasoningItem(sig string) (json.RawMessage, error) {
+	b, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil || !json.Valid(b) || len(b) == 0 || b[0] != '{' {
+		return nil, fmt.Errorf("an openai thinking signature is not a reasoning item (edited?); remove the signature or the block")
+	}
+	return json.RawMessage(b), nil
+}
+
+// openaiParser turns Responses events into Events (send.md §3.3).
+type openaiParser struct {
+	emit     func(Event)
+	toolUsed bool
+	finished bool
+}
+
+type openaiEvent struct {
+	Type    string          `json:"type"`
+	Delta   string          `json:"delta"`
+	Item    json.RawMessage `json:"item"`
+	Code    any             `json:"code"`
+	Message string          `json:"message"`
+	// Response is set on response.completed / incomplete / failed.
+	Response *struct {
+		Status            string `json:"status"`
+		IncompleteDetails *struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+		Error *struct {
+			Code    any    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		Usage *struct {
+			InputTokens        int `json:"input_tokens"`
+			InputTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+			OutputTokens        int `json:"output_tokens"`
+			OutputTokensDetails *struct {
+				ReasoningTokens int `json:"reasoning_tokens"`
+			} `json:"output_tokens_details"`
+		} `json:"usage"`
+	} `json:"response"`
+	Error *struct {
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type openaiItem struct {
+	Type      string `json:"type"`
+	Name      string `json:"name"`
+	CallID    string `json:"call_id"`
+	Arguments string `json:"arguments"`
+}
+
+func (p *openaiParser) done() bool { return p.finished }
+
+func (p *openaiParser) handle(_ string, data []byte) error {
+	var ev openaiEvent
+	if json.Unmarshal(data, &ev) != nil {
+		return nil
+	}
+	if ev.Error != nil && ev.Type != "error" && ev.Type != "response.failed" {
+		// a bare {"error": {...}} object in the stream
+		return &Error{Provider: "openai", Message: withHint(joinCode(ev.Error.Type, ev.Error.Message)), Retryable: retryCode(ev.Error.Code, ev.Error.Type)}
+	}
+	switch ev.Type {
+	case "response.output_text.delta", "response.refusal.delta":
+		// a refusal is the model's answer too: dropping it would leave
+		// an empty response
+		if ev.Delta != "" {
+			p.emit(Event{Kind: EventText, Text: ev.Delta})
+		}
+	case "response.reasoning_summary_text.delta":
+		if ev.Delta != "" {
+			p.emit(Event{Kind: EventThinking, Text: ev.Delta})
+		}
+	case "response.reasoning_summary_part.added":
+		// a new summary paragraph of the same reasoning item
+	case "response.output_item.done":
+		var it openaiItem
+		if json.Unmarshal(ev.Item, &it) != nil {
+			return nil
+		}
+		switch it.Type {
+		case "function_call":
+			p.toolUsed = true
+			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: it.CallID, Name: internalName(it.Name), Input: objectJSON([]byte(it.Arguments))}})
+		case "reasoning":
+			p.emit(Event{Kind: EventThinkingSignature, Signature: base64.StdEncoding.EncodeToString(compactJSON(ev.Item)), Provider: "openai"})
+		}
+	case "response.completed", "response.incomplete":
+		stop := "end_turn"
+		if p.toolUsed {
+			stop = "tool_use"
+		}
+		if r := ev.Response; r != nil {
+			if ev.Type == "response.incomplete" {
+				stop = "incomplete"
+				if r.IncompleteDetails != nil && r.IncompleteDetails.Reason != "" {
+					stop = r.IncompleteDetails.Reason
+				}
+				if stop == "max_output_tokens" {
+					stop = "max_tokens"
+				}
+			}
+			if u := r.Usage; u != nil {
+				usage := Usage{OutputTokens: u.OutputTokens, InputTokens: u.InputTokens}
+				if d := u.InputTokensDetails; d != nil && d.CachedTokens > 0 {
+					usage.CacheReadTokens = d.CachedTokens
+					usage.InputTokens -= d.CachedTokens
+				}
+				if d := u.OutputTokensDetails; d != nil {
+					usage.ThinkingTokens = d.ReasoningTokens
+				}
+				p.emit(Event{Kind: EventUsage, Usage: &usage})
+			}
+		}
+		p.finished = true
+		p.emit(Event{Kind: EventDone, StopReason: stop})
+	case "response.failed":
+		msg := "Response failed"
+		var code any
+		if ev.Response != nil && ev.Response.Error != nil && ev.Response.Error.Message != "" {
+			msg = ev.Response.Error.Message
+			code = ev.Response.Error.Code
+		}
+		return &Error{Provider: "openai", Message: withHint(msg), Retryable: retryCode(code, "")}
+	case "error":
+		code, msg := ev.Code, ev.Message
+		if ev.Error != nil { // {"type":"error","error":{…}}
+			if ev.Error.Code != nil {
+				code = ev.Error.Code
+			}
+			if ev.Error.Message != "" {
+				msg = ev.Error.Message
+			}
+		}
+		s := "stream error"
+		if c := codeString(code); c != "" {
+			s += " (code: " + c + ")"
+		}
+		if msg != "" {
+			s += ": " + msg
+		}
+		return &Error{Provider: "openai", Message: withHint(s), Retryable: retryCode(code, "")}
+	}
+	return nil
+}
+
+func compactJSON(raw []byte) []byte {
+	b, err := marshal(json.RawMessage(raw))
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+func codeString(code any) string {
+	switch c := code.(type) {
+	case string:
+		return c
+	case float64:
+		return fmt.Sprint(int(c))
+	}
+	return ""
+}
+
+func joinCode(typ, msg string) string {
+	if typ != "" && msg != "" {
+		return typ + " — " + msg
+	}
+	if msg == "" {
+		return typ
+	}
+	return msg
+}
+
+func retryCode(code any, typ string) bool {
+	s := strings.ToLower(codeString(code) + " " + typ)
+	for _, w := range []string{"rate_limit", "server_error", "overloaded", "timeout", "unavailable"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,389 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// vertex is the Vertex AI (Gemini) client, streamGenerateContent with
+// alt=sse (send.md §2.3, §3.4).
+type vertex struct {
+	cfg   Config
+	newID func(name string) string // tool call ids: Gemini sends none
+}
+
+const (
+	vertexDefaultModel = "gemini-3.1-pro-preview"
+	vertexMaxTokens    = 32768
+)
+
+func (v *vertex) Name() string { return "vertex" }
+
+// newVertexID synthesises a tool call id, urn:flemma:tool:<name>:<hex time><4 hex>.
+func newVertexID(name string) string {
+	return fmt.Sprintf("urn:flemma:tool:%s:%x%04x", name, time.Now().Unix(), rand.N(0x10000))
+}
+
+// endpoint returns the stream URL for a model.
+func (v *vertex) endpoint(model string) (string, error) {
+	project := strings.TrimSpace(v.cfg.Project)
+	if project == "" {
+		project = strings.TrimSpace(v.cfg.Getenv("GOOGLE_CLOUD_PROJECT"))
+	}
+	if project == "" {
+		return "", fmt.Errorf("Vertex AI needs a project id: set parameters.vertex.project_id or $GOOGLE_CLOUD_PROJECT")
+	}
+	location := strings.TrimSpace(v.cfg.Location)
+	if location == "" {
+		location = strings.TrimSpace(v.cfg.Getenv("GOOGLE_CLOUD_LOCATION"))
+	}
+	if location == "" {
+		location = "global"
+	}
+	host := "https://aiplatform.googleapis.com"
+	if location != "global" {
+		host = "https://" + location + "-aiplatform.googleapis.com"
+	}
+	path := fmt.Sprintf("/v1beta1/projects/%s/locations/%s/publishers/google/models/%s:streamGenerateContent?alt=sse",
+		url.PathEscape(project), url.PathEscape(location), url.PathEscape(model))
+	return baseURL(v.cfg.BaseURL, host, path), nil
+}
+
+func (v *vertex) Stream(ctx context.Context, req Request, emit func(Event)) error {
+	token, err := credential("vertex", v.cfg.Getenv)
+	if err != nil {
+		return err
+	}
+	model := req.Params.Model
+	if model == "" {
+		model = vertexDefaultModel
+	}
+	endpoint, err := v.endpoint(model)
+	if err != nil {
+		return &Error{Provider: "vertex", Message: err.Error()}
+	}
+	body, err := vertexBody(req)
+	if err != nil {
+		return &Error{Provider: "vertex", Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, v.cfg.Timeout)
+	defer cancel()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	resp, err := post(ctx, v.cfg.HTTPClient, "vertex", endpoint, h, body)
+	if err != nil {
+		return redact(err, token)
+	}
+	defer resp.Body.Close()
+	return redact(consume(ctx, "vertex", resp.Body, &vertexParser{emit: emit, newID: v.newID}), token)
+}
+
+// vertexBody builds the request body: tools and contents last.
+func vertexBody(req Request) ([]byte, error) {
+	p := req.Params
+	model := p.Model
+	if model == "" {
+		model = vertexDefaultModel
+	}
+	maxTokens := p.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = vertexMaxTokens
+	}
+	if _, err := cacheRetention(p); err != nil {
+		return nil, err
+	}
+	th, err := resolveThinking(p, "thinking_budget", "")
+	if err != nil {
+		return nil, err
+	}
+	gen := map[string]any{"maxOutputTokens": maxTokens}
+	if p.Temperature != nil {
+		gen["temperature"] = *p.Temperature
+	}
+	if tc := vertexThinking(model, th); tc != nil {
+		gen["thinkingConfig"] = tc
+	}
+	body := map[string]any{
+		"generationConfig": gen,
+		"contents":         vertexContents(req.Messages),
+	}
+	if req.System != "" {
+		body["systemInstruction"] = map[string]any{"parts": []any{map[string]any{"text": req.System}}}
+	}
+	if len(req.Tools) > 0 {
+		decls := make([]any, 0, len(req.Tools))
+		for _, t := range sortedTools(req.Tools) {
+			decls = append(decls, map[string]any{"name": wireName(t.Name), "description": t.Description, "parametersJsonSchema": schemaOrEmpty(t.InputSchema)})
+		}
+		body["tools"] = []any{map[string]any{"functionDeclarations": decls}}
+		body["toolConfig"] = map[string]any{"functionCallingConfig": map[string]any{"mode": "AUTO"}}
+	}
+	return encodeOrdered(body, "tools", "contents")
+}
+
+// vertexThinking returns the thinkingConfig for a model: a level for
+// Gemini 3, a budget for Gemini 2.5, nothing for models that do not think.
+func vertexThinking(model string, th thinking) map[string]any {
+	pro := strings.Contains(model, "-pro")
+	switch {
+	case hasAnyPrefix(model, "gemini-3"):
+		if !th.on {
+			return nil
+		}
+		level := map[string]string{"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "max": "HIGH"}[th.level]
+		if level == "" {
+			level = "HIGH"
+		}
+		if level == "MINIMAL" && pro {
+			level = "LOW"
+		}
+		return map[string]any{"includeThoughts": true, "thinkingLevel": level}
+	case hasAnyPrefix(model, "gemini-2.5"):
+		if !th.on {
+			if pro {
+				return nil // 2.5 Pro cannot stop thinking
+			}
+			return map[string]any{"thinkingBudget": 0}
+		}
+		lo, hi := 1, 24576
+		if pro {
+			lo, hi = 128, 32768
+		}
+		return map[string]any{"includeThoughts": true, "thinkingBudget": min(max(th.budget, lo), hi)}
+	}
+	return nil
+}
+
+// vertexContents converts the conversation. User parts: functionResponse
+// per result first, then text. Model parts: other providers' thinking as
+// text, the text, then functionCall parts; the signature of the last
+// Vertex-signed thinking rides on the first functionCall (or the text).
+func vertexContents(msgs []Message) []any {
+	names := map[string]string{}
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.Kind == PartToolUse {
+				names[p.ToolUse.ID] = p.ToolUse.Name
+			}
+		}
+	}
+	out := make([]any, 0, len(msgs))
+	for _, m := range msgs {
+		var parts []map[string]any
+		if m.Role == RoleUser {
+			for _, p := range m.Parts {
+				if p.Kind != PartToolResult {
+					continue
+				}
+				r := p.ToolResult
+				key := "output"
+				if r.IsError {
+					key = "error"
+				}
+				parts = append(parts, map[string]any{"functionResponse": map[string]any{
+					"name": wireName(vertexToolName(names, r.ToolUseID)), "response": map[string]any{key: r.Content}}})
+			}
+			for _, p := range m.Parts {
+				if p.Kind == PartText && strings.TrimSpace(p.Text) != "" {
+					parts = append(parts, map[string]any{"text": p.Text})
+				}
+			}
+			if len(parts) > 0 {
+				out = append(out, map[string]any{"role": "user", "parts": parts})
+			}
+			continue
+		}
+		sig := ""
+		var foreign, texts []string
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartThinking:
+				t := p.Thinking
+				if t.Signature != "" && t.Provider == "vertex" {
+					sig = t.Signature
+				} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
+					foreign = append(foreign, strings.TrimSpace(t.Content))
+				}
+			case PartText:
+				texts = append(texts, p.Text)
+			}
+		}
+		if len(foreign) > 0 {
+			parts = append(parts, map[string]any{"text": foreignThinking(foreign)})
+		}
+		textIdx := -1
+		if s := strings.TrimSpace(strings.Join(texts, "\n\n")); s != "" {
+			textIdx = len(parts)
+			parts = append(parts, map[string]any{"text": s})
+		}
+		callIdx := -1
+		for _, p := range m.Parts {
+			if p.Kind == PartToolUse {
+				if callIdx < 0 {
+					callIdx = len(parts)
+				}
+				parts = append(parts, map[string]any{"functionCall": map[string]any{"name": wireName(p.ToolUse.Name), "args": objectJSON(p.ToolUse.Input)}})
+			}
+		}
+		if sig != "" {
+			switch {
+			case callIdx >= 0:
+				parts[callIdx]["thoughtSignature"] = sig
+			case textIdx >= 0:
+				parts[textIdx]["thoughtSignature"] = sig
+			default:
+				parts = append(parts, map[string]any{"text": "", "thoughtSignature": sig})
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, map[string]any{"role": "model", "parts": parts})
+		}
+	}
+	return out
+}
+
+// vertexToolName finds the tool a result answers: from its call in the
+// conversation, else from an id of the form urn:flemma:tool:<name>:….
+func vertexToolName(names map[string]string, id string) string {
+	if n := names[id]; n != "" {
+		return n
+	}
+	if rest, ok := strings.CutPrefix(id, "urn:flemma:tool:"); ok {
+		if i := strings.LastIndexByte(rest, ':'); i > 0 {
+			return rest[:i]
+		}
+	}
+	return "unknown"
+}
+
+// vertexParser turns streamGenerateContent chunks into Events (send.md §3.4).
+type vertexParser struct {
+	emit     func(Event)
+	newID    func(string) string
+	sig      string
+	toolUsed bool
+	finished bool
+}
+
+type vertexChunk struct {
+	Candidates []struct {
+		Content struct {
+			Parts []struct {
+				Text             string `json:"text"`
+				Thought          bool   `json:"thought"`
+				ThoughtSignature any    `json:"thoughtSignature"`
+				FunctionCall     *struct {
+					Name string          `json:"name"`
+					Args json.RawMessage `json:"args"`
+				} `json:"functionCall"`
+			} `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
+	PromptFeedback *struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback"`
+	UsageMetadata *struct {
+		PromptTokenCount        *int `json:"promptTokenCount"`
+		CandidatesTokenCount    *int `json:"candidatesTokenCount"`
+		CachedContentTokenCount int  `json:"cachedContentTokenCount"`
+		ThoughtsTokenCount      int  `json:"thoughtsTokenCount"`
+	} `json:"usageMetadata"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (p *vertexParser) done() bool { return p.finished }
+
+func (p *vertexParser) handle(_ string, data []byte) error {
+	var c vertexChunk
+	if json.Unmarshal(data, &c) != nil {
+		if m, ok := jsonErrorMessage(data); ok { // [{"error": …}]
+			return &Error{Provider: "vertex", Message: withHint(m)}
+		}
+		return nil
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		m, _ := jsonErrorMessage(data)
+		if m == "" {
+			m = "Vertex AI API error"
+		}
+		return &Error{Provider: "vertex", Message: withHint(m), Retryable: strings.Contains(strings.ToUpper(m), "RESOURCE_EXHAUSTED") || strings.Contains(m, "UNAVAILABLE")}
+	}
+	if c.PromptFeedback != nil && c.PromptFeedback.BlockReason != "" && len(c.Candidates) == 0 {
+		return &Error{Provider: "vertex", Message: "Prompt blocked by Vertex AI (" + c.PromptFeedback.BlockReason + ")"}
+	}
+	var usage *Usage // reported after this chunk's content
+	if u := c.UsageMetadata; u != nil && (u.PromptTokenCount != nil || u.CandidatesTokenCount != nil) {
+		usage = &Usage{ThinkingTokens: u.ThoughtsTokenCount}
+		if u.PromptTokenCount != nil {
+			usage.InputTokens = *u.PromptTokenCount
+		}
+		if u.CandidatesTokenCount != nil {
+			usage.OutputTokens = *u.CandidatesTokenCount
+		}
+		if u.CachedContentTokenCount > 0 {
+			usage.CacheReadTokens = u.CachedContentTokenCount
+			usage.InputTokens -= u.CachedContentTokenCount
+		}
+	}
+	flushUsage := func() {
+		if usage != nil {
+			p.emit(Event{Kind: EventUsage, Usage: usage})
+		}
+	}
+	if len(c.Candidates) == 0 {
+		flushUsage()
+		return nil
+	}
+	cand := c.Candidates[0]
+	for _, part := range cand.Content.Parts {
+		if s, ok := part.ThoughtSignature.(string); ok && s != "" {
+			p.sig = s
+		}
+		switch {
+		case part.Thought:
+			if part.Text != "" {
+				p.emit(Event{Kind: EventThinking, Text: part.Text})
+			}
+		case part.FunctionCall != nil:
+			if part.FunctionCall.Name == "" {
+				continue
+			}
+			p.toolUsed = true
+			name := internalName(part.FunctionCall.Name)
+			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: p.newID(name), Name: name, Input: objectJSON(part.FunctionCall.Args)}})
+		case part.Text != "":
+			p.emit(Event{Kind: EventText, Text: part.Text})
+		}
+	}
+	if cand.FinishReason == "" {
+		flushUsage()
+		return nil
+	}
+	if p.sig != "" {
+		p.emit(Event{Kind: EventThinkingSignature, Signature: p.sig, Provider: "vertex"})
+		p.sig = ""
+	}
+	switch cand.FinishReason {
+	case "STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED":
+		stop := "end_turn"
+		if p.toolUsed {
+			stop = "tool_use"
+		}
+		if cand.FinishReason == "MAX_TOKENS" {
+			stop = "max_tokens"
+		}
+		flushUsage()
+		p.finished = true
+		p.emit(Event{Kind: EventDone, StopReason: stop})
+		return nil
+	}
+	flushUsage()
+	return &Error{Provider: "vertex", Message: "Response blocked by Vertex AI (" + cand.FinishReason + ")"}
+}

@@ -1,0 +1,275 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// AbortedByUser is the message of the abort marker written when the user
+// interrupts a response.
+const AbortedByUser = "Response interrupted by the user."
+
+// Writer turns the events of one response into the lines appended to the
+// buffer (send.md §4). It is pure and not safe for concurrent use.
+//
+// The lines start with the "@Assistant:" marker (preceded by a blank line
+// when the buffer's last line is not blank). Text is written as it
+// arrives; tool calls as complete blocks; thinking blocks at the end of the
+// response. Lines only grow: between two calls of Lines, every line but the
+// last of the earlier result is unchanged, so a caller can replace the
+// buffer from that last line on. Finish and FinishError end the response
+// (they may remove the marker, and add the abort marker and the "@You:"
+// prompt), so their result replaces the whole region.
+type Writer struct {
+	lead    []string        // "" (when needed) and "@Assistant:"
+	body    []string        // finished lines after the marker
+	cur     strings.Builder // the last line, still open
+	started bool            // a non-blank piece was written
+
+	signalled bool // anything was emitted, whitespace included (prefix rule)
+	endsNL    bool // … and it ended with a newline
+	afterTh   bool // the last thing written was a thinking block
+
+	thinking []*thinkBlock // blocks not yet written, in arrival order
+	open     *thinkBlock   // the block receiving thinking deltas
+}
+
+type thinkBlock struct {
+	content             strings.Builder
+	signature, provider string
+	redacted, closed    bool
+}
+
+// NewWriter starts a response. existingLastLines are the last lines of the
+// buffer as it is before the send (one is enough; nil for an empty buffer):
+// when the last one is not blank, a blank line separates it from the new
+// "@Assistant:" marker.
+func NewWriter(existingLastLines []string) *Writer {
+	w := &Writer{lead: []string{"@Assistant:"}}
+	if n := len(existingLastLines); n > 0 && strings.TrimSpace(existingLastLines[n-1]) != "" {
+		w.lead = []string{"", "@Assistant:"}
+	}
+	return w
+}
+
+// Add takes one event. Text is written at once; a tool call is written as
+// a block; thinking is kept until the response ends (EventDone or Finish).
+func (w *Writer) Add(e Event) {
+	switch e.Kind {
+	case EventText:
+		w.emit(e.Text)
+		if e.Text != "" {
+			w.afterTh = false
+		}
+	case EventToolUse:
+		if e.ToolUse != nil {
+			w.emit(w.prefix() + toolUseBlock(e.ToolUse))
+			w.afterTh = false
+		}
+	case EventThinking:
+		if w.open == nil {
+			w.open = &thinkBlock{}
+			w.thinking = append(w.thinking, w.open)
+		}
+		w.open.content.WriteString(e.Text)
+	case EventThinkingSignature:
+		if w.open == nil {
+			w.open = &thinkBlock{}
+			w.thinking = append(w.thinking, w.open)
+		}
+		w.open.signature, w.open.provider, w.open.closed = e.Signature, e.Provider, true
+		w.open = nil
+	case EventRedactedThinking:
+		w.open = nil
+		b := &thinkBlock{redacted: true, closed: true}
+		b.content.WriteString(e.Text)
+		w.thinking = append(w.thinking, b)
+	case EventDone:
+		w.flushThinking(true)
+	}
+}
+
+// Lines returns the lines written so far: the placeholder marker alone
+// before the first content.
+func (w *Writer) Lines() []string {
+	out := make([]string, 0, len(w.lead)+len(w.body)+1)
+	out = append(out, w.lead...)
+	if w.started {
+		out = append(out, w.body...)
+		out = append(out, w.cur.String())
+	}
+	return out
+}
+
+// Finish ends the response and returns its final lines.
+//
+// Completed (interrupted false): any thinking not yet written, then a blank
+// line (unless the last line is blank), "@You:" and an empty line for the
+// user's next message. Interrupted: only thinking blocks that were complete
+// (signed), then a blank line and the marker
+// "<!-- flemma:aborted: Response interrupted by the user. -->", then the
+// same prompt. Either way, a response that wrote nothing returns no lines:
+// the placeholder goes and the buffer is as it was before the send.
+func (w *Writer) Finish(interrupted bool) []string {
+	if interrupted {
+		return w.abort(AbortedByUser)
+	}
+	w.flushThinking(true)
+	return w.prompt()
+}
+
+// FinishError ends a response that failed with err: context.Canceled is an
+// interruption (Finish(true)); any other error keeps what was written and
+// marks it with "<!-- flemma:aborted: Response interrupted by an error:
+// MESSAGE -->", so the model learns on the next send that its answer was
+// cut. Nothing written gives no lines.
+func (w *Writer) FinishError(err error) []string {
+	if errors.Is(err, context.Canceled) {
+		return w.Finish(true)
+	}
+	msg := "unknown error"
+	if err != nil {
+		msg = err.Error()
+	}
+	msg = strings.ReplaceAll(collapseSpace(msg), "-->", "->")
+	return w.abort("Response interrupted by an error: " + cut(msg, 300))
+}
+
+func (w *Writer) abort(message string) []string {
+	w.flushThinking(false)
+	if !w.started {
+		return nil
+	}
+	w.emit(w.prefix() + "<!-- flemma:aborted: " + message + " -->\n")
+	return w.prompt()
+}
+
+// prompt returns the final lines with the "@You:" prompt, or none.
+func (w *Writer) prompt() []string {
+	if !w.started {
+		return nil
+	}
+	out := w.Lines()
+	if out[len(out)-1] != "" {
+		out = append(out, "")
+	}
+	return append(out, "@You:", "")
+}
+
+// prefix is the separator before a block (send.md §4.1): nothing at the
+// start of the response, "\n" after a newline, else "\n\n" — so a block
+// always follows one blank line.
+func (w *Writer) prefix() string {
+	switch {
+	case !w.signalled:
+		return ""
+	case w.endsNL:
+		return "\n"
+	}
+	return "\n\n"
+}
+
+// emit appends text to the response. Until something non-blank arrives,
+// whitespace is dropped (it still counts for the prefix rule), and leading
+// blank lines of the first real piece are dropped too.
+func (w *Writer) emit(s string) {
+	if s == "" {
+		return
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	w.signalled = true
+	w.endsNL = strings.HasSuffix(s, "\n")
+	if !w.started {
+		if strings.TrimSpace(s) == "" {
+			return
+		}
+		for {
+			i := strings.IndexByte(s, '\n')
+			if i < 0 || strings.TrimSpace(s[:i]) != "" {
+				break
+			}
+			s = s[i+1:]
+		}
+		w.started = true
+		if strings.HasPrefix(s, "**Tool Use:**") {
+			w.body = append(w.body, "")
+		}
+	}
+	for {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			w.cur.WriteString(s)
+			return
+		}
+		w.cur.WriteString(s[:i])
+		w.body = append(w.body, w.cur.String())
+		w.cur.Reset()
+		s = s[i+1:]
+	}
+}
+
+// flushThinking writes the pending thinking blocks: all of them, or only
+// the complete (signed or redacted) ones.
+func (w *Writer) flushThinking(all bool) {
+	for _, b := range w.thinking {
+		if !all && !b.closed {
+			continue
+		}
+		text := thinkingBlock(b)
+		if text == "" {
+			continue
+		}
+		pre := w.prefix()
+		if w.afterTh {
+			pre = "" // consecutive thinking blocks stay together
+		}
+		w.emit(pre + text)
+		w.afterTh = true
+	}
+	w.thinking, w.open = nil, nil
+}
+
+// thinkingBlock renders a block (send.md §4.3); "" when there is nothing
+// to keep.
+func thinkingBlock(b *thinkBlock) string {
+	content := strings.TrimSpace(b.content.String())
+	if b.redacted {
+		if content == "" {
+			return ""
+		}
+		return "<thinking redacted>\n" + content + "\n</thinking>\n"
+	}
+	open := "<thinking>"
+	if b.signature != "" && b.provider != "" && !strings.ContainsAny(b.signature, "\"\n\r") {
+		open = "<thinking " + b.provider + ":signature=\"" + b.signature + "\">"
+	} else if content == "" {
+		return ""
+	}
+	if content == "" {
+		return open + "\n</thinking>\n"
+	}
+	return open + "\n" + content + "\n</thinking>\n"
+}
+
+// toolUseBlock renders a tool call (send.md §4.2) with its input on one
+// line, in the style of the .chat format, inside a fence longer than any
+// backtick run of the input.
+func toolUseBlock(u *ToolUse) string {
+	input := displayJSON(u.Input)
+	fence := strings.Repeat("`", max(3, longestRun(input, '`')+1))
+	return "**Tool Use:** `" + u.Name + "` (`" + u.ID + "`)\n\n" + fence + "json\n" + input + "\n" + fence + "\n"
+}
+
+func longestRun(s string, c byte) int {
+	best, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			n++
+			best = max(best, n)
+		} else {
+			n = 0
+		}
+	}
+	return best
+}

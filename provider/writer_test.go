@@ -1,0 +1,188 @@
+package provider
+
+import (
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func text(s string) Event  { return Event{Kind: EventText, Text: s} }
+func think(s string) Event { return Event{Kind: EventThinking, Text: s} }
+func sign(p, sig string) Event {
+	return Event{Kind: EventThinkingSignature, Provider: p, Signature: sig}
+}
+func redacted(d string) Event  { return Event{Kind: EventRedactedThinking, Text: d} }
+func done(reason string) Event { return Event{Kind: EventDone, StopReason: reason} }
+func tool(id, name, in string) Event {
+	return Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: id, Name: name, Input: json.RawMessage(in)}}
+}
+
+func TestWriter(t *testing.T) {
+	you := []string{"@You:", "x"}
+	cases := []struct {
+		name     string
+		existing []string
+		events   []Event
+		finish   func(w *Writer) []string
+		want     string // lines joined with "\n"; "" = no lines
+	}{
+		{"text", []string{"@You:", "Hi"}, []Event{text("Hel"), text("lo.\nSecond"), text(" line."), done("end_turn")}, nil,
+			"\n@Assistant:\nHello.\nSecond line.\n\n@You:\n"},
+		{"after a blank last line", []string{"@You:", "Hi", ""}, []Event{text("Yes.")}, nil,
+			"@Assistant:\nYes.\n\n@You:\n"},
+		{"empty buffer", nil, []Event{text("Yes.")}, nil, "@Assistant:\nYes.\n\n@You:\n"},
+		{"text ending in a newline", you, []Event{text("Done.\n")}, nil,
+			"\n@Assistant:\nDone.\n\n@You:\n"},
+		{"leading whitespace dropped", you, []Event{text("\n\n"), text("  \n"), text("\n  indented\nnext")}, nil,
+			"\n@Assistant:\n  indented\nnext\n\n@You:\n"},
+		{"leading tool block gets a blank line", you, []Event{tool("t1", "bash", `{"command":"ls","label":"l"}`)}, nil,
+			"\n@Assistant:\n\n**Tool Use:** `bash` (`t1`)\n\n```json\n{\"command\": \"ls\", \"label\": \"l\"}\n```\n\n@You:\n"},
+		{"text, tools, thinking", you, []Event{
+			think("Plan: "), think("read twice."), text("Reading."),
+			tool("t1", "read", `{"path":"a"}`), tool("t2", "read", `{"path":"b"}`),
+			sign("anthropic", "c2ln"), done("tool_use")}, nil,
+			"\n@Assistant:\nReading.\n\n**Tool Use:** `read` (`t1`)\n\n```json\n{\"path\": \"a\"}\n```\n\n**Tool Use:** `read` (`t2`)\n\n```json\n{\"path\": \"b\"}\n```\n\n" +
+				"<thinking anthropic:signature=\"c2ln\">\nPlan: read twice.\n</thinking>\n\n@You:\n"},
+		{"two thinking blocks and redacted stay together", you, []Event{
+			think("one"), sign("anthropic", "s1"), redacted("REDACTED"), think("two"), sign("anthropic", "s2"), text("Answer.")}, nil,
+			"\n@Assistant:\nAnswer.\n\n<thinking anthropic:signature=\"s1\">\none\n</thinking>\n<thinking redacted>\nREDACTED\n</thinking>\n<thinking anthropic:signature=\"s2\">\ntwo\n</thinking>\n\n@You:\n"},
+		{"signature only", you, []Event{text("Ok."), sign("vertex", "c2ln")}, nil,
+			"\n@Assistant:\nOk.\n\n<thinking vertex:signature=\"c2ln\">\n</thinking>\n\n@You:\n"},
+		{"unsigned thinking on completion", you, []Event{think(" pondering "), text("Ok.")}, nil,
+			"\n@Assistant:\nOk.\n\n<thinking>\npondering\n</thinking>\n\n@You:\n"},
+		{"thinking only", you, []Event{think("just thoughts"), sign("openai", "e30=")}, nil,
+			"\n@Assistant:\n<thinking openai:signature=\"e30=\">\njust thoughts\n</thinking>\n\n@You:\n"},
+		{"nothing written: no lines", you, []Event{text("\n"), {Kind: EventUsage, Usage: &Usage{}}, done("end_turn")}, nil, ""},
+		{"backticks in the input lengthen the fence", you, []Event{tool("t1", "write", "{\"content\":\"````go\\n```\"}")}, nil,
+			"\n@Assistant:\n\n**Tool Use:** `write` (`t1`)\n\n`````json\n{\"content\": \"````go\\n```\"}\n`````\n\n@You:\n"},
+		{"interrupted after text", you, []Event{text("Partial answ")}, func(w *Writer) []string { return w.Finish(true) },
+			"\n@Assistant:\nPartial answ\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
+		{"interrupted after a tool block", you, []Event{tool("t1", "ls", `{}`), text("more")}, func(w *Writer) []string { return w.Finish(true) },
+			"\n@Assistant:\n\n**Tool Use:** `ls` (`t1`)\n\n```json\n{}\n```\nmore\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
+		{"interrupted keeps signed thinking, drops the open one", you,
+			[]Event{think("done thinking"), sign("anthropic", "s1"), text("Half"), think("half a thou")}, func(w *Writer) []string { return w.Finish(true) },
+			"\n@Assistant:\nHalf\n\n<thinking anthropic:signature=\"s1\">\ndone thinking\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
+		{"interrupted before content: no lines", you, []Event{think("unsigned")}, func(w *Writer) []string { return w.Finish(true) }, ""},
+		{"error after content", you, []Event{text("Some")}, func(w *Writer) []string {
+			return w.FinishError(&Error{Provider: "anthropic", Message: "overloaded_error — Overloaded\n-->", Retryable: true})
+		}, "\n@Assistant:\nSome\n\n<!-- flemma:aborted: Response interrupted by an error: anthropic: overloaded_error — Overloaded -> -->\n\n@You:\n"},
+		{"error before content: no lines", you, nil, func(w *Writer) []string { return w.FinishError(errors.New("401")) }, ""},
+		{"windows newlines", you, []Event{text("a\r\nb")}, nil, "\n@Assistant:\na\nb\n\n@You:\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := NewWriter(tc.existing)
+			for _, e := range tc.events {
+				w.Add(e)
+			}
+			finish := tc.finish
+			if finish == nil {
+				finish = func(w *Writer) []string { return w.Finish(false) }
+			}
+			lines := finish(w)
+			got := strings.Join(lines, "\n")
+			if got != tc.want {
+				t.Errorf("lines:\n%q\nwant\n%q", got, tc.want)
+			}
+			if lines != nil {
+				parseOK(t, strings.Join(append(append([]string{}, tc.existing...), lines...), "\n"))
+			}
+		})
+	}
+}
+
+func TestWriterPlaceholder(t *testing.T) {
+	w := NewWriter([]string{"@You:", "Hi"})
+	if got := strings.Join(w.Lines(), "|"); got != "|@Assistant:" {
+		t.Errorf("placeholder = %q", got)
+	}
+	w.Add(text("\n"))
+	w.Add(think("hmm"))
+	if got := strings.Join(w.Lines(), "|"); got != "|@Assistant:" {
+		t.Errorf("after whitespace and thinking = %q", got)
+	}
+	w.Add(text("Yes"))
+	if got := strings.Join(w.Lines(), "|"); got != "|@Assistant:|Yes" {
+		t.Errorf("after text = %q", got)
+	}
+}
+
+// Lines only grow: all but the last line of an earlier result stay, and the
+// way a response is cut into events does not change the result.
+func TestWriterStablePrefix(t *testing.T) {
+	var full strings.Builder
+	for i := range 300 {
+		full.WriteString([]string{"word ", "two words ", "line end.\n", "\n", "`code` ", "é ", "\r\n"}[i%7])
+	}
+	body := full.String()
+	reference := NewWriter([]string{"x"})
+	reference.Add(text(body))
+	reference.Add(tool("t9", "ls", `{"path":"."}`))
+	reference.Add(text("tail"))
+	want := strings.Join(reference.Finish(false), "\n")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 20 {
+		w := NewWriter([]string{"x"})
+		prev := w.Lines()
+		check := func() {
+			cur := w.Lines()
+			if len(cur) < len(prev) {
+				t.Fatalf("trial %d: lines shrank from %d to %d", trial, len(prev), len(cur))
+			}
+			for i := 0; i < len(prev)-1; i++ {
+				if cur[i] != prev[i] {
+					t.Fatalf("trial %d: line %d changed from %q to %q", trial, i, prev[i], cur[i])
+				}
+			}
+			prev = cur
+		}
+		s := body
+		for len(s) > 0 {
+			n := min(len(s), 1+rng.IntN(12))
+			for n < len(s) && (s[n]&0xC0 == 0x80 || s[n-1] == '\r') { // whole runes and CRLF pairs
+				n++
+			}
+			w.Add(text(s[:n]))
+			s = s[n:]
+			check()
+		}
+		w.Add(tool("t9", "ls", `{"path":"."}`))
+		check()
+		w.Add(text("tail"))
+		check()
+		if got := strings.Join(w.Finish(false), "\n"); got != want {
+			t.Fatalf("trial %d: chunked result differs from the whole:\n%q\nwant\n%q", trial, got, want)
+		}
+	}
+}
+
+func TestDisplayJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1,"b":[1, 2,{"c":null}]}`:      `{"a": 1, "b": [1, 2, {"c": null}]}`,
+		`{"s":"a:b, c \"q\" \\", "t":"<&>"}`: `{"s": "a:b, c \"q\" \\", "t": "<&>"}`,
+		"  {\n \"k\" :\t\"v\"\n}\n":          `{"k": "v"}`,
+		`{"u":"\u00e9\n"}`:                   `{"u": "\u00e9\n"}`,
+		`not json`:                           `{}`,
+		``:                                   `{}`,
+	} {
+		if got := displayJSON([]byte(in)); got != want {
+			t.Errorf("displayJSON(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNormalizeToolID(t *testing.T) {
+	for in, want := range map[string]string{
+		"toolu_01ABC": "toolu_01ABC",
+		"urn:flemma:tool:calculator:6963a326cb51": "urn_flemma_tool_calculator_6963a326cb51",
+		"call.1:":               "call_1",
+		strings.Repeat("a", 70): strings.Repeat("a", 64),
+		"":                      "",
+	} {
+		if got := normalizeToolID(in); got != want {
+			t.Errorf("normalizeToolID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
