@@ -36,6 +36,12 @@ func TestMain(m *testing.M) {
 // Neovim fails the test instead of skipping it.
 func eachNvim(t *testing.T, setup string, fn func(t *testing.T, s *nvimtest.Session)) {
 	t.Helper()
+	eachNvimEnv(t, setup, nil, fn)
+}
+
+// eachNvimEnv is eachNvim with extra environment for Neovim and the host.
+func eachNvimEnv(t *testing.T, setup string, env []string, fn func(t *testing.T, s *nvimtest.Session)) {
+	t.Helper()
 	found, missing := nvimtest.Neovims()
 	if len(missing) > 0 {
 		msg := fmt.Sprintf("Neovim not found: %s (run scripts/provision-nvim.sh, or `make test` which does)", strings.Join(missing, ", "))
@@ -50,7 +56,7 @@ func eachNvim(t *testing.T, setup string, fn func(t *testing.T, s *nvimtest.Sess
 	for _, bin := range found {
 		bin := bin
 		t.Run("nvim-"+nvimtest.Version(bin), func(t *testing.T) {
-			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: t.TempDir(), Setup: setup})
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: t.TempDir(), Setup: setup, Env: env})
 			if err != nil {
 				t.Fatal(err)
 			}

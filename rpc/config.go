@@ -9,9 +9,24 @@ import (
 // msgpack map and is decoded through JSON so Lua's empty tables and numbers
 // are forgiving.
 type Config struct {
-	Provider string `json:"provider"`
-	Model    string `json:"model"`
-	Tools    struct {
+	Provider   string `json:"provider"`
+	Model      string `json:"model"`
+	Parameters struct {
+		MaxTokens      int            `json:"max_tokens"`
+		Temperature    *float64       `json:"temperature"`
+		Thinking       any            `json:"thinking"` // level, false, or a budget
+		CacheRetention string         `json:"cache_retention"`
+		Anthropic      map[string]any `json:"anthropic"`
+		OpenAI         map[string]any `json:"openai"`
+		Vertex         map[string]any `json:"vertex"`
+	} `json:"parameters"`
+	Providers map[string]struct {
+		BaseURL  string `json:"base_url"`
+		File     string `json:"file"` // replay: the script
+		Project  string `json:"project"`
+		Location string `json:"location"`
+	} `json:"providers"`
+	Tools struct {
 		Mode                 string                `json:"mode"`
 		RequireApproval      *bool                 `json:"require_approval"`
 		AutoApprove          json.RawMessage       `json:"auto_approve"`

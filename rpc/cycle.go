@@ -84,8 +84,24 @@ func diagnostics(doc *buffer.Document, fm *frontmatter.Result) []diag {
 	return out
 }
 
-// hCycle runs the next phase of the cycle that applies (<C-]>).
+// hCycle runs the next phase of the cycle that applies (<C-]>): the
+// user's press, which resets the autopilot counter.
 func (h *Host) hCycle(bufnr int) (map[string]any, error) {
+	return h.cycle(bufnr, false)
+}
+
+func (h *Host) cycle(bufnr int, auto bool) (map[string]any, error) {
+	h.mu.Lock()
+	st := h.state(bufnr)
+	streaming := st.streaming != nil
+	if !auto {
+		st.turns = 0
+		st.disarmed = false
+	}
+	h.mu.Unlock()
+	if streaming {
+		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
+	}
 	if n := h.running(bufnr); n > 0 {
 		return reply("busy", fmt.Sprintf("%d tool(s) still running in this buffer: wait, or press <C-c> to cancel them.", n), levelWarn), nil
 	}
@@ -95,9 +111,9 @@ func (h *Host) hCycle(bufnr int) (map[string]any, error) {
 	}
 	doc := parse(s.Lines)
 	if len(doc.Unresolved()) > 0 {
-		return h.categorize(bufnr, s, doc)
+		return h.categorize(bufnr, s, doc, auto)
 	}
-	return h.executeFrom(bufnr, "", s, doc)
+	return h.executeFrom(bufnr, "", s, doc, auto)
 }
 
 func statusFor(d approval.Decision) buffer.Status {
@@ -164,7 +180,7 @@ func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
 // categorize is phase 1: a placeholder for every tool use without a result,
 // its status from the approval chain. With nothing pending, phase 2 follows
 // at once.
-func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document) (map[string]any, error) {
+func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto bool) (map[string]any, error) {
 	pending := 0
 	outcomes := map[string]approval.Outcome{}
 	var diags []diag
@@ -222,7 +238,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document) (map[s
 	if pending > 0 {
 		return reply("categorize", "", 0), nil
 	}
-	return h.execute(bufnr, "")
+	return h.executeFrom(bufnr, "", nil, nil, auto)
 }
 
 // headerLineAfter finds the 1-based header line of id's result once edits
@@ -255,10 +271,10 @@ type job struct {
 // execute is phase 2: every placeholder is handled by its status. only, when
 // set, restricts it to one tool id (<M-CR>).
 func (h *Host) execute(bufnr int, only string) (map[string]any, error) {
-	return h.executeFrom(bufnr, only, nil, nil)
+	return h.executeFrom(bufnr, only, nil, nil, false)
 }
 
-func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Document) (map[string]any, error) {
+func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Document, auto bool) (map[string]any, error) {
 	var (
 		jobs         []job
 		firstPending string
@@ -372,40 +388,14 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 	if firstPending != "" || only != "" {
 		return reply("pending", "", 0), nil
 	}
-	return h.send(bufnr)
-}
-
-// send is phase 3. It refuses while any tool use lacks a real result.
-func (h *Host) send(bufnr int) (map[string]any, error) {
-	s, err := h.snapshot(bufnr)
-	if err != nil {
-		return nil, err
-	}
-	doc := parse(s.Lines)
-	for _, tu := range doc.ToolUses() {
-		r := doc.Result(tu.ID)
-		if r == nil {
-			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d has no result yet. Press <C-]> to categorize it.", tu.Name, tu.ID, tu.HeaderLine), levelError), nil
-		}
-		if r.Status != "" {
-			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d is still %s.", tu.Name, tu.ID, r.HeaderLine, r.Status), levelError), nil
-		}
-	}
-	h.mu.Lock()
-	provider := h.cfg.Provider
-	h.mu.Unlock()
-	return reply("send", fmt.Sprintf("Every tool call has its result. No provider is configured in this build (provider %q cannot send yet), so nothing was sent.", provider), levelWarn), nil
+	return h.startSend(bufnr, auto)
 }
 
 // startJobs runs approved tools in the background, at most max_concurrent
 // at a time, with the buffer locked until the last one finishes.
 func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	h.mu.Lock()
-	st := h.bufs[bufnr]
-	if st == nil {
-		st = &bufState{running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
-		h.bufs[bufnr] = st
-	}
+	st := h.state(bufnr)
 	ctxs := make([]context.Context, len(jobs))
 	for i, j := range jobs {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -459,13 +449,12 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		if remaining == 0 {
 			h.setModifiable(bufnr, true)
 		}
-		if continueCycle && autopilot {
-			if res, err := h.hCycle(bufnr); err != nil {
-				h.notify(err.Error(), levelError)
-			} else if msg, _ := res["message"].(string); msg != "" {
-				lvl, _ := res["level"].(int)
-				h.notify(msg, lvl)
-			}
+		h.mu.Lock()
+		disarmed := h.state(bufnr).disarmed
+		autopilot = h.autopilotFor(bufnr)
+		h.mu.Unlock()
+		if continueCycle && autopilot && !disarmed {
+			h.autoCycle(bufnr)
 		}
 	}()
 }
@@ -634,14 +623,25 @@ func (h *Host) hSetStatus(bufnr, line int, status, msg string) (map[string]any, 
 func (h *Host) hCancel(bufnr int) (map[string]any, error) {
 	h.mu.Lock()
 	n := 0
-	if st := h.bufs[bufnr]; st != nil {
-		for _, cancel := range st.running {
-			cancel()
-			n++
-		}
+	st := h.state(bufnr)
+	for _, cancel := range st.running {
+		cancel()
+		n++
 	}
+	streaming := st.streaming != nil
+	if streaming {
+		st.streaming()
+	}
+	wasArmed := !st.disarmed
+	st.disarmed = true // <C-c> also stops autopilot until the next press
 	h.mu.Unlock()
+	if streaming {
+		return reply("cancel", "", 0), nil // the stream reports "Response interrupted."
+	}
 	if n == 0 {
+		if wasArmed {
+			return reply("cancel", "Nothing is running in this buffer; autopilot is paused until your next <C-]>.", levelInfo), nil
+		}
 		return reply("cancel", "Nothing is running in this buffer.", levelInfo), nil
 	}
 	return reply("cancel", fmt.Sprintf("Cancelled %d running tool(s).", n), levelWarn), nil

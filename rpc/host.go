@@ -13,6 +13,7 @@ import (
 
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 )
 
@@ -28,22 +29,38 @@ type Host struct {
 	fm    *frontmatter.Evaluator
 	chain *approval.Chain
 
-	mu       sync.Mutex
-	cfg      Config
-	presets  *approval.Presets
-	bufs     map[int]*bufState
-	mirrors  map[int]*mirror
-	luaWait  waiters
-	refresh  refresher
-	bufFM    map[int]*frontmatter.Result // the latest evaluated frontmatter of each buffer
-	outcomes map[string]approval.Outcome // tool id -> the decision that categorized it
+	mu                sync.Mutex
+	cfg               Config
+	presets           *approval.Presets
+	bufs              map[int]*bufState
+	mirrors           map[int]*mirror
+	autopilotOverride *bool // :Flemma autopilot:enable|disable
+	luaWait           waiters
+	refresh           refresher
+	bufFM             map[int]*frontmatter.Result // the latest evaluated frontmatter of each buffer
+	outcomes          map[string]approval.Outcome // tool id -> the decision that categorized it
 }
 
 // bufState is what the host remembers of a buffer between steps: only the
 // running tools (the buffer text is the state of everything else).
 type bufState struct {
-	running map[string]context.CancelFunc // tool id -> cancel
-	started map[string]time.Time          // tool id -> when it left the queue
+	running     map[string]context.CancelFunc // tool id -> cancel
+	started     map[string]time.Time          // tool id -> when it left the queue
+	streaming   context.CancelFunc            // the response being received, if any
+	turns       int                           // consecutive autopilot sends
+	disarmed    bool                          // <C-c> stopped autopilot until the next press
+	lastUsage   *provider.Usage
+	lastFlushes int
+}
+
+// state returns the buffer's state, creating it. Call with h.mu held.
+func (h *Host) state(bufnr int) *bufState {
+	st := h.bufs[bufnr]
+	if st == nil {
+		st = &bufState{running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
+		h.bufs[bufnr] = st
+	}
+	return st
 }
 
 // NewHost returns a host with default configuration.
@@ -84,7 +101,9 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 		"flemma.bench_run":           h.hBenchRun,
 		"flemma.set_result":          h.hSetResult,
 		"flemma.refresh":             h.hRefresh,
-		"flemma.send":                h.send,
+		"flemma.send":                func(bufnr int) (map[string]any, error) { return h.startSend(bufnr, false) },
+		"flemma.autopilot":           h.hAutopilot,
+		"flemma.switch":              h.hSwitch,
 		"flemma.execute_at":          h.hExecuteAt,
 		"flemma.set_status":          h.hSetStatus,
 		"flemma.cancel":              h.hCancel,
@@ -184,6 +203,13 @@ func (h *Host) hHealth() (map[string]any, error) {
 		lines = append(lines, line{"warn", "hidden tools: " + strings.Join(hidden, "; ")})
 	}
 	lines = append(lines, line{"info", fmt.Sprintf("approval resolvers: %s", h.resolverNames())})
+	for _, name := range []string{"anthropic", "openai", "vertex"} {
+		if ok, src := provider.Credentials(name, nil); ok {
+			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", name, src)})
+		} else {
+			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", name, src)})
+		}
+	}
 	return map[string]any{"version": h.Version, "lines": lines}, nil
 }
 
@@ -217,11 +243,31 @@ func (h *Host) hTools(bufnr int, filter string) (map[string]any, error) {
 }
 
 func (h *Host) hStatus(bufnr int) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	var fm *frontmatter.Result
+	if err == nil {
+		fm = h.evalFrontmatter(bufnr, parse(s.Lines))
+	}
+	name, params, _ := h.request(fm)
 	h.mu.Lock()
-	cfg := h.cfg
+	auto := h.autopilotFor(bufnr)
+	st := h.state(bufnr)
+	usage, turns := st.lastUsage, st.turns
 	h.mu.Unlock()
-	text := fmt.Sprintf("provider: %s  model: %s  autopilot: %v  tools: %s\nresolvers: %s",
-		cfg.Provider, orNone(cfg.Model), cfg.autopilot(), strings.Join(h.Registry.Names(), ", "), h.resolverNames())
+	var tools []string
+	for _, d := range h.toolDefs(fm) {
+		tools = append(tools, d.Name)
+	}
+	cred, src := provider.Credentials(name, nil)
+	credText := "missing"
+	if cred {
+		credText = "from " + src
+	}
+	text := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%d thinking=%q cache_retention=%q\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
+		name, orNone(params.Model), credText, params.MaxTokens, params.Thinking, params.CacheRetention, auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
+	if usage != nil {
+		text += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
+	}
 	return map[string]any{"text": text}, nil
 }
 

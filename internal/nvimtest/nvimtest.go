@@ -90,7 +90,10 @@ func Start(o Options) (*Session, error) {
 	// another version's runtime.
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "VIMRUNTIME=") && !strings.HasPrefix(kv, "VIM=") {
+		// Provider credentials are left out too: tests and the demo must
+		// never reach a real provider; Options.Env adds what a test needs.
+		if !strings.HasPrefix(kv, "VIMRUNTIME=") && !strings.HasPrefix(kv, "VIM=") &&
+			!strings.HasPrefix(kv, "ANTHROPIC_") && !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "VERTEX_") {
 			env = append(env, kv)
 		}
 	}

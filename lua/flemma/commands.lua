@@ -75,6 +75,18 @@ M.subcommands = {
       notify(res.text)
     end
   end,
+  ["autopilot:enable"] = function()
+    host_call("flemma.autopilot", "enable")
+  end,
+  ["autopilot:disable"] = function()
+    host_call("flemma.autopilot", "disable")
+  end,
+  ["autopilot:status"] = function()
+    host_call("flemma.autopilot", "status")
+  end,
+  switch = function(args)
+    host_call("flemma.switch", table.concat(args, " "))
+  end,
   status = function()
     local res = host_call("flemma.status", buf())
     if res and type(res.text) == "string" then

@@ -15,7 +15,9 @@ M.defaults = {
     openai = {},
     vertex = {},
   },
-  providers = { anthropic = {}, openai = {}, vertex = {} },
+  -- base_url per provider (proxies, gateways, local servers); replay = { file = "script.sse" }
+  -- answers from a recorded script instead of a network (demos, tests).
+  providers = { anthropic = {}, openai = {}, vertex = {}, replay = {} },
   host = {
     cmd = nil, -- default: <plugin>/bin/flemma-host, then flemma-host on $PATH
     log_file = nil, -- default: stdpath("state")/flemma/host.log

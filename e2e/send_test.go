@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+// sse builds an Anthropic Messages stream: text, then tool calls.
+func sse(text string, calls ...[3]string) string {
+	var b strings.Builder
+	ev := func(name string, data any) {
+		j, _ := json.Marshal(data)
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", name, j)
+	}
+	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "content": []any{}, "model": "test-model", "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})
+	idx := 0
+	if text != "" {
+		ev("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
+		for _, w := range strings.SplitAfter(text, " ") {
+			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": w}})
+		}
+		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	stop := "end_turn"
+	for _, c := range calls { // {id, name, input json}
+		stop = "tool_use"
+		ev("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "tool_use", "id": c[0], "name": c[1], "input": map[string]any{}}})
+		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": c[2]}})
+		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 34}})
+	ev("message_stop", map[string]any{"type": "message_stop"})
+	return b.String()
+}
+
+// fakeAnthropic serves turns[i] to the request that carries i assistant
+// messages; it records the request bodies.
+type fakeAnthropic struct {
+	mu     sync.Mutex
+	turns  []string
+	bodies []map[string]any
+	slow   time.Duration // pause between events
+	status int           // answer this HTTP status with a JSON error instead
+}
+
+func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	f.mu.Lock()
+	f.bodies = append(f.bodies, body)
+	f.mu.Unlock()
+	if r.Header.Get("x-api-key") != "test-key" {
+		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, 401)
+		return
+	}
+	if f.status != 0 {
+		w.WriteHeader(f.status)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+		return
+	}
+	n := 0
+	msgs, _ := body["messages"].([]any)
+	for _, m := range msgs {
+		if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
+			n++
+		}
+	}
+	if n >= len(f.turns) {
+		http.Error(w, "no more turns", 500)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, chunk := range strings.SplitAfter(f.turns[n], "\n\n") {
+		fmt.Fprint(w, chunk)
+		w.(http.Flusher).Flush()
+		if f.slow > 0 {
+			select {
+			case <-time.After(f.slow):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+}
+
+func sendSetup(url, extra string) string {
+	return `{ providers = { anthropic = { base_url = "` + url + `" } }, model = "test-model"` + extra + ` }`
+}
+
+func eachNvimSend(t *testing.T, f *fakeAnthropic, extra string, fn func(t *testing.T, s *nvimtest.Session)) {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	eachNvimEnv(t, sendSetup(srv.URL, extra), []string{"ANTHROPIC_API_KEY=test-key"}, func(t *testing.T, s *nvimtest.Session) {
+		f.mu.Lock()
+		f.bodies = nil // one server serves every Neovim version in turn
+		f.mu.Unlock()
+		fn(t, s)
+	})
+}
+
+const question = "@You:\nWhat is 6*7?\n"
+
+func TestSendStreamsResponse(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{sse("It is 42.")}}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "q.chat", question)
+		press(t, s, "<C-]>")
+		waitText(t, s, "@You:\nWhat is 6*7?\n\n@Assistant:\nIt is 42.\n\n@You:\n")
+		if got := cursorLine(t, s); got != 8 {
+			t.Errorf("cursor on line %d, want 8 (under the new @You:)", got)
+		}
+		f.mu.Lock()
+		body := f.bodies[len(f.bodies)-1]
+		f.mu.Unlock()
+		if body["model"] != "test-model" || body["stream"] != true {
+			t.Errorf("request = %v", body)
+		}
+		tools, _ := body["tools"].([]any)
+		if len(tools) == 0 {
+			t.Errorf("the request carried no tools: %v", body)
+		}
+	})
+}
+
+// TestAutopilotTwoTurns: a response with an auto-approved call runs it and
+// sends again by itself, to the final answer.
+func TestAutopilotTwoTurns(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{
+		sse("Let me compute.", [3]string{"toolu_a1", "calculator", `{"expression": "6*7", "label": null}`}),
+		sse("6*7 is 42."),
+	}}
+	eachNvimSend(t, f, `, tools = { auto_approve = { "calculator" } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "auto.chat", question)
+		press(t, s, "<C-]>")
+		want := "@You:\nWhat is 6*7?\n\n@Assistant:\nLet me compute.\n\n**Tool Use:** `calculator` (`toolu_a1`)\n\n```json\n{\"expression\": \"6*7\", \"label\": null}\n```\n\n@You:\n\n**Tool Result:** `toolu_a1`\n\n```\n42\n```\n\n@Assistant:\n6*7 is 42.\n\n@You:\n"
+		got, err := s.Wait(15*time.Second, func(x string) bool { return strings.Contains(x, "6*7 is 42.") && strings.HasSuffix(x, "@You:\n") })
+		if err != nil || got != want {
+			t.Fatalf("buffer:\n%s\n\nwant:\n%s", got, want)
+		}
+		f.mu.Lock()
+		second := f.bodies[1]
+		f.mu.Unlock()
+		b, _ := json.Marshal(second["messages"])
+		if !strings.Contains(string(b), `"tool_result"`) || !strings.Contains(string(b), `"42"`) {
+			t.Errorf("second request lacks the tool result: %s", b)
+		}
+	})
+}
+
+// TestAutopilotPausesOnPending: a call that needs approval stops the loop.
+func TestAutopilotPausesOnPending(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{
+		sse("", [3]string{"toolu_p1", "calculator", `{"expression": "1+1", "label": null}`}),
+	}}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "pause.chat", question)
+		press(t, s, "<C-]>")
+		got, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "status=pending") })
+		if err != nil {
+			t.Fatalf("no pending placeholder:\n%s\nmessages: %s", got, s.Messages())
+		}
+		time.Sleep(200 * time.Millisecond)
+		f.mu.Lock()
+		n := len(f.bodies)
+		f.mu.Unlock()
+		if n != 1 {
+			t.Errorf("%d requests; autopilot should have paused on the pending call", n)
+		}
+	})
+}
+
+// TestAutopilotMaxTurns: max_turns = 1 stops the loop with a message.
+func TestAutopilotMaxTurns(t *testing.T) {
+	call := func(id string) string {
+		return sse("again", [3]string{id, "calculator", `{"expression": "1+1", "label": null}`})
+	}
+	f := &fakeAnthropic{turns: []string{call("t1"), call("t2"), call("t3"), call("t4")}}
+	eachNvimSend(t, f, `, tools = { auto_approve = { "calculator" }, autopilot = { enabled = true, max_turns = 1 } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "max.chat", question)
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(15*time.Second, func(string) bool {
+			return strings.Contains(s.Messages(), "Autopilot stopped after 1 consecutive turns")
+		}); err != nil {
+			t.Fatalf("no max_turns message; messages:\n%s\nbuffer:\n%s", s.Messages(), text(t, s))
+		}
+		f.mu.Lock()
+		n := len(f.bodies)
+		f.mu.Unlock()
+		if n != 2 {
+			t.Errorf("%d requests, want 2 (the user's send and one autopilot turn)", n)
+		}
+	})
+}
+
+// TestSendAbort: <C-c> mid-stream keeps the partial text, marked.
+func TestSendAbort(t *testing.T) {
+	long := strings.Repeat("word ", 200)
+	f := &fakeAnthropic{turns: []string{sse(long)}, slow: 10 * time.Millisecond}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "abort.chat", question)
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(5*time.Second, func(x string) bool { return strings.Contains(x, "word word") }); err != nil {
+			t.Fatalf("nothing streamed: %s", text(t, s))
+		}
+		var modifiable bool
+		if err := s.Lua(&modifiable, "return vim.bo.modifiable"); err != nil || modifiable {
+			t.Errorf("buffer modifiable while streaming = %v, %v", modifiable, err)
+		}
+		press(t, s, "<C-c>")
+		got, err := s.Wait(5*time.Second, func(x string) bool {
+			return strings.Contains(x, "<!-- flemma:aborted: Response interrupted by the user. -->") && strings.HasSuffix(x, "@You:\n")
+		})
+		if err != nil {
+			t.Fatalf("no abort marker:\n%s", got)
+		}
+		if !strings.HasPrefix(got, question+"\n@Assistant:\nword word") {
+			t.Errorf("partial response not kept:\n%s", got)
+		}
+		if err := s.Lua(&modifiable, "return vim.bo.modifiable"); err != nil || !modifiable {
+			t.Errorf("buffer not modifiable after the abort")
+		}
+	})
+}
+
+// TestSendErrors: an HTTP error is one readable notification and the buffer
+// is left exactly as it was.
+func TestSendErrors(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{sse("never")}, status: 529}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "err.chat", question)
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(5*time.Second, func(string) bool { return strings.Contains(s.Messages(), "Overloaded") }); err != nil {
+			t.Fatalf("no error notification; messages:\n%s", s.Messages())
+		}
+		if got := text(t, s); got != strings.TrimSuffix(question, "\n") {
+			t.Errorf("buffer changed by a failed send:\n%q", got)
+		}
+	})
+}

@@ -1,0 +1,483 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/shlex"
+
+	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/provider"
+)
+
+// flushEvery bounds buffer updates while a response streams in.
+const flushEvery = 16 * time.Millisecond
+
+// request is the provider, model and parameters of one send: setup, then
+// :Flemma switch, then the buffer's frontmatter.
+func (h *Host) request(fm *frontmatter.Result) (string, provider.Params, provider.Config) {
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	name := cfg.Provider
+	p := provider.Params{Model: cfg.Model, MaxTokens: cfg.Parameters.MaxTokens, Temperature: cfg.Parameters.Temperature,
+		CacheRetention: cfg.Parameters.CacheRetention, Thinking: thinkingString(cfg.Parameters.Thinking)}
+	sections := map[string]map[string]any{"anthropic": cfg.Parameters.Anthropic, "openai": cfg.Parameters.OpenAI, "vertex": cfg.Parameters.Vertex}
+	if fm != nil {
+		o := fm.Opts
+		if o.Provider != nil {
+			name = *o.Provider
+		}
+		if o.Model != nil {
+			p.Model = *o.Model
+		}
+		if o.MaxTokens != nil {
+			p.MaxTokens = *o.MaxTokens
+		}
+		if o.Temperature != nil {
+			p.Temperature = o.Temperature
+		}
+		if o.Thinking != nil {
+			p.Thinking = *o.Thinking
+		}
+		if o.CacheRetention != nil {
+			p.CacheRetention = *o.CacheRetention
+		}
+		for sec, m := range map[string]map[string]any{"anthropic": o.Anthropic, "openai": o.OpenAI, "vertex": o.Vertex} {
+			if m == nil {
+				continue
+			}
+			merged := map[string]any{}
+			for k, v := range sections[sec] {
+				merged[k] = v
+			}
+			for k, v := range m {
+				merged[k] = v
+			}
+			sections[sec] = merged
+		}
+	}
+	p.Extra = sections[name]
+	pc := provider.Config{}
+	if c, ok := cfg.Providers[name]; ok {
+		pc.BaseURL, pc.ReplayFile, pc.Project, pc.Location = c.BaseURL, c.File, c.Project, c.Location
+	}
+	return name, p, pc
+}
+
+func thinkingString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case bool:
+		if !x {
+			return "off"
+		}
+		return "medium"
+	case float64:
+		return strconv.Itoa(int(x))
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// toolDefs are the tools a buffer sends: its flemma.opt.tools selection, or
+// every usable tool enabled by default; none when tools.mode is disabled.
+func (h *Host) toolDefs(fm *frontmatter.Result) []provider.ToolDef {
+	if h.mode() == "disabled" {
+		return nil
+	}
+	var names []string
+	if fm != nil && fm.Opts.Tools != nil {
+		names = append(names, fm.Opts.Tools...)
+	} else {
+		for _, t := range h.Registry.All() {
+			if t.Spec().Enabled {
+				names = append(names, t.Spec().Name)
+			}
+		}
+	}
+	sort.Strings(names)
+	var out []provider.ToolDef
+	for _, n := range names {
+		t, ok := h.Registry.Lookup(n)
+		if !ok {
+			continue
+		}
+		s := t.Spec()
+		out = append(out, provider.ToolDef{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema, Strict: s.Strict})
+	}
+	return out
+}
+
+// startSend is phase 3: the conversation goes to the provider and the
+// response streams into the buffer. auto is true when autopilot sends.
+func (h *Host) startSend(bufnr int, auto bool) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	for _, tu := range doc.ToolUses() {
+		r := doc.Result(tu.ID)
+		if r == nil {
+			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d has no result yet. Press <C-]> to categorize it.", tu.Name, tu.ID, tu.HeaderLine), levelError), nil
+		}
+		if r.Status != "" {
+			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d is still %s.", tu.Name, tu.ID, r.HeaderLine, r.Status), levelError), nil
+		}
+	}
+	fm := h.evalFrontmatter(bufnr, doc)
+	if fm.Blocking() {
+		return h.blocked(bufnr, diagnostics(doc, fm))
+	}
+	name, params, pcfg := h.request(fm)
+	system, msgs, err := provider.FromDocument(doc, name)
+	if err != nil {
+		return reply("send", "Cannot send: "+err.Error(), levelError), nil
+	}
+	if len(msgs) == 0 {
+		return reply("send", "Nothing to send: write a message under @You: first.", levelWarn), nil
+	}
+	prov, err := provider.New(name, pcfg)
+	if err != nil {
+		return reply("send", err.Error(), levelError), nil
+	}
+	if ok, src := provider.Credentials(name, nil); !ok {
+		// Say so before touching the buffer.
+		return reply("send", fmt.Sprintf("%s: no credential: set %s in the environment Neovim starts from. Nothing was sent.", name, src), levelError), nil
+	}
+	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(fm), Params: params}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	h.mu.Lock()
+	st := h.state(bufnr)
+	if st.streaming != nil {
+		h.mu.Unlock()
+		cancel()
+		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
+	}
+	st.streaming = cancel
+	if !auto {
+		st.turns = 0
+		st.disarmed = false
+	}
+	h.mu.Unlock()
+
+	last := s.Lines
+	if len(last) > 3 {
+		last = last[len(last)-3:]
+	}
+	w := provider.NewWriter(last)
+	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines, tick: s.Tick, r: len(s.Lines)}
+	if err := sw.write(w.Lines(), false, true); err != nil {
+		h.endStream(bufnr)
+		return nil, err
+	}
+	h.logf("send: %s model=%q, %d messages, %d tools", name, params.Model, len(msgs), len(req.Tools))
+	go h.stream(ctx, prov, req, w, sw)
+	return reply("send", "", 0), nil
+}
+
+// streamWrite replaces the response region [r, end) of a buffer, checking
+// changedtick: the buffer is locked while streaming, so a change means
+// something else edited it.
+type streamWrite struct {
+	h     *Host
+	bufnr int
+	base  []string // the buffer before the response
+	tick  int
+	r     int
+	prev  int // lines of the region now
+}
+
+func (sw *streamWrite) write(lines []string, final, first bool) error {
+	opts := applyOpts{Join: !first, UndoBreak: first}
+	locked := final
+	opts.Modifiable = &locked
+	if final {
+		opts.Cursor = sw.r + len(lines)
+	}
+	edit := buffer.Edit{Start: sw.r, End: sw.r + sw.prev, Lines: lines}
+	for attempt := 0; attempt < 3; attempt++ {
+		res, err := sw.h.apply(sw.bufnr, sw.tick, []buffer.Edit{edit}, opts)
+		if err != nil {
+			return err
+		}
+		if res.OK {
+			sw.tick, sw.prev = res.Tick, len(lines)
+			if final {
+				all := append(append([]string{}, sw.base...), lines...)
+				sw.h.remember(sw.bufnr, res.Tick, all)
+			}
+			return nil
+		}
+		// Someone changed the buffer: carry on only if our region is intact.
+		s, err := sw.h.snapshot(sw.bufnr)
+		if err != nil {
+			return err
+		}
+		if len(s.Lines) != sw.r+sw.prev || !equal(s.Lines[:sw.r], sw.base) {
+			return errors.New("the buffer was changed while the response was streaming; the rest of the response was not written")
+		}
+		sw.tick = s.Tick
+	}
+	return errors.New("the buffer kept changing while the response was streaming")
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// stream runs the request and writes the response as it arrives, at most
+// one buffer update per flushEvery.
+func (h *Host) stream(ctx context.Context, prov provider.Provider, req provider.Request, w *provider.Writer, sw *streamWrite) {
+	events := make(chan provider.Event, 1024)
+	done := make(chan error, 1)
+	go func() {
+		done <- prov.Stream(ctx, req, func(e provider.Event) { events <- e })
+	}()
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	var (
+		dirty    bool
+		writeErr error
+		toolUses int
+		usage    *provider.Usage
+		flushes  int
+		started  = time.Now()
+	)
+	flush := func() {
+		if !dirty || writeErr != nil {
+			return
+		}
+		dirty = false
+		flushes++
+		if err := sw.write(w.Lines(), false, false); err != nil {
+			writeErr = err
+			h.cancelStream(sw.bufnr)
+		}
+	}
+	add := func(e provider.Event) {
+		w.Add(e)
+		dirty = true
+		switch e.Kind {
+		case provider.EventToolUse:
+			toolUses++
+			flush()
+		case provider.EventUsage:
+			usage = e.Usage
+		}
+	}
+	var streamErr error
+loop:
+	for {
+		select {
+		case e := <-events:
+			add(e)
+		case <-tick.C:
+			flush()
+		case streamErr = <-done:
+			break loop
+		}
+	}
+	for len(events) > 0 {
+		add(<-events)
+	}
+	var final []string
+	switch {
+	case writeErr != nil:
+		final = w.FinishError(writeErr)
+		streamErr = writeErr
+	case streamErr == nil:
+		final = w.Finish(false)
+	case errors.Is(streamErr, context.Canceled):
+		final = w.Finish(true)
+	default:
+		final = w.FinishError(streamErr)
+	}
+	if err := sw.write(final, true, false); err != nil {
+		h.logf("send: final write: %v", err)
+		h.notify("could not write the end of the response: "+err.Error(), levelError)
+		h.setModifiable(sw.bufnr, true)
+	}
+	h.logf("send: done in %s, %d buffer updates, %d tool calls, usage %+v, err %v", time.Since(started), flushes+2, toolUses, usage, streamErr)
+	h.mu.Lock()
+	st := h.state(sw.bufnr)
+	st.lastUsage = usage
+	st.lastFlushes = flushes + 2
+	h.mu.Unlock()
+	h.endStream(sw.bufnr)
+	switch {
+	case errors.Is(streamErr, context.Canceled):
+		h.notify("Response interrupted.", levelWarn)
+		return
+	case streamErr != nil:
+		h.notify(streamErr.Error(), levelError)
+		return
+	}
+	if usage != nil {
+		h.notify(fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens), levelInfo)
+	}
+	if toolUses > 0 {
+		h.autopilotContinue(sw.bufnr)
+	}
+}
+
+// autopilotContinue chains the next cycle after a response with tool calls.
+func (h *Host) autopilotContinue(bufnr int) {
+	h.mu.Lock()
+	st := h.state(bufnr)
+	on := h.autopilotFor(bufnr)
+	max := h.cfg.Tools.Autopilot.MaxTurns
+	if max <= 0 {
+		max = 100
+	}
+	if !on || st.disarmed {
+		h.mu.Unlock()
+		return
+	}
+	if st.turns >= max {
+		h.mu.Unlock()
+		h.notify(fmt.Sprintf("Autopilot stopped after %d consecutive turns (tools.autopilot.max_turns = %d). Press <C-]> to go on.", st.turns, max), levelWarn)
+		return
+	}
+	st.turns++
+	h.mu.Unlock()
+	h.autoCycle(bufnr)
+}
+
+// autoCycle runs the next phase on autopilot's behalf and shows its message.
+func (h *Host) autoCycle(bufnr int) {
+	res, err := h.cycle(bufnr, true)
+	if err != nil {
+		h.notify(err.Error(), levelError)
+		return
+	}
+	if msg, _ := res["message"].(string); msg != "" {
+		lvl, _ := res["level"].(int)
+		h.notify(msg, lvl)
+	}
+}
+
+// autopilotFor: the buffer's frontmatter, else :Flemma autopilot, else setup.
+// Call with h.mu held.
+func (h *Host) autopilotFor(bufnr int) bool {
+	if fm := h.bufFM[bufnr]; fm != nil && fm.Opts.Autopilot != nil {
+		return *fm.Opts.Autopilot
+	}
+	if h.autopilotOverride != nil {
+		return *h.autopilotOverride
+	}
+	return h.cfg.autopilot()
+}
+
+func (h *Host) cancelStream(bufnr int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.state(bufnr)
+	if st.streaming == nil {
+		return false
+	}
+	st.streaming()
+	return true
+}
+
+func (h *Host) endStream(bufnr int) {
+	h.mu.Lock()
+	if st := h.bufs[bufnr]; st != nil {
+		st.streaming = nil
+	}
+	h.mu.Unlock()
+}
+
+func (h *Host) hAutopilot(action string) (map[string]any, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch action {
+	case "enable", "disable":
+		on := action == "enable"
+		h.autopilotOverride = &on
+	case "status":
+	default:
+		return reply("none", "usage: :Flemma autopilot:enable|disable|status", levelWarn), nil
+	}
+	state := "enabled"
+	if !h.cfg.autopilot() && h.autopilotOverride == nil || h.autopilotOverride != nil && !*h.autopilotOverride {
+		state = "disabled"
+	}
+	max := h.cfg.Tools.Autopilot.MaxTurns
+	return reply("autopilot", fmt.Sprintf("Autopilot %s (max_turns %d; a buffer's flemma.opt.tools.autopilot overrides this).", state, max), levelInfo), nil
+}
+
+// hSwitch is :Flemma switch <provider> [model] [key=value…].
+func (h *Host) hSwitch(args string) (map[string]any, error) {
+	words, err := shlex.Split(args)
+	if err != nil {
+		return reply("none", "switch: "+err.Error(), levelError), nil
+	}
+	if len(words) == 0 {
+		return reply("none", "usage: :Flemma switch <provider> [model] [key=value…] (providers: "+strings.Join(provider.Names(), ", ")+")", levelWarn), nil
+	}
+	name := words[0]
+	known := false
+	for _, n := range provider.Names() {
+		known = known || n == name
+	}
+	if !known {
+		return reply("none", fmt.Sprintf("unknown provider %q (known: %s)", name, strings.Join(provider.Names(), ", ")), levelError), nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cfg := h.cfg
+	cfg.Provider = name
+	cfg.Model = ""
+	rest := words[1:]
+	if len(rest) > 0 && !strings.Contains(rest[0], "=") {
+		cfg.Model = rest[0]
+		rest = rest[1:]
+	}
+	for _, kv := range rest {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return reply("none", fmt.Sprintf("switch: %q is not key=value", kv), levelError), nil
+		}
+		switch k {
+		case "max_tokens":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return reply("none", "switch: max_tokens must be a number", levelError), nil
+			}
+			cfg.Parameters.MaxTokens = n
+		case "temperature":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return reply("none", "switch: temperature must be a number", levelError), nil
+			}
+			cfg.Parameters.Temperature = &f
+		case "thinking":
+			cfg.Parameters.Thinking = v
+		case "cache_retention":
+			cfg.Parameters.CacheRetention = v
+		default:
+			return reply("none", fmt.Sprintf("switch: unknown parameter %q (max_tokens, temperature, thinking, cache_retention)", k), levelError), nil
+		}
+	}
+	h.cfg = cfg
+	return reply("switch", fmt.Sprintf("Provider %s, model %s.", cfg.Provider, orNone(cfg.Model)), levelInfo), nil
+}
