@@ -133,9 +133,3 @@ func cleanLuaErr(err error) string {
 	}
 	return strings.TrimSpace(msg)
 }
-
-// Builtins returns every built-in tool. A test registers them all so a
-// misdefined one fails the build's tests, not a user's editor.
-func Builtins() []Tool {
-	return []Tool{Calculator(), CalculatorAsync()}
-}

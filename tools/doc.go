@@ -13,6 +13,34 @@
 //  4. run: Executor.Run validates the input, enforces the timeout, recovers
 //     panics, and turns every failure into a Result the model can read.
 //
+// The built-ins (Builtins: bash, read, write, edit, grep, find, ls,
+// calculator, calculator_async) follow reference §7 for their schemas and
+// messages. They are configured per call through Call.Env (sandbox,
+// truncation limits, the read log of stale-file protection, shell, …), so a
+// change of setup applies to the next call; a nil Env means SPEC §12's
+// defaults.
+//
+// Security, in the order a call meets it:
+//
+//   - paths: every path is resolved (`~`, relative to the chat file's
+//     directory, `..`, symlinks) before Sandbox.CheckRead / CheckWrite judge
+//     it; writes must land inside a writable root; deny_read globs (matched
+//     case- and Unicode-insensitively) refuse reads and writes; per-process
+//     files under /proc are never read, /proc, /sys and /dev never written;
+//   - files: reads and writes open the resolved path component by component
+//     without following symlinks (openat + O_NOFOLLOW on Linux), writes go
+//     to a temporary file in the verified directory and are renamed into
+//     place after the directory is verified again;
+//   - edit: refused when the file's content hash differs from what the model
+//     last read in this conversation (ReadLog);
+//   - commands: bash runs as `<shell> -c` in its own process group (killed as
+//     a group on cancel or timeout), with env_deny variables removed
+//     (ScrubEnv), under bubblewrap when the sandbox is enabled and works
+//     (DetectBackend, Sandbox.WrapCommand);
+//   - output: Finish strips terminal control sequences (Sanitize) and
+//     replaces the values of secret variables by [redacted] (Redact) before
+//     any text enters the buffer.
+//
 // It is the only package (with provider) that touches the filesystem or starts
 // processes.
 package tools

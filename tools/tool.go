@@ -41,6 +41,9 @@ type Call struct {
 	Bufnr  int
 	Cwd    string
 	Buffer string // full path of the .chat file, "" when unsaved
+	// Env configures the built-ins for this call (sandbox, truncation,
+	// read log, shell, …); nil means the defaults.
+	Env *Env
 }
 
 // Output is what a tool produced. Exactly one of Text or JSON is used: JSON

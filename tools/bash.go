@@ -1,0 +1,236 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// BashInput is the input of bash (reference §7.1).
+type BashInput struct {
+	Command string   `json:"command" desc:"The shell command to run"`
+	Label   string   `json:"label" desc:"A short human-readable label for this operation"`
+	Timeout *float64 `json:"timeout" desc:"Timeout in seconds (default: 30)"`
+}
+
+// Bash is the bash built-in: `<shell> -c <command>` in the chat file's
+// directory, stdout and stderr merged, the environment scrubbed of secrets,
+// under bubblewrap when the sandbox is enabled and works. The output is
+// tail-truncated and the full output saved to a file named in the notice.
+func Bash() Tool {
+	return Typed(Spec{
+		Name: "bash",
+		Description: "Run a shell command (bash -c) in the chat file's directory; stdout and stderr are merged. " +
+			"Output is truncated to the last 2000 lines or 50KB, whichever comes first; the full output is then saved " +
+			"to a temporary file named in the notice. A non-zero exit code makes the call fail, with the code shown. " +
+			"Commands that wait for input get none (stdin is /dev/null).",
+		Capabilities: []string{"can_auto_approve_if_sandboxed"},
+		Tags:         []string{"shell", "command"},
+		Async:        true,
+		Enabled:      true,
+		// bash enforces its own timeout (the input's, else
+		// tools.default_timeout, capped by Env.MaxTimeout) so that it can
+		// report it in the reference's words; the executor's deadline is
+		// only a backstop.
+		Timeout: 24 * time.Hour,
+	}, runBash)
+}
+
+// killGrace is how long a command may take to exit after SIGTERM before its
+// process group gets SIGKILL.
+var killGrace = time.Second
+
+// Output capture bounds: the first captureHead bytes and the last
+// captureTail bytes are kept; what lies between is counted and dropped.
+const (
+	captureHead = 8 << 20
+	captureTail = 8 << 20
+)
+
+func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return Output{}, errors.New("No command provided")
+	}
+	env := call.Env
+	def, max := env.timeouts()
+	timeout := def
+	if in.Timeout != nil && *in.Timeout > 0 {
+		timeout = time.Duration(*in.Timeout * float64(time.Second))
+	}
+	timeout = min(timeout, max)
+
+	sb, err := env.sandbox(call)
+	if err != nil {
+		return Output{}, fmt.Errorf("Sandbox error: %v", err)
+	}
+	argv, err := sb.WrapCommand([]string{env.shell(), "-c", in.Command})
+	if err != nil {
+		return Output{}, fmt.Errorf("Sandbox error: %v", err)
+	}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return Output{}, &Internal{Err: err}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = env.WorkDir(call)
+	cmd.Env = env.commandEnv()
+	cmd.Stdout, cmd.Stderr = pw, pw // one pipe: stderr interleaved with stdout
+	setProcessGroup(cmd)
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		reason := fsReason(err)
+		if errors.Is(err, exec.ErrNotFound) {
+			reason = argv[0] + " not found"
+		}
+		if reason == "" {
+			return Output{}, &Internal{Err: err}
+		}
+		return Output{}, fmt.Errorf("Failed to start command: %s", reason)
+	}
+
+	var out capture
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(&out, pr)
+		close(copied)
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var waitErr error
+	timedOut, canceled := false, false
+	select {
+	case waitErr = <-exited:
+	case <-timer.C:
+		timedOut = true
+		waitErr = killGroup(cmd, exited)
+	case <-ctx.Done():
+		canceled = true
+		waitErr = killGroup(cmd, exited)
+	}
+	// Background children may still hold the pipe: read what they wrote
+	// so far, then stop reading.
+	select {
+	case <-copied:
+	case <-time.After(250 * time.Millisecond):
+		pr.Close()
+		<-copied
+	}
+	pr.Close()
+	if canceled {
+		return Output{}, ctx.Err()
+	}
+
+	text := Finish(strings.TrimRight(out.String(), " \t\r\n"), env)
+	save := func(full string) (string, error) { return SaveFullOutput(env.outputDir(), call, full) }
+	if timedOut {
+		msg := "Command timed out after " + formatSeconds(timeout) + " seconds."
+		if text != "" {
+			msg = TruncateWithOverflow(text, true, env.limits(), save) + "\n\n" + msg
+		}
+		return Output{}, errors.New(msg)
+	}
+	if text == "" {
+		text = "(no output)"
+	} else {
+		text = TruncateWithOverflow(text, true, env.limits(), save)
+	}
+	if waitErr != nil {
+		var ee *exec.ExitError
+		if !errors.As(waitErr, &ee) {
+			return Output{}, &Internal{Err: waitErr}
+		}
+		if code := ee.ExitCode(); code >= 0 {
+			return Output{}, fmt.Errorf("%s\n\nCommand exited with code %d", text, code)
+		}
+		return Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)", text, ee.ProcessState.String())
+	}
+	return Output{Text: text}, nil
+}
+
+// killGroup stops the command's whole process group: SIGTERM, then SIGKILL
+// for whatever is left after killGrace. It returns the command's wait error.
+func killGroup(cmd *exec.Cmd, exited <-chan error) error {
+	signalGroup(cmd.Process, false)
+	deadline := time.Now().Add(killGrace)
+	var waitErr error
+	done := false
+	for time.Now().Before(deadline) {
+		if !done {
+			select {
+			case waitErr = <-exited:
+				done = true
+			default:
+			}
+		}
+		if done && !groupAlive(cmd.Process) {
+			return waitErr
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	signalGroup(cmd.Process, true)
+	if !done {
+		waitErr = <-exited
+	}
+	return waitErr
+}
+
+func formatSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// capture is the output of a command, bounded: the first captureHead bytes,
+// then a sliding window of the last captureTail bytes.
+type capture struct {
+	mu      sync.Mutex
+	head    []byte
+	tail    []byte
+	dropped int64
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	if room := captureHead - len(c.head); room > 0 && len(c.tail) == 0 {
+		k := min(room, len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) > 0 {
+		c.tail = append(c.tail, p...)
+		if len(c.tail) > 2*captureTail {
+			drop := len(c.tail) - captureTail
+			c.dropped += int64(drop)
+			c.tail = append(c.tail[:0], c.tail[drop:]...)
+		}
+	}
+	return n, nil
+}
+
+func (c *capture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tail := c.tail
+	dropped := c.dropped
+	if len(tail) > captureTail {
+		dropped += int64(len(tail) - captureTail)
+		tail = tail[len(tail)-captureTail:]
+	}
+	if dropped == 0 {
+		return string(c.head) + string(tail)
+	}
+	return string(c.head) + fmt.Sprintf("\n[… %s of output omitted …]\n", FormatSize(dropped)) + string(tail)
+}

@@ -1,0 +1,241 @@
+package tools
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Env is the per-call configuration of the built-in tools. The host builds
+// it from the current setup (which can change at runtime) and the buffer's
+// options, and passes it in Call.Env; a nil Env, or any zero field, means the
+// defaults of SPEC §12. Env is read-only once a call has started.
+type Env struct {
+	// Sandbox is the policy and backend for this buffer. Nil means
+	// NewSandbox(DefaultSandboxConfig(), call.Cwd, call.Buffer).
+	Sandbox *Sandbox
+	// Truncate holds tools.truncate (2000 lines, 51200 bytes by default).
+	Truncate Limits
+	// Reads remembers what the model read, per conversation, for the
+	// stale-file protection of edit. Nil means a process-wide log.
+	Reads *ReadLog
+	// RequireRead makes edit refuse a file the model never read in this
+	// conversation (seed 001's stricter rule). Off by default: only a file
+	// that changed since it was read is refused.
+	RequireRead bool
+	// Shell is tools.bash.shell ("bash").
+	Shell string
+	// ExtraEnv is tools.bash.env: variables added to the (scrubbed)
+	// environment of commands. They are set explicitly by the user, so they
+	// are not scrubbed, but their values are still redacted from output when
+	// their names match env_deny.
+	ExtraEnv map[string]string
+	// Environ is the base environment of commands; nil means os.Environ().
+	Environ []string
+	// DefaultTimeout is tools.default_timeout (30 s): bash's timeout when the
+	// model gives none.
+	DefaultTimeout time.Duration
+	// MaxTimeout caps the timeout a model may ask bash for (300 s).
+	MaxTimeout time.Duration
+	// Exclude is tools.grep.exclude / tools.find.exclude: names never
+	// searched (default DefaultExclude).
+	Exclude []string
+	// Cwd, when set, is the directory tools work in (tools.<name>.cwd,
+	// already expanded). Default: the buffer's directory, else Neovim's cwd.
+	Cwd string
+	// OutputDir is where the full output of a truncated bash result is
+	// saved. Default: os.TempDir() ($TMPDIR or /tmp).
+	OutputDir string
+
+	redactOnce sync.Once
+	redactor   *strings.Replacer
+}
+
+// Limits are the truncation limits of tool output.
+type Limits struct {
+	MaxLines int // 2000
+	MaxBytes int // 51200
+}
+
+// Defaults of SPEC §12 and reference §8.
+const (
+	DefaultMaxLines     = 2000
+	DefaultMaxBytes     = 51200
+	MaxLineBytes        = 500 // per-line cap of grep/find/ls output
+	DefaultShell        = "bash"
+	DefaultToolTimeout  = 30 * time.Second
+	DefaultMaxTimeout   = 300 * time.Second
+	minSecretLen        = 6
+	redactedPlaceholder = "[redacted]"
+)
+
+// DefaultExclude are the names grep and find never descend into or report.
+var DefaultExclude = []string{".git", "node_modules", "__pycache__", ".venv", "target", "dist", "build", "vendor"}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxLines <= 0 {
+		l.MaxLines = DefaultMaxLines
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	return l
+}
+
+// defaultReads is the read log of calls without an Env: stale-file
+// protection must work even when the host does not configure it.
+var defaultReads = NewReadLog()
+
+func (e *Env) limits() Limits {
+	if e == nil {
+		return Limits{}.withDefaults()
+	}
+	return e.Truncate.withDefaults()
+}
+
+func (e *Env) reads() *ReadLog {
+	if e == nil || e.Reads == nil {
+		return defaultReads
+	}
+	return e.Reads
+}
+
+func (e *Env) shell() string {
+	if e == nil || e.Shell == "" {
+		return DefaultShell
+	}
+	return e.Shell
+}
+
+func (e *Env) environ() []string {
+	if e == nil || e.Environ == nil {
+		return os.Environ()
+	}
+	return e.Environ
+}
+
+func (e *Env) exclude() []string {
+	if e == nil || e.Exclude == nil {
+		return DefaultExclude
+	}
+	return e.Exclude
+}
+
+func (e *Env) timeouts() (def, max time.Duration) {
+	def, max = DefaultToolTimeout, DefaultMaxTimeout
+	if e != nil && e.DefaultTimeout > 0 {
+		def = e.DefaultTimeout
+	}
+	if e != nil && e.MaxTimeout > 0 {
+		max = e.MaxTimeout
+	}
+	if def > max {
+		def = max
+	}
+	return def, max
+}
+
+func (e *Env) outputDir() string {
+	if e == nil || e.OutputDir == "" {
+		return os.TempDir()
+	}
+	return e.OutputDir
+}
+
+// envDeny is the env_deny list in force: the sandbox's, else the default.
+func (e *Env) envDeny() []string {
+	if e != nil && e.Sandbox != nil {
+		return e.Sandbox.cfg.EnvDeny
+	}
+	return DefaultEnvDeny
+}
+
+// sandbox returns the sandbox of the call, building the default one when the
+// host gave none.
+func (e *Env) sandbox(call Call) (*Sandbox, error) {
+	if e != nil && e.Sandbox != nil {
+		return e.Sandbox, nil
+	}
+	return NewSandbox(DefaultSandboxConfig(), call.Cwd, call.Buffer)
+}
+
+// commandEnv is the environment of a command: the base environment without
+// the variables env_deny matches, plus tools.bash.env.
+func (e *Env) commandEnv() []string {
+	env := ScrubEnv(e.environ(), e.envDeny())
+	if e != nil {
+		for k, v := range e.ExtraEnv {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// secretEnv is every variable whose value must never reach the buffer.
+func (e *Env) secretEnv() []string {
+	env := e.environ()
+	if e != nil && len(e.ExtraEnv) > 0 {
+		env = append([]string(nil), env...)
+		for k, v := range e.ExtraEnv {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// WorkDir is the directory a call works in: Env.Cwd when set, else the
+// directory of the buffer's file (symlinks resolved), else Neovim's cwd,
+// else the host's. Relative paths in tool input are resolved against it
+// (reference §6.1: bash/grep/find/ls default to urn:flemma:buffer:path, and
+// path.resolve joins onto the buffer's directory).
+func (e *Env) WorkDir(call Call) string {
+	if e != nil && e.Cwd != "" {
+		return filepath.Clean(e.Cwd)
+	}
+	if call.Buffer != "" {
+		dir := filepath.Dir(call.Buffer)
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = r
+		}
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() && filepath.IsAbs(dir) {
+			return dir
+		}
+	}
+	if call.Cwd != "" {
+		return filepath.Clean(call.Cwd)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "/"
+	}
+	return wd
+}
+
+// ResolvePath makes a path from tool input absolute and clean: `~` and
+// `~/…` are the home directory, a relative path is joined onto base. It does
+// not touch the filesystem (the sandbox resolves symlinks).
+func ResolvePath(p, base string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, p[1:])
+		}
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	return filepath.Clean(p)
+}
+
+// displayPath shows an absolute path relative to dir when it lies under it,
+// else as is.
+func displayPath(abs, dir string) string {
+	if abs == dir {
+		return "."
+	}
+	if rel, ok := strings.CutPrefix(abs, dir); ok && (strings.HasPrefix(rel, "/") || dir == "/") {
+		return strings.TrimPrefix(rel, "/")
+	}
+	return abs
+}

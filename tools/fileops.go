@@ -1,0 +1,74 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"syscall"
+)
+
+// errNotRegular: the path is a FIFO, device or socket; reading it could
+// block forever.
+var errNotRegular = errors.New("not a regular file")
+
+// checkedWrite resolves a write/edit target and asks the sandbox. The error
+// is model-facing and names the rule that refused the path.
+func checkedWrite(call Call, verb, input string) (string, error) {
+	sb, err := call.Env.sandbox(call)
+	if err != nil {
+		return "", fmt.Errorf("Sandbox error: %v", err)
+	}
+	abs := ResolvePath(input, call.Env.WorkDir(call))
+	resolved, err := sb.CheckWrite(abs)
+	if err != nil {
+		return "", pathError(err, verb, input, sb)
+	}
+	return resolved, nil
+}
+
+// checkedRead resolves a path to read or list and asks the sandbox.
+func checkedRead(call Call, input string) (string, error) {
+	sb, err := call.Env.sandbox(call)
+	if err != nil {
+		return "", fmt.Errorf("Sandbox error: %v", err)
+	}
+	abs := ResolvePath(input, call.Env.WorkDir(call))
+	resolved, err := sb.CheckRead(abs)
+	if err != nil {
+		return "", pathError(err, "read", input, sb)
+	}
+	return resolved, nil
+}
+
+// pathError words a refusal or resolution failure of the sandbox check.
+func pathError(err error, verb, input string, sb *Sandbox) error {
+	var de *DenyError
+	if errors.As(err, &de) {
+		msg := fmt.Sprintf("Sandbox: %s denied – %s: %s", verb, de.Rule, input)
+		if strings.HasPrefix(de.Rule, "path is outside") {
+			if roots := sb.Roots(); len(roots) > 0 {
+				msg += ". Writable directories: " + strings.Join(roots, ", ")
+			} else {
+				msg += ". No directory is writable in this buffer"
+			}
+		}
+		return errors.New(msg)
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("File not found: %s", input)
+	}
+	if r := fsReason(err); r != "" {
+		return fmt.Errorf("Cannot resolve path %s: %s", input, r)
+	}
+	return &Internal{Err: err}
+}
+
+// ioError words a failure to read or write a file whose path passed the
+// sandbox: "Cannot <what> file: <reason>".
+func ioError(what string, err error) error {
+	if r := fsReason(err); r != "" {
+		return fmt.Errorf("Cannot %s file: %s", what, r)
+	}
+	return &Internal{Err: err}
+}

@@ -1,0 +1,106 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// FindInput is the input of find (reference §7.6).
+type FindInput struct {
+	Label   string   `json:"label" desc:"A short human-readable label for this operation"`
+	Limit   *float64 `json:"limit" desc:"Maximum number of results (default: 500)"`
+	Path    *string  `json:"path" desc:"Directory to search in (default: the chat file's directory)"`
+	Pattern string   `json:"pattern" desc:"Glob for file names, e.g. *.lua; a glob with a slash matches the path below the search directory, e.g. src/**/*.tsx"`
+}
+
+// Find is the find built-in, implemented in Go with fd's defaults
+// (gitignore-aware, hidden files skipped, symlinks not followed); the
+// output is sorted.
+func Find() Tool {
+	return Typed(Spec{
+		Name: "find",
+		Description: "Find files by glob, like fd: .gitignore/.ignore are respected and hidden files skipped. " +
+			"A pattern without a slash matches file names (*.go), one with a slash the path below the search directory (src/**/*.ts). " +
+			"Paths are relative to the chat file's directory, sorted; at most limit results (default 500).",
+		Tags:    []string{"filesystem", "readonly", "search"},
+		Async:   true,
+		Enabled: true,
+		Timeout: 30 * time.Second,
+	}, runFind)
+}
+
+func runFind(ctx context.Context, call Call, in FindInput) (Output, error) {
+	started := time.Now()
+	pattern := strings.TrimPrefix(strings.TrimSpace(in.Pattern), "./")
+	if pattern == "" {
+		return Output{}, errors.New("No pattern provided")
+	}
+	if !doublestar.ValidatePattern(pattern) {
+		return Output{}, fmt.Errorf("Invalid pattern: %s is not a valid glob (check its brackets and braces)", in.Pattern)
+	}
+	limit := 500
+	if in.Limit != nil {
+		limit = int(math.Max(1, math.Floor(*in.Limit)))
+	}
+	_, root, isDir, err := searchRoot(call, in.Path)
+	if err != nil {
+		return Output{}, err
+	}
+	if !isDir {
+		return Output{}, fmt.Errorf("Not a directory: %s (find searches directories; use read for a file)", *in.Path)
+	}
+	sb, _ := call.Env.sandbox(call)
+	byPath := strings.Contains(pattern, "/")
+	kind, lit := classifyGlob(pattern)
+	var found []string
+	limited := false
+	w := &walker{ctx: ctx, sb: sb, exclude: newExcludes(call.Env.exclude()), root: root}
+	w.visit = func(abs string) bool {
+		var ok bool
+		if byPath {
+			ok, _ = doublestar.Match(pattern, strings.TrimPrefix(abs[len(root):], "/"))
+		} else {
+			ok = matchGlob(kind, lit, pattern, path.Base(abs))
+		}
+		if ok {
+			if len(found) == limit {
+				limited = true
+				return false
+			}
+			found = append(found, abs)
+		}
+		return true
+	}
+	w.walk()
+	work := canonicalOr(call.Env.WorkDir(call))
+	for i, f := range found {
+		found[i] = TruncateLine(displayPath(f, work), MaxLineBytes)
+	}
+	sort.Strings(found)
+	text := Finish(strings.Join(found, "\n"), call.Env)
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return Output{}, timedOut("Find", text, started, ctx)
+		}
+		return Output{}, ctx.Err()
+	}
+	if len(found) == 0 {
+		return Output{Text: "No files found matching pattern."}, nil
+	}
+	t := TruncateHead(text, call.Env.limits())
+	switch {
+	case limited:
+		return Output{Text: t.Content + fmt.Sprintf("\n\n[Results limited to %d entries. Narrow your pattern for more specific results.]", limit)}, nil
+	case t.Truncated:
+		return Output{Text: t.Content + fmt.Sprintf("\n\n[Showing %d of %d results (truncated). Narrow your pattern for more specific results.]", t.OutputLines, len(found))}, nil
+	}
+	return Output{Text: t.Content}, nil
+}

@@ -1,0 +1,158 @@
+package tools
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// openDir opens the directory at dir (absolute and canonical) without
+// following any symlink: each component is opened with
+// openat(O_NOFOLLOW|O_DIRECTORY) from the one before, starting at "/". A
+// component that is (now) a symlink or not a directory fails with
+// errPathChanged. With create, missing components are created (0755).
+func openDir(dir string, create bool) (int, error) {
+	fd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range strings.Split(strings.Trim(dir, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		nfd, err := openatDir(fd, c)
+		if errors.Is(err, syscall.ENOENT) && create {
+			if err = syscall.Mkdirat(fd, c, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
+				nfd, err = openatDir(fd, c)
+			}
+		}
+		syscall.Close(fd)
+		if err != nil {
+			if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+				return -1, errPathChanged
+			}
+			return -1, err
+		}
+		fd = nfd
+	}
+	return fd, nil
+}
+
+func openatDir(fd int, name string) (int, error) {
+	for {
+		nfd, err := syscall.Openat(fd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			return nfd, err
+		}
+	}
+}
+
+// openNoFollow opens the regular file at the canonical path p for reading,
+// following no symlink on the way (see openDir).
+func openNoFollow(p string) (*os.File, error) {
+	dfd, err := openDir(filepath.Dir(p), false)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(dfd)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	fd, err := syscall.Openat(dfd, filepath.Base(p), syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errPathChanged
+		}
+		return nil, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFREG:
+	case syscall.S_IFDIR:
+		syscall.Close(fd)
+		return nil, errIsDir
+	default:
+		syscall.Close(fd)
+		return nil, errNotRegular
+	}
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), p), nil
+}
+
+// writeFileAtomic replaces or creates the file at the canonical path p with
+// data. The directory is opened without following symlinks (openDir,
+// creating it when mkdirs), the data goes to a temporary file in that
+// directory, and the temporary file is renamed over the name — so a reader
+// never sees a partial file, a failed write leaves the old file intact, and
+// a symlink swapped in anywhere on the path is never followed. Before the
+// rename the directory is re-verified: if the path no longer leads to the
+// directory we hold, nothing is renamed. An existing file keeps its
+// permission bits.
+func writeFileAtomic(p string, data []byte, mkdirs bool) (err error) {
+	dir, name := filepath.Dir(p), filepath.Base(p)
+	dfd, err := openDir(dir, mkdirs)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(dfd)
+	keep := false
+	var mode uint32
+	// What is there now? (A symlink — ELOOP — was swapped in after the
+	// check, or dangles: the rename replaces the link itself.)
+	if efd, err := syscall.Openat(dfd, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+		var st syscall.Stat_t
+		err = syscall.Fstat(efd, &st)
+		syscall.Close(efd)
+		if err == nil {
+			switch st.Mode & syscall.S_IFMT {
+			case syscall.S_IFDIR:
+				return errIsDir
+			case syscall.S_IFREG:
+				keep, mode = true, st.Mode&0o777
+			}
+		}
+	}
+	tmp := tempName(name)
+	fd, err := syscall.Openat(dfd, tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o666)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	defer func() {
+		if err != nil {
+			syscall.Unlinkat(dfd, tmp)
+		}
+	}()
+	_, err = f.Write(data)
+	if err == nil && keep {
+		err = f.Chmod(os.FileMode(mode))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if testHookBeforeRename != nil {
+		testHookBeforeRename(p)
+	}
+	var held, now syscall.Stat_t
+	if err = syscall.Fstat(dfd, &held); err != nil {
+		return err
+	}
+	if err = syscall.Stat(dir, &now); err != nil || held.Dev != now.Dev || held.Ino != now.Ino {
+		err = errPathChanged
+		return err
+	}
+	return syscall.Renameat(dfd, tmp, dfd, name)
+}

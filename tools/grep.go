@@ -1,0 +1,486 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"regexp/syntax"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// GrepInput is the input of grep (reference §7.5).
+type GrepInput struct {
+	Glob    *string  `json:"glob" desc:"Only search files whose name matches this glob, e.g. *.go or src/**/*.ts (a leading ! excludes)"`
+	Label   string   `json:"label" desc:"A short human-readable label for this operation"`
+	Limit   *float64 `json:"limit" desc:"Maximum number of matches to return (default: 100)"`
+	Path    *string  `json:"path" desc:"File or directory to search (default: the chat file's directory)"`
+	Pattern string   `json:"pattern" desc:"Regular expression to search for, line by line (ripgrep/RE2 syntax; (?i) for case-insensitive)"`
+}
+
+// Grep is the grep built-in, implemented in Go: ripgrep's defaults
+// (gitignore-aware, hidden and binary files skipped, symlinks not followed)
+// and deterministic output sorted by path and line.
+func Grep() Tool {
+	return Typed(Spec{
+		Name: "grep",
+		Description: "Search file contents for a regular expression, like ripgrep: .gitignore/.ignore are respected, " +
+			"hidden and binary files are skipped. Output lines are path:line:text, sorted by path, each cut at 500 bytes; " +
+			"at most limit matches (default 100).",
+		Tags:    []string{"filesystem", "readonly", "search"},
+		Async:   true,
+		Enabled: true,
+		Timeout: 30 * time.Second,
+	}, runGrep)
+}
+
+// grepWorkers search files in parallel while one goroutine walks.
+const grepWorkers = 2
+
+type grepMatch struct {
+	file string // absolute
+	line int
+	text string
+}
+
+func runGrep(ctx context.Context, call Call, in GrepInput) (Output, error) {
+	started := time.Now()
+	if in.Pattern == "" {
+		return Output{}, errors.New("No pattern provided")
+	}
+	m, err := newMatcher(in.Pattern)
+	if err != nil {
+		return Output{}, err
+	}
+	limit := 100
+	if in.Limit != nil {
+		limit = int(math.Max(1, math.Floor(*in.Limit)))
+	}
+	var globs []fileGlob
+	if in.Glob != nil {
+		var bad string
+		if globs, bad = newFileGlobs(*in.Glob); bad != "" {
+			return Output{}, fmt.Errorf("Invalid glob: %s", *in.Glob)
+		}
+	}
+	input, root, isDir, err := searchRoot(call, in.Path)
+	if err != nil {
+		return Output{}, err
+	}
+	sb, _ := call.Env.sandbox(call)
+	matches, limited, binaryRoot := grepSearch(ctx, root, isDir, sb, call.Env.exclude(), globs, m, limit)
+	if binaryRoot {
+		return Output{}, fmt.Errorf("%s is a binary file; grep skips binary files (use read to see its type)", input)
+	}
+	work := canonicalOr(call.Env.WorkDir(call))
+	lines := make([]string, len(matches))
+	for i, mt := range matches {
+		lines[i] = TruncateLine(displayPath(mt.file, work)+":"+strconv.Itoa(mt.line)+":"+mt.text, MaxLineBytes)
+	}
+	text := Finish(strings.Join(lines, "\n"), call.Env)
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return Output{}, timedOut("Search", text, started, ctx)
+		}
+		return Output{}, ctx.Err()
+	}
+	if len(matches) == 0 {
+		return Output{Text: "No matches found."}, nil
+	}
+	t := TruncateHead(text, call.Env.limits())
+	footer := fmt.Sprintf("%d matches", len(matches))
+	if limited {
+		footer += ", limit reached"
+	}
+	switch {
+	case t.Truncated && t.By == "bytes":
+		footer += fmt.Sprintf("; showing the first %d (%s limit)", t.OutputLines, FormatSize(int64(call.Env.limits().MaxBytes)))
+	case t.Truncated:
+		footer += fmt.Sprintf("; showing the first %d", t.OutputLines)
+	}
+	return Output{Text: t.Content + "\n\n[" + footer + "]"}, nil
+}
+
+// timedOut words a search or find that hit its deadline: the partial output,
+// a blank line, then "<what> timed out after N seconds.".
+func timedOut(what, partial string, started time.Time, ctx context.Context) error {
+	secs := time.Since(started).Seconds()
+	if dl, ok := ctx.Deadline(); ok {
+		secs = dl.Sub(started).Seconds()
+	}
+	msg := fmt.Sprintf("%s timed out after %d seconds.", what, int(math.Round(secs)))
+	if partial = strings.TrimRight(partial, " \t\r\n"); partial != "" {
+		msg = partial + "\n\n" + msg
+	}
+	return errors.New(msg)
+}
+
+func canonicalOr(p string) string {
+	if c, err := canonical(p); err == nil {
+		return c
+	}
+	return p
+}
+
+// grepSearch searches root and returns the first limit matches in walk
+// order (path order). One goroutine walks and hands out batches of files
+// in order, grepWorkers goroutines search them, and the results are merged
+// in walk order, so the output is deterministic and the search stops as soon
+// as the first limit matches are known.
+func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclude []string, globs []fileGlob, m *matcher, limit int) (matches []grepMatch, limited, binaryRoot bool) {
+	if !isDir {
+		s := newSearcher(m)
+		found, binary, _ := s.searchFile(root, limit+1, nil)
+		if binary {
+			return nil, false, true
+		}
+		if len(found) > limit {
+			return found[:limit], true, false
+		}
+		return found, false, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	type batch struct {
+		seq   int
+		files []string
+	}
+	type result struct {
+		seq     int
+		matches []grepMatch
+	}
+	const batchSize = 64
+	jobs := make(chan batch, 2*grepWorkers)
+	results := make(chan result, 2*grepWorkers)
+
+	var wg sync.WaitGroup
+	for range grepWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newSearcher(m)
+			for b := range jobs {
+				var out []grepMatch
+				for _, f := range b.files {
+					if ctx.Err() != nil {
+						break
+					}
+					found, binary, _ := s.searchFile(f, limit+1, out)
+					if !binary {
+						out = found
+					}
+				}
+				results <- result{b.seq, out}
+			}
+		}()
+	}
+	go func() {
+		w := &walker{ctx: ctx, sb: sb, exclude: newExcludes(exclude), fileGlobs: globs, root: root}
+		cur := batch{}
+		w.visit = func(abs string) bool {
+			cur.files = append(cur.files, abs)
+			if len(cur.files) == batchSize {
+				select {
+				case jobs <- cur:
+				case <-ctx.Done():
+					return false
+				}
+				cur = batch{seq: cur.seq + 1}
+			}
+			return true
+		}
+		if w.walk() && len(cur.files) > 0 {
+			select {
+			case jobs <- cur:
+			case <-ctx.Done():
+			}
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+
+	pending := map[int][]grepMatch{}
+	next := 0
+	for r := range results {
+		pending[r.seq] = r.matches
+		for {
+			ms, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			if limited {
+				continue
+			}
+			matches = append(matches, ms...)
+			if len(matches) > limit {
+				matches, limited = matches[:limit], true
+				cancel()
+			}
+		}
+	}
+	return matches, limited, false
+}
+
+// matcher is a compiled grep pattern with the fast paths it allows.
+type matcher struct {
+	re  *regexp.Regexp // matches one line
+	reM *regexp.Regexp // (?m) form, to find candidate lines in a whole buffer; nil if the pattern uses \A or \z
+	lit []byte         // the pattern is exactly this literal: bytes.Index, no regexp
+	req []byte         // every match contains this literal: bytes.Index finds candidate lines
+	// fold: every match contains this ASCII literal in some letter case
+	// (from (?i)): candidates are found in an ASCII-lower-cased copy.
+	fold []byte
+	// foldUnsafe: fold holds k or s, which (?i) also matches as the Kelvin
+	// sign and the long s; regions holding those are scanned by regexp.
+	foldUnsafe bool
+}
+
+func newMatcher(pattern string) (*matcher, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("Invalid pattern: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	m := &matcher{re: re}
+	ast, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return m, nil
+	}
+	ast = ast.Simplify()
+	if ast.Op == syntax.OpLiteral && ast.Flags&syntax.FoldCase == 0 {
+		if lit := string(ast.Rune); !strings.Contains(lit, "\n") {
+			m.lit = []byte(lit)
+			return m, nil
+		}
+	}
+	req, fold := requiredLiteral(ast, false), requiredLiteral(ast, true)
+	switch {
+	case req != "" && !strings.Contains(req, "\n") && (len(req) >= 3 || len(req) >= len(fold)):
+		m.req = []byte(req)
+	case fold != "" && !strings.Contains(fold, "\n") && isASCII(fold):
+		m.fold = []byte(strings.ToLower(fold))
+		m.foldUnsafe = strings.ContainsAny(strings.ToLower(fold), "ks")
+	}
+	if !usesTextAnchors(ast) {
+		m.reM = regexp.MustCompile("(?m:" + pattern + ")")
+	}
+	return m, nil
+}
+
+// requiredLiteral returns the longest literal that every match of re
+// contains, or "": case-sensitive literals, or with fold the literals of
+// (?i) parts (which match in any letter case).
+func requiredLiteral(re *syntax.Regexp, fold bool) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if (re.Flags&syntax.FoldCase != 0) != fold {
+			return ""
+		}
+		return string(re.Rune)
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(re.Sub[0], fold)
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0], fold)
+		}
+	case syntax.OpConcat:
+		best := ""
+		for _, s := range re.Sub {
+			if l := requiredLiteral(s, fold); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
+	}
+	return ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerASCIIInto writes b with ASCII letters lower-cased into dst.
+func lowerASCIIInto(dst, b []byte) []byte {
+	dst = append(dst[:0], b...)
+	for i, c := range dst {
+		if c-'A' < 26 {
+			dst[i] = c + 'a' - 'A'
+		}
+	}
+	return dst
+}
+
+func usesTextAnchors(re *syntax.Regexp) bool {
+	if re.Op == syntax.OpBeginText || re.Op == syntax.OpEndText {
+		return true
+	}
+	for _, s := range re.Sub {
+		if usesTextAnchors(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// searcher searches files with one reusable buffer.
+type searcher struct {
+	m     *matcher
+	buf   []byte
+	lower []byte // region lower-cased, for m.fold
+}
+
+func newSearcher(m *matcher) *searcher { return &searcher{m: m, buf: make([]byte, 64*1024)} }
+
+// searchFile appends to out up to max matches of the file at path. A file
+// with a NUL byte is binary: it is skipped (binary is true and out is
+// returned unchanged). The file is read in chunks cut at line ends, so its
+// size does not matter.
+func (s *searcher) searchFile(path string, max int, out []grepMatch) ([]grepMatch, bool, error) {
+	f, err := openSearch(path)
+	if err != nil {
+		return out, false, err
+	}
+	defer f.close()
+	start := len(out)
+	carry := 0 // bytes of an unfinished line at the start of buf
+	lines := 0 // lines before buf[0]
+	found := 0 // matches in this file
+	for found < max {
+		if carry == len(s.buf) {
+			nb := make([]byte, 2*len(s.buf))
+			copy(nb, s.buf[:carry])
+			s.buf = nb
+		}
+		n, err := f.read(s.buf[carry:])
+		if n < 0 {
+			n = 0
+		}
+		eof := n == 0
+		data := s.buf[:carry+n]
+		if bytes.IndexByte(data[carry:], 0) >= 0 {
+			return out[:start], true, nil
+		}
+		end := len(data)
+		if !eof {
+			end = bytes.LastIndexByte(data, '\n') + 1
+		}
+		if end > 0 {
+			out = s.scan(data[:end], path, lines, max-found, out)
+			found = len(out) - start
+			if !eof {
+				lines += bytes.Count(data[:end], []byte{'\n'})
+			}
+		}
+		if eof || err != nil {
+			break
+		}
+		carry = copy(s.buf, data[end:])
+	}
+	return out, false, nil
+}
+
+// scan finds matching lines in region (whole lines; the last may lack its
+// newline) whose first line is number lines+1.
+func (s *searcher) scan(region []byte, path string, lines, max int, out []grepMatch) []grepMatch {
+	m := s.m
+	counted, countedLines := 0, lines // lines before region[counted]
+	emit := func(ls, le int) {
+		countedLines += bytes.Count(region[counted:ls], []byte{'\n'})
+		counted = ls
+		text := region[ls:le]
+		if len(text) > 0 && text[len(text)-1] == '\r' {
+			text = text[:len(text)-1]
+		}
+		if len(text) > MaxLineBytes {
+			text = text[:MaxLineBytes+1] // TruncateLine cuts it properly later
+		}
+		out = append(out, grepMatch{file: path, line: countedLines + 1, text: string(text)})
+	}
+	lineAt := func(i int) (int, int) {
+		ls := bytes.LastIndexByte(region[:i], '\n') + 1
+		le := bytes.IndexByte(region[i:], '\n')
+		if le < 0 {
+			le = len(region)
+		} else {
+			le += i
+		}
+		return ls, le
+	}
+	n := 0
+	hay := region
+	useFold := m.fold != nil && !(m.foldUnsafe && (bytes.Contains(region, []byte("\u212a")) || bytes.Contains(region, []byte("\u017f"))))
+	if useFold {
+		s.lower = lowerASCIIInto(s.lower, region)
+		hay = s.lower
+	}
+	switch {
+	case m.lit != nil || m.req != nil || useFold:
+		needle := m.lit
+		if needle == nil {
+			needle = m.req
+		}
+		if useFold {
+			needle = m.fold
+		}
+		for pos := 0; pos < len(region) && n < max; {
+			i := bytes.Index(hay[pos:], needle)
+			if i < 0 {
+				break
+			}
+			ls, le := lineAt(pos + i)
+			if m.lit != nil || m.re.Match(trimCR(region[ls:le])) {
+				emit(ls, le)
+				n++
+			}
+			pos = le + 1
+		}
+	case m.reM != nil:
+		for pos := 0; pos < len(region) && n < max; {
+			loc := m.reM.FindIndex(region[pos:])
+			if loc == nil {
+				break
+			}
+			ls, le := lineAt(pos + loc[0])
+			if m.re.Match(trimCR(region[ls:le])) {
+				emit(ls, le)
+				n++
+			}
+			pos = le + 1
+		}
+	default:
+		for pos := 0; pos < len(region) && n < max; {
+			le := bytes.IndexByte(region[pos:], '\n')
+			if le < 0 {
+				le = len(region)
+			} else {
+				le += pos
+			}
+			if m.re.Match(trimCR(region[pos:le])) {
+				emit(pos, le)
+				n++
+			}
+			pos = le + 1
+		}
+	}
+	return out
+}
+
+func trimCR(b []byte) []byte {
+	if len(b) > 0 && b[len(b)-1] == '\r' {
+		return b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,197 @@
+package tools
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// A gitignore-style rule (gitignore(5)): matched against the base name when
+// the pattern has no slash, else against the path relative to the
+// directory of the ignore file. The last matching rule of the deepest file
+// decides; `!` re-includes.
+type ignoreRule struct {
+	pat      string // doublestar pattern (braces escaped: gitignore has none)
+	kind     globKind
+	lit      string
+	negate   bool
+	dirOnly  bool
+	anchored bool
+}
+
+type globKind uint8
+
+const (
+	globAny    globKind = iota // general doublestar match
+	globLit                    // exact name
+	globSuffix                 // *lit
+	globPrefix                 // lit*
+)
+
+// ignoreFrame is the rules of one directory: .git/info/exclude (at a repo
+// root), then .gitignore, then .ignore (later rules take precedence, as in
+// ripgrep).
+type ignoreFrame struct {
+	base  string // absolute directory
+	rules []ignoreRule
+}
+
+func parseIgnore(data []byte) []ignoreRule {
+	var rules []ignoreRule
+	for _, raw := range bytes.Split(data, []byte("\n")) {
+		line := strings.TrimSuffix(string(raw), "\r")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		// Trailing spaces are dropped unless escaped.
+		for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\\ ") {
+			line = line[:len(line)-1]
+		}
+		var r ignoreRule
+		if line[0] == '!' {
+			r.negate, line = true, line[1:]
+		} else if strings.HasPrefix(line, `\!`) || strings.HasPrefix(line, `\#`) {
+			line = line[1:]
+		}
+		if strings.HasSuffix(line, "/") {
+			r.dirOnly, line = true, strings.TrimRight(line, "/")
+		}
+		r.anchored = strings.Contains(line, "/")
+		line = strings.TrimPrefix(line, "/")
+		if line == "" {
+			continue
+		}
+		line = strings.NewReplacer("{", `\{`, "}", `\}`).Replace(line)
+		if !doublestar.ValidatePattern(line) {
+			continue
+		}
+		r.pat = line
+		r.kind, r.lit = classifyGlob(line)
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+// classifyGlob finds the fast forms of a base-name glob.
+func classifyGlob(p string) (globKind, string) {
+	const meta = `*?[{\`
+	switch {
+	case !strings.ContainsAny(p, meta):
+		return globLit, p
+	case p[0] == '*' && !strings.ContainsAny(p[1:], meta):
+		return globSuffix, p[1:]
+	case p[len(p)-1] == '*' && !strings.ContainsAny(p[:len(p)-1], meta):
+		return globPrefix, p[:len(p)-1]
+	}
+	return globAny, ""
+}
+
+func matchGlob(kind globKind, lit, pat, s string) bool {
+	switch kind {
+	case globLit:
+		return s == lit
+	case globSuffix:
+		return strings.HasSuffix(s, lit)
+	case globPrefix:
+		return strings.HasPrefix(s, lit)
+	}
+	ok, _ := doublestar.Match(pat, s)
+	return ok
+}
+
+// ignored reports whether the entry abs (named name) is ignored by the
+// frames, innermost first.
+func ignored(frames []ignoreFrame, abs, name string, isDir bool) bool {
+	for i := len(frames) - 1; i >= 0; i-- {
+		fr := &frames[i]
+		for j := len(fr.rules) - 1; j >= 0; j-- {
+			r := &fr.rules[j]
+			if r.dirOnly && !isDir {
+				continue
+			}
+			var ok bool
+			if r.anchored {
+				rel := strings.TrimPrefix(abs[len(fr.base):], "/")
+				ok, _ = doublestar.Match(r.pat, rel)
+			} else {
+				ok = matchGlob(r.kind, r.lit, r.pat, name)
+			}
+			if ok {
+				return !r.negate
+			}
+		}
+	}
+	return false
+}
+
+// loadIgnoreFrame reads the ignore files of dir that the listing says exist.
+func loadIgnoreFrame(dir string, hasGitignore, hasIgnore bool, exclude string) (ignoreFrame, bool) {
+	fr := ignoreFrame{base: dir}
+	read := func(p string) {
+		if data, err := os.ReadFile(p); err == nil {
+			fr.rules = append(fr.rules, parseIgnore(data)...)
+		}
+	}
+	if exclude != "" {
+		read(exclude)
+	}
+	if hasGitignore {
+		read(filepath.Join(dir, ".gitignore"))
+	}
+	if hasIgnore {
+		read(filepath.Join(dir, ".ignore"))
+	}
+	return fr, len(fr.rules) > 0
+}
+
+// ancestorFrames are the ignore rules that apply to a search starting at
+// root from the directories above it, up to the repository root (the
+// nearest ancestor with a .git entry); none when root is in no repository.
+func ancestorFrames(root string) []ignoreFrame {
+	var chain []string
+	repo := ""
+	for d := root; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			repo = d
+			break
+		}
+		chain = append(chain, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if repo == "" {
+		return nil
+	}
+	var frames []ignoreFrame
+	if repo != root {
+		chain = append(chain, repo)
+	} else {
+		chain = []string{repo}
+	}
+	// chain holds root..repo; frames go outermost first, root excluded (the
+	// walk loads root's own files), except that the repo's info/exclude is
+	// loaded here even when repo == root.
+	for i := len(chain) - 1; i >= 0; i-- {
+		d := chain[i]
+		excl := ""
+		if d == repo {
+			excl = filepath.Join(repo, ".git", "info", "exclude")
+		}
+		if d == root {
+			if excl != "" {
+				if fr, ok := loadIgnoreFrame(d, false, false, excl); ok {
+					frames = append(frames, fr)
+				}
+			}
+			continue
+		}
+		if fr, ok := loadIgnoreFrame(d, true, true, excl); ok {
+			frames = append(frames, fr)
+		}
+	}
+	return frames
+}

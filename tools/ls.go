@@ -1,0 +1,140 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// LsInput is the input of ls (reference §7.7).
+type LsInput struct {
+	Label    string   `json:"label" desc:"A short human-readable label for this operation"`
+	Limit    *float64 `json:"limit" desc:"Maximum number of entries to return (default: 500)"`
+	MaxDepth *float64 `json:"max_depth" desc:"How many directory levels to list (default: 1, max: 10)"`
+	Path     string   `json:"path" desc:"Directory to list, absolute or relative to the chat file's directory"`
+}
+
+// Ls is the ls built-in: directories first (with a trailing /), then files,
+// each sorted case-insensitively, up to a depth and a limit.
+func Ls() Tool {
+	return Typed(Spec{
+		Name: "ls",
+		Description: "List a directory: directories first (ending in /), then files, sorted. Hidden entries are included. " +
+			"max_depth lists subdirectories too (paths relative to the listed directory); symlinks are not followed.",
+		Tags:    []string{"filesystem", "readonly"},
+		Enabled: true,
+		Timeout: 30 * time.Second,
+	}, runLs)
+}
+
+func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
+	if in.Path == "" {
+		return Output{}, errors.New("No path provided")
+	}
+	resolved, err := checkedRead(call, in.Path)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "File not found") {
+			return Output{}, fmt.Errorf("Directory not found: %s", in.Path)
+		}
+		return Output{}, err
+	}
+	if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
+		return Output{}, fmt.Errorf("Directory not found: %s", in.Path)
+	}
+	depth := 1
+	if in.MaxDepth != nil {
+		depth = int(math.Max(1, math.Floor(*in.MaxDepth)))
+	}
+	depth = min(depth, 10)
+	limit := 500
+	if in.Limit != nil {
+		limit = int(math.Max(1, math.Floor(*in.Limit)))
+	}
+	sb, _ := call.Env.sandbox(call)
+
+	type level struct {
+		rel, abs string
+		depth    int
+	}
+	var dirs, files []string
+	more := false
+	queue := []level{{"", resolved, 1}}
+	for len(queue) > 0 && !more {
+		if err := ctx.Err(); err != nil {
+			return Output{}, err
+		}
+		lv := queue[0]
+		queue = queue[1:]
+		entries, err := os.ReadDir(lv.abs)
+		if err != nil {
+			if lv.depth == 1 {
+				return Output{}, ioError("list", err)
+			}
+			continue // an unreadable subdirectory is skipped
+		}
+		for _, e := range entries {
+			if len(dirs)+len(files) == limit {
+				more = true
+				break
+			}
+			rel, abs := lv.rel+e.Name(), filepath.Join(lv.abs, e.Name())
+			isDir := e.IsDir()
+			if e.Type()&os.ModeSymlink != 0 {
+				if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+					isDir = true
+				}
+				if isDir {
+					dirs = append(dirs, rel+"/")
+				} else {
+					files = append(files, rel)
+				}
+				continue // never followed
+			}
+			if !isDir {
+				files = append(files, rel)
+				continue
+			}
+			dirs = append(dirs, rel+"/")
+			if lv.depth < depth && (sb == nil || !sb.deniedEntry(abs, e.Name(), true)) {
+				queue = append(queue, level{rel + "/", abs, lv.depth + 1})
+			}
+		}
+	}
+	if len(dirs)+len(files) == 0 {
+		return Output{Text: "(empty directory)"}, nil
+	}
+	caseless := func(s []string) {
+		sort.Slice(s, func(i, j int) bool {
+			a, b := strings.ToLower(s[i]), strings.ToLower(s[j])
+			if a != b {
+				return a < b
+			}
+			return s[i] < s[j]
+		})
+	}
+	caseless(dirs)
+	caseless(files)
+	lines := make([]string, 0, len(dirs)+len(files))
+	for _, s := range append(dirs, files...) {
+		lines = append(lines, TruncateLine(s, MaxLineBytes))
+	}
+	n := len(lines)
+	t := TruncateHead(Finish(strings.Join(lines, "\n"), call.Env), call.Env.limits())
+	footer := fmt.Sprintf("%d entries", n)
+	if depth > 1 {
+		footer += fmt.Sprintf(", depth=%d", depth)
+	}
+	if more {
+		footer += ", limit reached"
+	}
+	if t.Truncated {
+		footer += fmt.Sprintf("; output truncated to %d lines", t.OutputLines)
+	}
+	return Output{Text: t.Content + "\n\n[" + footer + "]"}, nil
+}

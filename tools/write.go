@@ -1,0 +1,150 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// WriteInput is the input of write (reference §7.3).
+type WriteInput struct {
+	Content string `json:"content" desc:"The complete content to write to the file"`
+	Label   string `json:"label" desc:"A short human-readable label for this operation"`
+	Path    string `json:"path" desc:"Path to the file, absolute or relative to the chat file's directory; missing parent directories are created"`
+}
+
+// EditInput is the input of edit (reference §7.4).
+type EditInput struct {
+	Label   string `json:"label" desc:"A short human-readable label for this operation"`
+	NewText string `json:"newText" desc:"The text to replace oldText with (empty to delete it)"`
+	OldText string `json:"oldText" desc:"The exact text to replace; it must occur exactly once in the file, including all whitespace and newlines"`
+	Path    string `json:"path" desc:"Path to the file, absolute or relative to the chat file's directory"`
+}
+
+// Write is the write built-in: it creates or overwrites a file inside the
+// sandbox's writable roots, atomically (temporary file + rename), creating
+// parent directories.
+func Write() Tool {
+	return Typed(Spec{
+		Name: "write",
+		Description: "Write content to a file, creating it (and its parent directories) or replacing it entirely. " +
+			"Only paths inside the sandbox's writable directories can be written. Prefer edit for changes to an existing file.",
+		Tags:    []string{"filesystem"},
+		Enabled: true,
+		Timeout: 30 * time.Second,
+	}, func(_ context.Context, call Call, in WriteInput) (Output, error) {
+		if in.Path == "" {
+			return Output{}, errors.New("No path provided")
+		}
+		resolved, err := checkedWrite(call, "write", in.Path)
+		if err != nil {
+			return Output{}, err
+		}
+		if testHookAfterCheck != nil {
+			testHookAfterCheck(resolved)
+		}
+		if err := writeFileAtomic(resolved, []byte(in.Content), true); err != nil {
+			return Output{}, ioError("write", err)
+		}
+		call.Env.reads().Record(call.Bufnr, resolved, sha256.Sum256([]byte(in.Content)))
+		return Output{Text: fmt.Sprintf("Successfully wrote %d bytes to %s", len(in.Content), in.Path)}, nil
+	})
+}
+
+// Edit is the edit built-in: it replaces one exact, unique occurrence of
+// oldText, refusing a file that changed since the model last read it, and
+// writes atomically keeping the file's permissions.
+func Edit() Tool {
+	return Typed(Spec{
+		Name: "edit",
+		Description: "Edit a file by replacing exact text. oldText must match exactly one place in the file, " +
+			"including whitespace and newlines; add surrounding lines to make it unique. " +
+			"A file that changed since you last read it is refused: read it again first.",
+		Tags:    []string{"filesystem"},
+		Enabled: true,
+		Timeout: 30 * time.Second,
+	}, runEdit)
+}
+
+func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
+	if in.Path == "" {
+		return Output{}, errors.New("No path provided")
+	}
+	if in.OldText == "" {
+		return Output{}, errors.New("No oldText provided")
+	}
+	resolved, err := checkedWrite(call, "edit", in.Path)
+	if err != nil {
+		return Output{}, err
+	}
+	f, err := openNoFollow(resolved)
+	if err != nil {
+		switch {
+		case errors.Is(err, os.ErrNotExist), errors.Is(err, errNotRegular), errors.Is(err, errIsDir):
+			return Output{}, fmt.Errorf("File not found: %s", in.Path)
+		}
+		return Output{}, ioError("read", err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return Output{}, ioError("read", err)
+	}
+	reads := call.Env.reads()
+	sum := sha256.Sum256(data)
+	if seen, ok := reads.Lookup(call.Bufnr, resolved); ok && seen != sum {
+		return Output{}, fmt.Errorf("File changed since you last read it: %s. It was modified after your last read (outside this conversation, or by a command). Read it again, then retry the edit.", in.Path)
+	} else if !ok && call.Env != nil && call.Env.RequireRead {
+		return Output{}, fmt.Errorf("Read %s before editing it: edit only changes files read in this conversation.", in.Path)
+	}
+
+	oldText, newText := []byte(in.OldText), []byte(in.NewText)
+	n := countOverlapping(data, oldText)
+	if n == 0 && bytes.Contains(data, []byte("\r\n")) && bytes.Contains(oldText, []byte("\n")) && !bytes.Contains(oldText, []byte("\r\n")) {
+		// read shows CRLF files without their CRs; match the way the model saw it.
+		crlf := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
+		if m := countOverlapping(data, crlf(oldText)); m > 0 {
+			oldText, newText, n = crlf(oldText), crlf(newText), m
+		}
+	}
+	switch {
+	case n == 0:
+		return Output{}, fmt.Errorf("Could not find the exact text in %s. The old text must match exactly including all whitespace and newlines.", in.Path)
+	case n > 1:
+		return Output{}, fmt.Errorf("Found %d occurrences of the text in %s. The text must be unique. Please provide more context to make it unique.", n, in.Path)
+	}
+	i := bytes.Index(data, oldText)
+	out := make([]byte, 0, len(data)-len(oldText)+len(newText))
+	out = append(append(append(out, data[:i]...), newText...), data[i+len(oldText):]...)
+	if bytes.Equal(out, data) {
+		return Output{}, fmt.Errorf("No changes made to %s. The replacement produced identical content.", in.Path)
+	}
+	if testHookAfterCheck != nil {
+		testHookAfterCheck(resolved)
+	}
+	if err := writeFileAtomic(resolved, out, false); err != nil {
+		return Output{}, ioError("write", err)
+	}
+	reads.Record(call.Bufnr, resolved, sha256.Sum256(out))
+	return Output{Text: fmt.Sprintf("Successfully replaced text in %s.", in.Path)}, nil
+}
+
+// countOverlapping counts occurrences of sub in b, advancing one byte after
+// each hit (so overlapping occurrences count, as in the reference).
+func countOverlapping(b, sub []byte) int {
+	n := 0
+	for pos := 0; pos <= len(b); {
+		i := bytes.Index(b[pos:], sub)
+		if i < 0 {
+			break
+		}
+		n++
+		pos += i + 1
+	}
+	return n
+}
