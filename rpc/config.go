@@ -36,13 +36,25 @@ type Config struct {
 			Enabled  *bool `json:"enabled"`
 			MaxTurns int   `json:"max_turns"`
 		} `json:"autopilot"`
-		MaxConcurrent     *int    `json:"max_concurrent"`
+		MaxConcurrent *int `json:"max_concurrent"`
+		Truncate      struct {
+			MaxLines int `json:"max_lines"`
+			MaxBytes int `json:"max_bytes"`
+		} `json:"truncate"`
+		Bash struct {
+			Shell string            `json:"shell"`
+			Env   map[string]string `json:"env"`
+		} `json:"bash"`
 		DefaultTimeout    float64 `json:"default_timeout"`
 		CursorAfterResult string  `json:"cursor_after_result"`
 	} `json:"tools"`
 	Sandbox struct {
-		Enabled *bool  `json:"enabled"`
-		Backend string `json:"backend"`
+		Enabled  *bool    `json:"enabled"`
+		Backend  string   `json:"backend"`
+		Writable []string `json:"writable"`
+		DenyRead []string `json:"deny_read"`
+		EnvDeny  []string `json:"env_deny"`
+		Network  *bool    `json:"network"`
 	} `json:"sandbox"`
 }
 

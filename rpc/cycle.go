@@ -135,12 +135,17 @@ func (h *Host) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Resul
 	if t, ok := h.Registry.Lookup(tu.Name); ok {
 		c.Capabilities = t.Spec().Capabilities
 	}
+	sc := h.sandboxConfig(fm)
+	c.Env.SandboxEnabled = sc.Enabled
+	if sc.Enabled {
+		_, ok, _ := tools.DetectBackend()
+		c.Env.SandboxAvailable = ok && sc.Backend != "none"
+	}
 	if fm == nil {
 		return c
 	}
 	o := fm.Opts
 	c.Env.Exclusions = o.AutoApproveExclusions
-	c.Env.SandboxEnabled = o.SandboxEnabled != nil && *o.SandboxEnabled
 	switch {
 	case o.AutoApproveFunc != nil:
 		c.Env.FrontmatterSet = true
@@ -483,6 +488,17 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 	call := tools.Call{ID: j.id, Tool: j.name, Bufnr: bufnr}
 	if err == nil {
 		call.Cwd, call.Buffer = s.Cwd, s.Name
+		h.mu.Lock()
+		fm := h.bufFM[bufnr]
+		h.mu.Unlock()
+		if env, err := h.callEnv(fm, s.Cwd, s.Name); err == nil {
+			call.Env = env
+		} else {
+			// A sandbox that cannot be built must not mean "no sandbox".
+			h.logf("tool %s (%s): sandbox: %v", j.name, j.id, err)
+			h.writeFailure(bufnr, j.id, "The sandbox could not be set up: "+err.Error())
+			return
+		}
 	}
 	res := h.exec.Run(ctx, call, j.input)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
@@ -727,4 +743,18 @@ func (h *Host) hSetResult(bufnr int, id, text string, isError bool) (map[string]
 		}
 	}
 	return reply("none", "could not write the result", levelError), nil
+}
+
+// writeFailure writes an error result for a call that could not start.
+func (h *Host) writeFailure(bufnr int, id, msg string) {
+	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		if doc.Result(id) == nil {
+			return nil, applyOpts{}, fmt.Errorf("result block of %s not found", id)
+		}
+		e, err := buffer.ReplaceResult(doc, s.Lines, id, msg, true, "")
+		return []buffer.Edit{e}, applyOpts{Join: true}, err
+	})
+	if err != nil {
+		h.logf("write failure of %s: %v", id, err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -34,7 +35,9 @@ type Host struct {
 	presets           *approval.Presets
 	bufs              map[int]*bufState
 	mirrors           map[int]*mirror
-	autopilotOverride *bool // :Flemma autopilot:enable|disable
+	autopilotOverride *bool          // :Flemma autopilot:enable|disable
+	reads             *tools.ReadLog // what the model read, per buffer (stale-file protection)
+	outputDir         string         // private folder for full outputs of truncated results
 	luaWait           waiters
 	refresh           refresher
 	bufFM             map[int]*frontmatter.Result // the latest evaluated frontmatter of each buffer
@@ -76,6 +79,12 @@ func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
 		outcomes: map[string]approval.Outcome{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
+	h.reads = tools.NewReadLog()
+	if dir, err := os.MkdirTemp("", "flemma-output-"); err == nil {
+		h.outputDir = dir
+	} else {
+		h.logf("no private output folder (%v); full outputs go to the temp dir", err)
+	}
 	h.chain = approval.NewChain(h.logf)
 	if err := h.configure(defaultConfig()); err != nil {
 		h.logf("default configuration: %v", err)
@@ -93,11 +102,23 @@ func (h *Host) logf(format string, args ...any) {
 func (h *Host) Attach(v *nvim.Nvim) error {
 	h.nv = v
 	handlers := map[string]any{
-		"flemma.version":             h.hVersion,
-		"flemma.ping":                func() (string, error) { return "pong", nil },
-		"flemma.setup":               h.hSetup,
-		"flemma.health":              h.hHealth,
-		"flemma.cycle":               h.hCycle,
+		"flemma.version":          h.hVersion,
+		"flemma.ping":             func() (string, error) { return "pong", nil },
+		"flemma.setup":            h.hSetup,
+		"flemma.health":           h.hHealth,
+		"flemma.cycle":            h.hCycle,
+		"flemma.sandbox_status":   h.hSandboxStatus,
+		"flemma.sandbox_writable": h.hSandboxWritable,
+		"flemma.sandbox_wrap":     h.hSandboxWrap,
+		"flemma.truncate":         h.hTruncate,
+		"flemma.format_size":      h.hFormatSize,
+		"flemma.forget": func(bufnr int) {
+			h.reads.Forget(bufnr)
+			h.mu.Lock()
+			delete(h.mirrors, bufnr)
+			delete(h.bufFM, bufnr)
+			h.mu.Unlock()
+		},
 		"flemma.bench_run":           h.hBenchRun,
 		"flemma.set_result":          h.hSetResult,
 		"flemma.refresh":             h.hRefresh,
@@ -203,6 +224,14 @@ func (h *Host) hHealth() (map[string]any, error) {
 		lines = append(lines, line{"warn", "hidden tools: " + strings.Join(hidden, "; ")})
 	}
 	lines = append(lines, line{"info", fmt.Sprintf("approval resolvers: %s", h.resolverNames())})
+	if name, ok, why := tools.DetectBackend(); ok {
+		lines = append(lines, line{"ok", fmt.Sprintf("sandbox backend: %s (works)", name)})
+	} else {
+		lines = append(lines, line{"warn", fmt.Sprintf("no working sandbox backend (%s): bash is never auto-approved by the sandbox resolver", why)})
+	}
+	if h.outputDir != "" {
+		lines = append(lines, line{"ok", "full outputs of truncated results go to " + h.outputDir})
+	}
 	for _, name := range []string{"anthropic", "openai", "vertex"} {
 		if ok, src := provider.Credentials(name, nil); ok {
 			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", name, src)})

@@ -87,26 +87,48 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 		}
 	}
 	if r.err != nil {
-		return e.failure(spec.Name, call, r.err)
+		return e.failure(spec, call, r.err)
 	}
 	if spec.OutputSchema != nil && r.out.JSON != nil {
 		if msg := e.validateOutput(spec, r.out.JSON); msg != "" {
-			return e.failure(spec.Name, call, &Internal{Err: errors.New(msg)})
+			return e.failure(spec, call, &Internal{Err: errors.New(msg)})
 		}
 	}
 	if r.out.JSON != nil {
 		b, err := json.MarshalIndent(r.out.JSON, "", "  ")
 		if err != nil {
-			return e.failure(spec.Name, call, &Internal{Err: err})
+			return e.failure(spec, call, &Internal{Err: err})
 		}
-		return Result{Content: string(b), Lang: "json"}
+		return Result{Content: e.finish(string(b), call, spec), Lang: "json"}
 	}
-	return Result{Content: r.out.Text}
+	return Result{Content: e.finish(r.out.Text, call, spec)}
+}
+
+// finish applies to every result what no tool may skip: terminal control
+// sequences removed and secrets redacted. Output of tools other than the
+// built-ins (which truncate themselves, each the way that fits it: bash
+// keeps the tail, read the head with a continuation offset) is truncated
+// here when over the limits, head kept, the full text saved to a file named
+// in the notice.
+func (e *Executor) finish(text string, call Call, spec Spec) string {
+	text = Finish(text, call.Env)
+	if spec.Source == "built-in" {
+		return text
+	}
+	var l Limits
+	dir := ""
+	if call.Env != nil {
+		l, dir = call.Env.Truncate, call.Env.OutputDir
+	}
+	return TruncateWithOverflow(text, false, l, func(full string) (string, error) {
+		return SaveFullOutput(dir, call, full)
+	})
 }
 
 func errResult(kind, msg string) Result { return Result{Content: msg, IsError: true, Kind: kind} }
 
-func (e *Executor) failure(name string, call Call, err error) Result {
+func (e *Executor) failure(spec Spec, call Call, err error) Result {
+	name := spec.Name
 	var in *Internal
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -118,7 +140,7 @@ func (e *Executor) failure(name string, call Call, err error) Result {
 		b, _ := json.Marshal(map[string]string{"error": "InternalError", "message": fmt.Sprintf("Tool '%s' failed — see logs", name)})
 		return errResult("InternalError", string(b))
 	default:
-		return errResult("ToolError", err.Error())
+		return errResult("ToolError", e.finish(err.Error(), call, spec))
 	}
 }
 
@@ -129,15 +151,18 @@ func (e *Executor) logf(format string, args ...any) {
 }
 
 func (e *Executor) compiled(name string, schema map[string]any) (*jsonschema.Schema, error) {
-	b, err := json.Marshal(schema)
-	if err != nil {
-		return nil, err
-	}
-	key := name + "\x00" + string(b)
+	// A schema map is never modified after registration (re-registering a
+	// tool makes a new one), so its identity is a sound cache key and saves
+	// marshalling the schema on every call.
+	key := fmt.Sprintf("%s\x00%p", name, schema)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s, ok := e.schemas[key]; ok {
 		return s, nil
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return nil, err
 	}
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
 	if err != nil {

@@ -84,6 +84,12 @@ M.subcommands = {
   ["autopilot:status"] = function()
     host_call("flemma.autopilot", "status")
   end,
+  ["sandbox:status"] = function()
+    local res = host_call("flemma.sandbox_status", buf())
+    if res and type(res.text) == "string" then
+      notify(res.text)
+    end
+  end,
   switch = function(args)
     host_call("flemma.switch", table.concat(args, " "))
   end,

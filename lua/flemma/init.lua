@@ -110,6 +110,17 @@ function M.attach(bufnr)
       pcall(vim.rpcnotify, chan, "flemma.refresh", bufnr)
     end
   end
+  vim.api.nvim_create_autocmd("BufWipeout", {
+    group = group,
+    buffer = bufnr,
+    desc = "flemma: forget the buffer's host state",
+    callback = function()
+      local chan = require("flemma.host")._chan()
+      if chan then
+        pcall(vim.rpcnotify, chan, "flemma.forget", bufnr)
+      end
+    end,
+  })
   vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
     group = group,
     buffer = bufnr,

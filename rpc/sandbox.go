@@ -1,0 +1,153 @@
+package rpc
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/tools"
+)
+
+// sandboxConfig is the setup's sandbox, with the buffer's frontmatter able
+// only to turn it on (never off, never wider: the frontmatter package
+// refuses anything else).
+func (h *Host) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
+	h.mu.Lock()
+	c := h.cfg.Sandbox
+	h.mu.Unlock()
+	sc := tools.DefaultSandboxConfig()
+	sc.Enabled = c.Enabled == nil || *c.Enabled
+	if c.Backend != "" {
+		sc.Backend = c.Backend
+	}
+	// A list the user set replaces the default; nil keeps it.
+	if c.Writable != nil {
+		sc.Writable = c.Writable
+	}
+	if c.DenyRead != nil {
+		sc.DenyRead = c.DenyRead
+	}
+	if c.EnvDeny != nil {
+		sc.EnvDeny = c.EnvDeny
+	}
+	if c.Network != nil {
+		sc.Network = *c.Network
+	}
+	if fm != nil && fm.Opts.SandboxEnabled != nil && *fm.Opts.SandboxEnabled {
+		sc.Enabled = true
+	}
+	return sc
+}
+
+// sandbox builds the buffer's sandbox for its cwd and file.
+func (h *Host) sandbox(fm *frontmatter.Result, cwd, bufferPath string) (*tools.Sandbox, error) {
+	return tools.NewSandbox(h.sandboxConfig(fm), cwd, bufferPath)
+}
+
+// callEnv is the per-call configuration of the built-ins.
+func (h *Host) callEnv(fm *frontmatter.Result, cwd, bufferPath string) (*tools.Env, error) {
+	sb, err := h.sandbox(fm, cwd, bufferPath)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	return &tools.Env{
+		Sandbox:        sb,
+		Truncate:       tools.Limits{MaxLines: cfg.Tools.Truncate.MaxLines, MaxBytes: cfg.Tools.Truncate.MaxBytes},
+		Reads:          h.reads,
+		Shell:          cfg.Tools.Bash.Shell,
+		ExtraEnv:       cfg.Tools.Bash.Env,
+		DefaultTimeout: secs(cfg.Tools.DefaultTimeout),
+		OutputDir:      h.outputDir,
+	}, nil
+}
+
+// hSandboxStatus is :Flemma sandbox:status.
+func (h *Host) hSandboxStatus(bufnr int) (map[string]any, error) {
+	fm, cwd, name := h.bufferContext(bufnr)
+	sb, err := h.sandbox(fm, cwd, name)
+	if err != nil {
+		return reply("none", "sandbox: "+err.Error(), levelError), nil
+	}
+	return map[string]any{"text": sb.Status()}, nil
+}
+
+// bufferContext evaluates a buffer's frontmatter and returns it with Neovim's
+// cwd and the buffer's file name.
+func (h *Host) bufferContext(bufnr int) (*frontmatter.Result, string, string) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		cwd, _ := os.Getwd()
+		return nil, cwd, ""
+	}
+	return h.evalFrontmatter(bufnr, parse(s.Lines)), s.Cwd, s.Name
+}
+
+// hSandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
+func (h *Host) hSandboxWritable(bufnr int, path string) (map[string]any, error) {
+	fm, cwd, name := h.bufferContext(bufnr)
+	sb, err := h.sandbox(fm, cwd, name)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"writable": sb.IsPathWritable(path)}, nil
+}
+
+// hSandboxWrap backs ctx.sandbox.wrap_command for Lua tools.
+func (h *Host) hSandboxWrap(bufnr int, argv []string) (map[string]any, error) {
+	fm, cwd, name := h.bufferContext(bufnr)
+	sb, err := h.sandbox(fm, cwd, name)
+	if err != nil {
+		return map[string]any{"error": err.Error()}, nil
+	}
+	out, err := sb.WrapCommand(argv)
+	if err != nil {
+		return map[string]any{"error": err.Error()}, nil
+	}
+	return map[string]any{"argv": out}, nil
+}
+
+// hTruncate backs ctx.truncate.truncate_head / truncate_tail.
+func (h *Host) hTruncate(which, text string, opts map[string]any) (map[string]any, error) {
+	h.mu.Lock()
+	l := tools.Limits{MaxLines: h.cfg.Tools.Truncate.MaxLines, MaxBytes: h.cfg.Tools.Truncate.MaxBytes}
+	h.mu.Unlock()
+	if v, ok := opts["max_lines"]; ok {
+		l.MaxLines = toInt(v)
+	}
+	if v, ok := opts["max_bytes"]; ok {
+		l.MaxBytes = toInt(v)
+	}
+	var t tools.Truncated
+	switch which {
+	case "head":
+		t = tools.TruncateHead(text, l)
+	case "tail":
+		t = tools.TruncateTail(text, l)
+	default:
+		return nil, fmt.Errorf("truncate: %q is neither head nor tail", which)
+	}
+	return map[string]any{
+		"content": t.Content, "truncated": t.Truncated, "truncated_by": t.By,
+		"total_lines": t.TotalLines, "total_bytes": t.TotalBytes,
+		"output_lines": t.OutputLines, "output_bytes": t.OutputBytes,
+	}, nil
+}
+
+func (h *Host) hFormatSize(n float64) (string, error) { return tools.FormatSize(int64(n)), nil }
+
+func toInt(v any) int {
+	switch x := v.(type) {
+	case int64:
+		return int(x)
+	case uint64:
+		return int(x)
+	case float64:
+		return int(x)
+	case int:
+		return x
+	}
+	return 0
+}
