@@ -13,9 +13,11 @@ check-go:
 build: check-go
 	$(GO) build -o $(BIN) ./cmd/flemma-host
 
-# Neovim 0.7.2 (apt) and 0.10.4 (unpacked from Debian trixie into .cache/).
+# Neovim 0.7.2 (apt) and 0.10.4 (unpacked from Debian trixie into .cache/),
+# bubblewrap and ripgrep (apt).
 nvim:
 	@scripts/provision-nvim.sh >/dev/null
+	@scripts/provision-tools.sh
 
 lint: check-go
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
