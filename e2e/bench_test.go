@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"sort"
 	"strings"
@@ -146,6 +147,151 @@ func BenchmarkLuaToolOverhead(b *testing.B) {
 				if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 					fmt.Fprintf(f, "nvim %s: Lua tool call median %s (n=%d)\n", nvimtest.Version(bin), median(samples), len(samples))
 					f.Close()
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStream2000 measures a 2,000-token response written into the
+// buffer: wall time from the key press to the final text (seen from Lua,
+// polling at 1 ms) and the number of buffer updates the host made; the
+// server sends the tokens as fast as it can.
+func BenchmarkStream2000(b *testing.B) {
+	found, _ := nvimtest.Neovims()
+	if len(found) == 0 {
+		b.Skip("no Neovim available")
+	}
+	var words []string
+	for i := 0; i < 2000; i++ {
+		words = append(words, fmt.Sprintf("tok%d", i))
+	}
+	for _, pace := range []time.Duration{0, time.Millisecond} {
+		f := &fakeAnthropic{turns: []string{sse(strings.Join(words, " "))}, slow: pace}
+		srv := httptest.NewServer(f)
+		defer srv.Close()
+		mode := "fast"
+		if pace > 0 {
+			mode = "paced-1ms"
+		}
+		for _, bin := range found {
+			benchStream(b, bin, mode, srv.URL)
+		}
+	}
+}
+
+func benchStream(b *testing.B, bin, mode, url string) {
+	{
+		b.Run("nvim-"+nvimtest.Version(bin)+"/"+mode, func(b *testing.B) {
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: b.TempDir(), Setup: sendSetup(url, ""), Env: []string{"ANTHROPIC_API_KEY=test-key"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Open("s.chat", question); err != nil {
+				b.Fatal(err)
+			}
+			const code = `
+				local buf, q = vim.api.nvim_get_current_buf(), ...
+				vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(q, "\n", { plain = true }))
+				local t0 = vim.loop.hrtime()
+				require("flemma").cycle(buf)
+				local ok = vim.wait(20000, function()
+					local l = vim.api.nvim_buf_get_lines(buf, -3, -1, false) -- the last two lines
+					return l[1] == "@You:" and l[2] == ""
+				end, 1)
+				return { ns = vim.loop.hrtime() - t0, ok = ok,
+					flushes = require("flemma.host").request("flemma.status", buf).last_flushes }`
+			var walls []time.Duration
+			var updates []int
+			for b.Loop() {
+				var res struct {
+					Ns      int64 `msgpack:"ns"`
+					OK      bool  `msgpack:"ok"`
+					Flushes int   `msgpack:"flushes"`
+				}
+				if err := s.Lua(&res, code, strings.TrimSuffix(question, "\n")); err != nil {
+					b.Fatal(err)
+				}
+				if !res.OK {
+					b.Fatalf("the response did not finish; messages: %s", s.Messages())
+				}
+				walls = append(walls, time.Duration(res.Ns))
+				updates = append(updates, res.Flushes)
+			}
+			sort.Ints(updates)
+			b.ReportMetric(float64(median(walls).Microseconds()), "µs-median/response")
+			b.ReportMetric(float64(updates[len(updates)/2]), "buffer-updates")
+			if path := os.Getenv("FLEMMA_BENCH_OUT"); path != "" {
+				if fh, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+					fmt.Fprintf(fh, "nvim %s %s: 2,000-token stream median %s, %d buffer updates (n=%d)\n", nvimtest.Version(bin), mode, median(walls), updates[len(updates)/2], len(walls))
+					fh.Close()
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkResultToRequest measures, on autopilot, the time from the host
+// writing the last tool result to the next request reaching the (local)
+// server: categorize is done, so this is re-reading the buffer, building the
+// request and posting it. Both timestamps use the same machine clock.
+func BenchmarkResultToRequest(b *testing.B) {
+	found, _ := nvimtest.Neovims()
+	if len(found) == 0 {
+		b.Skip("no Neovim available")
+	}
+	f := &fakeAnthropic{turns: []string{
+		sse("Computing.", [3]string{"toolu_r1", "calculator", `{"expression": "6*7", "label": null}`}),
+		sse("42."),
+	}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	for _, bin := range found {
+		b.Run("nvim-"+nvimtest.Version(bin), func(b *testing.B) {
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: b.TempDir(),
+				Setup: sendSetup(srv.URL, `, tools = { auto_approve = { "calculator" } }`), Env: []string{"ANTHROPIC_API_KEY=test-key"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Open("r.chat", question); err != nil {
+				b.Fatal(err)
+			}
+			var gaps []time.Duration
+			for b.Loop() {
+				f.mu.Lock()
+				f.bodies, f.times = nil, nil
+				f.mu.Unlock()
+				var res struct {
+					OK   bool  `msgpack:"ok"`
+					Last int64 `msgpack:"last"`
+				}
+				if err := s.Lua(&res, `
+					local buf, q = vim.api.nvim_get_current_buf(), ...
+					vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(q, "\n", { plain = true }))
+					require("flemma").cycle(buf)
+					local ok = vim.wait(20000, function()
+						local l = vim.api.nvim_buf_get_lines(buf, -5, -1, false) -- the last four lines
+						return l[1] == "42." and l[3] == "@You:"
+					end, 1)
+					return { ok = ok, last = require("flemma.host").request("flemma.status", buf).last_result_unix_ns }`,
+					strings.TrimSuffix(question, "\n")); err != nil {
+					b.Fatal(err)
+				}
+				f.mu.Lock()
+				times := append([]time.Time(nil), f.times...)
+				f.mu.Unlock()
+				if !res.OK || len(times) != 2 || res.Last == 0 {
+					b.Fatalf("two-turn loop did not complete (%d requests); messages: %s", len(times), s.Messages())
+				}
+				gaps = append(gaps, times[1].Sub(time.Unix(0, res.Last)))
+			}
+			b.ReportMetric(float64(median(gaps).Microseconds()), "µs-median/result-to-request")
+			if path := os.Getenv("FLEMMA_BENCH_OUT"); path != "" {
+				if fh, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+					fmt.Fprintf(fh, "nvim %s: last tool result -> request at the server median %s (n=%d)\n", nvimtest.Version(bin), median(gaps), len(gaps))
+					fh.Close()
 				}
 			}
 		})

@@ -50,6 +50,7 @@ type fakeAnthropic struct {
 	mu     sync.Mutex
 	turns  []string
 	bodies []map[string]any
+	times  []time.Time   // when each request arrived
 	slow   time.Duration // pause between events
 	status int           // answer this HTTP status with a JSON error instead
 }
@@ -60,6 +61,7 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(raw, &body)
 	f.mu.Lock()
 	f.bodies = append(f.bodies, body)
+	f.times = append(f.times, time.Now())
 	f.mu.Unlock()
 	if r.Header.Get("x-api-key") != "test-key" {
 		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, 401)
@@ -104,7 +106,7 @@ func eachNvimSend(t *testing.T, f *fakeAnthropic, extra string, fn func(t *testi
 	t.Cleanup(srv.Close)
 	eachNvimEnv(t, sendSetup(srv.URL, extra), []string{"ANTHROPIC_API_KEY=test-key"}, func(t *testing.T, s *nvimtest.Session) {
 		f.mu.Lock()
-		f.bodies = nil // one server serves every Neovim version in turn
+		f.bodies, f.times = nil, nil // one server serves every Neovim version in turn
 		f.mu.Unlock()
 		fn(t, s)
 	})

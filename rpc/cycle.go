@@ -537,6 +537,9 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 		status = "error"
 	}
 	info["status"] = status
+	h.mu.Lock()
+	h.state(bufnr).lastResult = time.Now()
+	h.mu.Unlock()
 	h.event("FlemmaToolFinished", info)
 }
 

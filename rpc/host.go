@@ -53,7 +53,8 @@ type bufState struct {
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
-	lastFlushes int
+	lastFlushes int       // buffer updates of the last response
+	lastResult  time.Time // when the last tool result was written
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -297,7 +298,14 @@ func (h *Host) hStatus(bufnr int) (map[string]any, error) {
 	if usage != nil {
 		text += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
 	}
-	return map[string]any{"text": text}, nil
+	h.mu.Lock()
+	flushes, lastResult := st.lastFlushes, st.lastResult
+	h.mu.Unlock()
+	out := map[string]any{"text": text, "last_flushes": flushes}
+	if !lastResult.IsZero() {
+		out["last_result_unix_ns"] = lastResult.UnixNano()
+	}
+	return out, nil
 }
 
 func orNone(s string) string {
