@@ -12,6 +12,7 @@ import (
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 )
 
@@ -51,7 +52,7 @@ func (h *Host) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.Res
 	h.mu.Lock()
 	cfg := h.cfg
 	h.mu.Unlock()
-	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: []string{"$default", "$readonly", "$standard"}}
+	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: []string{"$default", "$readonly", "$standard"}, Providers: provider.Names()}
 	for _, t := range h.Registry.All() {
 		if t.Spec().Enabled && len(h.Registry.Missing(t)) == 0 {
 			setup.Tools = append(setup.Tools, t.Spec().Name)

@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+func hostText(t *testing.T, s *nvimtest.Session, method string, args ...any) string {
+	t.Helper()
+	var out string
+	code := `local m = ...; local res, err = require("flemma.host").request(m, select(2, ...)); if err then return "ERROR " .. err end; return res.text or res.message or ""`
+	if err := s.Lua(&out, code, append([]any{method}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSandboxStatus(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		buf := mustOpen(t, s, "proj/s.chat", "@You:\nhi\n")
+		out := hostText(t, s, "flemma.sandbox_status", buf)
+		if !strings.Contains(out, "bwrap") && !strings.Contains(out, "none") {
+			t.Errorf("sandbox:status names no backend:\n%s", out)
+		}
+		if !strings.Contains(out, "writable:") || !strings.Contains(out, "deny_read:") {
+			t.Errorf("sandbox:status lacks the rules:\n%s", out)
+		}
+		var w struct {
+			In  bool `msgpack:"inside"`
+			Out bool `msgpack:"out"`
+		}
+		if err := s.Lua(&w, `local b, dir = ...
+			local h = require("flemma.host")
+			return { inside = h.request("flemma.sandbox_writable", b, dir .. "/proj/new.txt").writable,
+				out = h.request("flemma.sandbox_writable", b, "/etc/flemma-test").writable }`, buf, s.Dir); err != nil {
+			t.Fatal(err)
+		}
+		if !w.In || w.Out {
+			t.Errorf("writable beside the buffer = %v (want true), in /etc = %v (want false)", w.In, w.Out)
+		}
+		if err := s.Nv.Command("Flemma sandbox:status"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestSwitchAndStatus(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		buf := mustOpen(t, s, "st.chat", "@You:\nhi\n")
+		if got := hostText(t, s, "flemma.switch", `openai gpt-test max_tokens=123 thinking="high"`); got != "Provider openai, model gpt-test." {
+			t.Errorf("switch = %q", got)
+		}
+		status := hostText(t, s, "flemma.status", buf)
+		for _, want := range []string{"provider: openai", "model: gpt-test", "max_tokens=123", `thinking="high"`, "credentials: missing", "tools in this buffer: "} {
+			if !strings.Contains(status, want) {
+				t.Errorf("status lacks %q:\n%s", want, status)
+			}
+		}
+		if got := hostText(t, s, "flemma.switch", "nope"); !strings.Contains(got, `unknown provider "nope"`) {
+			t.Errorf("switch nope = %q", got)
+		}
+		// A buffer's frontmatter wins over :Flemma switch.
+		if err := s.Lua(nil, `vim.api.nvim_buf_set_lines(0, 0, 0, false, { "`+"```"+`lua", 'flemma.opt.provider = "anthropic"', 'flemma.opt.model = "claude-test"', "`+"```"+`" })`); err != nil {
+			t.Fatal(err)
+		}
+		status = hostText(t, s, "flemma.status", buf)
+		if !strings.Contains(status, "provider: anthropic  model: claude-test") {
+			t.Errorf("frontmatter did not win:\n%s", status)
+		}
+		if got := hostText(t, s, "flemma.autopilot", "disable"); !strings.Contains(got, "Autopilot disabled") {
+			t.Errorf("autopilot:disable = %q", got)
+		}
+	})
+}
