@@ -90,27 +90,31 @@ func decodeConfig(raw map[string]any) (Config, error) {
 // normalize makes msgpack values JSON-marshalable: map[any]any keys become
 // strings and Lua's empty tables (sent as empty arrays) become null so they
 // decode into maps and slices alike.
-func normalize(v any) any {
+func normalize(v any) any { return normalizeWith(v, true) }
+
+// normalizeWith is normalize; emptyToNull false keeps empty arrays (a JSON
+// Schema's `required = {}` must stay a list).
+func normalizeWith(v any, emptyToNull bool) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = normalize(e)
+			out[k] = normalizeWith(e, emptyToNull)
 		}
 		return out
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[fmt.Sprint(k)] = normalize(e)
+			out[fmt.Sprint(k)] = normalizeWith(e, emptyToNull)
 		}
 		return out
 	case []any:
-		if len(x) == 0 {
+		if len(x) == 0 && emptyToNull {
 			return nil
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = normalize(e)
+			out[i] = normalizeWith(e, emptyToNull)
 		}
 		return out
 	default:

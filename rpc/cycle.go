@@ -546,20 +546,9 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 
 // hExecuteAt executes or resolves the one tool block under the cursor.
 func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
-	s, err := h.snapshot(bufnr)
-	if err != nil {
-		return nil, err
-	}
-	doc := parse(s.Lines)
-	tu, r := doc.BlockAt(line)
-	id := ""
-	switch {
-	case tu != nil:
-		id = tu.ID
-	case r != nil:
-		id = r.ToolUseID
-	default:
-		return reply("none", "No tool block under the cursor.", levelWarn), nil
+	doc, id, err := h.blockUnder(bufnr, line)
+	if err != nil || id == "" {
+		return noBlock(err)
 	}
 	h.mu.Lock()
 	st := h.bufs[bufnr]
@@ -568,7 +557,7 @@ func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
 	if isRunning {
 		return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
 	}
-	r = doc.Result(id)
+	r := doc.Result(id)
 	if r != nil && r.Status == "" {
 		return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
 	}
@@ -618,20 +607,9 @@ func placeholderWithBody(r *buffer.ToolResult, id string, st buffer.Status, msg 
 }
 
 func (h *Host) hSetStatus(bufnr, line int, status, msg string) (map[string]any, error) {
-	s, err := h.snapshot(bufnr)
-	if err != nil {
-		return nil, err
-	}
-	doc := parse(s.Lines)
-	tu, r := doc.BlockAt(line)
-	id := ""
-	switch {
-	case tu != nil:
-		id = tu.ID
-	case r != nil:
-		id = r.ToolUseID
-	default:
-		return reply("none", "No tool block under the cursor.", levelWarn), nil
+	_, id, err := h.blockUnder(bufnr, line)
+	if err != nil || id == "" {
+		return noBlock(err)
 	}
 	if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
 		return reply("none", err.Error(), levelError), nil
@@ -668,16 +646,9 @@ func (h *Host) hCancel(bufnr int) (map[string]any, error) {
 }
 
 func (h *Host) hCancelAt(bufnr, line int) (map[string]any, error) {
-	s, err := h.snapshot(bufnr)
+	_, id, err := h.blockUnder(bufnr, line)
 	if err != nil {
 		return nil, err
-	}
-	tu, r := parse(s.Lines).BlockAt(line)
-	id := ""
-	if tu != nil {
-		id = tu.ID
-	} else if r != nil {
-		id = r.ToolUseID
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -761,4 +732,28 @@ func (h *Host) writeFailure(bufnr int, id, msg string) {
 	if err != nil {
 		h.logf("write failure of %s: %v", id, err)
 	}
+}
+
+// blockUnder returns the buffer's document and the id of the tool call whose
+// use or result block covers line ("" when none does).
+func (h *Host) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, "", err
+	}
+	doc := parse(s.Lines)
+	switch tu, r := doc.BlockAt(line); {
+	case tu != nil:
+		return doc, tu.ID, nil
+	case r != nil:
+		return doc, r.ToolUseID, nil
+	}
+	return doc, "", nil
+}
+
+func noBlock(err error) (map[string]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return reply("none", "No tool block under the cursor.", levelWarn), nil
 }

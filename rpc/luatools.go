@@ -236,7 +236,7 @@ func fixSchema(s map[string]any) map[string]any {
 func (h *Host) hDefineTools(raw []any) (map[string]any, error) {
 	var errs []string
 	for _, item := range raw {
-		b, err := json.Marshal(normalizeSchemaSafe(item))
+		b, err := json.Marshal(normalizeWith(item, false))
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue
@@ -274,33 +274,6 @@ func (h *Host) hDefineTools(raw []any) (map[string]any, error) {
 		out["errors"] = errs
 	}
 	return out, nil
-}
-
-// normalizeSchemaSafe is normalize without turning empty lists into null
-// (a schema's `required = {}` must stay a list); empty objects are fixed by
-// fixSchema.
-func normalizeSchemaSafe(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = normalizeSchemaSafe(e)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = normalizeSchemaSafe(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalizeSchemaSafe(e)
-		}
-		return out
-	}
-	return v
 }
 
 // hToolDone receives an async Lua tool's answer (a notification).

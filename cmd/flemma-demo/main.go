@@ -120,7 +120,9 @@ func run(nvimBin, hostBin string) error {
 	if err := s.Press("<C-]>"); err != nil {
 		return err
 	}
-	if err := wait("the final answer", func(t string) bool { return strings.Contains(t, "What would you like to do next?") && strings.HasSuffix(t, "@You:\n") }); err != nil {
+	if err := wait("the final answer", func(t string) bool {
+		return strings.Contains(t, "What would you like to do next?") && strings.HasSuffix(t, "@You:\n")
+	}); err != nil {
 		return err
 	}
 	if err := show("after approving bash and <C-]>: the tools ran, their results went back, the model answered"); err != nil {

@@ -48,7 +48,8 @@ M.defaults = {
   highlights = { tool_preview = "Comment" },
 }
 
-local function is_list(t)
+--- A table whose keys are exactly 1..n (an empty table counts).
+function M.is_list(t)
   if type(t) ~= "table" then
     return false
   end
@@ -58,6 +59,7 @@ local function is_list(t)
   end
   return n == #t
 end
+local is_list = M.is_list
 
 -- Keys whose value is a list: a user list replaces the default instead of
 -- being merged into it index by index.

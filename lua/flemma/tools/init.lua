@@ -15,15 +15,9 @@ local function notify(msg, level)
   end)
 end
 
+-- A non-empty list (an empty table is not an array of definitions).
 local function is_list(t)
-  if type(t) ~= "table" then
-    return false
-  end
-  local n = 0
-  for _ in pairs(t) do
-    n = n + 1
-  end
-  return n > 0 and n == #t
+  return type(t) == "table" and next(t) ~= nil and require("flemma.config").is_list(t)
 end
 
 -- What the host needs of a definition: no functions.
