@@ -280,3 +280,85 @@ func TestFlemmaToolsCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestLuaToolContextHost: ctx.sandbox and ctx.truncate answer through the
+// host.
+func TestLuaToolContextHost(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "ctx_host" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `
+			require("flemma.tools").register("ctx_host", {
+				description = "sandbox and truncate through ctx",
+				input_schema = { type = "object", properties = {} },
+				execute = function(input, ctx)
+					local big = string.rep("line\n", 3000)
+					local tr = ctx.truncate.truncate_head(big)
+					local argv = ctx.sandbox.wrap_command({ "echo", "hi" })
+					return { success = true, output = {
+						here = ctx.sandbox.is_path_writable("out.txt"),
+						etc = ctx.sandbox.is_path_writable("/etc/passwd"),
+						truncated = tr.truncated, kept = tr.output_lines, total = tr.total_lines,
+						size = ctx.truncate.format_size(12345),
+						wrapped = type(argv) == "table" and #argv >= 2,
+					} }
+				end,
+			})`); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "proj/h.chat", toolChat("ctx_host", "t1", `{}`))
+		press(t, s, "<C-]>")
+		body, isErr := waitResult(t, s, "t1")
+		var got map[string]any
+		if isErr || json.Unmarshal([]byte(body), &got) != nil {
+			t.Fatalf("ctx_host = %q (error %v)", body, isErr)
+		}
+		want := map[string]any{"here": true, "etc": false, "truncated": true, "kept": float64(2000), "total": float64(3001), "size": "12.1KB", "wrapped": true}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+			}
+		}
+	})
+}
+
+// TestRegisterForms: an array of definitions and a { resolve, timeout }
+// table; a source that never calls done times out with a warning.
+func TestRegisterForms(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "arr_a", "arr_b", "tbl_tool" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `
+			local tools = require("flemma.tools")
+			local function def(name, out)
+				return { name = name, description = name, input_schema = { type = "object", properties = {} },
+					execute = function() return { success = true, output = out } end }
+			end
+			tools.register({ def("arr_a", "A"), def("arr_b", "B") })
+			tools.register({ timeout = 5, resolve = function(register, done) register("tbl_tool", def("tbl_tool", "T")); done() end })
+			tools.register({ timeout = 0.2, resolve = function() end }) -- never calls done`); err != nil {
+			t.Fatal(err)
+		}
+		chat := "@You:\ngo\n\n@Assistant:\nThree.\n"
+		for _, id := range []string{"arr_a", "arr_b", "tbl_tool"} {
+			chat += "\n**Tool Use:** `" + id + "` (`" + id + "_1`)\n\n```json\n{}\n```\n"
+		}
+		mustOpen(t, s, "forms.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, result("arr_a_1", "A", false), result("arr_b_1", "B", false), result("tbl_tool_1", "T", false)))
+		if msgs := s.Messages(); !strings.Contains(msgs, "Async tool source failed: Timed out after 0.2s") {
+			t.Errorf("no timeout warning; messages:\n%s", msgs)
+		}
+	})
+}
+
+// TestCursorAfterResultStay: with "stay" the cursor does not move when a
+// result is written.
+func TestCursorAfterResultStay(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "calculator" }, cursor_after_result = "stay" } }`, func(t *testing.T, s *nvimtest.Session) {
+		chat := calcCalls("2+2")
+		mustOpen(t, s, "stay.chat", chat)
+		press(t, s, "gg")
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, result("c1", "4", false)))
+		if got := cursorLine(t, s); got != 1 {
+			t.Errorf("cursor on line %d, want 1 (stay)", got)
+		}
+	})
+}
