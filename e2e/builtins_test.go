@@ -11,7 +11,9 @@ import (
 	"github.com/flemma-dev/flemma/internal/nvimtest"
 )
 
-const builtinSetup = `{ tools = { auto_approve = { "$default", "bash" } } }`
+// These files carry their bash and edit calls already written, so the test
+// setup lets the policy approve calls found in a file.
+const builtinSetup = `{ tools = { auto_approve = { "$default", "bash" }, auto_approve_file_calls = true } }`
 
 func bashChat(id, command string, extra string) string {
 	return toolChat("bash", id, `{"command": "`+command+`", "label": "test", "timeout": `+extra+`}`)
@@ -136,6 +138,21 @@ func TestBashPreview(t *testing.T) {
 		m := marks(t, s)
 		if len(m) != 1 || m[0].Text != "bash: $ make test  # running tests" {
 			t.Errorf("marks = %+v", m)
+		}
+	})
+}
+
+// TestFileCallsAskFirst: a bash call that was already in the file is not
+// auto-approved, whatever the policy; the decision says why.
+func TestFileCallsAskFirst(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		fm := "```lua\nflemma.opt.tools.auto_approve = { \"bash\", \"write\" }\n```\n"
+		chat := fm + toolChat("bash", "t1", `{"command": "id", "label": "who am i", "timeout": null}`)
+		buf := mustOpen(t, s, "f.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("t1", "pending", "")))
+		if out := hostText(t, s, "flemma.tool_list", buf); !strings.Contains(out, "urn:flemma:approval:origin") {
+			t.Errorf("tool:list does not say why:\n%s", out)
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -248,6 +250,45 @@ func TestSendErrors(t *testing.T) {
 		}
 		if got := text(t, s); got != strings.TrimSuffix(question, "\n") {
 			t.Errorf("buffer changed by a failed send:\n%q", got)
+		}
+	})
+}
+
+// TestStreamedBashIsApproved: a bash call the model makes in this session is
+// approved by the policy (unlike one found in a file).
+func TestStreamedBashIsApproved(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{
+		sse("", [3]string{"toolu_b1", "bash", `{"command": "echo streamed", "label": "echo", "timeout": null}`}),
+		sse("Done."),
+	}}
+	eachNvimSend(t, f, `, tools = { auto_approve = { "$default", "bash" } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "sb.chat", question)
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "toolu_b1"); isErr || body != "streamed" {
+			t.Errorf("bash = %q (error %v)", body, isErr)
+		}
+	})
+}
+
+// TestNoDoubleExecution: presses that land while autopilot works never run
+// a call twice.
+func TestNoDoubleExecution(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{
+		sse("", [3]string{"toolu_d1", "bash", `{"command": "echo run >> count.txt", "label": "count", "timeout": null}`}),
+		sse("Done."),
+	}}
+	eachNvimSend(t, f, `, tools = { auto_approve = { "$default", "bash" } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "dx/d.chat", question)
+		for i := 0; i < 15; i++ {
+			press(t, s, "<C-]>")
+			time.Sleep(5 * time.Millisecond)
+		}
+		if _, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "Done.") }); err != nil {
+			t.Fatalf("loop did not finish:\n%s", text(t, s))
+		}
+		b, err := os.ReadFile(filepath.Join(s.Dir, "dx", "count.txt"))
+		if err != nil || string(b) != "run\n" {
+			t.Errorf("count.txt = %q, %v; the call ran more than once", b, err)
 		}
 	})
 }

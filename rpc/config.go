@@ -47,6 +47,9 @@ type Config struct {
 		} `json:"bash"`
 		DefaultTimeout    float64 `json:"default_timeout"`
 		CursorAfterResult string  `json:"cursor_after_result"`
+		// AutoApproveFileCalls lets policies approve calls to bash, write,
+		// edit and side_effects tools that were already in the file.
+		AutoApproveFileCalls bool `json:"auto_approve_file_calls"`
 	} `json:"tools"`
 	Sandbox struct {
 		Enabled  *bool    `json:"enabled"`

@@ -92,19 +92,17 @@ func (h *Host) hCycle(bufnr int) (map[string]any, error) {
 }
 
 func (h *Host) cycle(bufnr int, auto bool) (map[string]any, error) {
-	h.mu.Lock()
-	st := h.state(bufnr)
-	streaming := st.streaming != nil
+	if busy, release := h.acquire(bufnr); busy != nil {
+		return busy, nil
+	} else {
+		defer release()
+	}
 	if !auto {
-		st.turns = 0
-		st.disarmed = false
-	}
-	h.mu.Unlock()
-	if streaming {
-		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
-	}
-	if n := h.running(bufnr); n > 0 {
-		return reply("busy", fmt.Sprintf("%d tool(s) still running in this buffer: wait, or press <C-c> to cancel them.", n), levelWarn), nil
+		// Only a press that is going to act resets autopilot.
+		h.mu.Lock()
+		st := h.state(bufnr)
+		st.turns, st.disarmed = 0, false
+		h.mu.Unlock()
 	}
 	s, err := h.snapshot(bufnr)
 	if err != nil {
@@ -193,7 +191,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm)
-		opts := applyOpts{Diagnostics: diags}
+		opts := applyOpts{Diagnostics: diags, UndoBreak: true}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
@@ -210,7 +208,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 			} else if mode == "parse_only" {
 				st = buffer.StatusPending
 			} else {
-				out := h.chain.Decide(context.Background(), h.approvalCall(bufnr, tu, fm))
+				out := h.gate(bufnr, tu, h.chain.Decide(context.Background(), h.approvalCall(bufnr, tu, fm)))
 				outcomes[tu.ID] = out
 				h.logf("approval %s (%s): %s", tu.Name, tu.ID, out)
 				st = statusFor(out.Decision)
@@ -237,8 +235,11 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 		return nil, err
 	}
 	h.mu.Lock()
+	if h.outcomes[bufnr] == nil {
+		h.outcomes[bufnr] = map[string]approval.Outcome{}
+	}
 	for id, o := range outcomes {
-		h.outcomes[id] = o
+		h.outcomes[bufnr][id] = o
 	}
 	h.mu.Unlock()
 	if pending > 0 {
@@ -350,6 +351,12 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 				if !enabled(tu.Name) {
 					add(buffer.ReplaceResult(doc, s.Lines, tu.ID, fmt.Sprintf("Tool '%s' is not enabled in this buffer (see flemma.opt.tools).", tu.Name), true, ""))
 					continue
+				}
+				h.mu.Lock()
+				already := h.state(bufnr).running[tu.ID] != nil
+				h.mu.Unlock()
+				if already {
+					continue // never run the same call twice
 				}
 				input := json.RawMessage(tu.RawInput)
 				if strings.TrimSpace(tu.RawInput) == "" {
@@ -487,7 +494,13 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 	h.event("FlemmaToolExecuting", info)
 	s, err := h.snapshot(bufnr)
 	call := tools.Call{ID: j.id, Tool: j.name, Bufnr: bufnr}
-	if err == nil {
+	if err != nil {
+		// Without the buffer there is no sandbox to build: do not run.
+		h.logf("tool %s (%s): %v", j.name, j.id, err)
+		h.writeFailure(bufnr, j.id, "The call could not start: the buffer could not be read.")
+		return
+	}
+	{
 		call.Cwd, call.Buffer = s.Cwd, s.Name
 		h.mu.Lock()
 		fm := h.bufFM[bufnr]
@@ -501,6 +514,9 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 			return
 		}
 	}
+	h.mu.Lock()
+	call.Timeout = secs(h.cfg.Tools.DefaultTimeout)
+	h.mu.Unlock()
 	res := h.exec.Run(ctx, call, j.input)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
 	err = h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
@@ -546,17 +562,35 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 
 // hExecuteAt executes or resolves the one tool block under the cursor.
 func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
+	h.mu.Lock()
+	streaming := h.state(bufnr).streaming != nil
+	h.mu.Unlock()
+	if streaming {
+		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
+	}
 	doc, id, err := h.blockUnder(bufnr, line)
 	if err != nil || id == "" {
 		return noBlock(err)
 	}
 	h.mu.Lock()
-	st := h.bufs[bufnr]
-	isRunning := st != nil && st.running[id] != nil
+	st := h.state(bufnr)
+	isRunning := st.running[id] != nil
+	busy := st.cycling
+	if !isRunning && !busy {
+		st.cycling = true
+	}
 	h.mu.Unlock()
 	if isRunning {
 		return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
 	}
+	if busy {
+		return reply("busy", "flemma is already working on this buffer; try again in a moment.", levelWarn), nil
+	}
+	defer func() {
+		h.mu.Lock()
+		st.cycling = false
+		h.mu.Unlock()
+	}()
 	r := doc.Result(id)
 	if r != nil && r.Status == "" {
 		return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
@@ -607,6 +641,11 @@ func placeholderWithBody(r *buffer.ToolResult, id string, st buffer.Status, msg 
 }
 
 func (h *Host) hSetStatus(bufnr, line int, status, msg string) (map[string]any, error) {
+	if busy, release := h.acquire(bufnr); busy != nil {
+		return busy, nil
+	} else {
+		defer release()
+	}
 	_, id, err := h.blockUnder(bufnr, line)
 	if err != nil || id == "" {
 		return noBlock(err)
@@ -696,6 +735,11 @@ func (h *Host) selection(fm *frontmatter.Result) func(name string) bool {
 // hSetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.
 func (h *Host) hSetResult(bufnr int, id, text string, isError bool) (map[string]any, error) {
+	if busy, release := h.acquire(bufnr); busy != nil {
+		return busy, nil
+	} else {
+		defer release()
+	}
 	for pass := 0; pass < 2; pass++ {
 		created := false
 		err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
@@ -756,4 +800,72 @@ func noBlock(err error) (map[string]any, error) {
 		return nil, err
 	}
 	return reply("none", "No tool block under the cursor.", levelWarn), nil
+}
+
+// acquire gives one cycle (or one <M-CR>, status or result edit) at a time
+// to a buffer, and none while a response streams or tools run: two steps
+// planned on the same text would run the same approved call twice. It
+// returns a "busy" reply, or the release function.
+func (h *Host) acquire(bufnr int) (map[string]any, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.state(bufnr)
+	switch {
+	case st.streaming != nil:
+		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
+	case len(st.running) > 0:
+		return reply("busy", fmt.Sprintf("%d tool(s) still running in this buffer: wait, or press <C-c> to cancel them.", len(st.running)), levelWarn), nil
+	case st.cycling:
+		return reply("busy", "flemma is already working on this buffer; try again in a moment.", levelWarn), nil
+	}
+	st.cycling = true
+	return nil, func() {
+		h.mu.Lock()
+		st.cycling = false
+		h.mu.Unlock()
+	}
+}
+
+// originResolver names the check that keeps calls found in a file from
+// being auto-approved.
+const originResolver = "urn:flemma:approval:origin"
+
+// gate turns an approval into require_approval for a call to a tool that
+// can change things (bash, write, edit, or a tool declaring the
+// "side_effects" capability) when this host did not receive the call from a
+// provider itself: it was already in the file when it was opened (a .chat
+// file from someone else), or typed in. Policies approve what the model asks
+// for in a conversation you run, not what a file brings along.
+// tools.auto_approve_file_calls = true turns this off.
+func (h *Host) gate(bufnr int, tu *buffer.ToolUse, out approval.Outcome) approval.Outcome {
+	if out.Decision != approval.Approve {
+		return out
+	}
+	h.mu.Lock()
+	trusted := h.cfg.Tools.AutoApproveFileCalls || h.state(bufnr).received[tu.ID]
+	h.mu.Unlock()
+	if trusted || !changesThings(h.Registry, tu.Name) {
+		return out
+	}
+	h.logf("approval %s (%s): %s, but the call was not received from the provider in this session; asking", tu.Name, tu.ID, out)
+	return approval.Outcome{Decision: approval.RequireApproval, Resolver: originResolver,
+		Rule: "call found in the file, not received from the provider: approve it yourself"}
+}
+
+// changesThings reports whether a tool can modify files or run commands.
+func changesThings(reg *tools.Registry, name string) bool {
+	t, ok := reg.Get(name)
+	if !ok {
+		return true // unknown: assume the worst (it fails anyway)
+	}
+	s := t.Spec()
+	if s.Source == "built-in" && (s.Name == "bash" || s.Name == "write" || s.Name == "edit") {
+		return true
+	}
+	for _, c := range s.Capabilities {
+		if c == "side_effects" {
+			return true
+		}
+	}
+	return false
 }

@@ -40,8 +40,8 @@ type Host struct {
 	outputDir         string         // private folder for full outputs of truncated results
 	luaWait           waiters
 	refresh           refresher
-	bufFM             map[int]*frontmatter.Result // the latest evaluated frontmatter of each buffer
-	outcomes          map[string]approval.Outcome // tool id -> the decision that categorized it
+	bufFM             map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
+	outcomes          map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
 }
 
 // bufState is what the host remembers of a buffer between steps: only the
@@ -53,8 +53,10 @@ type bufState struct {
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
-	lastFlushes int       // buffer updates of the last response
-	lastResult  time.Time // when the last tool result was written
+	lastFlushes int             // buffer updates of the last response
+	lastResult  time.Time       // when the last tool result was written
+	cycling     bool            // a cycle step is being planned and written
+	received    map[string]bool // tool-use ids this host streamed in from a provider
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -77,7 +79,7 @@ func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
 		bufs:     map[int]*bufState{},
 		bufFM:    map[int]*frontmatter.Result{},
 		mirrors:  map[int]*mirror{},
-		outcomes: map[string]approval.Outcome{},
+		outcomes: map[int]map[string]approval.Outcome{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
@@ -103,23 +105,17 @@ func (h *Host) logf(format string, args ...any) {
 func (h *Host) Attach(v *nvim.Nvim) error {
 	h.nv = v
 	handlers := map[string]any{
-		"flemma.version":          h.hVersion,
-		"flemma.ping":             func() (string, error) { return "pong", nil },
-		"flemma.setup":            h.hSetup,
-		"flemma.health":           h.hHealth,
-		"flemma.cycle":            h.hCycle,
-		"flemma.sandbox_status":   h.hSandboxStatus,
-		"flemma.sandbox_writable": h.hSandboxWritable,
-		"flemma.sandbox_wrap":     h.hSandboxWrap,
-		"flemma.truncate":         h.hTruncate,
-		"flemma.format_size":      h.hFormatSize,
-		"flemma.forget": func(bufnr int) {
-			h.reads.Forget(bufnr)
-			h.mu.Lock()
-			delete(h.mirrors, bufnr)
-			delete(h.bufFM, bufnr)
-			h.mu.Unlock()
-		},
+		"flemma.version":             h.hVersion,
+		"flemma.ping":                func() (string, error) { return "pong", nil },
+		"flemma.setup":               h.hSetup,
+		"flemma.health":              h.hHealth,
+		"flemma.cycle":               h.hCycle,
+		"flemma.sandbox_status":      h.hSandboxStatus,
+		"flemma.sandbox_writable":    h.hSandboxWritable,
+		"flemma.sandbox_wrap":        h.hSandboxWrap,
+		"flemma.truncate":            h.hTruncate,
+		"flemma.format_size":         h.hFormatSize,
+		"flemma.forget":              h.hForget,
 		"flemma.bench_run":           h.hBenchRun,
 		"flemma.set_result":          h.hSetResult,
 		"flemma.refresh":             h.hRefresh,
@@ -190,7 +186,6 @@ func (h *Host) configure(cfg Config) error {
 	h.cfg = cfg
 	h.presets = presets
 	h.mu.Unlock()
-	h.exec.DefaultTimeout = secs(cfg.Tools.DefaultTimeout)
 
 	// Built-in resolvers are replaced; resolvers registered from Lua stay.
 	for _, r := range h.chain.All() {
@@ -344,7 +339,7 @@ func (h *Host) hToolList(bufnr int) (map[string]any, error) {
 			}
 		}
 		prov := ""
-		if o, ok := h.outcomes[tu.ID]; ok {
+		if o, ok := h.outcomes[bufnr][tu.ID]; ok {
 			prov = "  — " + o.String()
 		}
 		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
@@ -363,4 +358,24 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// hForget drops everything the host holds for a wiped buffer, cancelling its
+// running tools and its response first.
+func (h *Host) hForget(bufnr int) {
+	h.mu.Lock()
+	if st := h.bufs[bufnr]; st != nil {
+		for _, cancel := range st.running {
+			cancel()
+		}
+		if st.streaming != nil {
+			st.streaming()
+		}
+	}
+	delete(h.bufs, bufnr)
+	delete(h.mirrors, bufnr)
+	delete(h.bufFM, bufnr)
+	delete(h.outcomes, bufnr)
+	h.mu.Unlock()
+	h.reads.Forget(bufnr)
 }

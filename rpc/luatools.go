@@ -85,7 +85,7 @@ func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage)
 	if m, ok := input.(map[string]any); ok && len(m) == 0 {
 		input = map[string]any{} // msgpack sends an empty map, Lua gets {}
 	}
-	info := map[string]any{"bufnr": call.Bufnr, "cwd": call.Cwd, "buffer": call.Buffer, "timeout": t.h.exec.DefaultTimeout.Seconds(), "tool_id": call.ID}
+	info := map[string]any{"bufnr": call.Bufnr, "cwd": call.Cwd, "buffer": call.Buffer, "timeout": call.Timeout.Seconds(), "tool_id": call.ID}
 	token := newToken()
 	ch := t.h.luaWait.add(token)
 	defer t.h.luaWait.remove(token)

@@ -279,6 +279,15 @@ func (h *Host) stream(ctx context.Context, prov provider.Provider, req provider.
 		switch e.Kind {
 		case provider.EventToolUse:
 			toolUses++
+			if e.ToolUse != nil {
+				h.mu.Lock()
+				st := h.state(sw.bufnr)
+				if st.received == nil {
+					st.received = map[string]bool{}
+				}
+				st.received[e.ToolUse.ID] = true
+				h.mu.Unlock()
+			}
 			flush()
 		case provider.EventUsage:
 			usage = e.Usage
@@ -378,6 +387,10 @@ func (h *Host) autoCycle(bufnr int) {
 // autopilotFor: the buffer's frontmatter, else :Flemma autopilot, else setup.
 // Call with h.mu held.
 func (h *Host) autopilotFor(bufnr int) bool {
+	// :Flemma autopilot:disable is the user's word: a file cannot undo it.
+	if h.autopilotOverride != nil && !*h.autopilotOverride {
+		return false
+	}
 	if fm := h.bufFM[bufnr]; fm != nil && fm.Opts.Autopilot != nil {
 		return *fm.Opts.Autopilot
 	}

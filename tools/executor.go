@@ -49,6 +49,9 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
+		timeout = call.Timeout
+	}
+	if timeout <= 0 {
 		timeout = e.DefaultTimeout
 	}
 	if timeout <= 0 {

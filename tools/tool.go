@@ -44,6 +44,9 @@ type Call struct {
 	// Env configures the built-ins for this call (sandbox, truncation,
 	// read log, shell, …); nil means the defaults.
 	Env *Env
+	// Timeout is tools.default_timeout at the time of the call, for tools
+	// whose Spec sets none; zero means the executor's default.
+	Timeout time.Duration
 }
 
 // Output is what a tool produced. Exactly one of Text or JSON is used: JSON

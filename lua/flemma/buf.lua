@@ -87,7 +87,7 @@ function M.snapshot(bufnr, have)
   local count = vim.api.nvim_buf_line_count(bufnr)
   local t = track(bufnr)
   local delta, first, tail, lines = false, 0, 0, nil
-  if t and have and have == t.base then
+  if t and have and have >= 0 and have == t.base then
     delta = true
     first = math.min(t.first, count)
     tail = math.min(t.tail, count - first)
@@ -135,8 +135,13 @@ function M.apply(bufnr, tick, edits, opts)
   if tick ~= now then
     return { ok = false, stale = true, tick = now }
   end
+  -- Bottom-up, in the host's order: later start first, and for the same
+  -- start the longer range first (buffer.Apply does the same).
   table.sort(edits, function(a, b)
-    return a.start > b.start
+    if a.start ~= b.start then
+      return a.start > b.start
+    end
+    return a.stop > b.stop
   end)
   local was_modifiable = vim.bo[bufnr].modifiable
   if opts.undo_break then
@@ -145,8 +150,9 @@ function M.apply(bufnr, tick, edits, opts)
       vim.cmd("let &undolevels = &undolevels")
     end)
   end
+  local ok, err = true, nil
   if #edits > 0 then
-    vim.api.nvim_buf_call(bufnr, function()
+    ok, err = pcall(vim.api.nvim_buf_call, bufnr, function()
       if opts.join and our_tick[bufnr] == now then
         pcall(vim.cmd, "undojoin")
       end
@@ -156,10 +162,14 @@ function M.apply(bufnr, tick, edits, opts)
       end
     end)
   end
+  -- 'modifiable' is restored (or set as asked) even when an edit failed.
   if opts.modifiable ~= nil and opts.modifiable ~= vim.NIL then
     vim.bo[bufnr].modifiable = opts.modifiable
   else
     vim.bo[bufnr].modifiable = was_modifiable
+  end
+  if not ok then
+    return { ok = false, err = "applying the edit failed: " .. tostring(err) }
   end
   if opts.cursor and opts.cursor ~= vim.NIL then
     set_cursor(bufnr, opts.cursor)

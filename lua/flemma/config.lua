@@ -27,6 +27,10 @@ M.defaults = {
     require_approval = true,
     auto_approve = { "$default" }, -- list | function(tool_name, input, ctx) | "module.path"
     auto_approve_sandboxed = true,
+    -- Calls to bash, write, edit (and tools with the "side_effects" capability)
+    -- that were already in a file when it was opened are never auto-approved;
+    -- true lets the policy approve them too.
+    auto_approve_file_calls = false,
     presets = {}, -- ["$name"] = { approve = {...}, deny = {...} }
     autopilot = { enabled = true, max_turns = 100 }, -- a boolean is shorthand for { enabled = b }
     max_concurrent = 2, -- 0 = unlimited
@@ -90,6 +94,7 @@ local checks = {
   ["tools.require_approval"] = { "boolean" },
   ["tools.auto_approve"] = { "table", "function", "string" },
   ["tools.auto_approve_sandboxed"] = { "boolean" },
+  ["tools.auto_approve_file_calls"] = { "boolean" },
   ["tools.presets"] = { "table" },
   ["tools.autopilot"] = { "table", "boolean" },
   ["tools.max_concurrent"] = { "number" },
