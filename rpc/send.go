@@ -413,7 +413,8 @@ func (h *Host) cancelStream(bufnr int) bool {
 
 func (h *Host) endStream(bufnr int) {
 	h.mu.Lock()
-	if st := h.bufs[bufnr]; st != nil {
+	if st := h.bufs[bufnr]; st != nil && st.streaming != nil {
+		st.streaming() // release the request's context (a no-op once it ended)
 		st.streaming = nil
 	}
 	h.mu.Unlock()
