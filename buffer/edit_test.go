@@ -623,3 +623,23 @@ func TestPipelineConformance(t *testing.T) {
 		t.Errorf("68: approved header placeholder = %+v", r)
 	}
 }
+
+func TestRenderPlaceholderBody(t *testing.T) {
+	tests := []struct {
+		body string
+		want []string
+	}{
+		{"", []string{"**Tool Result:** `c1`", "", "```flemma:tool status=rejected", "```"}},
+		{"too risky\nnot today", []string{"**Tool Result:** `c1`", "", "```flemma:tool status=rejected", "too risky", "not today", "```"}},
+		{"uses ``` inside", []string{"**Tool Result:** `c1`", "", "````flemma:tool status=rejected", "uses ``` inside", "````"}},
+	}
+	for _, tt := range tests {
+		got := RenderPlaceholderBody("c1", StatusRejected, tt.body)
+		if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+			t.Errorf("RenderPlaceholderBody(%q) = %q, want %q", tt.body, got, tt.want)
+		}
+		if r := Parse(append([]string{"@Assistant:", "**Tool Use:** `x` (`c1`)", "```json", "{}", "```", "@You:"}, got...)).Result("c1"); r == nil || r.Status != StatusRejected || r.Content != tt.body {
+			t.Errorf("RenderPlaceholderBody(%q) does not read back: %+v", tt.body, r)
+		}
+	}
+}

@@ -1,12 +1,7 @@
 package buffer
 
 import (
-	goparser "go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -320,27 +315,5 @@ func TestCRLF(t *testing.T) {
 	}
 	if got := Render(d); got[3] != "x\r\r" || got[0] != "@You:" {
 		t.Errorf("Render = %q", got)
-	}
-}
-
-// TestPure enforces the package's dependency rule: the standard library
-// only, and nothing that reaches Neovim, the network, processes or files.
-func TestPure(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	forbidden := []string{"os", "os/exec", "net", "net/http", "io/fs", "syscall", "unsafe"}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := goparser.ParseFile(token.NewFileSet(), f, nil, goparser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.Contains(strings.SplitN(path, "/", 2)[0], ".") || slices.Contains(forbidden, path) {
-				t.Errorf("%s imports %s", f, path)
-			}
-		}
 	}
 }

@@ -33,11 +33,26 @@ func ResultHeader(id string, isError bool) string {
 // a plain ``` (an empty completed result), as the Lua executor writes it.
 // id must not contain a backtick or a newline.
 func RenderPlaceholder(id string, status Status) []string {
-	opener := "```"
-	if status != "" {
-		opener = "```flemma:tool status=" + string(status)
+	return RenderPlaceholderBody(id, status, "")
+}
+
+// RenderPlaceholderBody is RenderPlaceholder with text inside the block (a
+// rejection reason, a result the user gives); the fence is one longer than
+// the longest backtick run in it.
+func RenderPlaceholderBody(id string, status Status, body string) []string {
+	fence := "```"
+	if body != "" {
+		fence = Fence(body)
 	}
-	return []string{ResultHeader(id, false), "", opener, "```"}
+	opener := fence
+	if status != "" {
+		opener = fence + "flemma:tool status=" + string(status)
+	}
+	out := []string{ResultHeader(id, false), "", opener}
+	if body != "" {
+		out = append(out, strings.Split(body, "\n")...)
+	}
+	return append(out, fence)
 }
 
 // RenderResult returns the lines of a completed result: the header (with

@@ -248,19 +248,6 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 	return h.executeFrom(bufnr, "", nil, nil, auto)
 }
 
-// headerLineAfter finds the 1-based header line of id's result once edits
-// are applied to lines.
-func headerLineAfter(lines []string, edits []buffer.Edit, id string) int {
-	after, err := buffer.Apply(lines, edits)
-	if err != nil {
-		return 0
-	}
-	if r := buffer.Parse(after).Result(id); r != nil {
-		return r.HeaderLine
-	}
-	return 0
-}
-
 // blocked publishes the diagnostics that stopped a step (no edit carried
 // them) and tells the user.
 func (h *Host) blocked(bufnr int, diags []diag) (map[string]any, error) {
@@ -417,12 +404,8 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	}
 	limit := h.cfg.maxConcurrent()
 	cursorMode := h.cfg.Tools.CursorAfterResult
-	autopilot := h.cfg.autopilot()
 	if fm := h.bufFM[bufnr]; fm != nil && fm.Opts.MaxConcurrent != nil {
 		limit = *fm.Opts.MaxConcurrent
-	}
-	if fm := h.bufFM[bufnr]; fm != nil && fm.Opts.Autopilot != nil {
-		autopilot = *fm.Opts.Autopilot
 	}
 	h.mu.Unlock()
 	if limit <= 0 {
@@ -462,9 +445,11 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		if remaining == 0 {
 			h.setModifiable(bufnr, true)
 		}
+		// Decided now, not at the start: <C-c> or :Flemma autopilot may have
+		// changed it while the tools ran.
 		h.mu.Lock()
 		disarmed := h.state(bufnr).disarmed
-		autopilot = h.autopilotFor(bufnr)
+		autopilot := h.autopilotFor(bufnr)
 		h.mu.Unlock()
 		if continueCycle && autopilot && !disarmed {
 			h.autoCycle(bufnr)
@@ -532,15 +517,9 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 			locked := false
 			opts.Modifiable = &locked
 		}
-		switch cursorMode {
-		case "stay":
-		case "next":
-			after, _ := buffer.Apply(s.Lines, []buffer.Edit{e})
-			if m := buffer.Parse(after).MessageAt(headerLineAfter(s.Lines, []buffer.Edit{e}, j.id)); m != nil {
-				opts.Cursor = m.EndLine
-			}
-		default:
+		if cursorMode != "stay" {
 			opts.CursorID = j.id
+			opts.CursorAtEnd = cursorMode == "next"
 		}
 		return []buffer.Edit{e}, opts, nil
 	})
@@ -562,35 +541,22 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 
 // hExecuteAt executes or resolves the one tool block under the cursor.
 func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
-	h.mu.Lock()
-	streaming := h.state(bufnr).streaming != nil
-	h.mu.Unlock()
-	if streaming {
-		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
+	// Other calls of the buffer may be running: <M-CR> runs this one too.
+	if busy, release := h.acquireOne(bufnr); busy != nil {
+		return busy, nil
+	} else {
+		defer release()
 	}
 	doc, id, err := h.blockUnder(bufnr, line)
 	if err != nil || id == "" {
 		return noBlock(err)
 	}
 	h.mu.Lock()
-	st := h.state(bufnr)
-	isRunning := st.running[id] != nil
-	busy := st.cycling
-	if !isRunning && !busy {
-		st.cycling = true
-	}
+	isRunning := h.state(bufnr).running[id] != nil
 	h.mu.Unlock()
 	if isRunning {
 		return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
 	}
-	if busy {
-		return reply("busy", "flemma is already working on this buffer; try again in a moment.", levelWarn), nil
-	}
-	defer func() {
-		h.mu.Lock()
-		st.cycling = false
-		h.mu.Unlock()
-	}()
 	r := doc.Result(id)
 	if r != nil && r.Status == "" {
 		return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
@@ -623,21 +589,12 @@ func (h *Host) setStatus(bufnr int, id string, st buffer.Status, msg string) err
 			e, err := buffer.SetStatus(doc, s.Lines, id, st)
 			return []buffer.Edit{e}, applyOpts{}, err
 		}
-		return []buffer.Edit{placeholderWithBody(r, id, st, msg)}, applyOpts{}, nil
+		return []buffer.Edit{{Start: r.HeaderLine - 1, End: r.EndLine, Lines: buffer.RenderPlaceholderBody(id, st, msg)}}, applyOpts{}, nil
 	})
 	if err == nil && created && msg != "" {
 		return h.setStatus(bufnr, id, st, msg)
 	}
 	return err
-}
-
-func placeholderWithBody(r *buffer.ToolResult, id string, st buffer.Status, msg string) buffer.Edit {
-	header := buffer.RenderPlaceholder(id, st)[0]
-	fence := buffer.Fence(msg)
-	out := []string{header, "", fence + "flemma:tool status=" + string(st)}
-	out = append(out, strings.Split(msg, "\n")...)
-	out = append(out, fence)
-	return buffer.Edit{Start: r.HeaderLine - 1, End: r.EndLine, Lines: out}
 }
 
 func (h *Host) hSetStatus(bufnr, line int, status, msg string) (map[string]any, error) {
@@ -807,13 +764,23 @@ func noBlock(err error) (map[string]any, error) {
 // planned on the same text would run the same approved call twice. It
 // returns a "busy" reply, or the release function.
 func (h *Host) acquire(bufnr int) (map[string]any, func()) {
+	return h.take(bufnr, true)
+}
+
+// acquireOne is acquire for a step on a single call (<M-CR>), which may run
+// while other calls of the buffer do.
+func (h *Host) acquireOne(bufnr int) (map[string]any, func()) {
+	return h.take(bufnr, false)
+}
+
+func (h *Host) take(bufnr int, exclusive bool) (map[string]any, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.state(bufnr)
 	switch {
 	case st.streaming != nil:
 		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
-	case len(st.running) > 0:
+	case exclusive && len(st.running) > 0:
 		return reply("busy", fmt.Sprintf("%d tool(s) still running in this buffer: wait, or press <C-c> to cancel them.", len(st.running)), levelWarn), nil
 	case st.cycling:
 		return reply("busy", "flemma is already working on this buffer; try again in a moment.", levelWarn), nil

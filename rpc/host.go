@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -349,15 +348,6 @@ func (h *Host) hToolList(bufnr int) (map[string]any, error) {
 		return map[string]any{"text": "no tool calls in this buffer"}, nil
 	}
 	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
-}
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // hForget drops everything the host holds for a wiped buffer, cancelling its

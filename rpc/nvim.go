@@ -46,6 +46,7 @@ type mark struct {
 type applyOpts struct {
 	Cursor      int    `msgpack:"cursor,omitempty"` // 1-based line; 0 = leave
 	CursorID    string `msgpack:"-"`                // move to this call's result header (resolved by step)
+	CursorAtEnd bool   `msgpack:"-"`                // with CursorID: to the end of the message holding it ("next")
 	Modifiable  *bool  `msgpack:"modifiable,omitempty"`
 	Join        bool   `msgpack:"join,omitempty"`
 	UndoBreak   bool   `msgpack:"undo_break,omitempty"` // start a new undo step (a new phase)
@@ -141,12 +142,9 @@ func (h *Host) apply(bufnr, tick int, edits []buffer.Edit, opts applyOpts) (appl
 	return res, nil
 }
 
-// errStale is returned by a plan when it wants a fresh snapshot.
-var errNoChange = errors.New("no change")
-
 // step reads, parses, plans and applies one atomic edit, retrying from a
 // fresh read when the user changed the buffer in between. plan returns the
-// edits and options; errNoChange means there is nothing to write.
+// edits and options (no edits: only the extmarks and options are sent).
 func (h *Host) step(bufnr int, plan func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error)) error {
 	return h.stepFrom(bufnr, nil, nil, plan)
 }
@@ -178,6 +176,9 @@ func (h *Host) stepFrom(bufnr int, s *snapshot, doc *buffer.Document, plan func(
 		if opts.CursorID != "" {
 			if r := after.Result(opts.CursorID); r != nil {
 				opts.Cursor = r.HeaderLine
+				if m := after.MessageAt(r.HeaderLine); opts.CursorAtEnd && m != nil {
+					opts.Cursor = m.EndLine
+				}
 			}
 		}
 		opts.Marks = h.marks(bufnr, s, after)

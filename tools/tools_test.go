@@ -77,7 +77,7 @@ func TestSchemaFor(t *testing.T) {
 		Limit *int     `json:"limit" desc:"max lines"`
 		Tags  []string `json:"tags" desc:"tags"`
 	}
-	s := SchemaFor(reflectTypeOf[in]())
+	s := SchemaFor(reflect.TypeFor[in]())
 	b, _ := json.Marshal(s)
 	want := `{"additionalProperties":false,"properties":{"limit":{"description":"max lines","type":["integer","null"]},"path":{"description":"file","type":"string"},"tags":{"description":"tags","items":{"type":"string"},"type":"array"}},"required":["path","limit","tags"],"type":"object"}`
 	if string(b) != want {
@@ -225,5 +225,3 @@ func BenchmarkExecutorCalculator(b *testing.B) {
 		e.Run(context.Background(), Call{ID: "x", Tool: "calculator"}, in)
 	}
 }
-
-func reflectTypeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }

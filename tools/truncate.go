@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"github.com/flemma-dev/flemma/preview"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,20 +138,9 @@ func TruncateLine(line string, max int) string {
 	return line[:cut] + suffix
 }
 
-// FormatSize renders a byte count as reference §8.1: 512B, 1.5KB, 12.1KB,
-// 50.0KB, 3.2MB, 1.0GB.
-func FormatSize(n int64) string {
-	switch {
-	case n < 1024:
-		return fmt.Sprintf("%dB", n)
-	case n < 1024*1024:
-		return fmt.Sprintf("%.1fKB", float64(n)/1024)
-	case n < 1024*1024*1024:
-		return fmt.Sprintf("%.1fMB", float64(n)/(1024*1024))
-	default:
-		return fmt.Sprintf("%.1fGB", float64(n)/(1024*1024*1024))
-	}
-}
+// FormatSize formats a byte count the way previews and notices show it
+// ("5B", "2.3KB", "1.0MB"); it is preview.FormatSize, so both always agree.
+func FormatSize(n int64) string { return preview.FormatSize(n) }
 
 // TruncateWithOverflow truncates text (head or tail first, as direction
 // says) and, when anything was cut, saves the full text with save and adds

@@ -6,15 +6,15 @@ local function notify(msg, level)
 end
 
 local function host_call(method, ...)
-  local res, err = require("flemma.host").request(method, ...)
-  if err then
-    notify(err, vim.log.levels.ERROR)
-    return nil
+  return require("flemma").call(method, ...)
+end
+
+-- Call the host and show the text it answers (listings, status).
+local function show(method, ...)
+  local res = host_call(method, ...)
+  if res and type(res.text) == "string" then
+    notify(res.text)
   end
-  if type(res) == "table" and type(res.message) == "string" then
-    notify(res.message, res.level or vim.log.levels.INFO)
-  end
-  return res
 end
 
 local function buf()
@@ -64,16 +64,10 @@ M.subcommands = {
     require("flemma").cancel(buf())
   end,
   ["tool:list"] = function()
-    local res = host_call("flemma.tool_list", buf())
-    if res and type(res.text) == "string" then
-      notify(res.text)
-    end
+    show("flemma.tool_list", buf())
   end,
   tools = function(args)
-    local res = host_call("flemma.tools", buf(), args[1] or "")
-    if res and type(res.text) == "string" then
-      notify(res.text)
-    end
+    show("flemma.tools", buf(), args[1] or "")
   end,
   ["autopilot:enable"] = function()
     host_call("flemma.autopilot", "enable")
@@ -85,19 +79,13 @@ M.subcommands = {
     host_call("flemma.autopilot", "status")
   end,
   ["sandbox:status"] = function()
-    local res = host_call("flemma.sandbox_status", buf())
-    if res and type(res.text) == "string" then
-      notify(res.text)
-    end
+    show("flemma.sandbox_status", buf())
   end,
   switch = function(args)
     host_call("flemma.switch", table.concat(args, " "))
   end,
   status = function()
-    local res = host_call("flemma.status", buf())
-    if res and type(res.text) == "string" then
-      notify(res.text)
-    end
+    show("flemma.status", buf())
   end,
   log = function()
     local _, _, log_file = require("flemma.host").running()

@@ -36,17 +36,19 @@ function M.host_config()
   return require("flemma.config").for_host(M.config())
 end
 
-local function call(method, ...)
+--- Call the host and show the message its answer carries, if any.
+function M.call(method, ...)
   local res, err = require("flemma.host").request(method, ...)
   if err then
     notify(err, vim.log.levels.ERROR)
     return nil
   end
-  if type(res) == "table" and res.message and res.message ~= vim.NIL then
+  if type(res) == "table" and type(res.message) == "string" then
     notify(res.message, res.level or vim.log.levels.INFO)
   end
   return res
 end
+local call = M.call
 
 --- Run the next phase of the cycle for a buffer (<C-]>).
 function M.cycle(bufnr)

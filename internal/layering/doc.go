@@ -1,0 +1,5 @@
+// Package layering holds only a test: it checks that dependencies point one
+// way (STYLE.md) — the pure packages import no I/O, no processes, no
+// networking and no Neovim client; only rpc talks to Neovim, only provider
+// talks HTTP.
+package layering
