@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -819,20 +820,9 @@ func (h *Host) gate(bufnr int, tu *buffer.ToolUse, out approval.Outcome) approva
 		Rule: "call found in the file, not received from the provider: approve it yourself"}
 }
 
-// changesThings reports whether a tool can modify files or run commands.
+// changesThings reports whether a tool can modify files or run commands
+// (it declares tools.CapSideEffects; an unknown tool is assumed to).
 func changesThings(reg *tools.Registry, name string) bool {
 	t, ok := reg.Get(name)
-	if !ok {
-		return true // unknown: assume the worst (it fails anyway)
-	}
-	s := t.Spec()
-	if s.Source == "built-in" && (s.Name == "bash" || s.Name == "write" || s.Name == "edit") {
-		return true
-	}
-	for _, c := range s.Capabilities {
-		if c == "side_effects" {
-			return true
-		}
-	}
-	return false
+	return !ok || slices.Contains(t.Spec().Capabilities, tools.CapSideEffects)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flemma-dev/flemma/approval"
 	"io"
 	"os"
 	"os/exec"
@@ -31,7 +32,8 @@ func Bash() Tool {
 			"Output is truncated to the last 2000 lines or 50KB, whichever comes first; the full output is then saved " +
 			"to a temporary file named in the notice. A non-zero exit code makes the call fail, with the code shown. " +
 			"Commands that wait for input get none (stdin is /dev/null).",
-		Capabilities: []string{"can_auto_approve_if_sandboxed"},
+		Capabilities: []string{approval.CapSandboxed, CapSideEffects},
+		Truncates:    true,
 		Tags:         []string{"shell", "command"},
 		Async:        true,
 		Enabled:      true,

@@ -108,14 +108,12 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 }
 
 // finish applies to every result what no tool may skip: terminal control
-// sequences removed and secrets redacted. Output of tools other than the
-// built-ins (which truncate themselves, each the way that fits it: bash
-// keeps the tail, read the head with a continuation offset) is truncated
-// here when over the limits, head kept, the full text saved to a file named
-// in the notice.
+// sequences removed and secrets redacted. Output of tools that do not
+// truncate themselves (Spec.Truncates) is truncated here when over the
+// limits, head kept, the full text saved to a file named in the notice.
 func (e *Executor) finish(text string, call Call, spec Spec) string {
 	text = Finish(text, call.Env)
-	if spec.Source == "built-in" {
+	if spec.Truncates {
 		return text
 	}
 	var l Limits

@@ -26,7 +26,8 @@ type FindInput struct {
 // output is sorted.
 func Find() Tool {
 	return Typed(Spec{
-		Name: "find",
+		Name:      "find",
+		Truncates: true,
 		Description: "Find files by glob, like fd: .gitignore/.ignore are respected and hidden files skipped. " +
 			"A pattern without a slash matches file names (*.go), one with a slash the path below the search directory (src/**/*.ts). " +
 			"Paths are relative to the chat file's directory, sorted; at most limit results (default 500).",

@@ -28,7 +28,8 @@ type GrepInput struct {
 // and deterministic output sorted by path and line.
 func Grep() Tool {
 	return Typed(Spec{
-		Name: "grep",
+		Name:      "grep",
+		Truncates: true,
 		Description: "Search file contents for a regular expression, like ripgrep: .gitignore/.ignore are respected, " +
 			"hidden and binary files are skipped. Output lines are path:line:text, sorted by path, each cut at 500 bytes; " +
 			"at most limit matches (default 100).",

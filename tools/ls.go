@@ -24,7 +24,8 @@ type LsInput struct {
 // each sorted case-insensitively, up to a depth and a limit.
 func Ls() Tool {
 	return Typed(Spec{
-		Name: "ls",
+		Name:      "ls",
+		Truncates: true,
 		Description: "List a directory: directories first (ending in /), then files, sorted. Hidden entries are included. " +
 			"max_depth lists subdirectories too (paths relative to the listed directory); symlinks are not followed.",
 		Tags:    []string{"filesystem", "readonly"},

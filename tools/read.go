@@ -27,7 +27,8 @@ type ReadInput struct {
 // is answered with a file reference and its MIME type.
 func Read() Tool {
 	return Typed(Spec{
-		Name: "read",
+		Name:      "read",
+		Truncates: true,
 		Description: "Read the contents of a file. Output is truncated to 2000 lines or 50KB, whichever comes first; " +
 			"use offset and limit to read large files in parts (the notice at the end says how to continue). " +
 			"Images and PDFs are returned as a file reference that is attached to the conversation.",

@@ -25,14 +25,23 @@ type Spec struct {
 	OutputSchema map[string]any // optional
 	Strict       bool
 	Async        bool
-	Capabilities []string
+	Capabilities []string // e.g. CapSideEffects, "can_auto_approve_if_sandboxed"
 	Tags         []string
 	Requires     []string // executables ("exe:rg") or features ("feature:bwrap")
 	Enabled      bool     // false: registered but only used when a buffer selects it
 	Supersedes   string   // name of the tool this one replaces
 	Source       string   // "built-in", "lua", "lua module <m>", "async source"
 	Timeout      time.Duration
+	// Truncates: the tool keeps its output within the limits itself, the
+	// way that fits it (bash keeps the tail, read the head with an offset
+	// to continue); the executor truncates the output of every other tool.
+	Truncates bool
 }
+
+// CapSideEffects marks a tool that changes files or runs commands: a call to
+// it that was already in a file (not received from the provider) is never
+// auto-approved.
+const CapSideEffects = "side_effects"
 
 // Call identifies one tool call and the buffer it belongs to.
 type Call struct {

@@ -31,7 +31,8 @@ type EditInput struct {
 // parent directories.
 func Write() Tool {
 	return Typed(Spec{
-		Name: "write",
+		Name:         "write",
+		Capabilities: []string{CapSideEffects},
 		Description: "Write content to a file, creating it (and its parent directories) or replacing it entirely. " +
 			"Only paths inside the sandbox's writable directories can be written. Prefer edit for changes to an existing file.",
 		Tags:    []string{"filesystem"},
@@ -61,7 +62,8 @@ func Write() Tool {
 // writes atomically keeping the file's permissions.
 func Edit() Tool {
 	return Typed(Spec{
-		Name: "edit",
+		Name:         "edit",
+		Capabilities: []string{CapSideEffects},
 		Description: "Edit a file by replacing exact text. oldText must match exactly one place in the file, " +
 			"including whitespace and newlines; add surrounding lines to make it unique. " +
 			"A file that changed since you last read it is refused: read it again first.",
