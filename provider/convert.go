@@ -43,6 +43,9 @@ func (e *BlockError) Error() string {
 //     (the others become unsigned thinking), redacted thinking only for
 //     Anthropic; an abort marker becomes the text "<!-- MESSAGE -->" in a
 //     message without tool uses and is dropped otherwise;
+//   - text and thinking are unescaped (buffer.UnescapeText): a line the
+//     writer escaped so that it would not read as structure goes back to
+//     the model as the model wrote it;
 //   - other roles are not sent; consecutive messages of one role merge.
 //
 // Sending is refused, with a *BlockError per block naming its line, while a
@@ -62,7 +65,7 @@ func FromDocument(doc *buffer.Document, provider string) (system string, msgs []
 			var texts []string
 			for _, s := range m.Segments {
 				if t, ok := s.(*buffer.Text); ok {
-					texts = append(texts, t.Value)
+					texts = append(texts, buffer.UnescapeText(t.Value))
 				}
 			}
 			system = strings.TrimSpace(strings.Join(texts, "\n"))
@@ -132,7 +135,7 @@ func userParts(doc *buffer.Document, m *buffer.Message) []Part {
 	for _, s := range m.Segments {
 		switch s := s.(type) {
 		case *buffer.Text:
-			parts = append(parts, Part{Kind: PartText, Text: s.Value})
+			parts = append(parts, Part{Kind: PartText, Text: buffer.UnescapeText(s.Value)})
 		case *buffer.ToolResult:
 			if s.Status != "" || doc.Result(s.ToolUseID) != s {
 				continue // placeholders are refused above; a duplicate is not sent
@@ -151,9 +154,9 @@ func assistantParts(doc *buffer.Document, m *buffer.Message, provider string) []
 	for _, s := range m.Segments {
 		switch s := s.(type) {
 		case *buffer.Text:
-			parts = append(parts, Part{Kind: PartText, Text: s.Value})
+			parts = append(parts, Part{Kind: PartText, Text: buffer.UnescapeText(s.Value)})
 		case *buffer.Thinking:
-			th := &Thinking{Content: s.Content, Provider: s.Provider, Signature: s.Signature, Redacted: s.Redacted}
+			th := &Thinking{Content: buffer.UnescapeText(s.Content), Provider: s.Provider, Signature: s.Signature, Redacted: s.Redacted}
 			if s.Redacted {
 				if provider != "anthropic" {
 					continue // opaque data only Anthropic can read

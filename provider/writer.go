@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+
+	"github.com/flemma-dev/flemma/buffer"
 )
 
 // AbortedByUser is the message of the abort marker written when the user
@@ -12,6 +14,13 @@ const AbortedByUser = "Response interrupted by the user."
 
 // Writer turns the events of one response into the lines appended to the
 // buffer (send.md §4). It is pure and not safe for concurrent use.
+//
+// Model text is untrusted: it is stripped of terminal control sequences,
+// every line that would read as structure (a role marker, a tool header, a
+// thinking tag) is escaped with buffer.EscapeLine, and a code fence the
+// text left open is closed before the next block, so that nothing the
+// model writes as text can become a message, a tool call or a placeholder.
+// Only the structured tool calls of the stream become Tool Use blocks.
 //
 // The lines start with the "@Assistant:" marker (preceded by a blank line
 // when the buffer's last line is not blank). Text is written as it
@@ -25,7 +34,9 @@ type Writer struct {
 	lead    []string        // "" (when needed) and "@Assistant:"
 	body    []string        // finished lines after the marker
 	cur     strings.Builder // the last line, still open
-	started bool            // a non-blank piece was written
+	curText bool            // cur holds model text (escaped when it ends)
+	fence   buffer.FenceState
+	started bool // a non-blank piece was written
 
 	signalled bool // anything was emitted, whitespace included (prefix rule)
 	endsNL    bool // … and it ended with a newline
@@ -58,13 +69,13 @@ func NewWriter(existingLastLines []string) *Writer {
 func (w *Writer) Add(e Event) {
 	switch e.Kind {
 	case EventText:
-		w.emit(e.Text)
+		w.emit(buffer.Sanitize(e.Text), true)
 		if e.Text != "" {
 			w.afterTh = false
 		}
 	case EventToolUse:
 		if e.ToolUse != nil {
-			w.emit(w.prefix() + toolUseBlock(e.ToolUse))
+			w.block(toolUseBlock(e.ToolUse))
 			w.afterTh = false
 		}
 	case EventThinking:
@@ -97,7 +108,11 @@ func (w *Writer) Lines() []string {
 	out = append(out, w.lead...)
 	if w.started {
 		out = append(out, w.body...)
-		out = append(out, w.cur.String())
+		last := w.cur.String()
+		if w.curText {
+			last = buffer.EscapeLine(last)
+		}
+		out = append(out, last)
 	}
 	return out
 }
@@ -132,7 +147,7 @@ func (w *Writer) FinishError(err error) []string {
 	if err != nil {
 		msg = err.Error()
 	}
-	msg = strings.ReplaceAll(collapseSpace(msg), "-->", "->")
+	msg = strings.ReplaceAll(collapseSpace(buffer.Sanitize(msg)), "-->", "->")
 	return w.abort("Response interrupted by an error: " + cut(msg, 300))
 }
 
@@ -141,7 +156,7 @@ func (w *Writer) abort(message string) []string {
 	if !w.started {
 		return nil
 	}
-	w.emit(w.prefix() + "<!-- flemma:aborted: " + message + " -->\n")
+	w.block("<!-- flemma:aborted: " + message + " -->\n")
 	return w.prompt()
 }
 
@@ -150,6 +165,7 @@ func (w *Writer) prompt() []string {
 	if !w.started {
 		return nil
 	}
+	w.closeFence()
 	out := w.Lines()
 	if out[len(out)-1] != "" {
 		out = append(out, "")
@@ -170,10 +186,39 @@ func (w *Writer) prefix() string {
 	return "\n\n"
 }
 
-// emit appends text to the response. Until something non-blank arrives,
-// whitespace is dropped (it still counts for the prefix rule), and leading
-// blank lines of the first real piece are dropped too.
-func (w *Writer) emit(s string) {
+// block writes one of the writer's own blocks (a tool call, a thinking
+// block, the abort marker) after the separator, closing first any code
+// fence the model's text left open.
+func (w *Writer) block(text string) {
+	w.closeFence()
+	w.emit(w.prefix()+text, false)
+}
+
+// closeFence ends a code fence that the model's text opened and did not
+// close (the open line counts), so that the blocks and the "@You:" prompt
+// that follow are not read as its content.
+func (w *Writer) closeFence() {
+	f := w.fence
+	if w.curText && w.cur.Len() > 0 {
+		f.Feed(w.cur.String())
+	}
+	closer := f.Closer()
+	if closer == "" {
+		return
+	}
+	if w.cur.Len() > 0 {
+		w.emit("\n", true)
+	}
+	w.emit(closer+"\n", false)
+	w.fence = buffer.FenceState{}
+}
+
+// emit appends to the response; text marks model text (escaped line by
+// line, fences followed) as opposed to the writer's own blocks. Until
+// something non-blank arrives, whitespace is dropped (it still counts for
+// the prefix rule), and leading blank lines of the first real piece are
+// dropped too.
+func (w *Writer) emit(s string, text bool) {
 	if s == "" {
 		return
 	}
@@ -192,7 +237,7 @@ func (w *Writer) emit(s string) {
 			s = s[i+1:]
 		}
 		w.started = true
-		if strings.HasPrefix(s, "**Tool Use:**") {
+		if strings.HasPrefix(s, "**Tool Use:**") && !text {
 			w.body = append(w.body, "")
 		}
 	}
@@ -200,11 +245,20 @@ func (w *Writer) emit(s string) {
 		i := strings.IndexByte(s, '\n')
 		if i < 0 {
 			w.cur.WriteString(s)
+			if text && s != "" {
+				w.curText = true
+			}
 			return
 		}
 		w.cur.WriteString(s[:i])
-		w.body = append(w.body, w.cur.String())
+		line := w.cur.String()
+		if w.curText || text {
+			w.fence.Feed(line)
+			line = buffer.EscapeLine(line)
+		}
+		w.body = append(w.body, line)
 		w.cur.Reset()
+		w.curText = false
 		s = s[i+1:]
 	}
 }
@@ -220,20 +274,28 @@ func (w *Writer) flushThinking(all bool) {
 		if text == "" {
 			continue
 		}
-		pre := w.prefix()
 		if w.afterTh {
-			pre = "" // consecutive thinking blocks stay together
+			w.emit(text, false) // consecutive thinking blocks stay together
+		} else {
+			w.block(text)
 		}
-		w.emit(pre + text)
 		w.afterTh = true
 	}
 	w.thinking, w.open = nil, nil
 }
 
 // thinkingBlock renders a block (send.md §4.3); "" when there is nothing
-// to keep.
+// to keep. The content is model text: sanitized and escaped like the
+// answer. Escaping is undone before the thinking is sent back, so the
+// signature still holds; sanitizing is not, so a signature over content
+// that had to be cleaned is dropped (the provider would reject it).
 func thinkingBlock(b *thinkBlock) string {
-	content := strings.TrimSpace(b.content.String())
+	raw := strings.TrimSpace(b.content.String())
+	content := strings.TrimSpace(buffer.Sanitize(raw))
+	if content != raw {
+		b.signature = ""
+	}
+	content = buffer.EscapeText(content)
 	if b.redacted {
 		if content == "" {
 			return ""
@@ -254,22 +316,32 @@ func thinkingBlock(b *thinkBlock) string {
 
 // toolUseBlock renders a tool call (send.md §4.2) with its input on one
 // line, in the style of the .chat format, inside a fence longer than any
-// backtick run of the input.
+// backtick run of the input. The name and id come from the provider and
+// are made header-safe (see headerToken).
 func toolUseBlock(u *ToolUse) string {
 	input := displayJSON(u.Input)
-	fence := strings.Repeat("`", max(3, longestRun(input, '`')+1))
-	return "**Tool Use:** `" + u.Name + "` (`" + u.ID + "`)\n\n" + fence + "json\n" + input + "\n" + fence + "\n"
+	fence := buffer.Fence(input)
+	return "**Tool Use:** `" + headerToken(u.Name, "unnamed_tool") + "` (`" + headerToken(u.ID, "flemma_call") + "`)\n\n" +
+		fence + "json\n" + input + "\n" + fence + "\n"
 }
 
-func longestRun(s string, c byte) int {
-	best, n := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			n++
-			best = max(best, n)
-		} else {
-			n = 0
+// headerToken makes a tool name or id from the stream safe to stand in a
+// block header: only [A-Za-z0-9_.:-], at most 128 bytes; any other byte
+// becomes '_'. A value with a backtick, a parenthesis or a newline could
+// otherwise end the header early and forge what follows. Ids keep their
+// wire identity: normalizeToolID maps the original and the cleaned id alike.
+func headerToken(s, empty string) string {
+	b := []byte(s)
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+			b[i] = '_'
 		}
 	}
-	return best
+	if len(b) == 0 {
+		return empty
+	}
+	return string(b)
 }
