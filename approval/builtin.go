@@ -23,28 +23,21 @@ const (
 const CapSandboxed = "can_auto_approve_if_sandboxed"
 
 type listResolver struct {
-	name    string
-	prio    int
-	p       *Policy
-	deferFM bool
+	name string
+	prio int
+	p    *Policy
 }
 
 // NewListResolver returns a resolver that decides with a fixed policy (see
-// Policy.Decide). With deferToFrontmatter it passes whenever the buffer's
-// frontmatter set auto_approve (Call.Env.FrontmatterSet): that is how the
-// config list resolver works, so that frontmatter such as
-// `auto_approve = { "$default" }; auto_approve:remove("write")` really
-// gates write even though the global config approves it.
-func NewListResolver(name string, priority int, p *Policy, deferToFrontmatter bool) Resolver {
-	return &listResolver{name: name, prio: priority, p: p, deferFM: deferToFrontmatter}
+// Policy.Decide). The config list resolver is one; a buffer's frontmatter
+// narrows what it approves (Chain.Decide), it never makes it stand down.
+func NewListResolver(name string, priority int, p *Policy) Resolver {
+	return &listResolver{name: name, prio: priority, p: p}
 }
 
 func (r *listResolver) Name() string  { return r.name }
 func (r *listResolver) Priority() int { return r.prio }
 func (r *listResolver) Resolve(_ context.Context, c Call) (Decision, string, error) {
-	if r.deferFM && c.Env.FrontmatterSet {
-		return Pass, "", nil
-	}
 	d, rule := r.p.Decide(c)
 	return d, rule, nil
 }
@@ -52,16 +45,31 @@ func (r *listResolver) Resolve(_ context.Context, c Call) (Decision, string, err
 type frontmatterResolver struct{}
 
 // NewFrontmatterResolver returns urn:flemma:approval:frontmatter (priority
-// 90): it passes unless Call.Env.FrontmatterSet; then it calls
-// Env.FrontmatterFunc when set (an error is logged by the chain and the
-// resolver skipped), else decides with Env.FrontmatterPolicy. Its own Pass
-// falls through to lower resolvers (sandbox, catch-all, default), never
-// back to the config resolver, which deferred.
+// 90): it passes unless Call.Env.FrontmatterSet; then it decides with
+// Env.FrontmatterFunc when set, else with Env.FrontmatterPolicy. Its deny
+// and require_approval stand; its approval counts only in a buffer the
+// user trusts (Env.FrontmatterTrusted) — elsewhere it passes, and the
+// approval has to come from the user's own resolvers. A function that
+// errors is logged and skipped by the chain (and narrows, see
+// Chain.Decide).
 func NewFrontmatterResolver() Resolver { return frontmatterResolver{} }
 
 func (frontmatterResolver) Name() string  { return FrontmatterName }
 func (frontmatterResolver) Priority() int { return FrontmatterPriority }
 func (frontmatterResolver) Resolve(ctx context.Context, c Call) (Decision, string, error) {
+	if !c.Env.FrontmatterSet {
+		return Pass, "", nil
+	}
+	d, rule, err := frontmatterDecision(ctx, c)
+	if err == nil && d == Approve && !c.Env.FrontmatterTrusted {
+		return Pass, "", nil
+	}
+	return d, rule, err
+}
+
+// frontmatterDecision is what the buffer's frontmatter says of c (Pass
+// when it set nothing).
+func frontmatterDecision(ctx context.Context, c Call) (Decision, string, error) {
 	if !c.Env.FrontmatterSet {
 		return Pass, "", nil
 	}
@@ -119,9 +127,7 @@ type Setup struct {
 	// require_approval, as in the Lua plugin.
 	AutoApproveFunc func(ctx context.Context, c Call) (Decision, string, error)
 	// Modules are the module-path resolvers (name = the module path,
-	// priority 100); Builtins registers them as given. Build them as
-	// FuncResolvers with Defer set, so that they stand down when the
-	// buffer's frontmatter set auto_approve.
+	// priority 100); Builtins registers them as given.
 	Modules []Resolver
 	// AutoApproveSandboxed is tools.auto_approve_sandboxed.
 	AutoApproveSandboxed bool
@@ -131,10 +137,10 @@ type Setup struct {
 
 // Builtins returns the built-in resolvers for s, to be registered on a chain:
 //
-//   - urn:flemma:approval:config (100): a list resolver deferring to
-//     frontmatter when AutoApprove is non-empty, or a FuncResolver (Defer,
-//     fail-closed) when AutoApproveFunc is set; none for an empty list (the
-//     result is then require_approval, as in the Lua plugin);
+//   - urn:flemma:approval:config (100): a list resolver when AutoApprove is
+//     non-empty, or a fail-closed FuncResolver when AutoApproveFunc is set;
+//     none for an empty list (the result is then require_approval, as in the
+//     Lua plugin);
 //   - the Modules, as given;
 //   - urn:flemma:approval:frontmatter (90), always;
 //   - urn:flemma:approval:sandbox (25), always; enabled when
@@ -146,9 +152,9 @@ func Builtins(s Setup) []Resolver {
 	switch {
 	case s.AutoApproveFunc != nil:
 		out = append(out, &FuncResolver{N: ConfigName, P: ConfigPriority, Fn: s.AutoApproveFunc,
-			Desc: "tools.auto_approve (function)", Defer: true, Fail: true})
+			Desc: "tools.auto_approve (function)", Fail: true})
 	case len(s.AutoApprove) > 0:
-		out = append(out, NewListResolver(ConfigName, ConfigPriority, s.Presets.Expand(s.AutoApprove, nil), true))
+		out = append(out, NewListResolver(ConfigName, ConfigPriority, s.Presets.Expand(s.AutoApprove, nil)))
 	}
 	out = append(out, s.Modules...)
 	out = append(out, NewFrontmatterResolver())

@@ -26,9 +26,21 @@ type Call struct {
 type Env struct {
 	// FrontmatterSet reports that the buffer's frontmatter set
 	// tools.auto_approve (list or function, including any ListOption
-	// operation). The config resolver and module-path resolvers then stand
-	// down: the buffer owns its policy.
+	// operation). It never makes the user's resolvers stand down: the
+	// frontmatter can only narrow what they approve (see Chain.Decide).
 	FrontmatterSet bool
+	// FrontmatterReplaces reports that the frontmatter assigned
+	// tools.auto_approve (a list or a function) rather than only modifying
+	// the setup's list with :append/:remove/…: then the buffer's policy
+	// replaces the setup's list, and an approval the buffer's policy does
+	// not give is narrowed to require_approval (this also keeps the sandbox
+	// resolver from approving, as in the Lua plugin).
+	FrontmatterReplaces bool
+	// FrontmatterTrusted reports that the user trusts the buffer (a buffer
+	// written in this session, :Flemma trust): only then may its
+	// frontmatter approve a call. An untrusted frontmatter may only deny or
+	// require approval.
+	FrontmatterTrusted bool
 	// FrontmatterPolicy is the buffer's auto_approve list, expanded with
 	// Presets.Expand; nil when the frontmatter set a function or nothing.
 	FrontmatterPolicy *Policy
@@ -84,9 +96,6 @@ type FuncResolver struct {
 	Fn func(ctx context.Context, c Call) (Decision, string, error)
 	// Desc is an optional description, returned by Description.
 	Desc string
-	// Defer makes the resolver pass whenever Call.Env.FrontmatterSet is true
-	// (config function and module-path resolvers).
-	Defer bool
 	// Fail makes an error a final require_approval (see FailClosed).
 	Fail bool
 }
@@ -103,10 +112,9 @@ func (f *FuncResolver) Description() string { return f.Desc }
 // FailClosed returns f.Fail.
 func (f *FuncResolver) FailClosed() bool { return f.Fail }
 
-// Resolve calls f.Fn, passing when Defer is set and the buffer's frontmatter
-// set auto_approve, or when Fn is nil.
+// Resolve calls f.Fn, passing when Fn is nil.
 func (f *FuncResolver) Resolve(ctx context.Context, c Call) (Decision, string, error) {
-	if f.Fn == nil || (f.Defer && c.Env.FrontmatterSet) {
+	if f.Fn == nil {
 		return Pass, "", nil
 	}
 	return f.Fn(ctx, c)
@@ -234,7 +242,20 @@ func (c *Chain) snapshot() []entry {
 // require_approval with rule RuleDefault. When ctx ends before a decision
 // the outcome is require_approval with rule RuleCanceled: a call whose
 // evaluation was cut short is never approved by a lower resolver.
+//
+// The buffer's frontmatter may only narrow: an approval by any other
+// resolver is turned into require_approval or deny when the frontmatter's
+// policy denies the call, requires approval for it, removed the tool, or
+// replaced the setup's list without approving it (see narrow).
 func (c *Chain) Decide(ctx context.Context, call Call) Outcome {
+	out := c.decide(ctx, call)
+	if out.Decision == Approve && out.Resolver != FrontmatterName && call.Env.FrontmatterSet {
+		out = c.narrow(ctx, call, out)
+	}
+	return out
+}
+
+func (c *Chain) decide(ctx context.Context, call Call) Outcome {
 	for _, e := range c.snapshot() {
 		if ctx.Err() != nil {
 			return Outcome{Decision: RequireApproval, Rule: RuleCanceled}
@@ -258,6 +279,33 @@ func (c *Chain) Decide(ctx context.Context, call Call) Outcome {
 		}
 	}
 	return Outcome{Decision: RequireApproval, Rule: RuleDefault}
+}
+
+// RuleNarrowed is the rule of a require_approval the frontmatter's policy
+// imposed on another resolver's approval.
+const RuleNarrowed = "narrowed by this buffer's auto_approve"
+
+// narrow applies the buffer's frontmatter to out, an approval made by
+// another resolver. The frontmatter's decision is taken as a restriction
+// only: deny and require_approval win, a tool the frontmatter removed
+// (Env.Exclusions) requires approval, and when the frontmatter replaced
+// the setup's list an approval it does not give itself requires approval.
+// A frontmatter function that fails counts as require_approval.
+func (c *Chain) narrow(ctx context.Context, call Call, out Outcome) Outcome {
+	d, rule, err := frontmatterDecision(ctx, call)
+	if err != nil {
+		c.logf("approval: frontmatter policy error: %v", err)
+		return Outcome{Decision: RequireApproval, Resolver: FrontmatterName, Rule: RuleError}
+	}
+	switch {
+	case d == Deny || d == RequireApproval:
+		return Outcome{Decision: d, Resolver: FrontmatterName, Rule: rule}
+	case slices.Contains(call.Env.Exclusions, call.Tool):
+		return Outcome{Decision: RequireApproval, Resolver: FrontmatterName, Rule: "removed " + call.Tool}
+	case call.Env.FrontmatterReplaces && d != Approve:
+		return Outcome{Decision: RequireApproval, Resolver: FrontmatterName, Rule: RuleNarrowed}
+	}
+	return out
 }
 
 // run calls one resolver, turning a panic into an error so that a broken

@@ -246,13 +246,11 @@ func TestChainConcurrent(t *testing.T) {
 }
 
 func TestFuncResolver(t *testing.T) {
-	r := &FuncResolver{N: "m.path", P: 100, Desc: "module", Defer: true,
+	r := &FuncResolver{N: "m.path", P: 100, Desc: "module",
 		Fn: func(context.Context, Call) (Decision, string, error) { return Approve, "module", nil }}
-	if d, _, _ := r.Resolve(context.Background(), call("x", Env{FrontmatterSet: true})); d != Pass {
-		t.Errorf("deferring resolver with frontmatter set = %q, want pass", d)
-	}
-	if d, _, _ := r.Resolve(context.Background(), call("x", Env{})); d != Approve {
-		t.Errorf("deferring resolver without frontmatter = %q, want approve", d)
+	// A frontmatter never makes the user's resolvers stand down.
+	if d, _, _ := r.Resolve(context.Background(), call("x", Env{FrontmatterSet: true})); d != Approve {
+		t.Errorf("resolver with frontmatter set = %q, want approve", d)
 	}
 	if r.Description() != "module" || r.FailClosed() {
 		t.Errorf("Description/FailClosed = %q/%v", r.Description(), r.FailClosed())
@@ -276,7 +274,7 @@ func TestValidateLuaName(t *testing.T) {
 }
 
 func TestBuiltinsModules(t *testing.T) {
-	mod := &FuncResolver{N: "my.policy", P: ConfigPriority, Defer: true,
+	mod := &FuncResolver{N: "my.policy", P: ConfigPriority,
 		Fn: func(_ context.Context, c Call) (Decision, string, error) {
 			if c.Tool == "bash" {
 				return Deny, "", nil
@@ -288,7 +286,8 @@ func TestBuiltinsModules(t *testing.T) {
 		t.Errorf("All() = %v", got)
 	}
 	expect(t, ch, call("bash", sandboxOn), Deny)
-	// The module stands down for a buffer with its own policy; the
-	// sandbox (enabled: a module counts as configured) then approves.
-	expect(t, ch, call("bash", Env{FrontmatterSet: true, SandboxEnabled: true, SandboxAvailable: true}), Approve)
+	// The module's deny stands, whatever the buffer's frontmatter says
+	// (issue 11, class 5).
+	expect(t, ch, call("bash", Env{FrontmatterSet: true, FrontmatterTrusted: true, FrontmatterPolicy: (*Presets)(nil).Expand([]string{"bash"}, nil),
+		SandboxEnabled: true, SandboxAvailable: true}), Deny)
 }

@@ -141,17 +141,17 @@ func TestEraFrontmatterFunction(t *testing.T) {
 		}
 		return false, nil
 	})
-	env := Env{FrontmatterSet: true, FrontmatterFunc: policy}
+	env := Env{FrontmatterSet: true, FrontmatterReplaces: true, FrontmatterTrusted: true, FrontmatterFunc: policy}
 	expect(t, ch, call("calculator", env), Approve)
 	if o := expect(t, ch, call("bash", env), Deny); o.String() != "deny by urn:flemma:approval:frontmatter (function)" {
 		t.Errorf("String() = %q", o.String())
 	}
 	expect(t, ch, call("read", env), RequireApproval)
 
-	noop := Env{FrontmatterSet: true, FrontmatterFunc: luaFunc(func(string, map[string]any) (any, error) { return nil, nil })}
+	noop := Env{FrontmatterSet: true, FrontmatterReplaces: true, FrontmatterTrusted: true, FrontmatterFunc: luaFunc(func(string, map[string]any) (any, error) { return nil, nil })}
 	expect(t, ch, call("calculator", noop), RequireApproval)
 
-	boom := Env{FrontmatterSet: true, FrontmatterFunc: luaFunc(func(string, map[string]any) (any, error) {
+	boom := Env{FrontmatterSet: true, FrontmatterReplaces: true, FrontmatterTrusted: true, FrontmatterFunc: luaFunc(func(string, map[string]any) (any, error) {
 		return nil, errors.New("boom")
 	})}
 	if o := expect(t, ch, call("calculator", boom), RequireApproval); o.Rule != RuleDefault {
@@ -162,7 +162,9 @@ func TestEraFrontmatterFunction(t *testing.T) {
 	}
 }
 
-// Item 34: frontmatter (90) against a config function (100).
+// Item 34: frontmatter (90) against a config function (100). Unlike the Lua
+// plugin, the config's deny stands (issue 11, class 5: a file may only
+// narrow the user's policy).
 func TestEraFrontmatterOverConfig(t *testing.T) {
 	denyCalc := luaFunc(func(tool string, _ map[string]any) (any, error) {
 		if tool == "calculator" {
@@ -174,7 +176,7 @@ func TestEraFrontmatterOverConfig(t *testing.T) {
 	if r, _ := ch.Get(FrontmatterName); r == nil || r.Priority() != 90 {
 		t.Fatalf("frontmatter resolver = %v, want priority 90", r)
 	}
-	expect(t, ch, call("calculator", fmList(nil, []string{"calculator"})), Approve)
+	expect(t, ch, call("calculator", fmList(nil, []string{"calculator"})), Deny)
 	expect(t, ch, call("calculator", Env{}), Deny)
 
 	approveBash := luaFunc(func(tool string, _ map[string]any) (any, error) { return tool == "bash", nil })

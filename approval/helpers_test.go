@@ -57,9 +57,11 @@ func bashCall(command string) Call {
 	return c
 }
 
-// fmList is the Env of a buffer whose frontmatter set the list form.
+// fmList is the Env of a trusted buffer whose frontmatter assigned the list
+// form (the case of the Lua plugin's tests).
 func fmList(p *Presets, list []string, exclusions ...string) Env {
-	return Env{FrontmatterSet: true, FrontmatterPolicy: p.Expand(list, exclusions), Exclusions: exclusions}
+	return Env{FrontmatterSet: true, FrontmatterReplaces: true, FrontmatterTrusted: true,
+		FrontmatterPolicy: p.Expand(list, exclusions), Exclusions: exclusions}
 }
 
 // fnResolver is a FuncResolver returning a fixed decision.

@@ -148,7 +148,7 @@ func TestFileCallsAskFirst(t *testing.T) {
 	eachNvim(t, `{ tools = { auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
 		fm := "```lua\nflemma.opt.tools.auto_approve = { \"bash\", \"write\" }\n```\n"
 		chat := fm + toolChat("bash", "t1", `{"command": "id", "label": "who am i", "timeout": null}`)
-		buf := mustOpen(t, s, "f.chat", chat)
+		buf := mustOpenForeign(t, s, "f.chat", chat)
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(chat, placeholder("t1", "pending", "")))
 		if out := hostText(t, s, "flemma.tool_list", buf); !strings.Contains(out, "urn:flemma:approval:origin") {

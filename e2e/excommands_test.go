@@ -123,9 +123,10 @@ func TestJSONFrontmatter(t *testing.T) {
 	})
 }
 
-// TestLuaSideEffectsToolAsksFirst: a Lua tool declaring side_effects is
-// gated like bash when its call was already in the file.
-func TestLuaSideEffectsToolAsksFirst(t *testing.T) {
+// TestFileCallsAskFirstLuaTools: calls to Lua tools that were in a file
+// from someone else ask, whether the tool declares side_effects or not; in
+// the user's own (trusted) file the policy decides.
+func TestFileCallsAskFirstLuaTools(t *testing.T) {
 	eachNvim(t, `{ tools = { auto_approve = { "deploy", "safe" } } }`, func(t *testing.T, s *nvimtest.Session) {
 		if err := s.Lua(nil, `
 			local tools = require("flemma.tools")
@@ -137,8 +138,14 @@ func TestLuaSideEffectsToolAsksFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		chat := "@You:\ngo\n\n@Assistant:\nBoth.\n\n**Tool Use:** `deploy` (`d1`)\n\n```json\n{}\n```\n\n**Tool Use:** `safe` (`s1`)\n\n```json\n{}\n```\n"
-		mustOpen(t, s, "se.chat", chat)
+		// In a file from someone else every call asks, side effects or not
+		// (issue 11, class 6) …
+		mustOpenForeign(t, s, "se.chat", chat)
 		press(t, s, "<C-]>")
-		waitText(t, s, withResults(chat, placeholder("d1", "pending", ""), placeholder("s1", "approved", "")))
+		waitText(t, s, withResults(chat, placeholder("d1", "pending", ""), placeholder("s1", "pending", "")))
+		// … and in the user's own file the policy decides.
+		mustOpen(t, s, "own.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, result("d1", "shipped", false), result("s1", "ok", false)))
 	})
 }

@@ -72,7 +72,22 @@ func eachNvimEnv(t *testing.T, setup string, env []string, fn func(t *testing.T,
 	}
 }
 
+// mustOpen opens a .chat file of the user's own and trusts it as the user
+// would (:Flemma trust): its calls are then decided by the policy like the
+// model's. Tests about files from someone else use mustOpenForeign.
 func mustOpen(t *testing.T, s *nvimtest.Session, name, content string) int {
+	t.Helper()
+	buf := mustOpenForeign(t, s, name, content)
+	if err := s.Nv.Command("Flemma trust"); err != nil {
+		t.Fatal(err)
+	}
+	return buf
+}
+
+// mustOpenForeign opens a .chat file as it came from someone else: not
+// trusted, so the calls already in it ask and its frontmatter cannot
+// approve.
+func mustOpenForeign(t *testing.T, s *nvimtest.Session, name, content string) int {
 	t.Helper()
 	buf, err := s.Open(name, content)
 	if err != nil {

@@ -29,10 +29,22 @@ func TestMirrorFollowsEdits(t *testing.T) {
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(edited, result("c1", "10", false), placeholder("c2", "pending", "")))
 
-		// Undo the execution phase: the approved placeholder is back, and a
-		// press runs it again on the undone text.
+		// Undo the execution phase: the approved placeholder is back, but
+		// the call already ran: a press does not run it again silently, it
+		// asks (issue 12) …
 		press(t, s, "u")
 		waitText(t, s, withResults(edited, placeholder("c1", "approved", ""), placeholder("c2", "pending", "")))
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(edited, placeholder("c1", "pending", ""), placeholder("c2", "pending", "")))
+		if m := messages(t, s); !strings.Contains(m, "c1 (line 21): it already ran in this session") {
+			t.Errorf("no word on why c1 did not run:\n%s", m)
+		}
+		// … and runs it when the user approves it again.
+		if err := s.Lua(nil, `
+			local p = vim.fn.search("status=pending") - 1
+			vim.api.nvim_buf_set_lines(0, p, p + 1, false, { "`+"```"+`flemma:tool status=approved" })`); err != nil {
+			t.Fatal(err)
+		}
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(edited, result("c1", "10", false), placeholder("c2", "pending", "")))
 

@@ -16,6 +16,16 @@ vim.api.nvim_create_autocmd({ "BufRead", "BufNewFile" }, {
   end,
 })
 
+vim.api.nvim_create_autocmd("BufReadPost", {
+  group = group,
+  desc = "flemma: a chat buffer read again from disk has a new origin",
+  callback = function(ev)
+    if package.loaded["flemma.trust"] then
+      require("flemma.trust").reread(ev.buf)
+    end
+  end,
+})
+
 vim.api.nvim_create_autocmd("FileType", {
   group = group,
   pattern = "chat",

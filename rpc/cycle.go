@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/trust"
 )
 
 func parse(lines []string) *buffer.Document { return buffer.Parse(lines) }
@@ -146,6 +146,11 @@ func (h *Host) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Resul
 	}
 	o := fm.Opts
 	c.Env.Exclusions = o.AutoApproveExclusions
+	h.mu.Lock()
+	c.Env.FrontmatterTrusted = h.trustOf(bufnr).trusted
+	h.mu.Unlock()
+	// TODO(frontmatter): tell an assignment from :append/:remove.
+	c.Env.FrontmatterReplaces = true
 	switch {
 	case o.AutoApproveFunc != nil:
 		c.Env.FrontmatterSet = true
@@ -202,8 +207,9 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 		mode := h.mode()
 		for _, tu := range doc.Unresolved() {
 			st := buffer.StatusPending
+			who := "tools.mode = " + mode
 			if _, aborted := abortedMessage(doc, tu); aborted {
-				st = buffer.StatusAborted
+				st, who = buffer.StatusAborted, "the response was interrupted"
 			} else if mode == "disabled" {
 				st = buffer.StatusDenied
 			} else if mode == "parse_only" {
@@ -212,7 +218,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 				out := h.gate(bufnr, tu, h.chain.Decide(context.Background(), h.approvalCall(bufnr, tu, fm)))
 				outcomes[tu.ID] = out
 				h.logf("approval %s (%s): %s", tu.Name, tu.ID, out)
-				st = statusFor(out.Decision)
+				st, who = statusFor(out.Decision), out.String()
 			}
 			if st == buffer.StatusPending {
 				pending++
@@ -221,6 +227,9 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 				}
 			}
 			ps = append(ps, buffer.Placement{ID: tu.ID, Status: st})
+			h.mu.Lock()
+			opts.Records = append(opts.Records, decided(h.trustOf(bufnr).ledger, tu, st, who))
+			h.mu.Unlock()
 		}
 		edits, err := buffer.PlacePlaceholders(doc, s.Lines, ps)
 		if err != nil {
@@ -261,6 +270,7 @@ func (h *Host) blocked(bufnr int, diags []diag) (map[string]any, error) {
 type job struct {
 	id, name string
 	input    json.RawMessage
+	byUser   bool // the user approved it (a policy approval gets the protected-path rules)
 }
 
 // execute is phase 2: every placeholder is handled by its status. only, when
@@ -274,19 +284,20 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 		jobs         []job
 		firstPending string
 		protected    []string
+		untrusted    []string // approved placeholders nobody approved in this session
 	)
 	var diags []diag
 	var parseOnly []string
 	mode := h.mode()
 	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
-		jobs, firstPending, protected, parseOnly = nil, "", nil, nil
+		jobs, firstPending, protected, parseOnly, untrusted = nil, "", nil, nil, nil
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm)
 		opts := applyOpts{Diagnostics: diags}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
-		enabled := h.selection(fm)
+		enabled := h.selection(bufnr, fm)
 		var edits []buffer.Edit
 		add := func(e buffer.Edit, err error) {
 			if err != nil {
@@ -342,15 +353,37 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 				}
 				h.mu.Lock()
 				already := h.state(bufnr).running[tu.ID] != nil
+				ledger := h.trustOf(bufnr).ledger
+				v := ledger.CheckApproved(tu)
+				rec := ledger.Get(tu.ID)
 				h.mu.Unlock()
 				if already {
 					continue // never run the same call twice
+				}
+				if !v.OK {
+					// An approval nobody gave in this session: the call
+					// waits for the user, and the buffer shows it.
+					e, err := buffer.SetStatus(doc, s.Lines, tu.ID, buffer.StatusPending)
+					add(e, err)
+					opts.Records = append(opts.Records, decided(ledger, tu, buffer.StatusPending, "not counted: "+v.Why))
+					untrusted = append(untrusted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, v.Why))
+					h.logf("approval of %s (%s) not counted: %s", tu.Name, tu.ID, v.Why)
+					if firstPending == "" {
+						firstPending = tu.ID
+					}
+					continue
+				}
+				byUser := rec.By == trust.ByUser || rec.By == trust.ByUserEdit
+				if v.UserEdit {
+					byUser = true
+					opts.Records = append(opts.Records, decided(ledger, tu, buffer.StatusApproved, trust.ByUserEdit))
+					h.logf("approval %s (%s): approve by the user (status edit)", tu.Name, tu.ID)
 				}
 				input := json.RawMessage(tu.RawInput)
 				if strings.TrimSpace(tu.RawInput) == "" {
 					input = json.RawMessage("{}")
 				}
-				jobs = append(jobs, job{id: tu.ID, name: tu.Name, input: input})
+				jobs = append(jobs, job{id: tu.ID, name: tu.Name, input: input, byUser: byUser})
 			}
 		}
 		opts.UndoBreak = true
@@ -368,17 +401,25 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 	if err != nil {
 		return nil, err
 	}
-	var warn string
-	if len(protected) > 0 {
-		warn = fmt.Sprintf("%d tool result(s) have edited content inside an approved flemma:tool block – skipping execution to protect your edits: %s. Remove the flemma:tool fence to send your content.",
-			len(protected), strings.Join(protected, ", "))
+	var warns []string
+	if len(untrusted) > 0 {
+		warns = append(warns, fmt.Sprintf("%d approved call(s) did not run and are pending again: %s. To run them, approve them yourself (status=approved, :Flemma tool:approve or <M-CR>).",
+			len(untrusted), strings.Join(untrusted, "; ")))
 	}
+	if len(protected) > 0 {
+		warns = append(warns, fmt.Sprintf("%d tool result(s) have edited content inside an approved flemma:tool block – skipping execution to protect your edits: %s. Remove the flemma:tool fence to send your content.",
+			len(protected), strings.Join(protected, ", ")))
+	}
+	warn := strings.Join(warns, "\n")
 	if len(jobs) > 0 {
 		h.startJobs(bufnr, jobs, only == "")
 		if warn != "" {
 			return reply("execute", warn, levelWarn), nil
 		}
 		return reply("execute", "", 0), nil
+	}
+	if len(untrusted) > 0 {
+		return reply("pending", warn, levelWarn), nil
 	}
 	if warn != "" {
 		return reply("paused", warn, levelWarn), nil
@@ -403,11 +444,8 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		ctxs[i] = ctx
 		st.running[j.id] = cancel
 	}
-	limit := h.cfg.maxConcurrent()
+	limit := h.maxConcurrentFor(bufnr)
 	cursorMode := h.cfg.Tools.CursorAfterResult
-	if fm := h.bufFM[bufnr]; fm != nil && fm.Opts.MaxConcurrent != nil {
-		limit = *fm.Opts.MaxConcurrent
-	}
 	h.mu.Unlock()
 	if limit <= 0 {
 		limit = len(jobs)
@@ -502,7 +540,16 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 	}
 	h.mu.Lock()
 	call.Timeout = secs(h.cfg.Tools.DefaultTimeout)
+	ran := h.trustOf(bufnr).ledger.Get(j.id)
 	h.mu.Unlock()
+	// Known to have started before it starts: a restarted host or a
+	// reloaded buffer must not run it again silently.
+	ran.Ran = true
+	if err := h.record(bufnr, ran); err != nil {
+		h.logf("tool %s (%s): %v; not started", j.name, j.id, err)
+		h.writeFailure(bufnr, j.id, "The call could not start: flemma could not record it.")
+		return
+	}
 	res := h.exec.Run(ctx, call, j.input)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
 	err = h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
@@ -562,8 +609,8 @@ func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
 	if r != nil && r.Status == "" {
 		return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
 	}
-	if r == nil || (r.Status == buffer.StatusPending && strings.TrimSpace(r.Content) == "") {
-		// <M-CR> on an undecided call is the user's approval of it.
+	if r == nil || (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && strings.TrimSpace(r.Content) == "" {
+		// <M-CR> on an undecided or approved call is the user's approval of it.
 		if err := h.setStatus(bufnr, id, buffer.StatusApproved, ""); err != nil {
 			return nil, err
 		}
@@ -576,21 +623,30 @@ func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
 func (h *Host) setStatus(bufnr int, id string, st buffer.Status, msg string) error {
 	created := false
 	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		var opts applyOpts
+		if tu := doc.Use(id); tu != nil {
+			h.mu.Lock()
+			opts.Records = []wireRecord{decided(h.trustOf(bufnr).ledger, tu, st, trust.ByUser)}
+			h.mu.Unlock()
+		}
 		r := doc.Result(id)
 		if r == nil {
 			created = true
 			edits, err := buffer.PlacePlaceholders(doc, s.Lines, []buffer.Placement{{ID: id, Status: st}})
-			return edits, applyOpts{}, err
+			return edits, opts, err
 		}
 		created = false
 		if r.Status == "" {
 			return nil, applyOpts{}, fmt.Errorf("tool %s already has a result", id)
 		}
 		if msg == "" {
+			if r.Status == st {
+				return nil, opts, nil // the same status, now decided by the user
+			}
 			e, err := buffer.SetStatus(doc, s.Lines, id, st)
-			return []buffer.Edit{e}, applyOpts{}, err
+			return []buffer.Edit{e}, opts, err
 		}
-		return []buffer.Edit{{Start: r.HeaderLine - 1, End: r.EndLine, Lines: buffer.RenderPlaceholderBody(id, st, msg)}}, applyOpts{}, nil
+		return []buffer.Edit{{Start: r.HeaderLine - 1, End: r.EndLine, Lines: buffer.RenderPlaceholderBody(id, st, msg)}}, opts, nil
 	})
 	if err == nil && created && msg != "" {
 		return h.setStatus(bufnr, id, st, msg)
@@ -674,19 +730,13 @@ func (h *Host) mode() string {
 	return h.cfg.Tools.Mode
 }
 
-// selection reports whether a tool may run in a buffer: the buffer's
-// flemma.opt.tools when it set one, else every tool enabled by default.
-func (h *Host) selection(fm *frontmatter.Result) func(name string) bool {
-	if fm != nil && fm.Opts.Tools != nil {
-		set := map[string]bool{}
-		for _, n := range fm.Opts.Tools {
-			set[n] = true
-		}
-		return func(name string) bool { return set[name] }
-	}
+// selection reports whether a tool may run in a buffer (bufferTools).
+// Unknown tools pass: they fail later with "Unknown tool".
+func (h *Host) selection(bufnr int, fm *frontmatter.Result) func(name string) bool {
+	set := h.bufferTools(bufnr, fm)
 	return func(name string) bool {
-		t, ok := h.Registry.Get(name)
-		return !ok || t.Spec().Enabled // unknown tools fail later with "Unknown tool"
+		_, known := h.Registry.Get(name)
+		return !known || set[name]
 	}
 }
 
@@ -798,31 +848,36 @@ func (h *Host) take(bufnr int, exclusive bool) (map[string]any, func()) {
 // being auto-approved.
 const originResolver = "urn:flemma:approval:origin"
 
-// gate turns an approval into require_approval for a call to a tool that
-// can change things (bash, write, edit, or a tool declaring the
-// "side_effects" capability) when this host did not receive the call from a
-// provider itself: it was already in the file when it was opened (a .chat
-// file from someone else), or typed in. Policies approve what the model asks
-// for in a conversation you run, not what a file brings along.
-// tools.auto_approve_file_calls = true turns this off.
+// gate turns an approval into require_approval when a policy may not
+// approve this call (issue 11; SPEC §5a):
+//
+//   - the call did not arrive from the provider in this session as a
+//     structured tool call with exactly this content: it was in the file
+//     when it was loaded (a .chat file from someone else), typed or pasted,
+//     or its input changed since. Policies approve what the model asks for
+//     in a conversation you run, not what a file brings along. A buffer the
+//     user trusts (:Flemma trust, a new buffer, a file saved from a trusted
+//     buffer) and tools.auto_approve_file_calls = true lift this;
+//   - the call already ran in this session and its result is missing (the
+//     buffer was reloaded, or flemma crashed): it never runs again silently.
 func (h *Host) gate(bufnr int, tu *buffer.ToolUse, out approval.Outcome) approval.Outcome {
 	if out.Decision != approval.Approve {
 		return out
 	}
 	h.mu.Lock()
-	trusted := h.cfg.Tools.AutoApproveFileCalls || h.state(bufnr).received[tu.ID]
+	bt := h.trustOf(bufnr)
+	ran := bt.ledger.Ran(tu.ID)
+	trusted := h.cfg.Tools.AutoApproveFileCalls || bt.trusted || bt.ledger.FromProvider(tu)
 	h.mu.Unlock()
-	if trusted || !changesThings(h.Registry, tu.Name) {
-		return out
+	switch {
+	case ran:
+		h.logf("approval %s (%s): %s, but it already ran in this session; asking", tu.Name, tu.ID, out)
+		return approval.Outcome{Decision: approval.RequireApproval, Resolver: originResolver,
+			Rule: "it already ran in this session and its result is missing: approve it again to re-run it"}
+	case !trusted:
+		h.logf("approval %s (%s): %s, but the call was not received from the provider in this session; asking", tu.Name, tu.ID, out)
+		return approval.Outcome{Decision: approval.RequireApproval, Resolver: originResolver,
+			Rule: "call found in the file, not received from the provider: approve it yourself (or :Flemma trust the file)"}
 	}
-	h.logf("approval %s (%s): %s, but the call was not received from the provider in this session; asking", tu.Name, tu.ID, out)
-	return approval.Outcome{Decision: approval.RequireApproval, Resolver: originResolver,
-		Rule: "call found in the file, not received from the provider: approve it yourself"}
-}
-
-// changesThings reports whether a tool can modify files or run commands
-// (it declares tools.CapSideEffects; an unknown tool is assumed to).
-func changesThings(reg *tools.Registry, name string) bool {
-	t, ok := reg.Get(name)
-	return !ok || slices.Contains(t.Spec().Capabilities, tools.CapSideEffects)
+	return out
 }

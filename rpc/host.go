@@ -41,6 +41,7 @@ type Host struct {
 	refresh           refresher
 	bufFM             map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
 	outcomes          map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
+	trust             map[int]*bufTrust                   // what in each buffer counts as the user's
 }
 
 // bufState is what the host remembers of a buffer between steps: only the
@@ -52,10 +53,9 @@ type bufState struct {
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
-	lastFlushes int             // buffer updates of the last response
-	lastResult  time.Time       // when the last tool result was written
-	cycling     bool            // a cycle step is being planned and written
-	received    map[string]bool // tool-use ids this host streamed in from a provider
+	lastFlushes int       // buffer updates of the last response
+	lastResult  time.Time // when the last tool result was written
+	cycling     bool      // a cycle step is being planned and written
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -79,6 +79,7 @@ func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
 		bufFM:    map[int]*frontmatter.Result{},
 		mirrors:  map[int]*mirror{},
 		outcomes: map[int]map[string]approval.Outcome{},
+		trust:    map[int]*bufTrust{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
@@ -174,7 +175,7 @@ func (h *Host) configure(cfg Config) error {
 		setup.AutoApprove = list
 	} else if path, ok := cfg.autoApproveModule(); ok {
 		setup.Modules = []approval.Resolver{&approval.FuncResolver{N: path, P: approval.ConfigPriority,
-			Desc: "tools.auto_approve module " + path, Defer: true, Fn: h.luaResolve("module", path)}}
+			Desc: "tools.auto_approve module " + path, Fn: h.luaResolve("module", path)}}
 	} else if cfg.autoApproveIsFunction() {
 		setup.AutoApproveFunc = h.luaResolve("config", "tools.auto_approve")
 	} else {
@@ -279,7 +280,7 @@ func (h *Host) hStatus(bufnr int) (map[string]any, error) {
 	usage, turns := st.lastUsage, st.turns
 	h.mu.Unlock()
 	var tools []string
-	for _, d := range h.toolDefs(fm) {
+	for _, d := range h.toolDefs(bufnr, fm) {
 		tools = append(tools, d.Name)
 	}
 	cred, src := provider.Credentials(name, nil)
@@ -366,6 +367,7 @@ func (h *Host) hForget(bufnr int) {
 	delete(h.mirrors, bufnr)
 	delete(h.bufFM, bufnr)
 	delete(h.outcomes, bufnr)
+	delete(h.trust, bufnr)
 	h.mu.Unlock()
 	h.reads.Forget(bufnr)
 }

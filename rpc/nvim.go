@@ -24,6 +24,8 @@ type snapshot struct {
 	Width      int      `msgpack:"width"`     // text area of the window showing it (80 if none)
 	EOL        string   `msgpack:"eol"`       // 'listchars' eol, or ↵
 	Ambiwidth  string   `msgpack:"ambiwidth"` // "single" | "double"
+	TrustGen   int      `msgpack:"trust_gen"` // flemma.trust's load counter of the buffer
+	Trusted    bool     `msgpack:"trusted"`   // the user trusts the buffer
 }
 
 // diag is a diagnostic as flemma.buf.set_diagnostics takes it.
@@ -44,14 +46,15 @@ type mark struct {
 
 // applyOpts travel with the edits in the same call.
 type applyOpts struct {
-	Cursor      int    `msgpack:"cursor,omitempty"` // 1-based line; 0 = leave
-	CursorID    string `msgpack:"-"`                // move to this call's result header (resolved by step)
-	CursorAtEnd bool   `msgpack:"-"`                // with CursorID: to the end of the message holding it ("next")
-	Modifiable  *bool  `msgpack:"modifiable,omitempty"`
-	Join        bool   `msgpack:"join,omitempty"`
-	UndoBreak   bool   `msgpack:"undo_break,omitempty"` // start a new undo step (a new phase)
-	Diagnostics []diag `msgpack:"diagnostics"`          // nil = leave as is
-	Marks       []mark `msgpack:"marks"`                // nil = leave as is
+	Cursor      int          `msgpack:"cursor,omitempty"` // 1-based line; 0 = leave
+	CursorID    string       `msgpack:"-"`                // move to this call's result header (resolved by step)
+	CursorAtEnd bool         `msgpack:"-"`                // with CursorID: to the end of the message holding it ("next")
+	Modifiable  *bool        `msgpack:"modifiable,omitempty"`
+	Join        bool         `msgpack:"join,omitempty"`
+	UndoBreak   bool         `msgpack:"undo_break,omitempty"` // start a new undo step (a new phase)
+	Diagnostics []diag       `msgpack:"diagnostics"`          // nil = leave as is
+	Marks       []mark       `msgpack:"marks"`                // nil = leave as is
+	Records     []wireRecord `msgpack:"records,omitempty"`    // decisions of this step, kept by flemma.trust with the edit
 }
 
 type applyResult struct {
@@ -116,6 +119,9 @@ func (h *Host) snapshot(bufnr int) (*snapshot, error) {
 			s.Lines = lines
 		}
 		h.remember(bufnr, s.Tick, s.Lines)
+		if err := h.syncTrust(bufnr, &s); err != nil {
+			return nil, err
+		}
 		return &s, nil
 	}
 	return nil, fmt.Errorf("read buffer %d: could not get a consistent copy", bufnr)
@@ -190,6 +196,7 @@ func (h *Host) stepFrom(bufnr int, s *snapshot, doc *buffer.Document, plan func(
 			if len(edits) > 0 {
 				h.remember(bufnr, res.Tick, afterLines)
 			}
+			h.commit(bufnr, opts.Records)
 			return nil
 		}
 		h.logf("buffer %d changed during a step (tick %d → %d); re-reading", bufnr, s.Tick, res.Tick)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/provider"
+	"github.com/flemma-dev/flemma/trust"
 )
 
 // flushEvery bounds buffer updates while a response streams in.
@@ -88,25 +88,14 @@ func thinkingString(v any) string {
 	return fmt.Sprint(v)
 }
 
-// toolDefs are the tools a buffer sends: its flemma.opt.tools selection, or
-// every usable tool enabled by default; none when tools.mode is disabled.
-func (h *Host) toolDefs(fm *frontmatter.Result) []provider.ToolDef {
+// toolDefs are the tools a buffer sends (bufferTools); none when
+// tools.mode is disabled.
+func (h *Host) toolDefs(bufnr int, fm *frontmatter.Result) []provider.ToolDef {
 	if h.mode() == "disabled" {
 		return nil
 	}
-	var names []string
-	if fm != nil && fm.Opts.Tools != nil {
-		names = append(names, fm.Opts.Tools...)
-	} else {
-		for _, t := range h.Registry.All() {
-			if t.Spec().Enabled {
-				names = append(names, t.Spec().Name)
-			}
-		}
-	}
-	sort.Strings(names)
 	var out []provider.ToolDef
-	for _, n := range names {
+	for _, n := range toolNames(h.bufferTools(bufnr, fm)) {
 		t, ok := h.Registry.Lookup(n)
 		if !ok {
 			continue
@@ -154,7 +143,7 @@ func (h *Host) startSend(bufnr int, auto bool) (map[string]any, error) {
 		// Say so before touching the buffer.
 		return reply("send", fmt.Sprintf("%s: no credential: set %s in the environment Neovim starts from. Nothing was sent.", name, src), levelError), nil
 	}
-	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(fm), Params: params}
+	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(bufnr, fm), Params: params}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	h.mu.Lock()
@@ -198,8 +187,8 @@ type streamWrite struct {
 	prev  int // lines of the region now
 }
 
-func (sw *streamWrite) write(lines []string, final, first bool) error {
-	opts := applyOpts{Join: !first, UndoBreak: first}
+func (sw *streamWrite) write(lines []string, final, first bool, records ...wireRecord) error {
+	opts := applyOpts{Join: !first, UndoBreak: first, Records: records}
 	locked := final
 	opts.Modifiable = &locked
 	if final {
@@ -212,6 +201,7 @@ func (sw *streamWrite) write(lines []string, final, first bool) error {
 			return err
 		}
 		if res.OK {
+			sw.h.commit(sw.bufnr, records)
 			sw.tick, sw.prev = res.Tick, len(lines)
 			if final {
 				all := append(append([]string{}, sw.base...), lines...)
@@ -261,6 +251,7 @@ func (h *Host) stream(ctx context.Context, prov provider.Provider, req provider.
 		usage    *provider.Usage
 		flushes  int
 		started  = time.Now()
+		received = map[string]bool{} // ids of the structured tool calls of this response
 	)
 	flush := func() {
 		if !dirty || writeErr != nil {
@@ -280,13 +271,7 @@ func (h *Host) stream(ctx context.Context, prov provider.Provider, req provider.
 		case provider.EventToolUse:
 			toolUses++
 			if e.ToolUse != nil {
-				h.mu.Lock()
-				st := h.state(sw.bufnr)
-				if st.received == nil {
-					st.received = map[string]bool{}
-				}
-				st.received[e.ToolUse.ID] = true
-				h.mu.Unlock()
+				received[e.ToolUse.ID] = true
 			}
 			flush()
 		case provider.EventUsage:
@@ -320,7 +305,7 @@ loop:
 	default:
 		final = w.FinishError(streamErr)
 	}
-	if err := sw.write(final, true, false); err != nil {
+	if err := sw.write(final, true, false, h.receivedRecords(sw.bufnr, final, received)...); err != nil {
 		h.logf("send: final write: %v", err)
 		h.notify("could not write the end of the response: "+err.Error(), levelError)
 		h.setModifiable(sw.bufnr, true)
@@ -348,15 +333,34 @@ loop:
 	}
 }
 
+// receivedRecords are the records of the tool calls a response brought as
+// structured calls: their content as the buffer will show it (the final
+// lines of the response), so that exactly these calls count as the
+// provider's (trust.Ledger.FromProvider).
+func (h *Host) receivedRecords(bufnr int, final []string, ids map[string]bool) []wireRecord {
+	if len(ids) == 0 {
+		return nil
+	}
+	var out []wireRecord
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := h.trustOf(bufnr).ledger
+	for _, u := range parse(final).ToolUses() {
+		if ids[u.ID] {
+			r := l.Get(u.ID)
+			r.Received = trust.CallHash(u)
+			out = append(out, toWire(r))
+		}
+	}
+	return out
+}
+
 // autopilotContinue chains the next cycle after a response with tool calls.
 func (h *Host) autopilotContinue(bufnr int) {
 	h.mu.Lock()
 	st := h.state(bufnr)
 	on := h.autopilotFor(bufnr)
-	max := h.cfg.Tools.Autopilot.MaxTurns
-	if max <= 0 {
-		max = 100
-	}
+	max := h.maxTurnsFor(bufnr)
 	if !on || st.disarmed {
 		h.mu.Unlock()
 		return
@@ -382,22 +386,6 @@ func (h *Host) autoCycle(bufnr int) {
 		lvl, _ := res["level"].(int)
 		h.notify(msg, lvl)
 	}
-}
-
-// autopilotFor: the buffer's frontmatter, else :Flemma autopilot, else setup.
-// Call with h.mu held.
-func (h *Host) autopilotFor(bufnr int) bool {
-	// :Flemma autopilot:disable is the user's word: a file cannot undo it.
-	if h.autopilotOverride != nil && !*h.autopilotOverride {
-		return false
-	}
-	if fm := h.bufFM[bufnr]; fm != nil && fm.Opts.Autopilot != nil {
-		return *fm.Opts.Autopilot
-	}
-	if h.autopilotOverride != nil {
-		return *h.autopilotOverride
-	}
-	return h.cfg.autopilot()
 }
 
 func (h *Host) cancelStream(bufnr int) bool {

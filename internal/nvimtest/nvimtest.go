@@ -163,7 +163,7 @@ func (s *Session) Open(name, content string) (int, error) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		return 0, err
 	}
-	if err := s.Nv.Command("edit " + path); err != nil {
+	if err := s.Lua(nil, `vim.cmd("edit " .. vim.fn.fnameescape(...))`, path); err != nil {
 		return 0, fmt.Errorf("edit %s: %w", path, err)
 	}
 	var buf int

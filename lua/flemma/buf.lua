@@ -53,6 +53,8 @@ local function track(bufnr)
       if trackers[buf] then
         trackers[buf].base = -1
       end
+      -- Reloaded from disk: the text is the buffer's new origin.
+      pcall(require("flemma.trust").reread, buf)
     end,
     on_detach = function(_, buf)
       trackers[buf] = nil
@@ -96,8 +98,11 @@ function M.snapshot(bufnr, have)
     lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
   end
   synced(bufnr)
+  local tr = require("flemma.trust").get(bufnr)
   return {
     valid = true,
+    trust_gen = tr.gen,
+    trusted = tr.trusted,
     tick = tick,
     delta = delta,
     first = first,
@@ -124,7 +129,9 @@ end
 --- Apply all edits of one step at once. edits: list of {start, stop, lines}
 --- (0-based, end-exclusive, over the lines of snapshot `tick`), applied
 --- bottom-up. opts: cursor (1-based line), modifiable (bool), join (undojoin
---- with our previous write), diagnostics (list or false to keep), marks.
+--- with our previous write), diagnostics (list or false to keep), marks,
+--- records (the host's records of the calls this step decided, kept by
+--- flemma.trust together with the edit).
 --- Returns {ok = true, tick = n} or {ok = false, stale = true, tick = n}.
 function M.apply(bufnr, tick, edits, opts)
   opts = opts or {}
@@ -179,6 +186,9 @@ function M.apply(bufnr, tick, edits, opts)
   end
   if opts.marks and opts.marks ~= vim.NIL then
     M.set_marks(bufnr, opts.marks)
+  end
+  if opts.records and opts.records ~= vim.NIL then
+    require("flemma.trust").record(bufnr, opts.records)
   end
   local tick_now = vim.api.nvim_buf_get_changedtick(bufnr)
   synced(bufnr) -- the host computed the new text itself

@@ -81,6 +81,12 @@ M.subcommands = {
   ["sandbox:status"] = function()
     show("flemma.sandbox_status", buf())
   end,
+  trust = function()
+    require("flemma.trust").trust(buf())
+  end,
+  untrust = function()
+    require("flemma.trust").untrust(buf())
+  end,
   switch = function(args)
     host_call("flemma.switch", table.concat(args, " "))
   end,

@@ -20,7 +20,7 @@ M.defaults = {
   providers = { anthropic = {}, openai = {}, vertex = {}, replay = {} },
   host = {
     cmd = nil, -- default: <plugin>/bin/flemma-host, then flemma-host on $PATH
-    log_file = nil, -- default: stdpath("state")/flemma/host.log
+    log_file = nil, -- default: stdpath("state")/flemma/host.log (stdpath("data") on Neovim 0.7)
   },
   tools = {
     mode = "enabled", -- "enabled" | "parse_only" | "disabled"

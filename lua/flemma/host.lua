@@ -27,7 +27,7 @@ function M.log_file(cfg)
   if cfg and cfg.host and cfg.host.log_file then
     return cfg.host.log_file
   end
-  return vim.fn.stdpath("state") .. "/flemma/host.log"
+  return require("flemma").state_dir() .. "/host.log"
 end
 
 --- Where the host binary is: an explicit host.cmd wins, then

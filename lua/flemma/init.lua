@@ -25,6 +25,16 @@ function M.setup(opts)
   end
 end
 
+--- flemma's state directory: stdpath("state")/flemma, or stdpath("data")/flemma
+--- on Neovim versions without a "state" stdpath (0.7).
+function M.state_dir()
+  local ok, dir = pcall(vim.fn.stdpath, "state")
+  if not ok or type(dir) ~= "string" or dir == "" then
+    dir = vim.fn.stdpath("data")
+  end
+  return dir .. "/flemma"
+end
+
 function M.config()
   if not cfg then
     cfg = require("flemma.config").resolve({})
@@ -86,6 +96,9 @@ end
 
 --- Buffer-local keymaps for a chat buffer.
 function M.attach(bufnr)
+  -- The text the buffer holds now is its origin (once: a later FileType
+  -- event is not a load; reloads are seen by plugin/flemma.lua).
+  require("flemma.trust").get(bufnr)
   local km = M.config().keymaps
   local function map(modes, lhs, fn, desc)
     if lhs and lhs ~= "" then
@@ -117,10 +130,19 @@ function M.attach(bufnr)
     buffer = bufnr,
     desc = "flemma: forget the buffer's host state",
     callback = function()
+      require("flemma.trust").forget(bufnr)
       local chan = require("flemma.host")._chan()
       if chan then
         pcall(vim.rpcnotify, chan, "flemma.forget", bufnr)
       end
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWritePost", {
+    group = group,
+    buffer = bufnr,
+    desc = "flemma: remember a trusted buffer's file as trusted",
+    callback = function()
+      require("flemma.trust").written(bufnr)
     end,
   })
   vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {

@@ -1,0 +1,201 @@
+-- What flemma knows of a chat buffer that only this editor session can know:
+-- the text it held when it was loaded (its origin: nobody in this session
+-- wrote it), whether the user trusts it, and the host's records of its tool
+-- calls (received from the provider, decided, started). The host keeps the
+-- records; this module holds a copy so that a restarted host still knows
+-- what happened in this session.
+--
+-- Trust works like `direnv allow`: a buffer is trusted when it was empty when
+-- flemma attached to it (everything in it was written in this session), when
+-- the user ran :Flemma trust, or when its file is byte for byte what the user
+-- last saved from a trusted buffer (a store of path -> sha256 under
+-- stdpath("state")). A trusted buffer's frontmatter may approve tools and the
+-- tool calls already in it are decided by the user's policy; in any other
+-- buffer they ask.
+local M = {}
+
+local bufs = {} -- bufnr -> { gen, trusted, origin = lines|nil, digest = table|nil, records = { [id] = rec } }
+local store = nil -- path -> { sha256, time }, read lazily
+local max_entries = 1000
+
+local function notify(msg, level)
+  vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
+end
+
+function M.store_path()
+  return require("flemma").state_dir() .. "/trust.json"
+end
+
+local function read_store()
+  if store then
+    return store
+  end
+  store = {}
+  local path = M.store_path()
+  if vim.fn.filereadable(path) == 1 then
+    local ok, data = pcall(function()
+      return vim.fn.json_decode(table.concat(vim.fn.readfile(path), "\n"))
+    end)
+    if ok and type(data) == "table" and type(data.files) == "table" then
+      for k, v in pairs(data.files) do
+        if type(k) == "string" and type(v) == "table" and type(v.sha256) == "string" then
+          store[k] = { sha256 = v.sha256, time = tonumber(v.time) or 0 }
+        end
+      end
+    end
+  end
+  return store
+end
+
+local function write_store()
+  local entries = {}
+  for k, v in pairs(store) do
+    table.insert(entries, { k, v })
+  end
+  table.sort(entries, function(a, b)
+    return a[2].time > b[2].time
+  end)
+  local files = vim.empty_dict()
+  for i = 1, math.min(#entries, max_entries) do
+    files[entries[i][1]] = entries[i][2]
+  end
+  vim.fn.mkdir(require("flemma").state_dir(), "p")
+  local path = M.store_path()
+  local tmp = path .. ".tmp" .. vim.loop.getpid()
+  local ok, err = pcall(function()
+    if vim.fn.writefile({ vim.fn.json_encode({ version = 1, files = files }) }, tmp) ~= 0 then
+      error("could not write " .. tmp)
+    end
+    vim.loop.fs_chmod(tmp, 384) -- 0600
+    assert(vim.loop.fs_rename(tmp, path))
+  end)
+  if not ok then
+    pcall(vim.loop.fs_unlink, tmp)
+    notify("could not save the trust store: " .. tostring(err), vim.log.levels.WARN)
+  end
+end
+
+local function key(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" then
+    return nil
+  end
+  return vim.fn.resolve(vim.fn.fnamemodify(name, ":p"))
+end
+
+local function content_hash(lines)
+  return vim.fn.sha256(table.concat(lines, "\n"))
+end
+
+local function blank(lines)
+  for _, l in ipairs(lines) do
+    if l:find("%S") then
+      return false
+    end
+  end
+  return true
+end
+
+--- The buffer was attached or (re)loaded from disk: its text now is its
+--- origin, and its trust is recomputed (a session's :Flemma trust does not
+--- survive a reload: the new text may come from anyone).
+function M.loaded(bufnr)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  local st = bufs[bufnr] or { gen = 0, records = {} }
+  st.gen = st.gen + 1
+  st.origin, st.digest = lines, nil
+  local k = key(bufnr)
+  local known = k and read_store()[k]
+  st.trusted = blank(lines) or (known ~= nil and known.sha256 == content_hash(lines))
+  bufs[bufnr] = st
+end
+
+--- A buffer was read from disk: when flemma knows it, the text read is its
+--- new origin (BufReadPost of :e, :e!, a 'autoread' reload).
+function M.reread(bufnr)
+  if bufs[bufnr] then
+    M.loaded(bufnr)
+  end
+end
+
+--- The buffer's state, loading it on first use.
+function M.get(bufnr)
+  if not bufs[bufnr] then
+    M.loaded(bufnr)
+  end
+  return bufs[bufnr]
+end
+
+--- The buffer was written: a trusted buffer's file is remembered as trusted.
+function M.written(bufnr)
+  local st = bufs[bufnr]
+  local k = key(bufnr)
+  if not st or not st.trusted or not k then
+    return
+  end
+  read_store()[k] = { sha256 = content_hash(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)), time = os.time() }
+  write_store()
+end
+
+--- :Flemma trust — the user vouches for the buffer as it is.
+function M.trust(bufnr)
+  local st = M.get(bufnr)
+  st.trusted = true
+  if not vim.bo[bufnr].modified then
+    M.written(bufnr)
+  end
+  notify(
+    "This buffer is trusted: its frontmatter may approve tools, and the tool calls already in it are decided by your policy. "
+      .. "Saving it keeps it trusted; :Flemma untrust undoes this."
+  )
+end
+
+--- :Flemma untrust
+function M.untrust(bufnr)
+  local st = M.get(bufnr)
+  st.trusted = false
+  local k = key(bufnr)
+  if k and read_store()[k] then
+    store[k] = nil
+    write_store()
+  end
+  notify("This buffer is not trusted: its frontmatter cannot approve, and calls that were in the file ask first.")
+end
+
+function M.forget(bufnr)
+  bufs[bufnr] = nil
+end
+
+--- For the host: everything it needs to rebuild its view of the buffer.
+function M.pull(bufnr)
+  local st = M.get(bufnr)
+  local recs = {}
+  for _, r in pairs(st.records) do
+    table.insert(recs, r)
+  end
+  return {
+    gen = st.gen,
+    trusted = st.trusted,
+    origin = st.digest == nil and st.origin or vim.NIL,
+    digest = st.digest or vim.NIL,
+    records = recs,
+  }
+end
+
+--- The host digested the origin of load `gen`: the lines are not needed any more.
+function M.set_digest(bufnr, gen, digest)
+  local st = bufs[bufnr]
+  if st and st.gen == gen then
+    st.digest, st.origin = digest, nil
+  end
+end
+
+--- Keep the host's records (a list of { id, received, status, by, hash, ran }).
+function M.record(bufnr, recs)
+  local st = M.get(bufnr)
+  for _, r in ipairs(recs or {}) do
+    st.records[r.id] = r
+  end
+end
+
+return M

@@ -1,0 +1,161 @@
+package rpc
+
+import (
+	"fmt"
+
+	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/trust"
+)
+
+// bufTrust is the host's view of what in a buffer counts as the user's (see
+// package trust). The ledger is mirrored in Neovim by lua/flemma/trust.lua,
+// which also owns the origin (the text as loaded) and the trusted flag.
+type bufTrust struct {
+	gen     int  // the load of the buffer the origin belongs to (flemma.trust's gen)
+	trusted bool // the user trusts the buffer (empty when attached, :Flemma trust, or saved trusted)
+	ledger  *trust.Ledger
+}
+
+// wireRecord is a trust.Record as flemma.trust keeps it.
+type wireRecord struct {
+	ID       string `msgpack:"id"`
+	Received string `msgpack:"received"`
+	Status   string `msgpack:"status"`
+	By       string `msgpack:"by"`
+	Hash     string `msgpack:"hash"`
+	Gen      int    `msgpack:"gen"`
+	Ran      bool   `msgpack:"ran"`
+}
+
+func toWire(r trust.Record) wireRecord {
+	return wireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran}
+}
+
+func fromWire(w wireRecord) trust.Record {
+	return trust.Record{ID: w.ID, Received: w.Received, Status: buffer.Status(w.Status), By: w.By, Hash: w.Hash, Gen: w.Gen, Ran: w.Ran}
+}
+
+type wireCall struct {
+	ID   string `msgpack:"id"`
+	Hash string `msgpack:"hash"`
+}
+
+// wireDigest is a trust.Origin as flemma.trust keeps it (instead of the
+// loaded lines, once the host has read them).
+type wireDigest struct {
+	Calls    []wireCall `msgpack:"calls"`
+	Approved []string   `msgpack:"approved"`
+}
+
+type trustPull struct {
+	Gen     int          `msgpack:"gen"`
+	Trusted bool         `msgpack:"trusted"`
+	Origin  []string     `msgpack:"origin"` // the loaded lines, until digested
+	Digest  *wireDigest  `msgpack:"digest"`
+	Records []wireRecord `msgpack:"records"`
+}
+
+// syncTrust brings the host's view of a buffer's trust up to date with the
+// snapshot: the trusted flag always, the origin and the records whenever
+// the buffer was (re)loaded or the host has not seen it yet.
+func (h *Host) syncTrust(bufnr int, s *snapshot) error {
+	h.mu.Lock()
+	bt := h.trust[bufnr]
+	if bt != nil && bt.gen == s.TrustGen {
+		bt.trusted = s.Trusted
+		h.mu.Unlock()
+		return nil
+	}
+	h.mu.Unlock()
+	var p trustPull
+	if err := h.nv.ExecLua(`return require("flemma.trust").pull(...)`, &p, bufnr); err != nil {
+		return fmt.Errorf("read the trust state of buffer %d: %w", bufnr, err)
+	}
+	l := trust.NewLedger()
+	l.Gen = p.Gen
+	if p.Digest != nil {
+		for _, c := range p.Digest.Calls {
+			l.Origin.Calls[c.ID] = c.Hash
+		}
+		for _, id := range p.Digest.Approved {
+			l.Origin.Approved[id] = true
+		}
+	} else {
+		l.Origin = trust.OriginOf(buffer.Parse(p.Origin))
+		d := wireDigest{Calls: []wireCall{}, Approved: []string{}}
+		for id, hash := range l.Origin.Calls {
+			d.Calls = append(d.Calls, wireCall{ID: id, Hash: hash})
+		}
+		for id := range l.Origin.Approved {
+			d.Approved = append(d.Approved, id)
+		}
+		if err := h.nv.ExecLua(`require("flemma.trust").set_digest(...)`, nil, bufnr, p.Gen, d); err != nil {
+			h.logf("trust: keep the origin digest of buffer %d: %v", bufnr, err)
+		}
+	}
+	for _, w := range p.Records {
+		l.Put(fromWire(w))
+	}
+	h.mu.Lock()
+	if old := h.trust[bufnr]; old != nil {
+		for _, r := range old.ledger.Records {
+			l.Put(r) // the host's records are at least as new as the mirror's
+		}
+	}
+	h.trust[bufnr] = &bufTrust{gen: p.Gen, trusted: p.Trusted, ledger: l}
+	h.mu.Unlock()
+	if p.Gen > 1 || len(l.Origin.Approved) > 0 {
+		h.logf("trust: buffer %d load %d: %d call(s) and %d approved placeholder(s) in the loaded text, trusted=%v",
+			bufnr, p.Gen, len(l.Origin.Calls), len(l.Origin.Approved), p.Trusted)
+	}
+	return nil
+}
+
+// trustOf returns the buffer's trust view (an empty, untrusted one when
+// the host has not synced it). Call with h.mu held.
+func (h *Host) trustOf(bufnr int) *bufTrust {
+	bt := h.trust[bufnr]
+	if bt == nil {
+		bt = &bufTrust{gen: -1, ledger: trust.NewLedger()}
+		h.trust[bufnr] = bt
+	}
+	return bt
+}
+
+// commit stores records in the host's ledger (after the step that carried
+// them to Neovim was applied).
+func (h *Host) commit(bufnr int, recs []wireRecord) {
+	if len(recs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	l := h.trustOf(bufnr).ledger
+	for _, w := range recs {
+		l.Put(fromWire(w))
+	}
+	h.mu.Unlock()
+}
+
+// record stores records in the ledger and in Neovim's copy at once, for a
+// fact that comes without an edit (a call is about to start).
+func (h *Host) record(bufnr int, recs ...trust.Record) error {
+	wire := make([]wireRecord, len(recs))
+	for i, r := range recs {
+		wire[i] = toWire(r)
+	}
+	h.commit(bufnr, wire)
+	if err := h.nv.ExecLua(`require("flemma.trust").record(...)`, nil, bufnr, wire); err != nil {
+		return fmt.Errorf("keep the record of %s: %w", recs[0].ID, err)
+	}
+	return nil
+}
+
+// decided is the record of a decision on u made now by who.
+func decided(l *trust.Ledger, u *buffer.ToolUse, st buffer.Status, who string) wireRecord {
+	r := l.Get(u.ID)
+	r.Status, r.By, r.Hash, r.Gen = st, who, trust.CallHash(u), l.Gen
+	if who == trust.ByUser || who == trust.ByUserEdit {
+		r.Ran = false // the user asks for it (again)
+	}
+	return toWire(r)
+}
