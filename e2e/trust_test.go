@@ -264,3 +264,19 @@ func TestFileCallsAskFirst_ReadOnly(t *testing.T) {
 		}
 	})
 }
+
+// A file that repeats a tool-use id gets the call run once (the first use's),
+// never once per copy.
+func TestDuplicateIDRunsOnce(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		use := "**Tool Use:** `bash` (`dup`)\n\n```json\n{\"command\": \"echo run >> count.txt\", \"label\": \"x\", \"timeout\": null}\n```\n"
+		chat := "@You:\ngo\n\n@Assistant:\nTwice.\n\n" + use + "\n" + use
+		mustOpen(t, s, "dup/d.chat", chat)
+		press(t, s, "<C-]>")
+		waitResult(t, s, "dup")
+		b, err := os.ReadFile(filepath.Join(s.Dir, "dup", "count.txt"))
+		if err != nil || string(b) != "run\n" {
+			t.Errorf("count.txt = %q, %v; want one run", b, err)
+		}
+	})
+}

@@ -308,8 +308,8 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 		}
 		for _, tu := range doc.ToolUses() {
 			r := doc.Result(tu.ID)
-			if r == nil || r.Status == "" || (only != "" && tu.ID != only) {
-				continue
+			if r == nil || r.Status == "" || (only != "" && tu.ID != only) || doc.Use(tu.ID) != tu {
+				continue // a duplicated id is the first use's (Parse reports the rest)
 			}
 			content := r.Content
 			switch r.Status {
