@@ -39,6 +39,19 @@ func waitStatus(t *testing.T, s *nvimtest.Session, id string, st buffer.Status) 
 	}
 }
 
+// waitUnlocked waits until the buffer is modifiable again: the tools of
+// the step have all finished.
+func waitUnlocked(t *testing.T, s *nvimtest.Session) {
+	t.Helper()
+	var on bool
+	if _, err := s.Wait(10*time.Second, func(string) bool {
+		_ = s.Lua(&on, "return vim.bo.modifiable")
+		return on
+	}); err != nil {
+		t.Fatal("the buffer stayed locked")
+	}
+}
+
 func mustNotExist(t *testing.T, path string) {
 	t.Helper()
 	if _, err := os.Stat(path); err == nil {
@@ -274,6 +287,7 @@ func TestDuplicateIDRunsOnce(t *testing.T) {
 		mustOpen(t, s, "dup/d.chat", chat)
 		press(t, s, "<C-]>")
 		waitResult(t, s, "dup")
+		waitUnlocked(t, s) // every job of the step has finished
 		b, err := os.ReadFile(filepath.Join(s.Dir, "dup", "count.txt"))
 		if err != nil || string(b) != "run\n" {
 			t.Errorf("count.txt = %q, %v; want one run", b, err)

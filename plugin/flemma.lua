@@ -7,15 +7,8 @@ vim.g.loaded_flemma = true
 
 local group = vim.api.nvim_create_augroup("flemma", { clear = true })
 
-vim.api.nvim_create_autocmd({ "BufRead", "BufNewFile" }, {
-  group = group,
-  pattern = "*.chat",
-  desc = "flemma: .chat files have filetype chat",
-  callback = function(ev)
-    vim.bo[ev.buf].filetype = "chat"
-  end,
-})
-
+-- Before the filetype is set: a buffer read again from disk has a new origin
+-- (a first read has none yet: attaching takes it).
 vim.api.nvim_create_autocmd("BufReadPost", {
   group = group,
   desc = "flemma: a chat buffer read again from disk has a new origin",
@@ -23,6 +16,15 @@ vim.api.nvim_create_autocmd("BufReadPost", {
     if package.loaded["flemma.trust"] then
       require("flemma.trust").reread(ev.buf)
     end
+  end,
+})
+
+vim.api.nvim_create_autocmd({ "BufRead", "BufNewFile" }, {
+  group = group,
+  pattern = "*.chat",
+  desc = "flemma: .chat files have filetype chat",
+  callback = function(ev)
+    vim.bo[ev.buf].filetype = "chat"
   end,
 })
 
