@@ -294,3 +294,27 @@ func TestDuplicateIDRunsOnce(t *testing.T) {
 		}
 	})
 }
+
+// Class 10: a frontmatter approval function that spins costs one budget
+// per press, not one deadline per call: every call asks, and the log says
+// the budget ran out.
+func TestFrontmatterFunctionBudget(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default", "calculator" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		var exprs []string
+		for i := 0; i < 300; i++ {
+			exprs = append(exprs, "1+1")
+		}
+		fm := "```lua\nflemma.opt.tools.auto_approve = function() while true do end end\n```\n"
+		mustOpen(t, s, "budget/b.chat", fm+calcCalls(exprs...))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "c300", buffer.StatusPending)
+		for _, id := range []string{"c1", "c150"} {
+			if st := statusOf(t, s, id); st != buffer.StatusPending {
+				t.Errorf("%s is %q, want pending", id, st)
+			}
+		}
+		if log := s.HostLog(); !strings.Contains(log, "time budget for frontmatter functions is used up") {
+			t.Errorf("the press did not use one budget:\n%s", log)
+		}
+	})
+}

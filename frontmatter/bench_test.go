@@ -3,7 +3,9 @@ package frontmatter
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
+	"time"
 )
 
 func realistic(tb testing.TB) Source {
@@ -72,7 +74,8 @@ func BenchmarkFuncCall(b *testing.B) {
   if tool_name == "bash" and input.command:find("rm -rf", 1, true) then return "deny" end
   return nil
 end`
-	r := NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, testSetup)
+	// A long call deadline: a busy machine must not fail the benchmark.
+	r := NewEvaluator(Limits{CallDeadline: time.Second}).Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, testSetup)
 	if len(r.Diagnostics) > 0 || r.Opts.AutoApproveFunc == nil {
 		b.Fatal(r.Diagnostics)
 	}
@@ -83,6 +86,83 @@ end`
 	b.ReportAllocs()
 	for b.Loop() {
 		if d, err := f.Call(ctx, "bash", input, callCtx); err != nil || d != DecisionApprove {
+			b.Fatal(d, err)
+		}
+	}
+}
+
+// varsCode is a frontmatter with the template variables of a busy buffer:
+// a project record, lists, a nested table used twice.
+const varsCode = `project = { name = "flemma", owner = { name = "Ada", team = "core", since = 2023 } }
+goals = { "split the parser", "keep the tests green", "ship the sandbox", "write the docs" }
+files = {}
+for i = 1, 20 do files[i] = { path = "src/file" .. i .. ".go", lines = i * 37, reviewed = i % 3 == 0 } end
+local limits = { tokens = 8000, turns = 20 }
+budget = { draft = limits, review = limits }
+summary = string.format("%s: %d goals, %d files", project.name, #goals, #files)
+flemma.opt.anthropic = { thinking_budget = 20000, metadata = { user = "ada", tags = { "refactor", "go" } } }`
+
+// BenchmarkExportVars: converting the template variables of varsCode to Go
+// (what happens after the deadline of every evaluation).
+func BenchmarkExportVars(b *testing.B) {
+	c, err := compile(varsCode)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := Limits{}.withDefaults()
+	v := newVM(l, 1, newEvalState(testSetup, "flemma.opt", 1, l))
+	defer v.L.Close()
+	fn := v.L.NewFunctionFromProto(c.proto)
+	fn.Env = v.env
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := v.run(ctx, time.Second, fn, 0); err != nil {
+		b.Fatal(err.msg)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if vars, d := v.exportVars(c.proto); len(vars) != 5 || d != nil {
+			b.Fatal(vars, d)
+		}
+	}
+}
+
+// BenchmarkEvaluateVars: an uncached evaluation of varsCode.
+func BenchmarkEvaluateVars(b *testing.B) {
+	src := Source{Language: "lua", Code: varsCode, StartLine: 1}
+	e := NewEvaluator(Limits{})
+	if r := e.Evaluate(src, testSetup); len(r.Diagnostics) > 0 {
+		b.Fatal(r.Diagnostics)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		e.evaluate(src, testSetup)
+	}
+}
+
+// BenchmarkFuncCallEditInput: a call whose input is a realistic edit (a few
+// kilobytes of text and a list of replacements) with a context.
+func BenchmarkFuncCallEditInput(b *testing.B) {
+	code := `flemma.opt.tools.auto_approve = function(tool_name, input, ctx)
+  if tool_name == "edit" and #input.edits <= 8 and input.path:find("^src/") then return true end
+  return nil
+end`
+	// A long call deadline: a busy machine must not fail the benchmark.
+	r := NewEvaluator(Limits{CallDeadline: time.Second}).Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, testSetup)
+	if len(r.Diagnostics) > 0 || r.Opts.AutoApproveFunc == nil {
+		b.Fatal(r.Diagnostics)
+	}
+	f := r.Opts.AutoApproveFunc
+	var edits []any
+	for i := 0; i < 5; i++ {
+		edits = append(edits, map[string]any{"old": strings.Repeat("old line\n", 40), "new": strings.Repeat("new line\n", 45), "replace_all": false})
+	}
+	input := map[string]any{"path": "src/parser.go", "edits": edits, "label": "split the parser"}
+	callCtx := map[string]any{"bufnr": 3, "tool_id": "toolu_01A2B3", "cwd": "/home/ada/flemma"}
+	ctx := WithBudget(context.Background(), NewBudget(time.Hour))
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := f.Call(ctx, "edit", input, callCtx); err != nil || d != DecisionApprove {
 			b.Fatal(d, err)
 		}
 	}

@@ -3,6 +3,7 @@ package frontmatter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -66,9 +67,16 @@ func equalAny(a, b any) bool {
 }
 
 func TestCompileErrors(t *testing.T) {
-	// Too many registers is a compile error, reported at its line.
-	code := "x = 1\ny = 'a'" + strings.Repeat(" .. 'a'", 300)
+	// Too many locals is a compile error.
+	var names []string
+	for i := 0; i < 300; i++ {
+		names = append(names, fmt.Sprintf("a%d", i))
+	}
+	code := "x = 1\nlocal " + strings.Join(names, ", ") + " = 1"
 	wantDiag(t, code, evalLua(t, code), SeverityError, 0, "Lua compile error")
+	// A chain of 300 concatenations nests too deeply, as in Lua 5.1.
+	code = "x = 1\ny = 'a'" + strings.Repeat(" .. 'a'", 300)
+	wantDiag(t, code, evalLua(t, code), SeverityError, 3, "chunk has too many syntax levels")
 	if _, err := compile("x = 1"); err != nil {
 		t.Fatalf("compile(x = 1) = %v", err)
 	}

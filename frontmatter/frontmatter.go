@@ -14,12 +14,17 @@ import (
 const (
 	DefaultDeadline     = 100 * time.Millisecond
 	DefaultCallDeadline = 20 * time.Millisecond
+	DefaultCallBudget   = 200 * time.Millisecond
 	DefaultMaxBytes     = 8 << 20
+	DefaultMaxValues    = 1 << 16
 
 	// MaxCodeBytes is the largest frontmatter accepted. It bounds the parser,
 	// the compiler and the line of every diagnostic; a real frontmatter is a
 	// few hundred bytes.
 	MaxCodeBytes = 64 << 10
+
+	// maxLanguageBytes bounds the fence's info string.
+	maxLanguageBytes = 64
 
 	// cacheSize bounds the result cache and the compiled-chunk cache.
 	cacheSize = 64
@@ -68,11 +73,22 @@ type Limits struct {
 	// CallDeadline bounds one call of a stored auto_approve function
 	// (default 20 ms).
 	CallDeadline time.Duration
+	// CallBudget is the time that all calls sharing one Budget may take
+	// together (default 200 ms); see Evaluator.NewBudget.
+	CallBudget time.Duration
 	// MaxBytes is the memory bound of one evaluation or call (default 8 MiB):
-	// the largest string or sparse table it may build at once, and the size
-	// of the state a kept VM may retain. Because garbage is not credited back,
-	// the total of all strings built in one run may reach 8×MaxBytes.
+	// the largest string or sparse table it may build at once, the size of
+	// the state a kept VM may retain, and the string bytes of one conversion
+	// (all template variables; one value written to flemma.opt; the input
+	// and context of one call). Because garbage is not credited back, the
+	// total of all strings built in one run may reach 8×MaxBytes.
 	MaxBytes int
+	// MaxValues bounds one conversion between Lua and Go (default 65536
+	// values): all template variables together, one value written to
+	// flemma.opt, the input and context of one call. Every table, entry and
+	// scalar counts, and a table reachable from several places counts at
+	// every place, so the bound holds for the tree a consumer walks.
+	MaxValues int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -82,8 +98,14 @@ func (l Limits) withDefaults() Limits {
 	if l.CallDeadline <= 0 {
 		l.CallDeadline = DefaultCallDeadline
 	}
+	if l.CallBudget <= 0 {
+		l.CallBudget = DefaultCallBudget
+	}
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.MaxValues <= 0 {
+		l.MaxValues = DefaultMaxValues
 	}
 	return l
 }
@@ -149,6 +171,11 @@ type Options struct {
 	// the approval layer removes them from the expansion of the presets the
 	// list names (the presets themselves stay in AutoApprove).
 	AutoApproveExclusions []string
+	// AutoApproveAssigned reports that the frontmatter assigned the list
+	// (flemma.opt.tools.auto_approve = {…}) rather than only modifying
+	// setup's list with :append/:remove/:prepend/+/-: the buffer's list
+	// then replaces setup's. A function is always an assignment.
+	AutoApproveAssigned bool
 	// AutoApproveFunc is set when tools.auto_approve is a function. Then
 	// AutoApprove and AutoApproveExclusions are nil.
 	AutoApproveFunc *Func
@@ -213,6 +240,10 @@ func (e *Evaluator) Evaluate(src Source, setup Setup) *Result {
 	if src.Language == "" && src.Code == "" {
 		return &Result{Vars: map[string]any{}}
 	}
+	if r := refuse(src); r != nil {
+		// Too large to be worth a cache entry (or a copy as its key).
+		return r
+	}
 	key := cacheKey(src, setup)
 	e.mu.Lock()
 	if r, ok := e.results.get(key); ok {
@@ -242,23 +273,38 @@ func (e *Evaluator) evaluate(src Source, setup Setup) (res *Result) {
 				Message: fmt.Sprintf("internal error while evaluating the frontmatter: %v", p),
 			}}}
 		}
+		for i := range res.Diagnostics {
+			res.Diagnostics[i].Message = clipMessage(res.Diagnostics[i].Message)
+		}
 		sortDiagnostics(res.Diagnostics)
 	}()
-	if len(src.Code) > MaxCodeBytes {
-		res.Diagnostics = append(res.Diagnostics, Diagnostic{Line: src.StartLine, Severity: SeverityError,
-			Message: fmt.Sprintf("frontmatter is too large (%d bytes; the limit is %d)", len(src.Code), MaxCodeBytes)})
-		return res
+	if r := refuse(src); r != nil {
+		return r
 	}
 	switch strings.ToLower(src.Language) {
 	case "lua":
 		e.evaluateLua(src, setup, res)
 	case "json":
-		evaluateJSON(src, setup, res)
+		evaluateJSON(src, setup, e.limits, res)
 	default:
 		res.Diagnostics = append(res.Diagnostics, Diagnostic{Line: src.StartLine, Severity: SeverityError,
-			Message: fmt.Sprintf("Unsupported frontmatter language: %s", src.Language)})
+			Message: fmt.Sprintf("Unsupported frontmatter language: %s", clip(src.Language))})
 	}
 	return res
+}
+
+// refuse returns the result for a source too large to look at, or nil.
+func refuse(src Source) *Result {
+	var msg string
+	switch {
+	case len(src.Code) > MaxCodeBytes:
+		msg = fmt.Sprintf("frontmatter is too large (%d bytes; the limit is %d)", len(src.Code), MaxCodeBytes)
+	case len(src.Language) > maxLanguageBytes:
+		msg = fmt.Sprintf("Unsupported frontmatter language: %s", clip(src.Language))
+	default:
+		return nil
+	}
+	return &Result{Vars: map[string]any{}, Diagnostics: []Diagnostic{{Line: src.StartLine, Severity: SeverityError, Message: msg}}}
 }
 
 // compiledChunk returns the compiled chunk for code, from the cache when

@@ -1,6 +1,7 @@
 package frontmatter
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,15 @@ func FuzzEvaluate(f *testing.F) {
 		`x = ("k=v"):match("(%w+)=(%w+)")`,
 		`{"flemma": {"tools": {"$append": "bash"}}, "name": "x"}`,
 		`[1, {"a": null}]`,
+		`local a = {} for i = 1, 20 do a = {a, a} end x = a flemma.opt.anthropic.y = { a }`,
+		`local c = {} c.c = c x = c flemma.opt.openai = { c = c }`,
+		`local t = { "b", "a", 3 } table.sort(t) table.sort(t, function(x, y) return x > y end)`,
+		`error(string.rep("e", 5000))`,
+		`assert(false, "%d %s")`,
+		`local p = flemma.opt.x.y.z x = tostring(p) .. tostring(flemma.opt.tools)`,
+		`x = 1 + 2 * 3 - -4 ^ 2 .. "s" local function f(a, ...) return select("#", ...) end y = f(1, 2, 3)`,
+		`flemma.opt.tools.auto_approve = function(n, i, c) local k = 0 for _ in pairs(i) do k = k + 1 end return k < 3 end`,
+		`{"flemma": {"anthropic": {"a": [1, [2, [3]]], "b": {"c": true}}}, "v": [[], {}]}`,
 	}
 	for _, s := range seeds {
 		f.Add(strings.HasPrefix(s, "{\"") || strings.HasPrefix(s, "["), s)
@@ -47,6 +57,56 @@ func FuzzEvaluate(f *testing.F) {
 		}
 		if fn := r.Opts.AutoApproveFunc; fn != nil {
 			_, _ = fn.Call(t.Context(), "bash", map[string]any{"command": "ls"}, nil)
+		}
+	})
+}
+
+// FuzzCall checks that no tool input makes a stored function's call panic,
+// hang or break its VM.
+func FuzzCall(f *testing.F) {
+	for _, s := range []string{
+		`{"command": "ls -la"}`,
+		`{"path": "src/a.go", "edits": [{"old": "a", "new": "b"}, {"old": "c", "new": "d"}]}`,
+		`{"a": [1, 2, {"b": null, "c": [true, false, 1.5e300]}]}`,
+		`{"deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+		`{"": "", "\u0000": "\ud800"}`,
+	} {
+		f.Add(s)
+	}
+	code := `local function walk(v, d)
+  if d > 40 then error("too deep") end
+  if type(v) ~= "table" then return 1 end
+  local n = 1
+  for _, x in pairs(v) do n = n + walk(x, d + 1) end
+  return n
+end
+flemma.opt.tools.auto_approve = function(name, input, ctx)
+  if name == "ping" then return true end
+  if input.command and input.command:find("rm", 1, true) then return "deny" end
+  return walk(input, 0) < 50
+end`
+	ev := NewEvaluator(Limits{CallDeadline: 20 * time.Millisecond, MaxValues: 4096, MaxBytes: 1 << 20})
+	r := ev.Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, testSetup)
+	if len(r.Diagnostics) > 0 || r.Opts.AutoApproveFunc == nil {
+		f.Fatal(r.Diagnostics)
+	}
+	fn := r.Opts.AutoApproveFunc
+	f.Fuzz(func(t *testing.T, input string) {
+		var in map[string]any
+		if json.Unmarshal([]byte(input), &in) != nil {
+			return
+		}
+		ctx := WithBudget(t.Context(), NewBudget(time.Second))
+		start := time.Now()
+		_, err := fn.Call(ctx, "bash", in, map[string]any{"input": in, "bufnr": 1})
+		if el := time.Since(start); el > 2*time.Second {
+			t.Fatalf("Call(%q) took %v", input, el)
+		}
+		if err != nil && strings.Contains(err.Error(), "internal error") {
+			t.Fatalf("Call(%q): %v", input, err)
+		}
+		if d, err := fn.Call(t.Context(), "ping", nil, nil); err != nil || d != DecisionApprove {
+			t.Fatalf("Call(ping) after Call(%q) = %q, %v", input, d, err)
 		}
 	})
 }

@@ -15,7 +15,7 @@ const maxJSONDepth = 64
 // evaluateJSON applies a JSON frontmatter: {"flemma": {...}} sets options
 // through the same applier as flemma.opt, every other top-level key is a
 // template variable.
-func evaluateJSON(src Source, setup Setup, res *Result) {
+func evaluateJSON(src Source, setup Setup, limits Limits, res *Result) {
 	p := &jsonParser{dec: json.NewDecoder(strings.NewReader(src.Code)), lines: newLineIndex(src.Code), start: src.StartLine}
 	p.dec.UseNumber()
 	val, err := p.value(0)
@@ -44,7 +44,7 @@ func evaluateJSON(src Source, setup Setup, res *Result) {
 			Message: "Frontmatter must be an object, got " + got})
 		return
 	}
-	es := newEvalState(setup, "flemma", src.StartLine)
+	es := newEvalState(setup, "flemma", src.StartLine, limits)
 	for i, k := range obj.keys {
 		line := obj.lines[i]
 		if k == "flemma" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -20,11 +21,13 @@ func (e *Evaluator) evaluateLua(src Source, setup Setup, res *Result) {
 		res.Diagnostics = append(res.Diagnostics, Diagnostic{Line: line, Severity: SeverityError, Message: err.Error()})
 		return
 	}
-	es := newEvalState(setup, "flemma.opt", src.StartLine)
+	es := newEvalState(setup, "flemma.opt", src.StartLine, e.limits)
 	v := newVM(e.limits, src.StartLine, es)
 	fn := v.L.NewFunctionFromProto(c.proto)
 	fn.Env = v.env
-	rerr := v.run(context.Background(), e.limits.Deadline, fn, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), e.limits.Deadline)
+	rerr := v.run(ctx, e.limits.Deadline, fn, 0)
+	cancel()
 	es.frozen = true
 
 	res.Diagnostics = append(res.Diagnostics, es.diags...)
@@ -34,11 +37,10 @@ func (e *Evaluator) evaluateLua(src Source, setup Setup, res *Result) {
 	} else {
 		// A chunk that failed defines no variables (its globals may be half
 		// built); options recorded before the error stay, and the error blocks.
-		vars, complete := v.exportVars()
+		vars, d := v.exportVars(c.proto)
 		res.Vars = vars
-		if !complete {
-			res.Diagnostics = append(res.Diagnostics, Diagnostic{Line: src.StartLine, Severity: SeverityWarning,
-				Message: fmt.Sprintf("template variables larger than %s; some were dropped", formatSize(e.limits.MaxBytes))})
+		if d != nil {
+			res.Diagnostics = append(res.Diagnostics, *d)
 		}
 	}
 	res.Opts = es.options()
@@ -89,16 +91,26 @@ type Func struct {
 // Line is the buffer line where the function was defined (for provenance).
 func (f *Func) Line() int { return f.line }
 
-// Call calls the function as fn(tool_name, input, ctx) under the evaluator's
-// CallDeadline (or ctx's earlier deadline) and maps what it returns: true →
-// "approve", false → "require_approval", "deny" → "deny", nil (or nothing)
-// → "" (pass to the next resolver). Any other value, a Lua error, the
-// deadline or the memory bound is an error; the approval chain logs it and
-// skips the resolver. input and callCtx are converted to Lua tables (JSON-like
-// values: maps, slices, strings, numbers, bools, nil).
+// Call calls the function as fn(tool_name, input, ctx) and maps what it
+// returns: true → "approve", false → "require_approval", "deny" → "deny",
+// nil (or nothing) → "" (pass to the next resolver). Any other value, a Lua
+// error, the deadline or the memory bound is an error; the approval chain
+// logs it and skips the resolver. input and callCtx are converted to Lua
+// tables (JSON-like values: maps, slices, strings, numbers, bools, nil),
+// within Limits.MaxValues and MaxBytes.
+//
+// A call takes at most CallDeadline, or less when ctx's deadline is earlier
+// (then the error wraps ctx's error). When ctx carries a Budget (WithBudget),
+// the call also stops when the budget runs out, the time it took is charged
+// to it, and once it is used up Call fails at once with an error wrapping
+// ErrBudget, without entering the VM.
 func (f *Func) Call(ctx context.Context, toolName string, input map[string]any, callCtx map[string]any) (decision string, err error) {
 	if f == nil || f.vm == nil {
 		return "", errors.New("frontmatter: no auto_approve function")
+	}
+	b := BudgetFrom(ctx)
+	if b != nil && b.Remaining() == 0 {
+		return "", f.budgetError()
 	}
 	v := f.vm
 	v.mu.Lock()
@@ -107,7 +119,20 @@ func (f *Func) Call(ctx context.Context, toolName string, input map[string]any, 
 		return "", fmt.Errorf("auto_approve function (line %d) is disabled after an earlier internal or memory error", f.line)
 	}
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return "", fmt.Errorf("auto_approve function (line %d): %w", f.line, err)
+	}
+	limit, byBudget := v.limits.CallDeadline, false
+	if b != nil {
+		// Admitted after waiting for the VM: what is left now counts.
+		left, ok := b.start()
+		if !ok {
+			return "", f.budgetError()
+		}
+		if left < limit {
+			limit, byBudget = left, true
+		}
+		start := time.Now()
+		defer func() { b.spend(time.Since(start)) }()
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -115,20 +140,47 @@ func (f *Func) Call(ctx context.Context, toolName string, input map[string]any, 
 			decision, err = "", fmt.Errorf("auto_approve function (line %d): internal error: %v", f.line, p)
 		}
 	}()
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	// stopped explains a run or conversion that ended because a context
+	// was done: the caller's, the budget's or the call's own deadline.
+	stopped := func() error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("auto_approve function (line %d): %w", f.line, context.Cause(ctx))
+		}
+		if byBudget {
+			return fmt.Errorf("auto_approve function (line %d): stopped after %v: %w", f.line, limit, ErrBudget)
+		}
+		return fmt.Errorf("auto_approve function (line %d): did not finish within %v (an endless loop or a pathological pattern?)", f.line, limit)
+	}
+
 	L := v.L
-	ret, rerr := v.run1(ctx, v.limits.CallDeadline, f.fn, lua.LString(toolName), toLua(L, input, 0), toLua(L, callCtx, 0))
+	conv := &toLua{budget: newBudget(v.limits), L: L}
+	conv.ctx = cctx
+	in, err := conv.convert(input, 0)
+	var cx lua.LValue
+	if err == nil {
+		cx, err = conv.convert(callCtx, 0)
+	}
+	if err != nil {
+		if ce, ok := err.(*convError); ok && ce.kind == convDeadline {
+			return "", stopped()
+		}
+		return "", fmt.Errorf("auto_approve function (line %d): cannot pass the tool input: %s", f.line, describeConvError(err))
+	}
+	ret, rerr := v.run1(cctx, limit, f.fn, lua.LString(toolName), in, cx)
 	if size := v.retainedSize(v.limits.MaxBytes, f.fn); size > v.limits.MaxBytes {
 		v.broken = true
 		return "", fmt.Errorf("auto_approve function (line %d): memory limit exceeded: it keeps more than %s of state; disabled for this buffer",
 			f.line, formatSize(v.limits.MaxBytes))
 	}
 	if rerr != nil {
+		if rerr.kind == errCanceled || rerr.kind == errDeadline {
+			return "", stopped()
+		}
 		msg := rerr.msg
 		if rerr.line > 0 {
 			msg = fmt.Sprintf("line %d: %s", v.bufferLine(rerr.line), msg)
-		}
-		if rerr.kind == errCanceled {
-			return "", fmt.Errorf("auto_approve function (line %d): %w", f.line, context.Cause(ctx))
 		}
 		return "", fmt.Errorf("auto_approve function (line %d): %s", f.line, msg)
 	}
@@ -147,4 +199,8 @@ func (f *Func) Call(ctx context.Context, toolName string, input map[string]any, 
 		return "", fmt.Errorf("auto_approve function (line %d) returned the string %q; want true, false, \"deny\" or nil", f.line, clip(string(r)))
 	}
 	return "", fmt.Errorf("auto_approve function (line %d) returned a %s; want true, false, \"deny\" or nil", f.line, ret.Type().String())
+}
+
+func (f *Func) budgetError() error {
+	return fmt.Errorf("auto_approve function (line %d) not called: %w", f.line, ErrBudget)
 }

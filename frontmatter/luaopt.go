@@ -31,8 +31,25 @@ type proxy struct {
 	reason string
 }
 
-// maxConvertEntries bounds the Lua tables converted for flemma.opt.
+// maxConvertEntries bounds the Lua tables converted for flemma.opt and the
+// parameters of one provider section.
 const maxConvertEntries = 1024
+
+// maxPathBytes bounds the path an unknown key's proxy remembers: indexing it
+// with long keys in a loop must not build ever longer strings.
+const maxPathBytes = 256
+
+// extendPath appends key to the path of an unknown key, clipped.
+func extendPath(path, key string) string {
+	if len(path) >= maxPathBytes {
+		return path // already clipped
+	}
+	p := joinPath(path, clip(key))
+	if len(p) >= maxPathBytes {
+		p = clipTo(p, maxPathBytes-len("…")) + "…"
+	}
+	return p
+}
 
 // openFlemma installs the global flemma = { opt = … }.
 func (v *vm) openFlemma(env *lua.LTable) {
@@ -122,7 +139,7 @@ func (v *vm) proxyIndex(L *lua.LState) int {
 		if !es.frozen {
 			es.errorf(v.line(L), "flemma.%s: unknown key; only flemma.opt is available in frontmatter", clip(L.Get(2).String()))
 		}
-		L.Push(v.newProxy(&proxy{kind: pkInert, path: "flemma." + L.Get(2).String()}))
+		L.Push(v.newProxy(&proxy{kind: pkInert, path: extendPath("flemma", L.Get(2).String())}))
 		return 1
 	case pkInert:
 		if p.reason != "" {
@@ -130,7 +147,7 @@ func (v *vm) proxyIndex(L *lua.LState) int {
 			L.Push(L.Get(1))
 			return 1
 		}
-		L.Push(v.newProxy(&proxy{kind: pkInert, path: p.path + "." + L.Get(2).String()}))
+		L.Push(v.newProxy(&proxy{kind: pkInert, path: extendPath(p.path, L.Get(2).String())}))
 		return 1
 	}
 	n := p.n
@@ -156,7 +173,7 @@ func (v *vm) proxyIndex(L *lua.LState) int {
 			L.Push(lua.LNil)
 			return 1
 		}
-		L.Push(toLua(L, (*es.section(n))[string(key)], 0))
+		L.Push(v.pushGo(L, (*es.section(n))[string(key)]))
 		return 1
 	}
 	var c *node
@@ -167,12 +184,12 @@ func (v *vm) proxyIndex(L *lua.LState) int {
 		if !es.frozen {
 			es.unknownKey(n, L.Get(2).String(), v.line(L))
 		}
-		L.Push(v.newProxy(&proxy{kind: pkInert, path: joinPath(n.path, L.Get(2).String())}))
+		L.Push(v.newProxy(&proxy{kind: pkInert, path: extendPath(n.path, L.Get(2).String())}))
 		return 1
 	}
 	switch c.kind {
 	case kindScalar:
-		L.Push(toLua(L, c.get(es), 0))
+		L.Push(v.pushGo(L, c.get(es)))
 	case kindBlocked:
 		L.Push(v.newProxy(&proxy{kind: pkInert, path: c.path, reason: c.reason}))
 	case kindApprove:
@@ -199,7 +216,9 @@ func (v *vm) proxyNewIndex(L *lua.LState) int {
 	switch p.kind {
 	case pkFlemma:
 		if keyV == lua.LString("opt") {
-			es.apply(schema(), v.toValue(L, L.Get(3), 0), line)
+			if val, ok := v.optValue(L, L.Get(3), es.name(""), line); ok {
+				es.apply(schema(), val, line)
+			}
 			return 0
 		}
 		es.errorf(line, "flemma.%s: flemma is read-only; set options through flemma.opt", clip(keyV.String()))
@@ -219,7 +238,16 @@ func (v *vm) proxyNewIndex(L *lua.LState) int {
 		es.errorf(line, "%s: is a list; use :append, :remove, :prepend or assign a new list", es.name(p.n.path))
 		return 0
 	}
-	es.child(p.n, string(key), v.toValue(L, L.Get(3), 0), line)
+	if p.n.kind != kindSection {
+		// Refuse an unknown or blocked key before converting the value.
+		if c := p.n.lookup(string(key)); c == nil || c.kind == kindBlocked {
+			es.child(p.n, string(key), nil, line)
+			return 0
+		}
+	}
+	if val, ok := v.optValue(L, L.Get(3), es.name(joinPath(p.n.path, clip(string(key)))), line); ok {
+		es.child(p.n, string(key), val, line)
+	}
 	return 0
 }
 
@@ -242,7 +270,10 @@ func (v *vm) proxyArith(L *lua.LState, op int) int {
 	if p.kind == pkFlemma {
 		L.RaiseError("attempt to perform arithmetic on flemma")
 	}
-	v.es.listOp(p.n, op, v.toValue(L, L.Get(2), 0), v.line(L))
+	line := v.line(L)
+	if val, ok := v.optValue(L, L.Get(2), v.es.name(p.n.path), line); ok {
+		v.es.listOp(p.n, op, val, line)
+	}
 	L.Push(L.Get(1))
 	return 1
 }
@@ -255,7 +286,10 @@ func (v *vm) listMethod(L *lua.LState, op int) int {
 	if p == nil || p.kind != pkNode || !p.n.isList() {
 		L.RaiseError("%s must be called with a colon, e.g. flemma.opt.tools:%s(\"bash\")", opNames[op], opNames[op])
 	}
-	v.es.listOp(p.n, op, v.toValue(L, L.Get(2), 0), v.line(L))
+	line := v.line(L)
+	if val, ok := v.optValue(L, L.Get(2), v.es.name(p.n.path), line); ok {
+		v.es.listOp(p.n, op, val, line)
+	}
 	L.Push(L.Get(1))
 	return 1
 }
@@ -302,7 +336,13 @@ func (v *vm) proxyToString(L *lua.LState) int {
 	case p.kind == pkInert:
 		L.Push(lua.LString("flemma.opt." + p.path + " (unavailable)"))
 	case p.n.isList():
-		L.Push(lua.LString(v.es.name(p.n.path) + " {" + strings.Join(v.items(p.n), ", ") + "}"))
+		items := v.items(p.n)
+		n := len(v.es.name(p.n.path)) + 3
+		for _, it := range items {
+			n += len(it) + 2
+		}
+		v.charge(L, n, "tostring")
+		L.Push(lua.LString(v.es.name(p.n.path) + " {" + strings.Join(items, ", ") + "}"))
 	default:
 		L.Push(lua.LString(v.es.name(p.n.path)))
 	}
@@ -324,9 +364,39 @@ func (v *vm) proxyCall(L *lua.LState) int {
 	return 0
 }
 
-// toValue converts a Lua value written to flemma.opt into the applier's
-// value model.
-func (v *vm) toValue(L *lua.LState, lv lua.LValue, depth int) any {
+// optValue converts a Lua value written to flemma.opt into the applier's
+// value model. A value over a conversion bound is reported as an error of
+// the write to name, and ok is false: nothing is applied.
+func (v *vm) optValue(L *lua.LState, lv lua.LValue, name string, line int) (val any, ok bool) {
+	if _, isTable := lv.(*lua.LTable); !isTable {
+		return scalarOptValue(lv), true // the common case: no converter needed
+	}
+	c := &toOpt{budget: newBudget(v.limits)}
+	c.L = L
+	val, _, err := c.convert(lv, 0)
+	if err != nil {
+		v.es.errorf(line, "%s: %s", name, describeConvError(err))
+		return nil, false
+	}
+	return val, true
+}
+
+// describeConvError says what was wrong with a value that hit a bound.
+func describeConvError(err error) string {
+	ce, ok := err.(*convError)
+	if !ok {
+		return err.Error()
+	}
+	switch ce.kind {
+	case convValues:
+		return "value too large: " + ce.Error()
+	case convCycle:
+		return "value is " + ce.Error()
+	}
+	return "value " + ce.Error()
+}
+
+func scalarOptValue(lv lua.LValue) any {
 	switch x := lv.(type) {
 	case *lua.LNilType:
 		return nil
@@ -343,46 +413,132 @@ func (v *vm) toValue(L *lua.LState, lv lua.LValue, depth int) any {
 			return &proxyRef{n: p.n}
 		}
 		return otherValue{"userdata"}
-	case *lua.LTable:
-		if depth >= maxValueDepth {
-			return otherValue{"table (nested too deeply)"}
-		}
-		n := x.Len()
-		if n > maxConvertEntries {
-			return otherValue{"table with too many entries"}
-		}
-		t := &cfgTable{seq: make([]any, 0, n)}
-		for i := 1; i <= n; i++ {
-			t.seq = append(t.seq, v.toValue(L, x.RawGetInt(i), depth+1))
-		}
-		var keys []string
-		vals := map[string]lua.LValue{}
-		count := 0
-		x.ForEach(func(k, e lua.LValue) {
-			count++
-			if kn, ok := k.(lua.LNumber); ok {
-				if f := float64(kn); f == math.Trunc(f) && f >= 1 && int(f) <= n {
-					return // part of the sequence
-				}
-			}
-			if count > maxConvertEntries {
-				return
-			}
-			ks := k.String()
-			if _, dup := vals[ks]; !dup {
-				keys = append(keys, ks)
-			}
-			vals[ks] = e
-		})
-		if count > maxConvertEntries {
-			return otherValue{"table with too many entries"}
-		}
-		sort.Strings(keys) // Lua tables have no order; be deterministic
-		for _, k := range keys {
-			t.keys = append(t.keys, k)
-			t.vals = append(t.vals, v.toValue(L, vals[k], depth+1))
-		}
-		return t
 	}
 	return otherValue{lv.Type().String()}
+}
+
+// toOpt converts Lua values for flemma.opt under a budget (see convert.go).
+// Unlike template variables, a table that contains itself is an error.
+type toOpt struct {
+	budget
+	memo memo[optTable]
+}
+
+type optTable struct {
+	val                   any // *cfgTable or otherValue
+	values, bytes, height int
+	busy                  bool
+}
+
+func (c *toOpt) convert(lv lua.LValue, depth int) (any, int, error) {
+	x, ok := lv.(*lua.LTable)
+	if !ok {
+		b := 0
+		if s, ok := lv.(lua.LString); ok {
+			b = len(s)
+		}
+		return scalarOptValue(lv), 0, c.take(1, b)
+	}
+	if depth >= maxValueDepth {
+		return nil, 0, &convError{kind: convDepth, limit: maxValueDepth}
+	}
+	if e, ok := c.memo.get(x); ok {
+		if e.busy {
+			return nil, 0, &convError{kind: convCycle}
+		}
+		if depth+e.height > maxValueDepth {
+			return nil, 0, &convError{kind: convDepth, limit: maxValueDepth}
+		}
+		return e.val, e.height, c.take(e.values, e.bytes)
+	}
+	c.memo.put(x, optTable{busy: true})
+	values0, bytes0 := c.values, c.bytes
+	if err := c.take(1, 0); err != nil {
+		return nil, 0, err
+	}
+	val, height, err := c.table(x, depth)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.memo.put(x, optTable{val: val, values: values0 - c.values, bytes: bytes0 - c.bytes, height: height})
+	return val, height, nil
+}
+
+func (c *toOpt) table(x *lua.LTable, depth int) (any, int, error) {
+	n := x.Len()
+	if n > maxConvertEntries {
+		return otherValue{"table with too many entries"}, 1, nil
+	}
+	height := 1
+	t := &cfgTable{seq: make([]any, 0, n)}
+	for i := 1; i <= n; i++ {
+		g, h, err := c.convert(x.RawGetInt(i), depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		height = max(height, h+1)
+		t.seq = append(t.seq, g)
+	}
+	var keys []string
+	vals := map[string]lua.LValue{}
+	count := 0
+	x.ForEach(func(k, e lua.LValue) {
+		count++
+		if kn, ok := k.(lua.LNumber); ok {
+			if f := float64(kn); f == math.Trunc(f) && f >= 1 && int(f) <= n {
+				return // part of the sequence
+			}
+		}
+		if count > maxConvertEntries {
+			return
+		}
+		ks := k.String()
+		if _, dup := vals[ks]; !dup {
+			keys = append(keys, ks)
+		}
+		vals[ks] = e
+	})
+	if count > maxConvertEntries {
+		return otherValue{"table with too many entries"}, 1, nil
+	}
+	sort.Strings(keys) // Lua tables have no order; be deterministic
+	for _, k := range keys {
+		if err := c.take(0, len(k)); err != nil {
+			return nil, 0, err
+		}
+		g, h, err := c.convert(vals[k], depth+1)
+		if err != nil {
+			return nil, 0, err
+		}
+		height = max(height, h+1)
+		t.keys = append(t.keys, k)
+		t.vals = append(t.vals, g)
+	}
+	return t, height, nil
+}
+
+// pushGo converts a stored Go value for a read inside the VM. The tables it
+// builds are charged like any other allocation of the run, so reading a
+// large provider section in a loop ends in the memory limit.
+func (v *vm) pushGo(L *lua.LState, g any) lua.LValue {
+	switch x := g.(type) {
+	case nil:
+		return lua.LNil
+	case string:
+		return lua.LString(x)
+	case bool:
+		return lua.LBool(x)
+	case int:
+		return lua.LNumber(x)
+	case float64:
+		return lua.LNumber(x)
+	}
+	c := &toLua{budget: newBudget(v.limits), L: L}
+	c.L = L
+	lv, err := c.convert(g, 0)
+	if err != nil {
+		L.RaiseError("%s", describeConvError(err))
+	}
+	v.charge(L, (c.maxValues-c.values)*2*slotBytes, "reading a flemma.opt value")
+	return lv
 }

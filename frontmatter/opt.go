@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -19,6 +20,19 @@ import (
 
 // maxListItems bounds the tool and approval lists.
 const maxListItems = 256
+
+// maxNameBytes bounds a name the frontmatter sets: a tool name, an approval
+// rule, a model or provider name, a provider parameter name. Such strings end
+// up in messages, requests and tostring(), so they are kept short.
+const maxNameBytes = 256
+
+// checkName refuses a name longer than maxNameBytes.
+func checkName(what, s string) error {
+	if len(s) > maxNameBytes {
+		return fmt.Errorf("%s longer than %d bytes", what, maxNameBytes)
+	}
+	return nil
+}
 
 type nodeKind uint8
 
@@ -263,8 +277,12 @@ func derefBool(p *bool) any {
 
 func ptr[T any](v T) *T { return &v }
 
-// didYouMean formats a suggestion suffix, or "".
-func didYouMean(name string, candidates []string) string {
+// didYouMean formats a suggestion suffix, or "". The search is skipped when
+// the diagnostic it would go into is not going to be shown.
+func (es *evalState) didYouMean(name string, candidates []string) string {
+	if !es.room() {
+		return ""
+	}
 	if s := suggest(name, candidates); s != "" {
 		return fmt.Sprintf(" -- did you mean '%s'?", s)
 	}
@@ -275,9 +293,35 @@ func didYouMean(name string, candidates []string) string {
 func clip(s string) string {
 	const max = 80
 	if len(s) > max {
-		return s[:max] + "…"
+		return clipTo(s, max) + "…"
 	}
 	return s
+}
+
+// maxMessageBytes bounds the message of a diagnostic or an error: messages
+// quote frontmatter text (error("…"), keys, names), and a diagnostic is
+// shown in the editor.
+const maxMessageBytes = 1024
+
+// clipMessage bounds a message to maxMessageBytes.
+func clipMessage(s string) string {
+	if len(s) > maxMessageBytes {
+		return clipTo(s, maxMessageBytes-len("…")) + "…"
+	}
+	return s
+}
+
+// clipTo returns the longest prefix of s of at most n bytes that does not
+// end inside a UTF-8 sequence.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 // ---- scalar setters ----------------------------------------------------------
@@ -322,7 +366,7 @@ func enumSetter(values []string, field func(*evalState) **string) func(*evalStat
 				*field(es) = &x
 				return nil
 			}
-			return fmt.Errorf("expected one of %s, got '%s'%s", strings.Join(values, ", "), clip(x), didYouMean(x, values))
+			return fmt.Errorf("expected one of %s, got '%s'%s", strings.Join(values, ", "), clip(x), es.didYouMean(x, values))
 		}
 		return fmt.Errorf("expected one of %s, got %s", strings.Join(values, ", "), typeName(v))
 	}
@@ -352,7 +396,7 @@ func setThinking(es *evalState, v any) error {
 			es.b.opts.Thinking = &x
 			return nil
 		}
-		return fmt.Errorf("%s, got '%s'%s", want, clip(x), didYouMean(x, thinkingLevels))
+		return fmt.Errorf("%s, got '%s'%s", want, clip(x), es.didYouMean(x, thinkingLevels))
 	}
 	return fmt.Errorf("%s, got %s", want, typeName(v))
 }
@@ -381,8 +425,11 @@ func setProvider(es *evalState, v any) error {
 		if x == "" {
 			return errors.New("expected a provider name, got an empty string")
 		}
+		if err := checkName("provider name", x); err != nil {
+			return err
+		}
 		if ps := es.setup.Providers; ps != nil && !slices.Contains(ps, x) {
-			return fmt.Errorf("unknown provider '%s'%s", clip(x), didYouMean(x, ps))
+			return fmt.Errorf("unknown provider '%s'%s", clip(x), es.didYouMean(x, ps))
 		}
 		es.b.opts.Provider = &x
 		return nil
@@ -398,6 +445,9 @@ func setModel(es *evalState, v any) error {
 	case string:
 		if x == "" {
 			return errors.New("expected a model name, got an empty string")
+		}
+		if err := checkName("model name", x); err != nil {
+			return err
 		}
 		es.b.opts.Model = &x
 		return nil
@@ -466,6 +516,7 @@ type builder struct {
 
 	approve       []string
 	approveSet    bool
+	approveAssign bool // the list was assigned (not only modified from setup's)
 	excl          []string
 	approveFn     *lua.LFunction
 	approveWarned bool
@@ -482,10 +533,15 @@ type evalState struct {
 	b         builder
 	diags     []Diagnostic
 	frozen    bool
+	limits    Limits
+	// paramCost is the size of each provider parameter (by section and
+	// key), paramTotal their sum.
+	paramCost  map[paramKey]paramCost
+	paramTotal paramCost
 }
 
-func newEvalState(setup Setup, prefix string, startLine int) *evalState {
-	es := &evalState{setup: setup, prefix: prefix, startLine: startLine}
+func newEvalState(setup Setup, prefix string, startLine int, limits Limits) *evalState {
+	es := &evalState{setup: setup, prefix: prefix, startLine: startLine, limits: limits}
 	if setup.KnownTools != nil {
 		es.known = make(map[string]bool, len(setup.KnownTools))
 		for _, t := range setup.KnownTools {
@@ -501,6 +557,9 @@ func newEvalState(setup Setup, prefix string, startLine int) *evalState {
 	return es
 }
 
+// room reports whether another diagnostic would be shown.
+func (es *evalState) room() bool { return len(es.diags) < maxDiagnostics }
+
 func (es *evalState) add(line int, severity, msg string) {
 	if len(es.diags) == maxDiagnostics {
 		es.diags = append(es.diags, Diagnostic{Line: line, Severity: SeverityError,
@@ -509,14 +568,20 @@ func (es *evalState) add(line int, severity, msg string) {
 	if len(es.diags) > maxDiagnostics {
 		return
 	}
-	es.diags = append(es.diags, Diagnostic{Line: line, Severity: severity, Message: msg})
+	es.diags = append(es.diags, Diagnostic{Line: line, Severity: severity, Message: clipMessage(msg)})
 }
 
 func (es *evalState) errorf(line int, format string, args ...any) {
+	if len(es.diags) > maxDiagnostics {
+		return // not shown: do not format it
+	}
 	es.add(line, SeverityError, fmt.Sprintf(format, args...))
 }
 
 func (es *evalState) warnf(line int, format string, args ...any) {
+	if len(es.diags) > maxDiagnostics {
+		return
+	}
 	es.add(line, SeverityWarning, fmt.Sprintf(format, args...))
 }
 
@@ -537,6 +602,7 @@ func (es *evalState) options() Options {
 	}
 	if es.b.approveFn == nil && es.b.approveSet {
 		o.AutoApprove = append([]string{}, es.b.approve...)
+		o.AutoApproveAssigned = es.b.approveAssign
 		if len(es.b.excl) > 0 {
 			o.AutoApproveExclusions = append([]string{}, es.b.excl...)
 		}
@@ -570,7 +636,11 @@ func (es *evalState) unknownKey(n *node, key string, line int) {
 		}
 		extra = listMethods
 	}
-	es.errorf(line, "%s: unknown config key%s", es.name(joinPath(n.path, clip(key))), didYouMean(key, n.names(extra...)))
+	suggestion := ""
+	if es.room() {
+		suggestion = es.didYouMean(key, n.names(extra...))
+	}
+	es.errorf(line, "%s: unknown config key%s", es.name(joinPath(n.path, clip(key))), suggestion)
 }
 
 func (es *evalState) blocked(path, reason string, line int) {
@@ -709,6 +779,10 @@ var opNames = [...]string{"set", "append", "remove", "prepend"}
 func (es *evalState) listItems(n *node, v any, line int) ([]string, bool) {
 	switch x := v.(type) {
 	case string:
+		if err := checkName("name", x); err != nil {
+			es.errorf(line, "%s: %s", es.name(n.path), err)
+			return nil, false
+		}
 		return []string{x}, true
 	case *proxyRef:
 		switch x.n.kind {
@@ -733,6 +807,10 @@ func (es *evalState) listItems(n *node, v any, line int) ([]string, bool) {
 			s, ok := e.(string)
 			if !ok {
 				es.errorf(line, "%s: item %d: expected a string, got %s", es.name(n.path), i+1, typeName(e))
+				return nil, false
+			}
+			if err := checkName("name", s); err != nil {
+				es.errorf(line, "%s: item %d: %s", es.name(n.path), i+1, err)
 				return nil, false
 			}
 			out = append(out, s)
@@ -781,7 +859,7 @@ func (es *evalState) listOp(n *node, op int, v any, line int) {
 			b.approveFn = nil
 			b.approve = es.capList(n, listApply(nil, opSet, items), line)
 			b.excl = nil
-			b.approveSet = true
+			b.approveSet, b.approveAssign = true, true
 			return
 		}
 		if b.approveFn != nil {
@@ -863,7 +941,7 @@ func (es *evalState) checkTool(n *node, name string, line int) {
 		return
 	}
 	if es.known != nil && !es.known[name] {
-		es.errorf(line, "%s: unknown tool '%s'%s", es.name(n.path), clip(name), didYouMean(name, es.setup.KnownTools))
+		es.errorf(line, "%s: unknown tool '%s'%s", es.name(n.path), clip(name), es.didYouMean(name, es.setup.KnownTools))
 	}
 }
 
@@ -873,7 +951,7 @@ func (es *evalState) checkApproveItem(n *node, item string, line int) {
 		es.errorf(line, "%s: empty name", es.name(n.path))
 	case strings.HasPrefix(item, "$"):
 		if es.presets != nil && !es.presets[item] {
-			es.errorf(line, "%s: unknown preset '%s'%s", es.name(n.path), clip(item), didYouMean(item, es.setup.Presets))
+			es.errorf(line, "%s: unknown preset '%s'%s", es.name(n.path), clip(item), es.didYouMean(item, es.setup.Presets))
 		}
 	case strings.Contains(item, "("):
 		tool, _, _ := strings.Cut(item, "(")
@@ -908,25 +986,67 @@ func (es *evalState) sectionSet(n *node, key string, v any, line int) {
 		es.errorf(line, "%s: invalid parameter name", es.name(path))
 		return
 	}
-	m := es.section(n)
-	if v == nil {
-		delete(*m, key)
+	if err := checkName("parameter name", key); err != nil {
+		es.errorf(line, "%s: %s", es.name(path), err)
 		return
 	}
-	g, err := sectionValue(v, 0)
+	m := es.section(n)
+	pkey := paramKey{n.path, key}
+	if v == nil {
+		delete(*m, key)
+		es.paramTotal = es.paramTotal.minus(es.paramCost[pkey])
+		delete(es.paramCost, pkey)
+		return
+	}
+	if _, ok := (*m)[key]; !ok && len(*m) >= maxConvertEntries {
+		es.errorf(line, "%s: too many parameters (the limit is %d)", es.name(path), maxConvertEntries)
+		return
+	}
+	var c paramCost
+	g, err := sectionValue(v, 0, &c)
 	if err != nil {
 		es.errorf(line, "%s: %s", es.name(path), err)
+		return
+	}
+	// The parameters of all sections together are bounded like one
+	// converted value: they all go into one request.
+	total := es.paramTotal.minus(es.paramCost[pkey]).plus(c)
+	if total.values > es.limits.MaxValues || total.bytes > es.limits.MaxBytes {
+		es.errorf(line, "%s: the provider parameters are too large (more than %d values or %s in all)",
+			es.name(path), es.limits.MaxValues, formatSize(es.limits.MaxBytes))
 		return
 	}
 	if *m == nil {
 		*m = map[string]any{}
 	}
 	(*m)[key] = g
+	if es.paramCost == nil {
+		es.paramCost = map[paramKey]paramCost{}
+	}
+	es.paramCost[pkey], es.paramTotal = c, total
 }
 
-func sectionValue(v any, depth int) (any, error) {
+// paramKey identifies a provider parameter: section and name.
+type paramKey struct{ section, name string }
+
+// paramCost is the size of provider parameters: values and string bytes,
+// counted at every place they appear.
+type paramCost struct{ values, bytes int }
+
+func (a paramCost) plus(b paramCost) paramCost {
+	return paramCost{a.values + b.values, a.bytes + b.bytes}
+}
+func (a paramCost) minus(b paramCost) paramCost {
+	return paramCost{a.values - b.values, a.bytes - b.bytes}
+}
+
+func sectionValue(v any, depth int, c *paramCost) (any, error) {
+	c.values++
 	switch x := v.(type) {
-	case string, bool:
+	case string:
+		c.bytes += len(x)
+		return x, nil
+	case bool:
 		return x, nil
 	case float64:
 		return goNumber(x), nil
@@ -937,7 +1057,7 @@ func sectionValue(v any, depth int) (any, error) {
 		if len(x.keys) == 0 {
 			out := make([]any, len(x.seq))
 			for i, e := range x.seq {
-				g, err := sectionValue(e, depth+1)
+				g, err := sectionValue(e, depth+1, c)
 				if err != nil {
 					return nil, err
 				}
@@ -953,7 +1073,8 @@ func sectionValue(v any, depth int) (any, error) {
 			if x.vals[i] == nil {
 				continue
 			}
-			g, err := sectionValue(x.vals[i], depth+1)
+			c.bytes += len(k)
+			g, err := sectionValue(x.vals[i], depth+1, c)
 			if err != nil {
 				return nil, err
 			}

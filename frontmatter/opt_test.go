@@ -223,6 +223,12 @@ func TestAutoApproveList(t *testing.T) {
 			if r.Opts.AutoApproveFunc != nil {
 				t.Fatalf("AutoApproveFunc set, want nil")
 			}
+			// An assignment of a table or a name replaces setup's list;
+			// :append/:remove and + - modify it.
+			assigned := strings.Contains(tt.code, "approve = {") || strings.Contains(tt.code, `approve = "`)
+			if r.Opts.AutoApproveAssigned != assigned {
+				t.Errorf("AutoApproveAssigned = %v, want %v", r.Opts.AutoApproveAssigned, assigned)
+			}
 		})
 	}
 }
@@ -409,8 +415,20 @@ func TestDidYouMean(t *testing.T) {
 		a, b string
 		want int
 	}{{"", "", 0}, {"abc", "", 3}, {"raed", "read", 1}, {"kitten", "sitting", 3}, {"ca", "abc", 3}} {
-		if got := osaDistance(tt.a, tt.b); got != tt.want {
+		if got := osaDistance(tt.a, tt.b, 1<<30); got != tt.want {
 			t.Errorf("osaDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+	// With a bound, the distance is exact below it and the bound otherwise.
+	words := []string{"", "a", "ab", "ba", "abc", "acb", "bca", "read", "raed", "dear", "bash", "abash", "kitten", "sitting", "calculator", "calculater"}
+	for _, a := range words {
+		for _, b := range words {
+			exact := osaDistance(a, b, 1<<30)
+			for bound := 1; bound <= 5; bound++ {
+				if got := osaDistance(a, b, bound); got != min(exact, bound) {
+					t.Errorf("osaDistance(%q, %q, %d) = %d, want %d", a, b, bound, got, min(exact, bound))
+				}
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package frontmatter
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,9 +44,9 @@ var stock = sync.OnceValue(func() map[string]lua.LGFunction {
 		L.Call(1, 0)
 	}
 	names := map[string][]string{
-		"":       {"assert", "error", "pcall", "select", "tonumber", "tostring", "type"},
+		"":       {"error", "pcall", "select", "tonumber", "tostring", "type"},
 		"string": {"char", "len", "lower", "upper", "reverse", "sub"},
-		"table":  {"insert", "remove", "sort", "maxn", "getn"},
+		"table":  {"insert", "remove", "maxn", "getn"},
 		"math": {"abs", "acos", "asin", "atan", "atan2", "ceil", "cos", "cosh", "deg", "exp", "floor",
 			"fmod", "frexp", "ldexp", "log", "log10", "max", "min", "mod", "modf", "pow", "rad", "random",
 			"sin", "sinh", "sqrt", "tan", "tanh"},
@@ -79,9 +80,28 @@ func (v *vm) openLibs(env *lua.LTable) {
 	s := stock()
 	fn := func(f lua.LGFunction) *lua.LFunction { return L.NewFunction(f) }
 
-	for _, name := range []string{"assert", "error", "pcall", "select", "tonumber", "tostring", "type"} {
+	for _, name := range []string{"pcall", "select", "tonumber", "tostring", "type"} {
 		env.RawSetString(name, fn(s[name]))
 	}
+	// error and assert copy their message to put the position in front.
+	baseError := s["error"]
+	env.RawSetString("error", fn(func(L *lua.LState) int {
+		if msg, ok := L.Get(1).(lua.LString); ok && len(msg) > maxMessageBytes {
+			v.charge(L, len(msg), "error")
+		}
+		return baseError(L)
+	}))
+	env.RawSetString("assert", fn(func(L *lua.LState) int {
+		if L.ToBool(1) {
+			return L.GetTop()
+		}
+		msg := L.OptString(2, "assertion failed!")
+		if len(msg) > maxMessageBytes {
+			v.charge(L, len(msg), "assert")
+		}
+		L.RaiseError("%s", msg) // gopher-lua's assert uses msg as a format
+		return 0
+	}))
 	env.RawSetString("ipairs", fn(baseIpairs))
 	env.RawSetString("pairs", fn(basePairs))
 	env.RawSetString("unpack", fn(baseUnpack))
@@ -112,9 +132,10 @@ func (v *vm) openLibs(env *lua.LTable) {
 	L.SetMetatable(lua.LString(""), mt)
 
 	tbl := L.NewTable()
-	for _, name := range []string{"remove", "sort", "maxn", "getn"} {
+	for _, name := range []string{"remove", "maxn", "getn"} {
 		tbl.RawSetString(name, fn(s["table."+name]))
 	}
+	tbl.RawSetString("sort", fn(v.tableSort))
 	tbl.RawSetString("insert", fn(v.tableInsert))
 	tbl.RawSetString("concat", fn(v.tableConcat))
 	tbl.RawSetString("unpack", fn(baseUnpack))
@@ -375,6 +396,81 @@ func (v *vm) tableInsert(L *lua.LState) int {
 		L.RaiseError("wrong number of arguments to 'insert'")
 	}
 	return 0
+}
+
+// tableSort is table.sort. gopher-lua's runs in Go without looking at the
+// clock and compares strings a byte at a time, so sorting a few thousand
+// long strings (substrings of one big string cost nothing to make) ran for
+// minutes inside one instruction. This one sorts a copy of t[1..#t] and
+// checks the deadline as it goes, counting long string comparisons by their
+// length; a comparator is a Lua call, which the VM bounds itself.
+func (v *vm) tableSort(L *lua.LState) int {
+	t := L.CheckTable(1)
+	var fn *lua.LFunction
+	if L.GetTop() >= 2 {
+		fn = L.CheckFunction(2)
+	}
+	n := t.Len()
+	if n < 2 {
+		return 0
+	}
+	s := &sorter{L: L, fn: fn, vals: make([]lua.LValue, n)}
+	for i := range s.vals {
+		s.vals[i] = t.RawGetInt(i + 1)
+	}
+	sort.Sort(s)
+	for i, x := range s.vals {
+		t.RawSetInt(i+1, x)
+	}
+	return 0
+}
+
+type sorter struct {
+	L    *lua.LState
+	fn   *lua.LFunction
+	vals []lua.LValue
+	work int
+}
+
+func (s *sorter) Len() int      { return len(s.vals) }
+func (s *sorter) Swap(i, j int) { s.vals[i], s.vals[j] = s.vals[j], s.vals[i] }
+
+func (s *sorter) Less(i, j int) bool {
+	a, b := s.vals[i], s.vals[j]
+	s.work++
+	if s.fn != nil {
+		L := s.L
+		L.Push(s.fn)
+		L.Push(a)
+		L.Push(b)
+		L.Call(2, 1)
+		r := lua.LVAsBool(L.Get(-1))
+		L.Pop(1)
+		return r
+	}
+	var less bool
+	switch x := a.(type) {
+	case lua.LNumber:
+		if y, ok := b.(lua.LNumber); ok {
+			less = x < y
+			break
+		}
+		less = s.L.LessThan(a, b) // raises the error
+	case lua.LString:
+		if y, ok := b.(lua.LString); ok {
+			less = string(x) < string(y)
+			s.work += min(len(x), len(y)) >> 8
+			break
+		}
+		less = s.L.LessThan(a, b)
+	default:
+		less = s.L.LessThan(a, b)
+	}
+	if s.work > tickMask {
+		s.work = 0
+		checkDeadline(s.L)
+	}
+	return less
 }
 
 func (v *vm) tableConcat(L *lua.LState) int {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,11 +84,10 @@ func newVM(limits Limits, startLine int, es *evalState) *vm {
 	return v
 }
 
-// run calls fn with args under a deadline and returns the error, if any, as a
-// runError. It never panics.
-func (v *vm) run(parent context.Context, deadline time.Duration, fn *lua.LFunction, nret int, args ...lua.LValue) (err *runError) {
-	ctx, cancel := context.WithTimeout(parent, deadline)
-	defer cancel()
+// run calls fn with args under ctx, which carries the deadline (limit is its
+// length, for messages), and returns the error, if any, as a runError. It
+// never panics.
+func (v *vm) run(ctx context.Context, limit time.Duration, fn *lua.LFunction, nret int, args ...lua.LValue) (err *runError) {
 	L := v.L
 	v.allocated = 0
 	L.SetContext(ctx)
@@ -103,14 +103,14 @@ func (v *vm) run(parent context.Context, deadline time.Duration, fn *lua.LFuncti
 		L.Push(a)
 	}
 	if e := L.PCall(len(args), nret, nil); e != nil {
-		return v.toRunError(ctx, deadline, e)
+		return v.toRunError(ctx, limit, e)
 	}
 	return nil
 }
 
 // run1 is run for a function with one result, which it returns.
-func (v *vm) run1(parent context.Context, deadline time.Duration, fn *lua.LFunction, args ...lua.LValue) (lua.LValue, *runError) {
-	if err := v.run(parent, deadline, fn, 1, args...); err != nil {
+func (v *vm) run1(ctx context.Context, limit time.Duration, fn *lua.LFunction, args ...lua.LValue) (lua.LValue, *runError) {
+	if err := v.run(ctx, limit, fn, 1, args...); err != nil {
 		return lua.LNil, err
 	}
 	ret := v.L.Get(-1)
@@ -171,6 +171,7 @@ func (v *vm) toRunError(ctx context.Context, deadline time.Duration, e error) *r
 	default:
 		msg = "error called with a " + obj.Type().String() + " value"
 	}
+	msg = clipMessage(msg)
 	// Strip every "frontmatter:N:" prefix (error() adds one per level), keep
 	// the first line number.
 	for {
@@ -233,22 +234,74 @@ func currentLine(L *lua.LState) int {
 	return 0
 }
 
-// exportVars converts the globals the chunk created into template variables.
-// It reports false when the variables exceeded MaxBytes and some were
-// dropped.
-func (v *vm) exportVars() (map[string]any, bool) {
-	vars := map[string]any{}
-	c := &toGo{limit: v.limits.MaxBytes}
-	v.env.ForEach(func(k, val lua.LValue) {
-		name, ok := k.(lua.LString)
-		if !ok || v.builtins[string(name)] {
-			return
-		}
-		if g, ok := c.convert(val, 0); ok {
-			vars[string(name)] = g
+// exportVars converts the globals the chunk created into template variables,
+// all of them under one conversion budget (see convert.go). When a bound is
+// hit it returns no variables and an error diagnostic at the first line of
+// chunk that assigns the variable that hit it.
+func (v *vm) exportVars(chunk *lua.FunctionProto) (map[string]any, *Diagnostic) {
+	names := make([]string, 0, 8)
+	v.env.ForEach(func(k, _ lua.LValue) {
+		if name, ok := k.(lua.LString); ok && !v.builtins[string(name)] {
+			names = append(names, string(name))
 		}
 	})
-	return vars, c.size <= c.limit
+	// In order, so that the variable blamed for a shared bound is always
+	// the same one.
+	slices.Sort(names)
+	vars := make(map[string]any, len(names))
+	c := &toGo{budget: newBudget(v.limits)}
+	for _, name := range names {
+		g, _, ok, err := c.convert(v.env.RawGetString(name), 0)
+		if err != nil {
+			line := v.bufferLine(assignmentLine(chunk, name))
+			return map[string]any{}, &Diagnostic{Line: line, Severity: SeverityError,
+				Message: fmt.Sprintf("template variable '%s': %s", clip(name), describeVarError(err))}
+		}
+		if ok {
+			vars[name] = g
+		}
+	}
+	return vars, nil
+}
+
+// assignmentLine returns the code line of the first assignment to global
+// name in p or the functions it defines, or 0. It reads the compiled code
+// (only when a diagnostic needs it), so evaluations pay nothing for it.
+func assignmentLine(p *lua.FunctionProto, name string) int {
+	if p == nil {
+		return 0
+	}
+	for pc, inst := range p.Code {
+		if int(inst>>26) != lua.OP_SETGLOBAL {
+			continue
+		}
+		bx := int(inst & 0x3ffff)
+		if bx < len(p.Constants) && pc < len(p.DbgSourcePositions) {
+			if s, ok := p.Constants[bx].(lua.LString); ok && string(s) == name {
+				return p.DbgSourcePositions[pc]
+			}
+		}
+	}
+	for _, c := range p.FunctionPrototypes {
+		if line := assignmentLine(c, name); line > 0 {
+			return line
+		}
+	}
+	return 0
+}
+
+func describeVarError(err error) string {
+	ce, ok := err.(*convError)
+	if !ok {
+		return err.Error()
+	}
+	switch ce.kind {
+	case convValues:
+		return "too large: the template variables hold " + ce.Error()
+	case convBytes:
+		return "too large: the template variables are " + ce.Error()
+	}
+	return ce.Error()
 }
 
 // retainedSize estimates the memory reachable from the VM's globals and the

@@ -149,8 +149,7 @@ func (h *Host) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Resul
 	h.mu.Lock()
 	c.Env.FrontmatterTrusted = h.trustOf(bufnr).trusted
 	h.mu.Unlock()
-	// TODO(frontmatter): tell an assignment from :append/:remove.
-	c.Env.FrontmatterReplaces = true
+	c.Env.FrontmatterReplaces = o.AutoApproveFunc != nil || o.AutoApproveAssigned
 	switch {
 	case o.AutoApproveFunc != nil:
 		c.Env.FrontmatterSet = true
@@ -205,6 +204,11 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 		var ps []buffer.Placement
 		firstPending := ""
 		mode := h.mode()
+		// One budget for the frontmatter's approval function over the
+		// whole press: a file with 500 calls and a function that spins
+		// costs the budget, not 500 deadlines (issue 11, class 10). A call
+		// the function could not decide in time asks.
+		ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
 		for _, tu := range doc.Unresolved() {
 			st := buffer.StatusPending
 			who := "tools.mode = " + mode
@@ -215,7 +219,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 			} else if mode == "parse_only" {
 				st = buffer.StatusPending
 			} else {
-				out := h.gate(bufnr, tu, h.chain.Decide(context.Background(), h.approvalCall(bufnr, tu, fm)))
+				out := h.gate(bufnr, tu, h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm)))
 				outcomes[tu.ID] = out
 				h.logf("approval %s (%s): %s", tu.Name, tu.ID, out)
 				st, who = statusFor(out.Decision), out.String()
