@@ -98,7 +98,7 @@ r = { flemma.opt.tools.autopilot.enabled, flemma.opt.tools.autopilot.max_turns, 
 }
 
 func TestFuncInputConversion(t *testing.T) {
-	f := approveFunc(t, NewEvaluator(Limits{}), `flemma.opt.tools.auto_approve = function(name, input, ctx)
+	f := approveFunc(t, NewEvaluator(quiet), `flemma.opt.tools.auto_approve = function(name, input, ctx)
   local parts = {}
   for _, k in ipairs({ "i", "i64", "u", "f32", "num", "raw", "strs", "smap", "typed", "ptr", "nilptr", "tm" }) do
     local v = input[k]

@@ -45,7 +45,7 @@ func TestUndefinedVariables(t *testing.T) {
 }
 
 func TestEmptySource(t *testing.T) {
-	e := NewEvaluator(Limits{})
+	e := NewEvaluator(quiet)
 	r := e.Evaluate(Source{}, testSetup)
 	if len(r.Diagnostics) != 0 || len(r.Vars) != 0 || r.Blocking() {
 		t.Fatalf("Evaluate(empty) = %+v, want an empty result", r)
@@ -60,7 +60,7 @@ func TestEmptySource(t *testing.T) {
 }
 
 func TestCaching(t *testing.T) {
-	e := NewEvaluator(Limits{})
+	e := NewEvaluator(quiet)
 	src := Source{Language: "lua", Code: "flemma.opt.tools:remove('bash')\nx = 1", StartLine: 1}
 	r1 := e.Evaluate(src, testSetup)
 	r2 := e.Evaluate(src, testSetup)
@@ -91,7 +91,7 @@ func TestCaching(t *testing.T) {
 }
 
 func TestCacheIsBounded(t *testing.T) {
-	e := NewEvaluator(Limits{})
+	e := NewEvaluator(quiet)
 	for i := 0; i < 3*cacheSize; i++ {
 		e.Evaluate(Source{Language: "lua", Code: "x = " + strings.Repeat("1", i+1), StartLine: 1}, testSetup)
 	}

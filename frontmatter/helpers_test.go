@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testSetup mirrors the defaults of SPEC §12 with the built-in tools.
@@ -15,16 +16,21 @@ var testSetup = Setup{
 	Providers:   []string{"anthropic", "openai", "vertex"},
 }
 
+// quiet are limits whose deadlines no busy (or race-instrumented) test
+// machine reaches: for tests about anything but time, so that their outcome
+// never depends on the machine's load.
+var quiet = Limits{Deadline: time.Minute, CallDeadline: time.Minute}
+
 // evalLua evaluates code as a Lua frontmatter starting at buffer line 1 (so
 // code line k is buffer line k+1), with a fresh evaluator.
 func evalLua(t *testing.T, code string) *Result {
 	t.Helper()
-	return NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, testSetup)
+	return NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, testSetup)
 }
 
 func evalJSON(t *testing.T, code string) *Result {
 	t.Helper()
-	return NewEvaluator(Limits{}).Evaluate(Source{Language: "json", Code: code, StartLine: 1}, testSetup)
+	return NewEvaluator(quiet).Evaluate(Source{Language: "json", Code: code, StartLine: 1}, testSetup)
 }
 
 func wantClean(t *testing.T, code string, r *Result) {

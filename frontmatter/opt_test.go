@@ -276,7 +276,7 @@ func TestAutoApproveFromNonListSetup(t *testing.T) {
 	setup := testSetup
 	setup.AutoApprove = nil // setup's auto_approve is a function or a module
 	code := `flemma.opt.tools.auto_approve:append("read")`
-	r := NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, setup)
+	r := NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, setup)
 	wantDiag(t, code, r, SeverityWarning, 2, "setup's tools.auto_approve is not a list")
 	if r.Blocking() {
 		t.Fatalf("Blocking() = true for a warning")
@@ -305,7 +305,7 @@ func TestUnknownToolNames(t *testing.T) {
 	// Without KnownTools nothing is validated.
 	setup := testSetup
 	setup.KnownTools = nil
-	r := NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: `flemma.opt.tools = {"anything"}`, StartLine: 1}, setup)
+	r := NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: `flemma.opt.tools = {"anything"}`, StartLine: 1}, setup)
 	wantClean(t, "anything", r)
 }
 
@@ -379,7 +379,7 @@ func TestForbiddenKeys(t *testing.T) {
 func TestDiagnosticLines(t *testing.T) {
 	code := "-- a comment\nflemma.opt.temperature = 0.3\n\nflemma.opt.tools = {\n  'bash',\n  'raed',\n}\nflemma.opt.bogus = 1"
 	for _, start := range []int{1, 10} {
-		r := NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: code, StartLine: start}, testSetup)
+		r := NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: code, StartLine: start}, testSetup)
 		// A multi-line statement reports the line where the assignment happens.
 		wantDiag(t, code, r, SeverityError, start+4, "unknown tool 'raed'")
 		wantDiag(t, code, r, SeverityError, start+8, "flemma.opt.bogus")
@@ -388,15 +388,15 @@ func TestDiagnosticLines(t *testing.T) {
 		}
 	}
 	// Runtime and syntax errors carry the buffer line too.
-	r := NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: "x = 1\n\nerror('boom')", StartLine: 1}, testSetup)
+	r := NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: "x = 1\n\nerror('boom')", StartLine: 1}, testSetup)
 	wantDiag(t, "error", r, SeverityError, 4, "Lua error: boom")
-	r = NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: "x = 1\ny = = 2", StartLine: 1}, testSetup)
+	r = NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: "x = 1\ny = = 2", StartLine: 1}, testSetup)
 	wantDiag(t, "syntax", r, SeverityError, 3, "Lua syntax error near '='")
-	r = NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: "x = {\n", StartLine: 1}, testSetup)
+	r = NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: "x = {\n", StartLine: 1}, testSetup)
 	wantDiag(t, "eof", r, SeverityError, 0, "syntax error")
-	r = NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: "local function f()\n  return nil + 1\nend\nf()", StartLine: 1}, testSetup)
+	r = NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: "local function f()\n  return nil + 1\nend\nf()", StartLine: 1}, testSetup)
 	wantDiag(t, "arith", r, SeverityError, 3, "Lua error:")
-	r = NewEvaluator(Limits{}).Evaluate(Source{Language: "lua", Code: "error({ message = 'custom' })", StartLine: 1}, testSetup)
+	r = NewEvaluator(quiet).Evaluate(Source{Language: "lua", Code: "error({ message = 'custom' })", StartLine: 1}, testSetup)
 	wantDiag(t, "table error", r, SeverityError, 0, "custom")
 }
 
@@ -520,9 +520,9 @@ flemma.opt.vertex.thinking_budget = 1024`
 }
 
 func TestUnsupportedLanguage(t *testing.T) {
-	r := NewEvaluator(Limits{}).Evaluate(Source{Language: "yaml", Code: "a: 1", StartLine: 1}, testSetup)
+	r := NewEvaluator(quiet).Evaluate(Source{Language: "yaml", Code: "a: 1", StartLine: 1}, testSetup)
 	wantDiag(t, "yaml", r, SeverityError, 1, "Unsupported frontmatter language: yaml")
-	r = NewEvaluator(Limits{}).Evaluate(Source{Language: "LUA", Code: "x = 1", StartLine: 1}, testSetup)
+	r = NewEvaluator(quiet).Evaluate(Source{Language: "LUA", Code: "x = 1", StartLine: 1}, testSetup)
 	wantClean(t, "LUA", r)
 	wantEqual(t, "Vars", r.Vars, map[string]any{"x": 1})
 }

@@ -95,7 +95,7 @@ func TestEscapeAttempts(t *testing.T) {
 			if !strings.Contains(tt.want, "did not finish") {
 				// The other bounds must fire by themselves, not the
 				// deadline of a busy (or race-instrumented) test machine.
-				limits.Deadline = 900 * time.Millisecond
+				limits.Deadline = time.Minute
 			}
 			r := evalPromptly(t, tt.code, limits)
 			if !r.Blocking() {
@@ -119,28 +119,17 @@ func TestEscapeAttempts(t *testing.T) {
 	}
 }
 
-// evalPromptly evaluates code and fails unless Evaluate returned within a
-// second (the deadline is 100 ms). This asserts "returns", not speed: a
-// measurement starved by a busy host is repeated once.
+// evalPromptly evaluates code under the watchdog (see within): it asserts
+// that Evaluate returns, not how fast — the deadline and the other bounds
+// are what the tests check, on the outcome.
 func evalPromptly(t *testing.T, code string, limits Limits) *Result {
 	t.Helper()
-	var r *Result
-	for attempt := 0; attempt < 2; attempt++ {
-		start := time.Now()
-		r = NewEvaluator(limits).Evaluate(Source{Language: "lua", Code: code, StartLine: 1}, testSetup)
-		elapsed := time.Since(start)
-		if elapsed < time.Second {
-			return r
-		}
-		t.Logf("Evaluate(%q) took %v (attempt %d)", code, elapsed, attempt+1)
-	}
-	t.Fatalf("Evaluate(%q) took over a second twice; want it to stop at the deadline", code)
-	return r
+	return evalWithin(t, code, limits)
 }
 
 // A frontmatter that replaces library functions affects only its own VM.
 func TestNoPersistenceAcrossEvaluations(t *testing.T) {
-	e := NewEvaluator(Limits{})
+	e := NewEvaluator(quiet)
 	evil := `string.rep = function() return "pwned" end
 string.format = nil
 table.concat = nil
@@ -178,7 +167,7 @@ func TestFuncDecisions(t *testing.T) {
   if tool_name == "nested" then return input.a.b[2] == "y" end
   return nil
 end`
-	f := approveFunc(t, NewEvaluator(Limits{}), code)
+	f := approveFunc(t, NewEvaluator(quiet), code)
 	ctx := context.Background()
 	tests := []struct {
 		tool    string
@@ -224,13 +213,12 @@ func TestFuncDeadline(t *testing.T) {
   return true
 end`)
 	for _, name := range []string{"loop", "pattern"} {
-		start := time.Now()
-		_, err := f.Call(context.Background(), name, nil, nil)
+		err := within(t, "Call("+name+")", func() error {
+			_, err := f.Call(context.Background(), name, nil, nil)
+			return err
+		})
 		if err == nil || !strings.Contains(err.Error(), "did not finish within 20ms") {
 			t.Fatalf("Call(%s) error = %v, want the call deadline", name, err)
-		}
-		if el := time.Since(start); el > time.Second {
-			t.Fatalf("Call(%s) took %v", name, el)
 		}
 	}
 	if got, err := f.Call(context.Background(), "ok", nil, nil); err != nil || got != DecisionApprove {
@@ -250,7 +238,7 @@ end`)
 }
 
 func TestFuncCannotChangeOptions(t *testing.T) {
-	f := approveFunc(t, NewEvaluator(Limits{}), `flemma.opt.tools.auto_approve = function(name)
+	f := approveFunc(t, NewEvaluator(quiet), `flemma.opt.tools.auto_approve = function(name)
   if name == "write" then flemma.opt.tools.auto_approve = { "bash" } end
   if name == "append" then flemma.opt.tools:append("read") end
   if name == "read" then return flemma.opt.tools[1] == "bash" end
@@ -267,7 +255,7 @@ end`)
 
 func TestFuncState(t *testing.T) {
 	// State kept between calls is allowed but bounded.
-	e := NewEvaluator(Limits{MaxBytes: 64 << 10})
+	e := NewEvaluator(Limits{MaxBytes: 64 << 10, CallDeadline: time.Minute})
 	f := approveFunc(t, e, `local seen = {}
 local n = 0
 flemma.opt.tools.auto_approve = function(name)
@@ -288,7 +276,8 @@ end`)
 }
 
 func TestFuncConcurrent(t *testing.T) {
-	f := approveFunc(t, NewEvaluator(Limits{}), `local calls = 0
+	// A deadline no busy machine reaches: this is about concurrency.
+	f := approveFunc(t, NewEvaluator(Limits{CallDeadline: time.Minute}), `local calls = 0
 flemma.opt.tools.auto_approve = function(name, input)
   calls = calls + 1
   local s = name .. ":" .. input.n
@@ -345,7 +334,7 @@ func TestNilFunc(t *testing.T) {
 // Evaluations share the compiled chunk, the schema and the library table;
 // run them concurrently for the race detector.
 func TestConcurrentEvaluations(t *testing.T) {
-	e := NewEvaluator(Limits{})
+	e := NewEvaluator(quiet)
 	src := Source{Language: "lua", Code: `flemma.opt.tools:remove("bash")
 x = ("%s-%d"):format("n", 1) .. string.rep("y", 2)
 flemma.opt.tools.auto_approve = function(name) return name == "read" end`, StartLine: 1}
