@@ -2,33 +2,76 @@ package approval
 
 import (
 	"strings"
-
-	"github.com/google/shlex"
 )
 
-// The deny side: find every simple command a shell text may run, so that a
-// deny rule matching any of them denies the whole call.
+// The deny side: what may a shell text run?
 //
-// The analysis over-approximates on purpose: splitting too eagerly (inside a
-// comment or a quoted here-document, at a case pattern's ')') can only make a
-// deny rule match more often. What it cannot see it reports as unverifiable:
-// a command word built at run time ($CMD, $(...), `...`, globs, brace
-// expansion), unbalanced quotes or substitutions, a shell reading a script
-// or stdin, nesting deeper than maxNesting, or a command longer than
-// MaxAnalyzeCommandLen.
+// The analysis lexes the command (see lex.go) into simple commands and
+// collects, for every command a deny rule might name:
+//
+//   - candidates: texts a rule's glob is matched against — the whole
+//     command, and every simple command with quotes removed, redirections
+//     and leading assignments taken out, at every step of unwrapping
+//     wrappers (sudo, env, nohup, xargs, ...), in the text and the basename
+//     form of the command word. A rule matching one denies. Expansions in a
+//     candidate also have a wild form, in which they stand for any text: a
+//     rule that matches only some expansion may match (asks). Candidates
+//     found in literal text that a shell might read later (here-document
+//     bodies, strings holding "$(" ...) are weak: a rule matching one asks.
+//   - probes: each command word with its arguments, for rules naming the
+//     same program arranged differently (options before a subcommand,
+//     flags split or reordered): they ask.
+//   - suspects: the arguments (also option values, assignment values and
+//     stdin texts) of commands that may run their arguments or input as a
+//     command — any command the analyser does not know, and writers of
+//     files. A suspect word naming a rule's first word asks.
+//   - unverifiable: the command may run something no text shows — a command
+//     word built at run time, a script file or stdin given to a shell, code
+//     in another language (python -c, awk system(), sed's e), a shell
+//     construct that evaluates variable values (${x@P}, arithmetic on
+//     values built at run time), unbalanced quoting, nesting deeper than
+//     maxNesting, more than maxWrappers wrappers, a NUL byte, or a command
+//     longer than MaxAnalyzeCommandLen. Every deny rule then asks.
 
-// placeholder replaces a command or process substitution in the enclosing
-// text; as a command word it is dynamic.
+// placeholder replaces a command or process substitution in a word; as a
+// command word it is dynamic.
 const placeholder = "$_"
 
+// maxWrappers bounds the wrappers unwrapped in one simple command.
+const maxWrappers = 32
+
 type candidate struct {
-	text string // ASCII-lowercased, blanks normalized
+	text string // ASCII-lowercased; expansions as written
+	wild string // the same with each expansion as wildByte; "" when none
 	open bool   // more arguments may be appended at run time (xargs)
+	weak bool   // found in text that may or may not run: a match asks
+}
+
+type probe struct {
+	name, base string   // command word and its basename, lowercased
+	sub        string   // a subcommand known by its position (git), or ""
+	args       []string // arguments (literal parts), lowercased
+	flags      uint64   // short option letters, see flagBit
 }
 
 type analysis struct {
 	cands        []candidate
+	probes       []probe
+	sus          []string // lowercased texts that may hold a command word
+	anySus       bool     // a suspect built at run time: may hold any word
 	unverifiable bool
+	abort        bool
+	lenient      int     // > 0 while reading text that may never run
+	data         []*scmd // commands whose arguments are data
+	unknown      bool    // some command may run its arguments or input
+	fed          bool    // the command has a pipe, input redirection or here-document
+
+	// Values built at run time, for the constructs that evaluate them.
+	assigned    map[string]bool // names the command assigns
+	constructor bool            // some value is built at run time
+	susRefs     []string        // names expanded into a suspect argument
+	sinkNames   []string        // names evaluated as arithmetic
+	nameRefs    []string        // names expanded into a variable name
 }
 
 func analyze(cmd string) *analysis {
@@ -37,634 +80,935 @@ func analyze(cmd string) *analysis {
 		a.unverifiable = true
 		cmd = cmd[:MaxAnalyzeCommandLen]
 	}
-	a.add(normalizeBlanks(cmd), false)
-	a.script(cmd, 0)
+	if strings.IndexByte(cmd, 0) >= 0 {
+		a.unverifiable = true // bash drops NUL bytes from script text
+	}
+	a.add(candidate{text: normalizeBlanks(cmd)})
+	l := &lexer{a: a, src: cmd, top: true}
+	l.run()
+	a.add(candidate{text: string(l.canon)})
+	a.finish()
 	return a
 }
 
-func (a *analysis) add(text string, open bool) {
-	if text == "" {
-		return
+func (a *analysis) finish() {
+	if a.abort {
+		a.unverifiable = true
 	}
-	text = asciiLower(text)
-	if n := len(a.cands); n > 0 && a.cands[n-1].text == text && a.cands[n-1].open == open {
-		return
+	if a.unknown && a.fed {
+		// A command that may run what it reads, and input: what the other
+		// commands print (echo rm x | mywrap, echo rm x | (mywrap), mywrap
+		// < <(echo rm x)) may be a command.
+		for _, c := range a.data {
+			for _, w := range c.words {
+				a.suspectText(w)
+			}
+			for _, w := range c.stdin {
+				a.suspectText(w)
+			}
+		}
 	}
-	a.cands = append(a.cands, candidate{text: text, open: open})
+	for _, n := range a.susRefs {
+		if a.isAssigned(n) {
+			a.anySus = true
+			break
+		}
+	}
+	for _, n := range a.nameRefs {
+		if a.isAssigned(n) {
+			a.unverifiable = true
+		}
+	}
+	if a.constructor {
+		for _, n := range a.sinkNames {
+			if a.isAssigned(n) {
+				a.unverifiable = true
+			}
+		}
+	}
 }
 
-// matches reports whether the lowercased pattern matches a candidate.
-func (a *analysis) matches(lowerPattern string) bool {
-	for _, c := range a.cands {
-		if globMatchWord(lowerPattern, c.text) {
+// shellSet are the parameters the shell itself sets from data the command
+// controls.
+var shellSet = setOf("_", "@", "*", "REPLY", "OPTARG", "BASH_REMATCH", "BASH_COMMAND", "PWD", "OLDPWD",
+	"MAPFILE", "FUNCNAME", "BASH_ARGV", "BASH_SOURCE", "DIRSTACK", "COMP_WORDS", "COMP_LINE",
+	"READLINE_LINE", "BASH_EXECUTION_STRING")
+
+func (a *analysis) isAssigned(n string) bool {
+	if a.assigned[n] || shellSet[n] {
+		return true
+	}
+	return n != "" && n[0] >= '0' && n[0] <= '9'
+}
+
+func (a *analysis) unverify() {
+	if a.lenient == 0 {
+		a.unverifiable = true
+	}
+}
+
+func (a *analysis) construct() {
+	if a.lenient == 0 {
+		a.constructor = true
+	}
+}
+
+func (a *analysis) assign(name string) {
+	if a.lenient > 0 || name == "" {
+		return
+	}
+	if a.assigned == nil {
+		a.assigned = map[string]bool{}
+	}
+	a.assigned[name] = true
+}
+
+func (a *analysis) sinkName(n string) {
+	if a.lenient == 0 {
+		a.sinkNames = append(a.sinkNames, n)
+	}
+}
+
+// sinkText records the names in arithmetic text.
+func (a *analysis) sinkText(s string) {
+	if a.lenient > 0 {
+		return
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '_' || isAlpha(c):
+			j := i + 1
+			for j < len(s) && (s[j] == '_' || isAlnum(s[j])) {
+				j++
+			}
+			a.sinkNames = append(a.sinkNames, s[i:j])
+			i = j
+		case '0' <= c && c <= '9':
+			for i < len(s) && (s[i] == '_' || isAlnum(s[i])) {
+				i++ // a number, also 0x1f and 64#z
+			}
+		default:
+			i++
+		}
+	}
+}
+
+// nameWord checks a word a builtin takes as a variable name (read, printf
+// -v, test -v, declare, unset): evaluating a[$(...)] there runs it.
+func (a *analysis) nameWord(w word) {
+	if w.lit {
+		if i := strings.IndexByte(w.val, '['); i >= 0 {
+			a.sinkText(w.val[i:])
+		}
+		return
+	}
+	if w.taint {
+		a.unverify()
+		return
+	}
+	if a.lenient == 0 {
+		a.nameRefs = append(a.nameRefs, w.refs...)
+	}
+}
+
+func (a *analysis) add(c candidate) {
+	if c.text == "" {
+		return
+	}
+	c.weak = c.weak || a.lenient > 0
+	c.text = asciiLower(c.text)
+	if c.wild != "" {
+		c.wild = asciiLower(c.wild)
+	}
+	if n := len(a.cands); n > 0 && a.cands[n-1] == c {
+		return
+	}
+	a.cands = append(a.cands, c)
+}
+
+// addWords adds the candidate for a word list, the first word replaced by
+// first when first is not "".
+func (a *analysis) addWords(first string, ws []word, open bool) {
+	n, wild := len(first), false
+	for _, x := range ws {
+		n += len(x.val) + 1
+		wild = wild || !x.lit
+	}
+	var t strings.Builder
+	t.Grow(n)
+	t.WriteString(first)
+	rest := ws
+	if first != "" {
+		rest = ws[1:]
+	}
+	for _, x := range rest {
+		if t.Len() > 0 {
+			t.WriteByte(' ')
+		}
+		t.WriteString(x.val)
+	}
+	c := candidate{text: t.String(), open: open}
+	if wild {
+		var w strings.Builder
+		w.Grow(n)
+		w.WriteString(first)
+		for _, x := range rest {
+			if x.lit {
+				if w.Len() > 0 {
+					w.WriteByte(' ')
+				}
+				w.WriteString(x.val)
+				continue
+			}
+			if w.Len() > 0 && !x.lead {
+				w.WriteByte(' ')
+			}
+			w.WriteString(x.wild)
+		}
+		c.wild = w.String()
+	}
+	a.add(c)
+}
+
+func (a *analysis) addProbe(name, base, sub string, args []word) {
+	p := probe{name: name, base: base, sub: sub}
+	if len(args) > 0 {
+		p.args = make([]string, 0, len(args))
+	}
+	for _, w := range args {
+		s := asciiLower(w.literalParts())
+		p.args = append(p.args, s)
+		if len(s) > 1 && s[0] == '-' && s[1] != '-' {
+			for i := 1; i < len(s) && isAlnum(s[i]); i++ {
+				p.flags |= flagBit(s[i])
+			}
+		}
+	}
+	a.probes = append(a.probes, p)
+}
+
+func flagBit(c byte) uint64 {
+	switch {
+	case 'a' <= c && c <= 'z':
+		return 1 << (c - 'a')
+	case '0' <= c && c <= '9':
+		return 1 << (26 + c - '0')
+	}
+	return 0
+}
+
+// addSus records a text that may hold the command that runs, and the text
+// a shell would make of it later: r\m, "r"m and r${x}m are all rm.
+func (a *analysis) addSus(s string) {
+	if s == "" {
+		return
+	}
+	s = asciiLower(s)
+	a.sus = append(a.sus, s)
+	if strings.ContainsAny(s, "\\'\"$`") {
+		if n := shellNormal(s); n != s {
+			a.sus = append(a.sus, n)
+		}
+	}
+}
+
+// shellNormal drops quotes, backslashes and expansions ($x, ${...},
+// $(...), `...`) from text a shell may parse later.
+func shellNormal(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\', '\'', '"':
+		case '`':
+			if j := strings.IndexByte(s[i+1:], '`'); j >= 0 {
+				i += j + 1
+			}
+		case '$':
+			switch {
+			case i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '('):
+				open, close := s[i+1], byte('}')
+				if open == '(' {
+					close = ')'
+				}
+				depth := 0
+				j := i + 1
+				for ; j < len(s); j++ {
+					if s[j] == open {
+						depth++
+					} else if s[j] == close {
+						if depth--; depth == 0 {
+							break
+						}
+					}
+				}
+				i = j
+			default:
+				for i+1 < len(s) && (s[i+1] == '_' || isAlnum(s[i+1])) {
+					i++
+				}
+			}
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// suspect records an argument that may name the command that runs.
+func (a *analysis) suspect(w word) {
+	a.addSus(w.literalParts())
+	for _, e := range w.elems {
+		a.suspect(e)
+	}
+	if w.lit {
+		return
+	}
+	if w.taint {
+		a.anySus = true
+		return
+	}
+	a.susRefs = append(a.susRefs, w.refs...)
+}
+
+// suspectText records only the literal parts of a word.
+func (a *analysis) suspectText(w word) {
+	a.addSus(w.literalParts())
+}
+
+func (a *analysis) suspectAll(ws []word) {
+	for _, w := range ws {
+		a.suspect(w)
+	}
+}
+
+func (a *analysis) suspectCmd(c *scmd) {
+	a.suspectAll(c.words)
+	a.suspectAll(c.stdin)
+}
+
+// script analyses shell text that a shell parses again (sh -c, eval, ...).
+func (a *analysis) script(src string, depth int) {
+	if depth > maxNesting {
+		a.unverify()
+		return
+	}
+	l := &lexer{a: a, src: src, depth: depth}
+	l.run()
+}
+
+// lenientScript reads text that may or may not be shell code: everything
+// it finds asks at most, and it is never unverifiable.
+func (a *analysis) lenientScript(src string, depth int) {
+	if depth > maxNesting || src == "" {
+		return
+	}
+	a.lenient++
+	a.script(src, depth)
+	a.lenient--
+}
+
+// What a command does with its arguments and stdin, for pipelines.
+type kind uint8
+
+const (
+	kNone    kind = iota
+	kData         // arguments are data, stdin is data
+	kUnknown      // may run its arguments or its input
+)
+
+// pipeline analyses the stages of one pipeline.
+func (a *analysis) pipeline(stages []*scmd, depth int) {
+	for _, c := range stages {
+		k := a.command(c, depth, c.stage > 0)
+		switch k {
+		case kData:
+			a.data = append(a.data, c)
+		case kUnknown:
+			a.unknown = true
+		}
+	}
+}
+
+// command analyses one simple command.
+func (a *analysis) command(c *scmd, depth int, piped bool) kind {
+	for _, w := range c.words {
+		if w.taint {
+			a.construct()
+		}
+	}
+	ws := c.words
+	if c.hdr == hdrFor {
+		// for NAME [in WORDS]; select NAME [in WORDS]
+		a.data = append(a.data, c)
+		if len(ws) > 1 {
+			a.assign(ws[1].val)
+			for _, w := range ws[2:] {
+				if !w.lit {
+					a.construct() // NAME takes values built at run time
+				}
+			}
+		}
+		return kData
+	}
+	a.addWords("", ws, false)
+	for len(ws) > 0 && ws[0].lit && ws[0].eq < 0 && reserved[ws[0].val] {
+		ws = ws[1:]
+	}
+	if len(ws) > 0 && ws[0].lit {
+		switch ws[0].val {
+		case "((":
+			return kData
+		case "[[":
+			a.cond(ws[1:])
+			return kData
+		}
+	}
+	k := a.words(ws, c, depth, false, piped)
+	// "coproc NAME { ...", "function f { ...": a brace group inside.
+	for i := 1; i < len(ws); i++ {
+		if ws[i].lit && ws[i].val == "{" {
+			a.words(ws[i+1:], c, depth, false, piped)
+		}
+	}
+	if k == kData && writesFile(c) {
+		a.suspectCmd(c) // what it writes may be run later
+	}
+	return k
+}
+
+func writesFile(c *scmd) bool {
+	for _, o := range c.outs {
+		if !o.lit {
 			return true
 		}
-		if c.open && globPrefix(lowerPattern, c.text+" ") {
+		switch o.val {
+		case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
+			continue
+		}
+		if strings.HasPrefix(o.val, "/dev/fd/") {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// assignments processes and strips the leading NAME=value words.
+func (a *analysis) assignments(ws []word) []word {
+	for len(ws) > 0 && ws[0].eq >= 0 {
+		a.assignment(ws[0])
+		ws = ws[1:]
+	}
+	return ws
+}
+
+// specialVars are shell variables whose value bash runs.
+var specialVars = setOf("PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND")
+
+// cmdEnvVars are environment variables whose value programs run as a
+// command or load as code.
+var cmdEnvVars = setOf("GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
+	"GIT_ASKPASS", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "PAGER", "MANPAGER", "EDITOR", "VISUAL",
+	"SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN", "LESSCLOSE", "BROWSER", "RSYNC_RSH", "CVS_RSH",
+	"LD_PRELOAD", "LD_AUDIT", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "PYTHONSTARTUP", "TAR_OPTIONS",
+	"SUDO_EDITOR", "FCEDIT")
+
+func (a *analysis) assignment(w word) {
+	name, value, ok := w.assignment()
+	if !ok {
+		return
+	}
+	a.assign(name)
+	if i := strings.IndexByte(w.val[:w.eq], '['); i >= 0 {
+		a.sinkText(w.val[i:w.eq])
+	}
+	switch {
+	case name == "BASH_ENV" || name == "ENV":
+		a.unverify() // a shell started later sources the file
+	case name == "BASH_CMDS" || name == "BASH_ALIASES":
+		a.unverify() // BASH_CMDS[ls]=/bin/rm: a name now runs another program
+	case (specialVars[name] || cmdEnvVars[name]) && w.exp:
+		// A value some program runs, built at run time.
+		if w.taint {
+			a.unverify()
+		} else if a.lenient == 0 {
+			a.nameRefs = append(a.nameRefs, w.refs...)
+		}
+	}
+	if w.exp {
+		a.construct()
+	}
+	// The value may be the command something runs later (X=rm; $X);
+	// where it is used is checked there.
+	known := value
+	if w.exp {
+		known = strings.ReplaceAll(w.wild[strings.IndexByte(w.wild, '=')+1:], "\x00", " ")
+	}
+	a.addSus(known)
+	for _, e := range w.elems {
+		a.addSus(e.literalParts())
+		if !e.lit {
+			a.construct()
+		}
+	}
+}
+
+// cond looks at the words of [[ ... ]]: arithmetic comparisons evaluate
+// their operands, -v evaluates a variable name.
+func (a *analysis) cond(ws []word) {
+	arith := false
+	for i, w := range ws {
+		if !w.lit {
+			continue
+		}
+		switch w.val {
+		case "-eq", "-ne", "-lt", "-le", "-gt", "-ge":
+			arith = true
+		case "-v":
+			if i+1 < len(ws) {
+				a.nameWord(ws[i+1])
+			}
+		}
+	}
+	if !arith {
+		return
+	}
+	for _, w := range ws {
+		if w.lit {
+			a.sinkText(w.val)
+		} else {
+			for _, r := range w.refs {
+				a.sinkName(r)
+			}
+		}
+	}
+}
+
+// words analyses a command's words: the command word decides how its
+// arguments are read. Wrappers loop with the command they run.
+func (a *analysis) words(ws []word, c *scmd, depth int, open, piped bool) kind {
+	for step := 0; ; step++ {
+		if step > maxWrappers {
+			a.unverify()
+			return kUnknown
+		}
+		ws = a.assignments(ws)
+		if len(ws) == 0 {
+			if open {
+				a.unverify() // the command comes from the input (xargs env)
+			}
+			return kNone
+		}
+		a.addWords("", ws, open)
+		name := ws[0]
+		if !name.lit || name.tilde && !strings.Contains(name.val, "/") {
+			a.unverify() // the command word is only known at run time
+			return kUnknown
+		}
+		lname := asciiLower(name.val)
+		base := basename(lname)
+		if base == "" {
+			return kNone
+		}
+		if base != lname {
+			a.addWords(base, ws, open)
+		}
+		args := ws[1:]
+		h, ok := commands[base]
+		if !ok {
+			h, ok = commands[strings.TrimRight(base, "0123456789.")]
+		}
+		if h.kind != cGit {
+			a.addProbe(lname, base, "", args)
+		}
+		if open && codeArgs[h.kind] {
+			// xargs appends its input to a command whose arguments may be
+			// code or options (GNU tools take options after operands).
+			a.unverify()
+			return kUnknown
+		}
+		switch h.kind {
+		case cData:
+			return kData
+		case cWrap:
+			rest, opts, certain := parseOpts(args, h.spec)
+			for _, o := range opts {
+				if o.has {
+					a.suspect(o.val)
+				}
+			}
+			if !certain {
+				a.suspectAll(args)
+			}
+			if done, k := a.wrapperHook(base, opts, &rest, c, depth, open); done {
+				return k
+			}
+			if len(rest) == 0 && h.spec.shellIfEmpty {
+				a.unverify() // an interactive shell reading stdin
+				return kUnknown
+			}
+			ws = rest
+			open = open || h.spec.open
+			continue
+		case cCommand:
+			if hasOpt(args, 'v') || hasOpt(args, 'V') {
+				return kData // only prints what the name would run
+			}
+			rest, _, certain := parseOpts(args, h.spec)
+			if !certain {
+				a.suspectAll(args)
+			}
+			ws = rest
+			continue
+		case cEnv:
+			ws = a.env(args, depth)
+			continue
+		case cShell:
+			return a.shell(args, c, depth, open, piped)
+		case cEval:
+			a.eval(args, depth, open)
+			return kUnknown
+		case cFind:
+			a.find(args, c, depth, open)
+			return kData
+		case cGit:
+			if open && len(args) == 0 {
+				a.unverify() // the subcommand and options come from the input
+				return kUnknown
+			}
+			return a.git(lname, args, depth)
+		case cSu:
+			rest, run := a.su(base, args, depth)
+			if !run {
+				return kUnknown
+			}
+			ws = rest
+			continue
+		case cSsh:
+			a.ssh(args, depth)
+			return kUnknown
+		case cInterp:
+			return a.interp(base, h.interp, args)
+		case cAwk:
+			a.awk(args)
+			return kData
+		case cSed:
+			a.sed(args)
+			return kData
+		case cMake:
+			for _, w := range args {
+				if !w.lit || strings.Contains(w.val, "$") || strings.HasPrefix(w.val, "--eval") || w.val == "-E" {
+					a.unverify() // make functions such as $(shell ...) build commands
+				}
+			}
+			a.suspectAll(args)
+			a.suspectAll(c.stdin)
+			return kUnknown
+		case cTrap:
+			a.trap(args, depth)
+			return kData
+		case cAlias:
+			for _, w := range args {
+				if i := strings.IndexByte(w.val, '='); i > 0 {
+					if !w.lit {
+						a.unverify()
+						continue
+					}
+					a.script(w.val[i+1:], depth+1)
+				}
+			}
+			return kData
+		case cOptAsk:
+			// hash -p PATH NAME, enable -f FILE NAME: a name that runs
+			// something else.
+			if hasOpt(args, h.letter) {
+				a.unverify()
+			}
+			return kData
+		case cCrontab:
+			if !hasOpt(args, 'l') && !hasOpt(args, 'r') {
+				a.unverify() // installs commands for later
+			}
+			return kData
+		case cAsk:
+			a.unverify()
+			return kUnknown
+		case cRead:
+			a.read(base, args, depth)
+			return kData
+		case cPrintf:
+			if len(args) > 1 && args[0].lit && args[0].val == "-v" {
+				a.construct()
+				a.nameWord(args[1])
+				a.assign(nameOf(args[1].val))
+			}
+			return kData
+		case cDeclare:
+			a.declare(args)
+			return kData
+		case cLet:
+			for _, w := range args {
+				a.sinkText(w.val)
+			}
+			return kData
+		case cTest:
+			for i, w := range args {
+				if w.lit && w.val == "-v" && i+1 < len(args) {
+					a.nameWord(args[i+1])
+				}
+			}
+			return kData
+		case cUnset:
+			for _, w := range args {
+				if !strings.HasPrefix(w.val, "-") {
+					a.nameWord(w)
+				}
+			}
+			return kData
+		case cSg:
+			a.sg(args, depth)
+			return kUnknown
+		case cScript:
+			if s, ok := optionValue(args, "-c", "--command"); ok {
+				a.codeString(s, depth)
+			} else {
+				a.unverify() // starts a shell reading stdin
+			}
+			return kUnknown
+		case cEditor:
+			if a.editorRuns(base, args) {
+				a.unverify()
+				return kUnknown
+			}
+		case cStdin:
+			if a.fed || c.ins || len(c.stdin) > 0 || hasOpt(args, 'e') && (base == "nc" || base == "ncat" || base == "netcat") {
+				a.unverify() // runs commands it reads (.shell, \!, !cmd)
+				return kUnknown
+			}
+		}
+		// A command the analyser does not know: any argument, and its
+		// input, may be a command it runs.
+		a.suspectAll(args)
+		a.suspectAll(c.stdin)
+		return kUnknown
+	}
+}
+
+func nameOf(s string) string {
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// codeArgs are the kinds of commands whose arguments may be code.
+var codeArgs = map[cmdKind]bool{cFind: true, cAwk: true, cSed: true, cMake: true, cTrap: true,
+	cAlias: true, cSsh: true, cSu: true, cSg: true, cScript: true, cEditor: true, cStdin: true,
+	cOptAsk: true, cCrontab: true}
+
+// codeString analyses a word that a shell will parse as a script.
+func (a *analysis) codeString(w word, depth int) {
+	if !w.lit {
+		a.unverify() // its value is parsed again: anything may run
+		return
+	}
+	a.script(w.val, depth+1)
+}
+
+// joinCode analyses words joined with spaces as a script (watch, ssh, sg).
+func (a *analysis) joinCode(ws []word, depth int) {
+	parts := make([]string, 0, len(ws))
+	for _, w := range ws {
+		if !w.lit {
+			a.unverify()
+			return
+		}
+		parts = append(parts, w.val)
+	}
+	a.script(strings.Join(parts, " "), depth+1)
+}
+
+func (a *analysis) eval(args []word, depth int, open bool) {
+	if open {
+		a.unverify()
+		return
+	}
+	a.joinCode(args, depth)
+}
+
+// denyPattern is a deny rule's pattern prepared for matching.
+type denyPattern struct {
+	p     string   // ASCII-lowercased pattern
+	words []string // its words
+	key   string   // the first word that is not only stars; "" when none
+	// keyIn: the key holds a byte that separates words, so it is looked
+	// for inside suspect texts rather than compared with their words.
+	keyIn string
+}
+
+func newDenyPattern(lower string) *denyPattern {
+	d := &denyPattern{p: lower, words: strings.Split(lower, " ")}
+	for _, w := range d.words {
+		if strings.Trim(w, "*") != "" {
+			d.key = w
+			break
+		}
+	}
+	for i := 0; i < len(d.key); i++ {
+		if c := d.key[i]; c != '*' && !subwordByte(c) {
+			d.keyIn = "*" + d.key + "*"
+			break
+		}
+	}
+	return d
+}
+
+// denies reports whether the rule certainly matches: its glob matches a
+// candidate's text (or, for xargs, the text with arguments appended).
+func (a *analysis) denies(d *denyPattern) bool {
+	for _, c := range a.cands {
+		if !c.weak && c.matches(d) {
 			return true
 		}
 	}
 	return false
 }
 
-// script analyses shell text: every simple command in it.
-func (a *analysis) script(src string, depth int) {
-	if depth > maxNesting {
-		a.unverifiable = true
-		return
-	}
-	parts, ok := splitScript(src, false)
-	if !ok {
-		a.unverifiable = true
-	}
-	for _, p := range parts {
-		a.simple(p, depth)
-	}
+func (c *candidate) matches(d *denyPattern) bool {
+	return globMatchWord(d.p, c.text) || c.open && globPrefix(d.p, c.text+" ")
 }
 
-// part is the text of one simple command. A lenient part comes from the
-// here-document safety net: it adds candidates but never makes the command
-// unverifiable.
-type part struct {
-	text    string
-	lenient bool
-}
-
-// simple analyses the text of one simple command.
-func (a *analysis) simple(p part, depth int) {
-	raw := normalizeBlanks(p.text)
-	if raw == "" {
-		return
+// mayMatch reports whether the command may run something the rule names:
+// a weak candidate matches, some value of the expansions in a candidate
+// makes it match, a probe names the same program with the rule's words
+// among its arguments, or a suspect word names the rule's first word.
+func (a *analysis) mayMatch(d *denyPattern) bool {
+	if d.key == "" {
+		return false // the pattern is only stars: it matched already
 	}
-	before := a.unverifiable
-	a.add(raw, false)
-	words, err := shlex.Split(p.text)
-	if err != nil {
-		a.unverifiable = true // unbalanced quote or trailing backslash
+	if a.anySus {
+		return true
 	}
-	a.words(words, depth, false)
-	// "function f { rm ...": a brace group starting inside the part.
-	for i := 1; i < len(words); i++ {
-		if words[i] == "{" {
-			a.words(words[i+1:], depth, false)
+	for i := range a.cands {
+		c := &a.cands[i]
+		if c.weak && c.matches(d) {
+			return true
 		}
-	}
-	if p.lenient {
-		a.unverifiable = before
-	}
-}
-
-// reserved are shell keywords that may precede a command in the same simple
-// command text once it has been split at operators.
-var reserved = setOf("{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done",
-	"while", "until", "esac", "coproc", "function")
-
-// words analyses a dequoted word list: strips keywords, assignments and
-// wrappers, adding a candidate at every step.
-func (a *analysis) words(ws []string, depth int, open bool) {
-	for {
-		for len(ws) > 0 && (reserved[ws[0]] || isAssignment(ws[0])) {
-			ws = ws[1:]
-		}
-		if len(ws) == 0 {
-			return
-		}
-		a.add(strings.Join(ws, " "), open)
-		name := ws[0]
-		if strings.ContainsAny(name, "$`*?[{") {
-			a.unverifiable = true // the command word is only known at run time
-			return
-		}
-		base := basename(name)
-		if base == "" {
-			return
-		}
-		if base != name {
-			a.add(strings.Join(append([]string{base}, ws[1:]...), " "), open)
-		}
-		args := ws[1:]
-		switch base {
-		case "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh":
-			if s, ok := shellCommandString(args); ok {
-				a.script(s, depth+1)
-			} else if !infoOnly(args) {
-				a.unverifiable = true // runs a script file or stdin
+		if c.wild != "" || c.open {
+			t := c.wild
+			if t == "" {
+				t = c.text
 			}
-			return
-		case "eval":
-			a.script(strings.Join(args, " "), depth+1)
-			return
-		case "su", "runuser":
-			if s, ok := optionValue(args, "-c", "--command"); ok {
-				a.script(s, depth+1)
-			} else if base == "su" {
-				a.unverifiable = true // a login shell reading stdin
-			} else {
-				ws = skipOptions(args, wrappers["runuser"])
-				continue
+			if c.open {
+				t += "\x00"
 			}
-			return
-		case "env":
-			if s, rest, ok := envSplitString(args); ok {
-				a.script(s+" "+strings.Join(rest, " "), depth+1)
-				return
-			}
-		case "watch":
-			rest := skipOptions(args, wrappers["watch"])
-			if hasFlag(args, "-x", "--exec") {
-				ws = rest
-				continue
-			}
-			if len(rest) > 0 {
-				a.script(strings.Join(rest, " "), depth+1)
-			}
-			return
-		case "find":
-			for i := 0; i < len(args); i++ {
-				switch args[i] {
-				case "-exec", "-execdir", "-ok", "-okdir":
-					j := i + 1
-					for j < len(args) && args[j] != ";" && args[j] != "+" {
-						j++
-					}
-					if depth+1 > maxNesting {
-						a.unverifiable = true
-						return
-					}
-					a.words(args[i+1:j], depth+1, false)
-					i = j
-				}
-			}
-			return
-		case "command":
-			if hasFlag(args, "-v", "-V") {
-				return // only prints what the name would run
-			}
-		}
-		spec, ok := wrappers[base]
-		if !ok {
-			return
-		}
-		ws = skipOptions(args, spec)
-		open = open || spec.open
-	}
-}
-
-// wrapper describes a command that runs the command given in its arguments.
-type wrapper struct {
-	argOpts     map[string]bool // options that take a separate argument
-	positional  int             // operands before the command (timeout's duration)
-	assignments bool            // NAME=value operands (env)
-	open        bool            // appends arguments read at run time (xargs)
-}
-
-func wrap(positional int, argOpts ...string) wrapper {
-	return wrapper{argOpts: setOf(argOpts...), positional: positional}
-}
-
-var wrappers = map[string]wrapper{
-	"sudo": wrap(0, "-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group",
-		"--host", "--prompt", "--close-from", "--chdir", "--role", "--type", "--other-user", "--command-timeout"),
-	"doas":     wrap(0, "-u", "-C"),
-	"pkexec":   wrap(0, "--user"),
-	"runuser":  wrap(0, "-u", "-g", "-G", "--user", "--group", "--supp-group"),
-	"env":      {argOpts: setOf("-u", "--unset", "-C", "--chdir"), assignments: true},
-	"nohup":    wrap(0),
-	"setsid":   wrap(0),
-	"builtin":  wrap(0),
-	"command":  wrap(0),
-	"exec":     wrap(0, "-a"),
-	"time":     wrap(0, "-f", "-o", "--format", "--output"),
-	"nice":     wrap(0, "-n", "--adjustment"),
-	"timeout":  wrap(1, "-s", "-k", "--signal", "--kill-after"),
-	"stdbuf":   wrap(0, "-i", "-o", "-e", "--input", "--output", "--error"),
-	"ionice":   wrap(0, "-c", "-n", "-t", "--class", "--classdata"),
-	"chroot":   wrap(1, "--userspec", "--groups"),
-	"flock":    wrap(1, "-w", "-E", "--timeout", "--conflict-exit-code"),
-	"unbuffer": wrap(0),
-	"busybox":  wrap(0),
-	"strace":   wrap(0, "-o", "-e", "-p", "-s", "-u", "-E", "-P", "-a", "-b", "-I", "-O", "-S", "-X"),
-	"ltrace":   wrap(0, "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-n"),
-	"watch":    wrap(0, "-n", "--interval", "-d", "-q", "--equexit"),
-	"xargs": {argOpts: setOf("-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
-		"--max-args", "--max-procs", "--max-chars", "--max-lines", "--process-slot-var"), open: true},
-}
-
-// skipOptions drops a wrapper's options and operands, returning the command
-// words that follow.
-func skipOptions(args []string, w wrapper) []string {
-	i := 0
-	for i < len(args) {
-		arg := args[i]
-		if arg == "--" {
-			i++
-			break
-		}
-		if w.assignments && isAssignment(arg) {
-			i++
-			continue
-		}
-		if len(arg) < 2 || arg[0] != '-' {
-			break
-		}
-		i++
-		if w.argOpts[arg] {
-			i++ // the option's argument
-		}
-	}
-	for n := 0; n < w.positional && i < len(args); n++ {
-		i++
-	}
-	if i > len(args) {
-		return nil
-	}
-	return args[i:]
-}
-
-// shellCommandString finds the command string of sh -c STRING (also -xc,
-// -lc, --command STRING for fish).
-func shellCommandString(args []string) (string, bool) {
-	c := false
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		switch {
-		case arg == "--":
-			if c && i+1 < len(args) {
-				return args[i+1], true
-			}
-			return "", false
-		case strings.HasPrefix(arg, "--command="):
-			return strings.TrimPrefix(arg, "--command="), true
-		case arg == "--command":
-			if i+1 < len(args) {
-				return args[i+1], true
-			}
-			return "", false
-		case arg == "--rcfile" || arg == "--init-file" || arg == "-o" || arg == "+o" || arg == "-O" || arg == "+O":
-			i++
-		case strings.HasPrefix(arg, "--"):
-		case len(arg) > 1 && (arg[0] == '-' || arg[0] == '+'):
-			if arg[0] == '-' && strings.IndexByte(arg, 'c') > 0 {
-				c = true
-			}
-		default:
-			if c {
-				return arg, true
-			}
-			return "", false
-		}
-	}
-	return "", false
-}
-
-// infoOnly: the shell is asked only for --version or --help.
-func infoOnly(args []string) bool {
-	return hasFlag(args, "--version", "--help")
-}
-
-func hasFlag(args []string, flags ...string) bool {
-	for _, a := range args {
-		for _, f := range flags {
-			if a == f {
+			if globIntersectWord(d.p, t) {
 				return true
 			}
 		}
 	}
+	for i := range a.probes {
+		if a.probes[i].loose(d) {
+			return true
+		}
+	}
+	for _, s := range a.sus {
+		if d.keyIn != "" {
+			if globMatch(d.keyIn, s) {
+				return true
+			}
+			continue
+		}
+		if eachSub(s, func(w string) bool { return globMatch(d.key, w) || globMatch(d.key, basename(w)) }) {
+			return true
+		}
+	}
 	return false
 }
 
-// optionValue finds "-c VALUE", "--command VALUE" or "--command=VALUE".
-func optionValue(args []string, short, long string) (string, bool) {
-	for i, a := range args {
-		switch {
-		case a == short || a == long:
-			if i+1 < len(args) {
-				return args[i+1], true
-			}
-			return "", false
-		case strings.HasPrefix(a, long+"="):
-			return a[len(long)+1:], true
-		}
-	}
-	return "", false
-}
-
-// envSplitString finds env -S STRING / --split-string=STRING, which env
-// splits into a command line itself.
-func envSplitString(args []string) (string, []string, bool) {
-	for i, a := range args {
-		switch {
-		case a == "-S" || a == "--split-string":
-			if i+1 < len(args) {
-				return args[i+1], args[i+2:], true
-			}
-			return "", nil, false
-		case strings.HasPrefix(a, "--split-string="):
-			return a[len("--split-string="):], args[i+1:], true
-		case strings.HasPrefix(a, "-S"):
-			return a[2:], args[i+1:], true
-		case !strings.HasPrefix(a, "-") && !isAssignment(a):
-			return "", nil, false
-		}
-	}
-	return "", nil, false
-}
-
-// isAssignment: NAME=value, NAME+=value or NAME[i]=value.
-func isAssignment(w string) bool {
-	eq := strings.IndexByte(w, '=')
-	if eq <= 0 {
+// loose: the command word matches the rule's first word (and a subcommand
+// known by position its second), and every other word of the rule that is
+// not only stars is found among the arguments, or for a short-flag cluster
+// such as -rf its letters among the short options.
+func (p *probe) loose(d *denyPattern) bool {
+	if len(d.words) < 2 {
 		return false
 	}
-	name := w[:eq]
-	name = strings.TrimSuffix(name, "+")
-	if i := strings.IndexByte(name, '['); i > 0 && strings.HasSuffix(name, "]") {
-		name = name[:i]
-	}
-	if name == "" {
+	if !globMatch(d.words[0], p.name) && !globMatch(d.words[0], p.base) {
 		return false
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9' {
+	rest := d.words[1:]
+	need := false
+	if p.sub != "" {
+		if strings.Trim(rest[0], "*") != "" {
+			if !globMatch(rest[0], p.sub) {
+				return false
+			}
+			need = true
+		}
+		rest = rest[1:]
+	}
+	for _, w := range rest {
+		if strings.Trim(w, "*") == "" {
 			continue
 		}
-		return false
+		need = true
+		if !p.has(w) {
+			return false
+		}
 	}
-	return true
+	return need
 }
 
-// Frame kinds of the splitter.
-const (
-	kindTop      = iota
-	kindParen    // ( ... ) subshell or f() definition
-	kindSubst    // $( ... ), <( ... ), >( ... )
-	kindBacktick // ` ... `
-)
-
-type frame struct {
-	buf   []byte
-	kind  int
-	arith bool // inside (( )) or $(( )): "<<" is a shift there
-	// quote is 0 (unquoted), '"' (double quotes) or 'h' (unquoted
-	// here-document body: like double quotes but '"' is literal).
-	quote byte
+func (p *probe) has(w string) bool {
+	if bits, ok := flagCluster(w); ok && bits&p.flags == bits {
+		return true
+	}
+	for _, s := range p.args {
+		if globMatch(w, s) || eachSub(s, func(x string) bool { return globMatch(w, x) }) {
+			return true
+		}
+	}
+	return false
 }
 
-type heredoc struct {
-	delim     string
-	quoted    bool // body is literal
-	stripTabs bool // <<-
+// flagCluster returns the letters of a pattern word such as -rf or -rf*.
+func flagCluster(w string) (uint64, bool) {
+	w = strings.TrimRight(w, "*")
+	if len(w) < 2 || w[0] != '-' || w[1] == '-' {
+		return 0, false
+	}
+	var bits uint64
+	for i := 1; i < len(w); i++ {
+		if !isAlnum(w[i]) {
+			return 0, false
+		}
+		bits |= flagBit(w[i])
+	}
+	return bits, true
 }
 
-// splitScript splits shell text into the texts of the simple commands it
-// runs. Command and process substitutions become parts of their own and leave
-// placeholder in the enclosing text; subshell parentheses end the part before
-// them. With body set, src is an unquoted here-document body: only the
-// substitutions inside it are commands. ok is false when a quote, backtick or
-// substitution is unbalanced or a here-document has no delimiter.
-func splitScript(src string, body bool) (parts []part, ok bool) {
-	ok = true
-	top := &frame{kind: kindTop}
-	if body {
-		top.quote = 'h'
-	}
-	stack := []*frame{top}
-	var pending []heredoc
-
-	emit := func(f *frame) {
-		if len(f.buf) > 0 {
-			if !(body && f == top) {
-				parts = append(parts, part{text: string(f.buf)})
-			}
-			f.buf = f.buf[:0]
-		}
-	}
-	push := func(kind int, arith bool) {
-		arith = arith || stack[len(stack)-1].arith
-		stack = append(stack, &frame{kind: kind, arith: arith})
-	}
-	pop := func() *frame {
-		f := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		emit(f)
-		return stack[len(stack)-1]
-	}
-
-	for i := 0; i < len(src); i++ {
-		f := stack[len(stack)-1]
-		c := src[i]
-		next := byte(0)
-		if i+1 < len(src) {
-			next = src[i+1]
-		}
-		if c == '\\' {
-			switch {
-			case next == '\n':
-				i++ // line continuation
-			case next != 0:
-				f.buf = append(f.buf, c, next)
-				i++
-			default:
-				f.buf = append(f.buf, c)
-			}
-			continue
-		}
-		if f.quote != 0 {
-			switch {
-			case c == '"' && f.quote == '"':
-				f.quote = 0
-				f.buf = append(f.buf, c)
-			case c == '$' && next == '(':
-				push(kindSubst, i+2 < len(src) && src[i+2] == '(')
-				i++
-			case c == '`':
-				push(kindBacktick, false)
-			default:
-				f.buf = append(f.buf, c)
-			}
-			continue
-		}
-		switch c {
-		case '\'':
-			j := strings.IndexByte(src[i+1:], '\'')
-			if j < 0 {
-				ok = false
-				f.buf = append(f.buf, src[i:]...)
-				i = len(src)
-				continue
-			}
-			f.buf = append(f.buf, src[i:i+j+2]...)
-			i += j + 1
-		case '"':
-			f.quote = '"'
-			f.buf = append(f.buf, c)
-		case '#':
-			if n := len(f.buf); n == 0 || f.buf[n-1] == ' ' || f.buf[n-1] == '\t' {
-				j := strings.IndexByte(src[i:], '\n')
-				if j < 0 {
-					i = len(src)
-				} else {
-					i += j - 1 // the newline itself is handled next
-				}
-				continue
-			}
-			f.buf = append(f.buf, c)
-		case '$', '<', '>':
-			switch {
-			case next == '(':
-				push(kindSubst, c == '$' && i+2 < len(src) && src[i+2] == '(')
-				i++
-			case c == '<' && next == '<' && i+2 < len(src) && src[i+2] == '<':
-				f.buf = append(f.buf, "<<<"...) // here-string: its word stays in this part
-				i += 2
-			case c == '<' && next == '<' && !f.arith:
-				h, end, good := readHeredoc(src, i+2)
-				if !good {
-					ok = false
-				} else {
-					pending = append(pending, h)
-				}
-				f.buf = append(f.buf, src[i:end]...)
-				i = end - 1
-			default:
-				f.buf = append(f.buf, c)
-			}
-		case '`':
-			if f.kind == kindBacktick {
-				parent := pop()
-				parent.buf = append(parent.buf, placeholder...)
-			} else {
-				push(kindBacktick, false)
-			}
-		case '(':
-			emit(f)
-			push(kindParen, next == '(')
-		case ')':
-			switch f.kind {
-			case kindSubst:
-				parent := pop()
-				parent.buf = append(parent.buf, placeholder...)
-			case kindParen:
-				emit(pop())
-			default:
-				emit(f)
-			}
-		case '\n':
-			emit(f)
-			if len(pending) > 0 {
-				var bodies []string
-				bodies, i = readBodies(src, i+1, pending)
-				for k, b := range bodies {
-					if !pending[k].quoted {
-						// Substitutions in an unquoted body run.
-						p, good := splitScript(b, true)
-						parts = append(parts, p...)
-						ok = ok && good
-					}
-					// Safety net: the body also read as script, in case
-					// the "<<" was not a here-document after all. These
-					// parts only add candidates: prose has apostrophes.
-					p, _ := splitScript(b, false)
-					for _, x := range p {
-						x.lenient = true
-						parts = append(parts, x)
-					}
-				}
-				pending = pending[:0]
-			}
-		case ';', '&', '|', '\r':
-			emit(f)
-		default:
-			f.buf = append(f.buf, c)
-		}
-	}
-	if len(stack) > 1 || stack[0].quote == '"' {
-		ok = false
-	}
-	for len(stack) > 1 {
-		pop()
-	}
-	emit(top)
-	return parts, ok
+// subwordByte: bytes that make up the words compared with a rule's first
+// word; any other byte separates them ("--exec=rm", "rm;x", "'rm x'").
+func subwordByte(c byte) bool {
+	return isAlnum(c) || c == '_' || c == '.' || c == '/' || c == '-'
 }
 
-// readHeredoc reads the delimiter word after "<<" starting at i; end is the
-// index just past it.
-func readHeredoc(src string, i int) (h heredoc, end int, ok bool) {
-	if i < len(src) && src[i] == '-' {
-		h.stripTabs = true
-		i++
-	}
-	for i < len(src) && (src[i] == ' ' || src[i] == '\t') {
-		i++
-	}
-	var delim []byte
-	for i < len(src) {
-		c := src[i]
-		if strings.IndexByte(" \t\n;&|<>()", c) >= 0 {
-			break
+// eachSub calls f with each word of s until f returns true.
+func eachSub(s string, f func(string) bool) bool {
+	for i := 0; i < len(s); {
+		for i < len(s) && !subwordByte(s[i]) {
+			i++
 		}
-		switch c {
-		case '\'', '"':
-			h.quoted = true
-			j := strings.IndexByte(src[i+1:], c)
-			if j < 0 {
-				return h, len(src), false
-			}
-			delim = append(delim, src[i+1:i+1+j]...)
-			i += j + 2
-			continue
-		case '\\':
-			h.quoted = true
-			if i+1 < len(src) {
-				delim = append(delim, src[i+1])
-			}
-			i += 2
-			continue
+		j := i
+		for j < len(s) && subwordByte(s[j]) {
+			j++
 		}
-		delim = append(delim, c)
-		i++
+		if j > i && f(s[i:j]) {
+			return true
+		}
+		i = j
 	}
-	if i > len(src) {
-		i = len(src)
-	}
-	h.delim = string(delim)
-	return h, i, h.delim != ""
-}
-
-// readBodies consumes the bodies of the pending here-documents starting at
-// index i (just after the newline that ends their command line). It returns
-// the bodies and the index of the last byte consumed.
-func readBodies(src string, i int, pending []heredoc) (bodies []string, last int) {
-	last = i - 1
-	for _, h := range pending {
-		start := i
-		bodyEnd := len(src)
-		for i < len(src) {
-			j := strings.IndexByte(src[i:], '\n')
-			lineEnd := len(src)
-			if j >= 0 {
-				lineEnd = i + j
-			}
-			line := src[i:lineEnd]
-			if h.stripTabs {
-				line = strings.TrimLeft(line, "\t")
-			}
-			if line == h.delim {
-				bodyEnd = i
-				i = lineEnd + 1
-				break
-			}
-			i = lineEnd + 1
-		}
-		if i > len(src) {
-			i = len(src)
-		}
-		if start > bodyEnd {
-			start = bodyEnd
-		}
-		last = i - 1
-		bodies = append(bodies, src[start:bodyEnd])
-	}
-	return bodies, last
+	return false
 }

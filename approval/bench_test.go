@@ -50,3 +50,31 @@ func BenchmarkDenyAnalysis(b *testing.B) {
 		_, _ = pol.Decide(c)
 	}
 }
+
+// typicalCommands are commands a coding agent runs every day; none of them
+// may be slowed down much by deny rules.
+var typicalCommands = []string{
+	"ls -la", "git status", "git diff --stat HEAD~3", "git log --oneline -10",
+	"git add -A && git commit -m 'fix: handle rm case'", "go test ./... -run TestFoo -v",
+	"go vet ./... && golangci-lint run", "npm run lint -- --fix", "python3 -m pytest tests/ -x -q",
+	"grep -rn 'func main' .", "find . -type f -name '*.py' -exec grep -l foo {} +",
+	"curl -sSL https://example.com/api | jq '.data[] | .id'", "for f in src/*.ts; do echo \"$f\"; done",
+	"cat file | sort | uniq -c | sort -rn | head", "sed -i 's/foo/bar/g' src/*.go",
+	"mkdir -p build && cd build && cmake .. && make", "docker compose up -d", "kubectl get pods -A",
+	"cat > /tmp/test.txt << 'EOF'\nhello\nEOF", "x=$(git rev-parse HEAD); echo $x",
+}
+
+func BenchmarkDenyTypical(b *testing.B) {
+	p, _ := NewPresets(map[string]PresetDef{"$safety": {Deny: []string{"bash(rm -rf*)", "bash(git push*)"}}})
+	pol := p.Expand([]string{"bash", "$safety"}, nil)
+	calls := make([]Call, len(typicalCommands))
+	for i, c := range typicalCommands {
+		calls[i] = bashCall(c)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range calls {
+			_, _ = pol.Decide(c)
+		}
+	}
+}

@@ -22,8 +22,10 @@ import (
 //
 // Approve rules are case-sensitive and only ever see "plain" commands (see
 // MatchCommand). Deny rules are matched ASCII case-insensitively (case-
-// insensitive file systems run RM as rm) against the whole command and
-// against every simple command found in it, also through wrappers.
+// insensitive file systems run RM as rm) against the texts of every command
+// the shell text may run (see MatchCommand); where the analyser cannot be
+// sure that a deny rule does not match, the policy asks (see
+// Policy.Decide). The analyser is lex.go, analyze.go and programs.go.
 
 // BashTool is the tool whose calls command rules apply to.
 const BashTool = "bash"
@@ -70,18 +72,46 @@ func looksLikeRule(entry string) bool { return strings.HasPrefix(entry, "bash(")
 // Cyrillic lookalikes, NBSP or zero-width spaces) never matches: such a
 // command falls through. In addition the first word must not be a variable
 // assignment (contain '='), and when the first word (or its basename) is a
-// wrapper or interpreter that runs other commands (env, sudo, sh, bash, eval,
-// exec, xargs, timeout, nohup, python, ...), the pattern must spell that
-// word literally before its first '*'. The glob then has to match the
-// normalized text.
+// program that runs other commands or code — any the deny side reads
+// specially except plain data commands and git: env, sudo, sh, bash, eval,
+// exec, xargs, timeout, nohup, find, awk, sed, make, ssh, python, ... — the
+// pattern must spell that word literally before its first '*'. The glob then
+// has to match the normalized text.
 //
-// Deny: the rule matches when its glob matches the whole command or any
-// simple command in it — after splitting at ;, &&, ||, |, &, newlines, (, ),
-// `...`, $(...), <(...), >(...), inside here-documents, and after removing
-// quotes, escapes, leading assignments, keywords ({, !, then, do, ...) and
-// wrappers (sudo, env, nohup, timeout, xargs, command, exec, ...), following
-// sh -c / bash -c / su -c / eval / env -S strings and find -exec, and
-// trying the basename of a path-qualified command (/bin/rm -> rm).
+// Deny: the rule matches when its glob matches one of these texts of the
+// command, ASCII-lowercased:
+//
+//   - the whole command, blanks normalized, and its tokens joined by single
+//     spaces ("curl x|sh" reads "curl x | sh");
+//   - every simple command, found the way bash finds them: split at ;, &,
+//     &&, ||, |, |&, newlines, carriage returns, parentheses and case
+//     patterns, inside $( ), ` `, <( ), >( ), ${ }, $(( )), unquoted
+//     here-document bodies, function bodies and brace groups; with quotes
+//     and escapes removed ($'...' decoded), redirections taken out wherever
+//     they stand ("2>/dev/null rm x" is "rm x"), and leading keywords
+//     ({, !, if, then, do, ...) and assignments dropped;
+//   - the command each wrapper runs, its options parsed the way the wrapper
+//     parses them (clusters such as "-Eu root", attached values, long
+//     options and their abbreviations, "--"): sudo, doas, pkexec, env (and
+//     its -S strings), nohup, setsid, unbuffer, nice, timeout, stdbuf,
+//     ionice, chrt, taskset, chroot, flock, time, command, builtin, exec,
+//     busybox, strace, ltrace, watch -x, nsenter, unshare, firejail,
+//     runuser -u, and xargs, whose command also matches with arguments
+//     appended ("ls | xargs rm" matches bash(rm -rf*));
+//   - the scripts of sh -c (any shell), eval, su -c, runuser -c, flock -c,
+//     watch, trap, alias values, ssh's remote command and ProxyCommand, sg,
+//     script -c, mapfile -C, git "!" aliases, here-strings and
+//     here-documents fed to a shell, and the commands of find -exec,
+//     -execdir, -ok and -okdir;
+//   - git with its global options removed and -c aliases expanded
+//     ("git -C . --no-pager push" is "git push");
+//   - each of these with a path-qualified command word replaced by its
+//     basename ("/bin/rm -rf /" is "rm -rf /").
+//
+// Expansions stay as written ("rm $F" is a text bash(rm *) matches).
+// MatchCommand reports only such a certain match; Policy.Decide in addition
+// asks (require_approval) when the command may run what a deny rule names
+// without the analyser being able to tell, or cannot be analysed at all.
 func MatchCommand(rule, command string, approve bool) bool {
 	pattern, ok := ParseRule(rule)
 	if !ok {
@@ -91,8 +121,7 @@ func MatchCommand(rule, command string, approve bool) bool {
 		norm, ok := normalizeApprove(command)
 		return ok && matchApprove(pattern, norm)
 	}
-	a := analyze(command)
-	return a.matches(asciiLower(pattern))
+	return analyze(command).denies(newDenyPattern(asciiLower(pattern)))
 }
 
 // normalizeBlanks trims ASCII spaces and tabs and collapses every run of
@@ -158,20 +187,37 @@ func normalizeApprove(cmd string) (string, bool) {
 	return normalizeBlanks(cmd), true
 }
 
-// guarded are first words that run other commands: an approve rule matches
-// them only when it names them literally.
-var guarded = setOf(
-	// shells and shell builtins that run text or other programs
-	"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh",
-	"eval", "exec", "source", ".", "command", "builtin",
-	// wrappers
-	"env", "sudo", "doas", "pkexec", "su", "runuser", "nohup", "nice", "timeout", "time",
-	"stdbuf", "ionice", "chroot", "setsid", "xargs", "parallel", "busybox", "unbuffer",
-	"watch", "flock", "strace", "ltrace", "ssh", "script",
-	// interpreters
-	"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "deno", "bun",
-	"php", "lua", "luajit", "tclsh", "awk", "gawk", "mawk", "nawk",
-)
+// guarded reports whether a first word runs other commands — a wrapper, a
+// shell, an interpreter, or any command the deny side reads specially
+// (see the commands table in analyze.go) — so that an approve rule matches
+// it only when it names it literally.
+func guarded(first string) bool {
+	if guardedName(first) {
+		return true
+	}
+	if b := basename(first); b != first {
+		return guardedName(b)
+	}
+	return false
+}
+
+func guardedName(n string) bool {
+	n = asciiLower(n)
+	h, ok := commands[n]
+	if !ok {
+		if t := strings.TrimRight(n, "0123456789."); t != n {
+			h, ok = commands[t]
+		}
+	}
+	if !ok {
+		return false
+	}
+	switch h.kind {
+	case cData, cGit, cRead, cPrintf, cDeclare, cLet, cTest, cUnset:
+		return false
+	}
+	return true
+}
 
 func setOf(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))
@@ -191,16 +237,17 @@ func matchApprove(pattern, norm string) bool {
 	if strings.IndexByte(first, '=') >= 0 {
 		return false // NAME=value cmd: an assignment prefix changes what runs
 	}
-	if guarded[first] || guarded[basename(first)] {
+	if !globMatchWord(pattern, norm) {
+		return false
+	}
+	if guarded(first) {
 		lit := pattern
 		if i := strings.IndexByte(pattern, '*'); i >= 0 {
 			lit = pattern[:i]
 		}
-		if lit != first && !strings.HasPrefix(lit, first+" ") {
-			return false
-		}
+		return lit == first || strings.HasPrefix(lit, first+" ")
 	}
-	return globMatchWord(pattern, norm)
+	return true
 }
 
 func basename(s string) string {
@@ -244,6 +291,65 @@ func globMatch(p, s string) bool {
 		px++
 	}
 	return px == len(p)
+}
+
+// globIntersectWord is globIntersect plus the rule that "P *" also matches
+// "P".
+func globIntersectWord(pattern, t string) bool {
+	if globIntersect(pattern, t) {
+		return true
+	}
+	return strings.HasSuffix(pattern, " *") && globIntersect(pattern[:len(pattern)-2], t)
+}
+
+// globIntersect reports whether some text matches both the pattern p, where
+// '*' matches any run of bytes, and t, where wildByte stands for any run of
+// bytes (text known only at run time). O(len(p)·len(t)).
+func globIntersect(p, t string) bool {
+	n := len(p)
+	var buf [2 * 65]bool
+	var cur, next []bool
+	if n < 65 {
+		cur, next = buf[:n+1], buf[65:65+n+1]
+	} else {
+		cur, next = make([]bool, n+1), make([]bool, n+1)
+	}
+	// closure adds the moves that consume no byte of t at position j: a
+	// star matching nothing, or t's wild byte standing for p's next byte.
+	closure := func(row []bool, j int) {
+		wild := j < len(t) && t[j] == wildByte
+		for i := 0; i < n; i++ {
+			if row[i] && (p[i] == '*' || wild) {
+				row[i+1] = true
+			}
+		}
+	}
+	cur[0] = true
+	closure(cur, 0)
+	for j := 0; j < len(t); j++ {
+		clear(next)
+		live := false
+		for i := 0; i <= n; i++ {
+			if !cur[i] {
+				continue
+			}
+			switch {
+			case t[j] == wildByte || i < n && p[i] == '*':
+				// the wild byte ends here, or the star takes t[j]
+				next[i] = true
+				live = true
+			case i < n && p[i] == t[j]:
+				next[i+1] = true
+				live = true
+			}
+		}
+		if !live {
+			return false
+		}
+		closure(next, j+1)
+		cur, next = next, cur
+	}
+	return cur[n]
 }
 
 // globPrefix reports whether some string that starts with t matches p: the

@@ -21,12 +21,14 @@
 //	 25  urn:flemma:approval:sandbox      CapSandboxed tools when sandboxed
 //	  0  urn:flemma:approval:catch-all    only when tools.require_approval = false
 //
-// The config and module-path resolvers stand down for a buffer whose
-// frontmatter set auto_approve (Env.FrontmatterSet): the buffer's policy is
-// then authoritative, and a Pass from it falls to the lower resolvers, never
-// back to the global config. This is what makes the seed's frontmatter
-// examples ("start from $default but remove write") gate write although the
-// global config approves it.
+// A buffer's frontmatter may only narrow (SPEC §5a): the user's resolvers
+// never stand down for it. An approval by any other resolver is turned into
+// require_approval or deny when the frontmatter's policy denies the call,
+// requires approval for it, removed the tool (:remove), or assigned its own
+// list without approving the call — which is what makes the seed's
+// frontmatter examples ("start from $default but remove write") gate write
+// although the global config approves it. The frontmatter resolver's own
+// approval counts only in a buffer the user trusts (Env.FrontmatterTrusted).
 //
 // # Presets and policies
 //
@@ -38,8 +40,25 @@
 //
 // "bash(<glob>)" entries match the bash tool's command; see MatchCommand for
 // the exact semantics. Approve rules match only a single plain command (a
-// conservative byte whitelist); anything with shell syntax falls through.
-// Deny rules match the whole command or any simple command inside it, through
-// wrappers; a command they cannot analyse makes the policy return
-// require_approval, so that no lower resolver approves it.
+// conservative byte whitelist); anything with shell syntax falls through:
+// when the analyser cannot prove that a command matches an approve rule,
+// the rule does not match.
+//
+// Deny rules are checked by a shell analyser (lex.go, analyze.go,
+// programs.go) that finds every command a shell text may run — through
+// operators, substitutions, redirections placed anywhere, quotes and
+// escapes, wrappers with their options parsed (sudo -Eu root, env -iS
+// '...', flock -c, xargs -I{}, ...), sh -c and eval strings, git's global
+// options and aliases — and the policy denies when a rule matches one.
+// When it cannot be sure
+// that no deny rule matches, the policy answers require_approval, so that
+// no lower resolver approves the call: for an unverifiable command (a
+// command word built at run time, a script file or stdin given to a shell,
+// inline code in another language, ...) with rule RuleUnverifiable, and for
+// a command that may run what a rule names (an unknown command followed by
+// the rule's first word, the same program with options before its
+// subcommand, ...) with rule RuleMayMatch plus the rule. Asking for
+// something harmless ("foo rm" when rm is denied) is accepted; letting a
+// denied command through is not. Policy.Decide lists the cases and the
+// limits.
 package approval

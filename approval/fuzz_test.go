@@ -42,3 +42,56 @@ func FuzzMatchCommand(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDenyWrapped checks that the deny side cannot be evaded by wrapping: a
+// command the policy denies or asks about stays denied or asked about when
+// it is run through sh -c, eval, a here-string to bash, or a wrapper.
+func FuzzDenyWrapped(f *testing.F) {
+	for _, e := range evasions {
+		if len(e.command) < 200 {
+			f.Add(e.command)
+		}
+	}
+	f.Add("function<0 .") // a keyword stays one only in command position
+	f.Add("a!= rm!")      // env sets a!= and runs rm!
+	f.Add("a$A' ='")      // env sets a variable, whatever $A is
+	pol := evasionPolicy(f)
+	f.Fuzz(func(t *testing.T, cmd string) {
+		if d, _ := pol.Decide(bashCall(cmd)); d == Approve {
+			return
+		}
+		q := "'" + strings.ReplaceAll(cmd, "'", `'\''`) + "'"
+		wraps := []string{"sh -c " + q, "eval " + q, "bash <<< " + q, "sudo -u root bash -c " + q,
+			"env -i sh -c " + q, "true; " + cmd}
+		// Prefix wrappers run the first simple command; a keyword there
+		// would become an argument.
+		n := 0
+		for n < len(cmd) && subwordByte(cmd[n]) {
+			n++
+		}
+		first := cmd[:n]
+		if c := cmd[0]; 'a' <= c && c <= 'z' && !reserved[first] && !keywords[first] {
+			for _, w := range []string{"sudo ", "env -i ", "nohup ", "2>/dev/null ", "timeout 5 ", "command ",
+				"X=1 ", "time ", "nice -n5 ", "exec ", "xargs "} {
+				if w == "env -i " && strings.Contains(firstWord(cmd), "=") {
+					continue // env takes any X=Y as a variable, "a!=" too
+				}
+				wraps = append(wraps, w+cmd)
+			}
+		}
+		for _, w := range wraps {
+			if d, rule := pol.Decide(bashCall(w)); d == Approve {
+				t.Fatalf("%q is held, but %q is approved (%s)", cmd, w, rule)
+			}
+		}
+	})
+}
+
+var keywords = setOf("case", "esac", "for", "select", "time", "[[", "]]", "function", "coproc")
+
+// firstWord is the value of the first shell word of cmd.
+func firstWord(cmd string) string {
+	l := &lexer{a: &analysis{}, src: cmd}
+	w, _ := l.word()
+	return w.val
+}

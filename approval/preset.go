@@ -245,6 +245,7 @@ type cmdRule struct {
 	pattern string // normalized glob
 	lower   string // ASCII-lowercased pattern (deny matching)
 	label   string // rule text for Outcome.Rule
+	deny    *denyPattern
 }
 
 // Policy is an expanded approve/deny list: tool names to approve and deny,
@@ -287,7 +288,9 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		if source != "" {
 			label = entry + " from " + source
 		}
-		*rules = append(*rules, cmdRule{entry: entry, pattern: pattern, lower: asciiLower(pattern), label: label})
+		lower := asciiLower(pattern)
+		*rules = append(*rules, cmdRule{entry: entry, pattern: pattern, lower: lower, label: label,
+			deny: newDenyPattern(lower)})
 	}
 	approve := func(entry, source string) {
 		if looksLikeRule(entry) {
@@ -369,23 +372,112 @@ func (p *Policy) Rules() (approve, deny []string) {
 // deny rules returns for a command it cannot check against them.
 const RuleUnverifiable = "unverifiable command"
 
-// Decide applies the policy to a call, returning Approve, Deny or Pass and
-// the rule that decided, in this order:
+// RuleMayMatch prefixes the rule of the require_approval a policy returns
+// for a command that may run what a deny rule names although no text of it
+// matches: "may match bash(rm *) from $safety".
+const RuleMayMatch = "may match "
+
+// Decide applies the policy to a call, returning Approve, Deny,
+// RequireApproval or Pass and the rule that decided, in this order:
 //
 //  1. the tool is in the deny set → Deny (rule: the preset);
-//  2. bash with a string "command" that a deny rule matches (whole command,
-//     any simple command in it, through wrappers; see MatchCommand) → Deny
-//     (rule: "bash(...) from $preset");
-//  3. bash when the policy has deny rules but the command cannot be checked
-//     against them (command word built at run time, unbalanced quotes, a
-//     shell reading a script or stdin, too long, ...) → RequireApproval
-//     (rule: RuleUnverifiable) — a deny rule must not be evaded by
-//     obfuscation, neither here nor through a lower resolver;
-//  4. the tool is in the approve set and not excluded by
+//  2. bash with a string "command" that a deny rule matches (see
+//     MatchCommand) → Deny (rule: "bash(...) from $preset");
+//  3. bash when the policy has deny rules and the command is unverifiable
+//     (see below) → RequireApproval (rule: RuleUnverifiable);
+//  4. bash when a deny rule may match (see below) → RequireApproval (rule:
+//     RuleMayMatch + "bash(...) from $preset");
+//  5. the tool is in the approve set and not excluded by
 //     call.Env.Exclusions → Approve (rule: the preset or the tool name);
-//  5. bash whose command is a plain simple command (see MatchCommand) that
+//  6. bash whose command is a plain simple command (see MatchCommand) that
 //     an approve rule matches, rule not excluded → Approve (rule: the rule);
-//  6. otherwise Pass.
+//  7. otherwise Pass.
+//
+// Steps 3 and 4 keep a deny rule from being evaded by obfuscation, neither
+// here nor through a lower resolver: when the analyser cannot be sure that
+// no deny rule matches, the answer is require_approval.
+//
+// A command is unverifiable when it may run something no text in it shows:
+//
+//   - a command word built at run time ($x, "$@", $(...), `...`, globs,
+//     brace expansion, ${x:1}, ~user, zsh's =cmd), also the command
+//     xargs, find -exec or parallel fill in from their input, and input
+//     xargs appends to a program whose arguments may be code or options
+//     (awk, sed, find, make, ssh, watch, flock, git without subcommand);
+//   - a script file or stdin given to a shell (sh x.sh, source, ".",
+//     cat x | sh, bash < x, sudo -s, su, chroot or ssh without a
+//     command), or a string a shell parses again that holds an expansion
+//     (eval "$x", sh -c "echo $x", trap "$x");
+//   - code in another language: python -c, perl -e, ruby -e, node -e,
+//     php -r, lua -e and the like, an interpreter reading stdin, awk
+//     programs calling system(), using pipes or loading files, sed scripts
+//     with the e command or flag or read from a file, make with $ in an
+//     argument or --eval, vim -c or +cmd, ex, emacs --eval, gdb, pwsh;
+//   - commands run from stdin, history or later: at, batch, parallel,
+//     sem, crontab (installing), fc, newgrp, script without -c, and
+//     programs that run shell commands found in their input (sqlite3,
+//     psql, mysql, ed, dc, ftp, gnuplot, ...) when the command has a pipe,
+//     an input redirection or a here-document; nc -e;
+//   - a name bound to another program: hash -p, enable -f, BASH_CMDS,
+//     BASH_ALIASES, a function imported from the environment
+//     (BASH_FUNC_...); a file bash reads: BASH_ENV, ENV, --rcfile; git
+//     configuration set in the environment (GIT_CONFIG_*); a variable
+//     whose value programs run (GIT_SSH_COMMAND, PAGER, EDITOR,
+//     TAR_OPTIONS, LD_PRELOAD, PS4, PROMPT_COMMAND, ...) set to a value
+//     built at run time;
+//   - a shell evaluating values the command builds at run time: ${x@P},
+//     zsh's ${(e)x}, arithmetic ($((x)), ((x)), let, [[ x -eq y ]],
+//     subscripts, declare -i) on a variable the command assigns when some
+//     value is built at run time, and variable names built at run time
+//     given to read, printf -v, test -v, declare, unset or mapfile;
+//   - unbalanced quotes, substitutions, [[ or case; nesting of sh -c,
+//     eval, backticks and the like deeper than 8, or of $( ) deeper than
+//     100; more than 32 wrappers in a row; a NUL byte; more than
+//     MaxAnalyzeCommandLen bytes;
+//
+// A deny rule may match when
+//
+//   - its glob matches the text for some value of the expansions in it
+//     ("rm $FLAGS /" against bash(rm -rf*));
+//   - it matches a text that may or may not run: a here-document body or
+//     here-string, a literal string holding "$(", "`", "<(" or ">(" (which
+//     eval, ${x@P}, arithmetic, PS4 or git may run later), an extglob;
+//   - a word that may name the command something runs holds a word
+//     whose value or basename matches the rule's first word that is not
+//     only stars, as written or with the quotes, backslashes and
+//     expansions a later shell would remove (r\m, "r"m, r${x}m); words
+//     are split at every byte but letters, digits and "_./-". Such words
+//     are the arguments and stdin texts of commands that may run them —
+//     a command word the analyser does not know, git with a subcommand
+//     other than the plain ones (status, log, diff, commit, rm, ...),
+//     an interpreter running a script file, make, a wrapper given an
+//     option it does not know, and printing commands that write a file
+//     (echo ... > x.sh) — as well as wrappers' option values, git's -c
+//     values, env's NAME=VALUE entries and assignment values anywhere,
+//     and, when the command has a pipe, an input redirection or a
+//     here-document next to such a command, the literal words of its
+//     printing commands. Examples: "foo rm -rf x", "mywrap git push",
+//     "docker run img rm -rf /", "cp /bin/rm x", "echo rm x | mywrap",
+//     "GIT_SSH_COMMAND='rm x' git fetch". An argument of such a command
+//     built at run time from a value the command sets ($_, "$1", a
+//     variable it assigns, a substitution, a glob) counts as holding any
+//     word;
+//   - a command named by the rule's first word has the rule's other
+//     words (those not only stars) among its arguments, or for a
+//     short-flag cluster such as -rf its letters among its short options,
+//     in any order: "docker --context x rm c" against bash(docker rm*),
+//     "kubectl -n x delete pod y" against bash(kubectl delete*),
+//     "git push origin main --force" against bash(git push --force*),
+//     "rm -r -f /" and "rm / -fr" against bash(rm -rf*); for git with a
+//     plain subcommand the subcommand must match the rule's second word.
+//
+// Programs run by name are taken to be what their name says: a script or
+// binary that the command (or an earlier call, or the write tool) creates
+// and then runs, a script file given to an interpreter, hooks, aliases and
+// scripts from existing configuration (.git/config, Makefiles,
+// package.json) and long options spelled differently from a rule
+// (--recursive for -r) are beyond the analysis. Deny rules stop accidents
+// and the evasions above; they are not a sandbox.
 //
 // A bash call whose input has no string "command" matches no command rule.
 func (p *Policy) Decide(c Call) (Decision, string) {
@@ -402,12 +494,17 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 	if hasCmd && len(p.denyRules) > 0 {
 		a := analyze(cmd)
 		for _, r := range p.denyRules {
-			if a.matches(r.lower) {
+			if a.denies(r.deny) {
 				return Deny, r.label
 			}
 		}
 		if a.unverifiable {
 			return RequireApproval, RuleUnverifiable
+		}
+		for _, r := range p.denyRules {
+			if a.mayMatch(r.deny) {
+				return RequireApproval, RuleMayMatch + r.label
+			}
 		}
 	}
 	if src, ok := p.approve[c.Tool]; ok && !slices.Contains(c.Env.Exclusions, c.Tool) {
