@@ -42,7 +42,7 @@ fuzz: check-go
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./buffer/
 
 demo: build nvim
-	@$(GO) run ./cmd/flemma-demo -host $(BIN)
+	@$(GO) run ./cmd/flemma-demo
 
 clean:
 	rm -rf bin

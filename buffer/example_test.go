@@ -120,3 +120,8 @@ func ExampleSetStatus() {
 	// Output:
 	// ```flemma:tool status=approved timeout=30
 }
+
+func ExampleSanitize() {
+	fmt.Printf("%q\n", buffer.Sanitize("\x1b[32mok\x1b[0m\r\nfetching 10%\rfetching 100%\n"))
+	// Output: "ok\nfetching 100%\n"
+}

@@ -2,9 +2,10 @@ package buffer
 
 import "unicode/utf8"
 
-// Sanitize removes what a terminal would interpret rather than show: ANSI
-// escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte escapes),
-// their 8-bit C1 forms, and other control characters. Tabs and newlines
+// Sanitize makes untrusted text (tool output, a model's answer) safe to
+// enter the buffer: it removes what a terminal would interpret rather than
+// show: ANSI escape sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte
+// escapes), their 8-bit C1 forms, and other control characters. Tabs and newlines
 // stay; CRLF becomes LF; a lone carriage return overwrites the line as a
 // terminal would (progress bars show their final state); a backspace erases
 // the character before it. Invalid UTF-8 becomes U+FFFD.

@@ -45,7 +45,7 @@ func BenchmarkCategorize10k(b *testing.B) {
 	for _, bin := range found {
 		for _, mode := range []string{"tail", "cold"} {
 			b.Run(fmt.Sprintf("nvim-%s/%s", nvimtest.Version(bin), mode), func(b *testing.B) {
-				s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: b.TempDir()})
+				s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir()})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -113,7 +113,7 @@ func BenchmarkLuaToolOverhead(b *testing.B) {
 	}
 	for _, bin := range found {
 		b.Run("nvim-"+nvimtest.Version(bin), func(b *testing.B) {
-			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: b.TempDir()})
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -183,7 +183,7 @@ func BenchmarkStream2000(b *testing.B) {
 func benchStream(b *testing.B, bin, mode, url string) {
 	{
 		b.Run("nvim-"+nvimtest.Version(bin)+"/"+mode, func(b *testing.B) {
-			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: b.TempDir(), Setup: sendSetup(url, ""), Env: []string{"ANTHROPIC_API_KEY=test-key"}})
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir(), Setup: sendSetup(url, ""), Env: []string{"ANTHROPIC_API_KEY=test-key"}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -249,7 +249,7 @@ func BenchmarkResultToRequest(b *testing.B) {
 	defer srv.Close()
 	for _, bin := range found {
 		b.Run("nvim-"+nvimtest.Version(bin), func(b *testing.B) {
-			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: b.TempDir(),
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir(),
 				Setup: sendSetup(srv.URL, `, tools = { auto_approve = { "calculator" } }`), Env: []string{"ANTHROPIC_API_KEY=test-key"}})
 			if err != nil {
 				b.Fatal(err)

@@ -14,22 +14,12 @@ import (
 	"github.com/flemma-dev/flemma/internal/nvimtest"
 )
 
-var hostBin string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "flemma-e2e-host")
-	if err != nil {
+	if _, err := nvimtest.BuildHost(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	hostBin, err = nvimtest.BuildHost(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // eachNvim runs fn as a subtest per Neovim version. With CI set, a missing
@@ -56,7 +46,7 @@ func eachNvimEnv(t *testing.T, setup string, env []string, fn func(t *testing.T,
 	for _, bin := range found {
 		bin := bin
 		t.Run("nvim-"+nvimtest.Version(bin), func(t *testing.T) {
-			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Host: hostBin, Dir: t.TempDir(), Setup: setup, Env: env})
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: t.TempDir(), Setup: setup, Env: env})
 			if err != nil {
 				t.Fatal(err)
 			}

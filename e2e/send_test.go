@@ -103,10 +103,10 @@ func sendSetup(url, extra string) string {
 	return `{ providers = { anthropic = { base_url = "` + url + `" } }, model = "test-model"` + extra + ` }`
 }
 
-func eachNvimSend(t *testing.T, f *fakeAnthropic, extra string, fn func(t *testing.T, s *nvimtest.Session)) {
+func eachNvimSend(t *testing.T, f *fakeAnthropic, extra string, fn func(t *testing.T, s *nvimtest.Session), env ...string) {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	eachNvimEnv(t, sendSetup(srv.URL, extra), []string{"ANTHROPIC_API_KEY=test-key"}, func(t *testing.T, s *nvimtest.Session) {
+	eachNvimEnv(t, sendSetup(srv.URL, extra), append([]string{"ANTHROPIC_API_KEY=test-key"}, env...), func(t *testing.T, s *nvimtest.Session) {
 		f.mu.Lock()
 		f.bodies, f.times = nil, nil // one server serves every Neovim version in turn
 		f.mu.Unlock()

@@ -22,15 +22,14 @@ import (
 
 func main() {
 	nvimBin := flag.String("nvim", "", "Neovim binary (default: the newest one provisioned)")
-	hostBin := flag.String("host", filepath.Join(nvimtest.RepoRoot(), "bin", "flemma-host"), "flemma-host binary")
 	flag.Parse()
-	if err := run(*nvimBin, *hostBin); err != nil {
+	if err := run(*nvimBin); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(nvimBin, hostBin string) error {
+func run(nvimBin string) error {
 	if nvimBin == "" {
 		found, missing := nvimtest.Neovims()
 		if len(found) == 0 {
@@ -38,10 +37,9 @@ func run(nvimBin, hostBin string) error {
 		}
 		nvimBin = found[len(found)-1]
 	}
-	hostBin, err := filepath.Abs(hostBin)
-	if err != nil {
-		return err
-	}
+	// The plugin finds the host where `make build` puts it, as it does for
+	// a user: no host.cmd in the setup below.
+	hostBin := filepath.Join(nvimtest.RepoRoot(), "bin", "flemma-host")
 	if _, err := os.Stat(hostBin); err != nil {
 		return fmt.Errorf("host binary %s: %v (run make build)", hostBin, err)
 	}
@@ -72,7 +70,7 @@ func run(nvimBin, hostBin string) error {
 	// The replay provider answers from a recorded script through the same
 	// streaming code as Anthropic; bash is kept for the user to approve.
 	setup := fmt.Sprintf(`{ provider = "replay", providers = { replay = { file = %q } }, tools = { auto_approve_sandboxed = false } }`, script)
-	s, err := nvimtest.Start(nvimtest.Options{Nvim: nvimBin, Host: hostBin, Dir: dir, Setup: setup})
+	s, err := nvimtest.Start(nvimtest.Options{Nvim: nvimBin, Dir: dir, Setup: setup})
 	if err != nil {
 		return err
 	}

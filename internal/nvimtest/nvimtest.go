@@ -23,13 +23,25 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// BuildHost compiles cmd/flemma-host into dir and returns its path.
-func BuildHost(dir string) (string, error) {
-	bin := filepath.Join(dir, "flemma-host")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/flemma-host")
+// BuildHost compiles cmd/flemma-host to bin/flemma-host in the checkout,
+// where `make build` puts it and where the plugin finds it without any
+// configuration, and returns its path. The binary is replaced atomically,
+// so a Neovim running the previous one is not disturbed.
+func BuildHost() (string, error) {
+	bin := filepath.Join(RepoRoot(), "bin", "flemma-host")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return "", err
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
+	cmd := exec.Command("go", "build", "-o", tmp, "./cmd/flemma-host")
 	cmd.Dir = RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
 		return "", fmt.Errorf("go build flemma-host: %v\n%s", err, out)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		os.Remove(tmp)
+		return "", err
 	}
 	return bin, nil
 }
@@ -65,12 +77,13 @@ func Version(bin string) string {
 	return strings.TrimPrefix(strings.TrimSpace(first), "NVIM v")
 }
 
-// Options configure a Session.
+// Options configure a Session. The plugin is set up exactly with Setup, as
+// a user's config would do it: it finds the host at bin/flemma-host (see
+// BuildHost) and logs where it logs by default.
 type Options struct {
 	Nvim  string // Neovim binary
-	Host  string // flemma-host binary
 	Dir   string // scratch directory: XDG dirs, logs and files go here
-	Setup string // Lua table literal passed to require("flemma").setup (host.cmd and log_file are added)
+	Setup string // Lua table literal passed to require("flemma").setup
 	Env   []string
 }
 
@@ -117,7 +130,7 @@ func Start(o Options) (*Session, error) {
 		cancel()
 		return nil, fmt.Errorf("start %s: %w", o.Nvim, err)
 	}
-	s := &Session{Nv: v, Dir: o.Dir, LogFile: filepath.Join(o.Dir, "host.log"), cancel: cancel}
+	s := &Session{Nv: v, Dir: o.Dir, cancel: cancel}
 	setup := o.Setup
 	if setup == "" {
 		setup = "{}"
@@ -128,13 +141,10 @@ func Start(o Options) (*Session, error) {
 		vim.o.columns = 100
 		vim.o.lines = 40
 		vim.cmd("runtime! plugin/flemma.lua")
-		local opts = %s
-		opts.host = opts.host or {}
-		opts.host.cmd = %q
-		opts.host.log_file = %q
-		require("flemma").setup(opts)
-	`, RepoRoot(), setup, o.Host, s.LogFile)
-	if err := v.ExecLua(lua, nil); err != nil {
+		require("flemma").setup(%s)
+		return require("flemma.host").log_file(require("flemma").config())
+	`, RepoRoot(), setup)
+	if err := v.ExecLua(lua, &s.LogFile); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("load plugin: %w", err)
 	}
