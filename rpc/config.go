@@ -51,6 +51,13 @@ type Config struct {
 		// edit and side_effects tools that were already in the file.
 		AutoApproveFileCalls bool `json:"auto_approve_file_calls"`
 	} `json:"tools"`
+	// Paths are Neovim's directories, computed by the plugin: state is
+	// flemma's state folder (journal, trust store, log), config Neovim's
+	// configuration folder. A policy-approved call may not write there.
+	Paths struct {
+		State  string `json:"state"`
+		Config string `json:"config"`
+	} `json:"paths"`
 	Sandbox struct {
 		Enabled  *bool    `json:"enabled"`
 		Backend  string   `json:"backend"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -209,6 +210,16 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 		// costs the budget, not 500 deadlines (issue 11, class 10). A call
 		// the function could not decide in time asks.
 		ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
+		var sb *tools.Sandbox // built when a call writes to a path
+		protected := func(path string) (string, bool) {
+			if sb == nil {
+				var err error
+				if sb, err = h.sandbox(bufnr, fm, s.Cwd, s.Name); err != nil {
+					return "the sandbox could not be built: " + err.Error(), true
+				}
+			}
+			return sb.Protected(path)
+		}
 		for _, tu := range doc.Unresolved() {
 			st := buffer.StatusPending
 			who := "tools.mode = " + mode
@@ -220,6 +231,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 				st = buffer.StatusPending
 			} else {
 				out := h.gate(bufnr, tu, h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm)))
+				out = h.protectGate(tu, out, protected)
 				outcomes[tu.ID] = out
 				h.logf("approval %s (%s): %s", tu.Name, tu.ID, out)
 				st, who = statusFor(out.Decision), out.String()
@@ -533,7 +545,7 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 		h.mu.Lock()
 		fm := h.bufFM[bufnr]
 		h.mu.Unlock()
-		if env, err := h.callEnv(fm, s.Cwd, s.Name); err == nil {
+		if env, err := h.callEnv(bufnr, fm, s.Cwd, s.Name, !j.byUser); err == nil {
 			call.Env = env
 		} else {
 			// A sandbox that cannot be built must not mean "no sandbox".
@@ -884,4 +896,35 @@ func (h *Host) gate(bufnr int, tu *buffer.ToolUse, out approval.Outcome) approva
 			Rule: "call found in the file, not received from the provider: approve it yourself (or :Flemma trust the file)"}
 	}
 	return out
+}
+
+// protectedResolver names the check that keeps policies from approving
+// writes to protected paths.
+const protectedResolver = "urn:flemma:approval:protected"
+
+// protectGate turns an approval into require_approval when the call would
+// write to a protected path (.git/config and hooks, shell start-up files,
+// .envrc, editor configurations that run code, the buffer's own file,
+// flemma's state): whatever the policy, the user decides those (issue 11,
+// class 9). It looks at tools that declare side effects and take a "path";
+// bash is confined by the sandbox instead (protected paths are read-only
+// in it unless the user approved the call).
+func (h *Host) protectGate(tu *buffer.ToolUse, out approval.Outcome, protected func(string) (string, bool)) approval.Outcome {
+	if out.Decision != approval.Approve || tu.Input == nil {
+		return out
+	}
+	path, ok := tu.Input["path"].(string)
+	if !ok || path == "" {
+		return out
+	}
+	if t, ok := h.Registry.Get(tu.Name); ok && !slices.Contains(t.Spec().Capabilities, tools.CapSideEffects) {
+		return out
+	}
+	rule, isProtected := protected(path)
+	if !isProtected {
+		return out
+	}
+	h.logf("approval %s (%s): %s, but %s is a protected path (%s); asking", tu.Name, tu.ID, out, path, rule)
+	return approval.Outcome{Decision: approval.RequireApproval, Resolver: protectedResolver,
+		Rule: fmt.Sprintf("writes %s, a protected path (%s): approve it yourself", path, rule)}
 }

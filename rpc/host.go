@@ -42,6 +42,7 @@ type Host struct {
 	bufFM             map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
 	outcomes          map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
 	trust             map[int]*bufTrust                   // what in each buffer counts as the user's
+	pins              map[int]*tools.RootPins             // identity of each buffer's writable roots
 }
 
 // bufState is what the host remembers of a buffer between steps: only the
@@ -80,6 +81,7 @@ func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
 		mirrors:  map[int]*mirror{},
 		outcomes: map[int]map[string]approval.Outcome{},
 		trust:    map[int]*bufTrust{},
+		pins:     map[int]*tools.RootPins{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
@@ -368,6 +370,7 @@ func (h *Host) hForget(bufnr int) {
 	delete(h.bufFM, bufnr)
 	delete(h.outcomes, bufnr)
 	delete(h.trust, bufnr)
+	delete(h.pins, bufnr)
 	h.mu.Unlock()
 	h.reads.Forget(bufnr)
 }

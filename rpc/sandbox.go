@@ -14,6 +14,7 @@ import (
 func (h *Host) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
 	h.mu.Lock()
 	c := h.cfg.Sandbox
+	paths := h.cfg.Paths
 	h.mu.Unlock()
 	sc := tools.DefaultSandboxConfig()
 	sc.Enabled = c.Enabled == nil || *c.Enabled
@@ -36,17 +37,38 @@ func (h *Host) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
 	if fm != nil && fm.Opts.SandboxEnabled != nil && *fm.Opts.SandboxEnabled {
 		sc.Enabled = true
 	}
+	// A policy may not approve writing flemma's own state (the trust
+	// store, the journal) or Neovim's configuration.
+	for _, dir := range []string{paths.State, paths.Config} {
+		if dir != "" {
+			sc.Protected = append(sc.Protected, dir, dir+"/**")
+		}
+	}
 	return sc
 }
 
-// sandbox builds the buffer's sandbox for its cwd and file.
-func (h *Host) sandbox(fm *frontmatter.Result, cwd, bufferPath string) (*tools.Sandbox, error) {
-	return tools.NewSandbox(h.sandboxConfig(fm), cwd, bufferPath)
+// sandbox builds the buffer's sandbox for its cwd and file: its writable
+// roots are checked against the buffer's pins (a root swapped for a link
+// elsewhere is refused), and its own .chat file is protected.
+func (h *Host) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath string) (*tools.Sandbox, error) {
+	sc := h.sandboxConfig(fm)
+	if bufferPath != "" {
+		sc.Protected = append(sc.Protected, bufferPath)
+	}
+	h.mu.Lock()
+	pins := h.pins[bufnr]
+	if pins == nil {
+		pins = tools.NewRootPins()
+		h.pins[bufnr] = pins
+	}
+	h.mu.Unlock()
+	return tools.NewSandbox(sc, cwd, bufferPath, tools.WithRootPins(pins))
 }
 
-// callEnv is the per-call configuration of the built-ins.
-func (h *Host) callEnv(fm *frontmatter.Result, cwd, bufferPath string) (*tools.Env, error) {
-	sb, err := h.sandbox(fm, cwd, bufferPath)
+// callEnv is the per-call configuration of the built-ins. protect is set
+// when a policy, not the user, approved the call (tools.Env.Protect).
+func (h *Host) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath string, protect bool) (*tools.Env, error) {
+	sb, err := h.sandbox(bufnr, fm, cwd, bufferPath)
 	if err != nil {
 		return nil, err
 	}
@@ -61,13 +83,14 @@ func (h *Host) callEnv(fm *frontmatter.Result, cwd, bufferPath string) (*tools.E
 		ExtraEnv:       cfg.Tools.Bash.Env,
 		DefaultTimeout: secs(cfg.Tools.DefaultTimeout),
 		OutputDir:      h.outputDir,
+		Protect:        protect,
 	}, nil
 }
 
 // hSandboxStatus is :Flemma sandbox:status.
 func (h *Host) hSandboxStatus(bufnr int) (map[string]any, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
-	sb, err := h.sandbox(fm, cwd, name)
+	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
 		return reply("none", "sandbox: "+err.Error(), levelError), nil
 	}
@@ -88,7 +111,7 @@ func (h *Host) bufferContext(bufnr int) (*frontmatter.Result, string, string) {
 // hSandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
 func (h *Host) hSandboxWritable(bufnr int, path string) (map[string]any, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
-	sb, err := h.sandbox(fm, cwd, name)
+	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +121,7 @@ func (h *Host) hSandboxWritable(bufnr int, path string) (map[string]any, error) 
 // hSandboxWrap backs ctx.sandbox.wrap_command for Lua tools.
 func (h *Host) hSandboxWrap(bufnr int, argv []string) (map[string]any, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
-	sb, err := h.sandbox(fm, cwd, name)
+	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
 		return map[string]any{"error": err.Error()}, nil
 	}

@@ -3,13 +3,16 @@ package tools
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -18,6 +21,8 @@ type backendProbe struct {
 	path    string // absolute path of bwrap
 	ok      bool   // a trivial command ran under it
 	netIso  bool   // --unshare-net works too
+	capDrop bool   // --cap-drop ALL is accepted
+	bindFD  bool   // --bind-fd exists (bubblewrap 0.8.0 and later)
 	version string
 	why     string // why it is not usable, or a short description when it is
 }
@@ -51,10 +56,14 @@ func detectBwrap(exe string) backendProbe {
 	if out, err := exec.Command(path, "--version").Output(); err == nil {
 		p.version = strings.TrimSpace(string(out))
 	}
-	run := func(net string) (string, bool) {
+	if out, err := exec.Command(path, "--help").CombinedOutput(); err == nil || len(out) > 0 {
+		p.bindFD = strings.Contains(string(out), "--bind-fd")
+	}
+	run := func(extra ...string) (string, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		args := append(bwrapBase(), net, "--die-with-parent", "--new-session", "true")
+		args := append(append([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}, bwrapUnshare...), extra...)
+		args = append(args, "--die-with-parent", "--new-session", "true")
 		var stderr bytes.Buffer
 		cmd := exec.CommandContext(ctx, path, args...)
 		cmd.Stderr = &stderr
@@ -67,11 +76,26 @@ func detectBwrap(exe string) backendProbe {
 		}
 		return "", true
 	}
-	if _, ok := run("--unshare-net"); ok {
-		p.ok, p.netIso = true, true
-	} else if msg, ok := run("--share-net"); ok {
-		p.ok = true
-	} else {
+	capDrop := []string{"--cap-drop", "ALL"}
+	var msg string
+	var ok bool
+	for _, try := range []struct {
+		args          []string
+		netIso, drops bool
+	}{
+		{capDrop, true, true}, {nil, true, false},
+		{append(capDrop, "--share-net"), false, true}, {[]string{"--share-net"}, false, false},
+	} {
+		var m string
+		if m, ok = run(try.args...); ok {
+			p.ok, p.netIso, p.capDrop = true, try.netIso, try.drops
+			break
+		}
+		if msg == "" {
+			msg = m
+		}
+	}
+	if !ok {
 		p.why = fmt.Sprintf("bubblewrap is installed (%s) but cannot create a sandbox here: %s", path, msg)
 		return p
 	}
@@ -85,15 +109,11 @@ func detectBwrap(exe string) backendProbe {
 	return p
 }
 
-// bwrapBase are the namespace flags of every sandboxed command, after the
-// filesystem setup and before the network flag.
-func bwrapBase() []string {
-	return append([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}, bwrapUnshare...)
-}
-
-// bwrapUnshare are the namespaces every sandboxed command gets (reference
-// §10.6; the network namespace follows sandbox.network).
-var bwrapUnshare = []string{"--unshare-user", "--unshare-pid", "--unshare-uts", "--unshare-ipc"}
+// bwrapUnshare are the namespaces every sandboxed command gets: all of
+// them (user, ipc, pid, net, uts, cgroup when possible). The network
+// namespace is shared again only with sandbox.network = true
+// (--share-net): a new one also cuts the host's abstract unix sockets.
+var bwrapUnshare = []string{"--unshare-all", "--unshare-user"}
 
 // Backend names the backend commands run under: "bwrap" or "none" (also
 // when the sandbox is disabled).
@@ -120,63 +140,159 @@ func (s *Sandbox) Available() bool {
 }
 
 // WrapCommand returns argv wrapped for the sandbox: under bubblewrap with a
-// read-only root, the writable roots bound read-write, the home directory's
-// denied folders (~/.ssh, ~/.gnupg) hidden, new user/pid/uts/ipc (and, with
-// network off, net) namespaces, --die-with-parent and --new-session. With
-// the sandbox disabled, the none backend, or auto with no working backend,
-// argv is returned unchanged. An explicit "bwrap" that does not work, or
-// network off without network namespaces, is an error.
+// read-only root, no capabilities, new namespaces of every kind (the
+// network one shared again only with sandbox.network), --die-with-parent
+// and --new-session, and:
+//
+//   - $XDG_RUNTIME_DIR and /run/user hidden (Neovim's, the agents', the
+//     buses' and the display's sockets), as is every other socket found in
+//     /run, /tmp, the home directory and the writable roots, and the ones
+//     the host's environment names ($NVIM, $SSH_AUTH_SOCK, …);
+//   - the writable roots bound read-write, each re-checked just before:
+//     a root that is no longer the directory the sandbox resolved (it was
+//     replaced, e.g. by a symlink) makes the wrap fail;
+//   - with Env.Protect, every existing protected path inside the roots
+//     re-bound read-only;
+//   - what deny_read names hidden: folders by an empty tmpfs, files by
+//     /dev/null, found by a bounded scan of the roots, the home directory
+//     and /tmp (see Status for what was scanned and whether it was cut).
+//
+// With the sandbox disabled, the none backend, or auto with no working
+// backend, argv is returned unchanged. An explicit "bwrap" that does not
+// work, or network off without network namespaces, is an error.
 func (s *Sandbox) WrapCommand(argv []string) ([]string, error) {
+	out, files, err := s.wrap(argv, false)
+	for _, f := range files {
+		f.Close()
+	}
+	return out, err
+}
+
+// WrapCommandFiles is WrapCommand for a command this process starts
+// itself: when bubblewrap has --bind-fd, each writable root is opened
+// without following any symlink, checked, and bound by that descriptor, so
+// a root swapped after the check cannot redirect the bind. The caller sets
+// cmd.ExtraFiles = files (they are descriptors 3, 4, … of the child, in
+// this order) and closes them once the command has started.
+func (s *Sandbox) WrapCommandFiles(argv []string) (wrapped []string, files []*os.File, err error) {
+	return s.wrap(argv, true)
+}
+
+func (s *Sandbox) wrap(argv []string, byFD bool) ([]string, []*os.File, error) {
 	if len(argv) == 0 {
-		return nil, fmt.Errorf("empty command")
+		return nil, nil, fmt.Errorf("empty command")
 	}
 	if s.Backend() != "bwrap" {
-		return argv, nil
+		return argv, nil, nil
 	}
 	DetectBackend()
 	if !probe.ok {
 		if s.cfg.Backend == "bwrap" {
-			return nil, fmt.Errorf("sandbox.backend is \"bwrap\" but it is not usable: %s", probe.why)
+			return nil, nil, fmt.Errorf("sandbox.backend is \"bwrap\" but it is not usable: %s", probe.why)
 		}
-		return argv, nil
+		return argv, nil, nil
 	}
 	if !s.cfg.Network && !probe.netIso {
-		return nil, fmt.Errorf("sandbox.network is off but network namespaces are unavailable here")
+		return nil, nil, fmt.Errorf("sandbox.network is off but network namespaces are unavailable here")
 	}
-	return s.bwrapArgv(probe.path, argv), nil
+	if !probe.capDrop && os.Geteuid() == 0 {
+		return nil, nil, fmt.Errorf("bubblewrap here cannot drop capabilities (--cap-drop), and flemma runs as root: a sandboxed command could undo the sandbox")
+	}
+	var files []*os.File
+	fds := map[string]int{}
+	fail := func(err error) ([]string, []*os.File, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, err
+	}
+	for _, r := range s.roots {
+		f, err := s.openRoot(r)
+		if err != nil {
+			return fail(err)
+		}
+		if f == nil {
+			continue
+		}
+		if byFD && probe.bindFD {
+			files = append(files, f)
+			fds[r] = 2 + len(files)
+		} else {
+			f.Close()
+		}
+	}
+	return s.bwrapArgs(probe.path, argv, fds, s.planMasks()), files, nil
 }
 
+// openRoot opens the writable root r (canonical) without following any
+// symlink and checks that it is still the directory the sandbox resolved.
+// A root that does not exist is (nil, nil): it is not bound.
+func (s *Sandbox) openRoot(r string) (*os.File, error) {
+	f, id, err := openDirID(r)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, errPathChanged) || errors.Is(err, syscall.ENOTDIR):
+		return nil, fmt.Errorf("the writable root %s was replaced (a part of its path is now a symlink or not a folder): refusing to run the command", r)
+	default:
+		return nil, fmt.Errorf("cannot open the writable root %s: %v", r, err)
+	}
+	if want, ok := s.ids[r]; ok && want != id {
+		f.Close()
+		return nil, fmt.Errorf("the writable root %s was replaced since the sandbox was set up (%s, was %s): refusing to run the command", r, id, want)
+	}
+	return f, nil
+}
+
+// bwrapArgv is the wrapped command with the roots bound by path.
 func (s *Sandbox) bwrapArgv(bwrap string, argv []string) []string {
+	return s.bwrapArgs(bwrap, argv, nil, s.planMasks())
+}
+
+// bwrapArgs builds the bubblewrap command line. The order matters: a
+// mount hides what an earlier one put at or under its path.
+func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, plan *maskPlan) []string {
 	out := []string{bwrap, "--ro-bind", "/", "/"}
+	for _, d := range plan.early {
+		out = append(out, "--tmpfs", d)
+	}
 	for _, r := range s.roots {
-		if fi, err := os.Stat(r); err == nil && fi.IsDir() {
+		if fd, ok := fds[r]; ok {
+			out = append(out, "--bind-fd", strconv.Itoa(fd), r)
+		} else if fi, err := os.Stat(r); err == nil && fi.IsDir() {
 			out = append(out, "--bind", r, r)
 		}
 	}
 	out = append(out, "--dev", "/dev", "--proc", "/proc")
-	// Hide what deny_read names by folder (e.g. **/.ssh/**) in the home
-	// directory: under bubblewrap a command could otherwise read it.
-	if s.home != "" {
-		for _, d := range s.deny {
-			if d.kind != denyDirName {
-				continue
-			}
-			dir := filepath.Join(s.home, d.lit)
-			if r, err := filepath.EvalSymlinks(dir); err == nil {
-				if fi, err := os.Stat(r); err == nil && fi.IsDir() {
-					out = append(out, "--tmpfs", r)
-				}
-			}
+	// Read-only protected paths before the masks: a later bind of a
+	// protected folder would show again what a mask hid inside it.
+	if s.protect {
+		for _, p := range plan.ro {
+			out = append(out, "--ro-bind", p, p)
 		}
+	}
+	for _, d := range plan.tmpfs {
+		out = append(out, "--tmpfs", d)
+	}
+	for _, f := range plan.null {
+		out = append(out, "--ro-bind", "/dev/null", f)
 	}
 	out = append(out, bwrapUnshare...)
 	if s.cfg.Network {
 		out = append(out, "--share-net")
-	} else {
-		out = append(out, "--unshare-net")
+	}
+	if probe.capDrop || probe.path == "" {
+		out = append(out, "--cap-drop", "ALL")
 	}
 	out = append(out, "--die-with-parent", "--new-session")
 	return append(out, argv...)
+}
+
+// probeBindFD reports whether this bubblewrap binds by descriptor.
+func probeBindFD() bool {
+	DetectBackend()
+	return probe.bindFD
 }
 
 // Status describes the sandbox for :Flemma sandbox:status and
@@ -202,12 +318,54 @@ func (s *Sandbox) Status() string {
 		fmt.Fprintf(&b, "backend: none (%s): commands run unsandboxed and bash is never auto-approved by the sandbox; write/edit/read rules still apply\n", why)
 	}
 	fmt.Fprintf(&b, "writable: %s\n", strings.Join(s.roots, ", "))
+	if len(s.refused) > 0 {
+		fmt.Fprintf(&b, "refused writable: %s\n", strings.Join(s.refused, "; "))
+	}
 	fmt.Fprintf(&b, "deny_read: %s\n", strings.Join(s.cfg.DenyRead, ", "))
-	fmt.Fprintf(&b, "env_deny: %s\n", strings.Join(s.cfg.EnvDeny, ", "))
+	fmt.Fprintf(&b, "env_deny: %s (and always: variables naming a socket, values holding a password in a URL)\n", strings.Join(s.cfg.EnvDeny, ", "))
+	if len(s.cfg.Protected) > 0 {
+		fmt.Fprintf(&b, "protected (besides git config and hooks, shell start-up files, .envrc, editor configurations): %s\n", strings.Join(s.cfg.Protected, ", "))
+	}
+	if s.cfg.Enabled && s.Backend() == "bwrap" && ok {
+		p := s.planMasks()
+		fmt.Fprintf(&b, "hidden from bash: %d folders, %d files and sockets (%d sockets); scanned: %s, and the sockets /proc/net/unix lists (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
+			len(p.early)+len(p.tmpfs), len(p.null), p.sockets, strings.Join(p.scanned, ", "), p.entries,
+			scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		for _, n := range p.notes {
+			fmt.Fprintf(&b, "  note: %s\n", n)
+		}
+	}
 	if s.cfg.Network {
-		b.WriteString("network: allowed")
+		b.WriteString("network: allowed (commands share this machine's network namespace, and with it its abstract unix sockets")
+		if abs := abstractSockets(5); len(abs) > 0 {
+			b.WriteString(": " + strings.Join(abs, ", "))
+		}
+		b.WriteString(")")
 	} else {
 		b.WriteString("network: blocked")
 	}
 	return b.String()
+}
+
+// abstractSockets lists up to n listening abstract unix sockets of this
+// network namespace.
+func abstractSockets(n int) []string {
+	data, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		// Num RefCount Protocol Flags Type St Inode Path; flag 00010000 = listening.
+		if len(f) < 8 || !strings.HasPrefix(f[7], "@") || f[3] != "00010000" || seen[f[7]] {
+			continue
+		}
+		seen[f[7]] = true
+		if out = append(out, f[7]); len(out) == n {
+			break
+		}
+	}
+	return out
 }

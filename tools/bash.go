@@ -45,8 +45,8 @@ func Bash() Tool {
 	}, runBash)
 }
 
-// killGrace is how long a command may take to exit after SIGTERM before its
-// process group gets SIGKILL.
+// killGrace is how long a command's processes may take to exit after
+// SIGTERM (on timeout or cancellation) before they get SIGKILL.
 var killGrace = time.Second
 
 // Output capture bounds: the first captureHead bytes and the last
@@ -81,18 +81,16 @@ func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
 	if err != nil {
 		return Output{}, &Internal{Err: err}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = env.WorkDir(call)
-	cmd.Env = env.commandEnv()
-	cmd.Stdout, cmd.Stderr = pw, pw // one pipe: stderr interleaved with stdout
-	setProcessGroup(cmd)
-	err = cmd.Start()
+	proc, err := startTree(argv, env.WorkDir(call), env.commandEnv(), pw) // stderr interleaved with stdout
 	pw.Close()
 	if err != nil {
 		pr.Close()
 		reason := fsReason(err)
-		if errors.Is(err, exec.ErrNotFound) {
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
 			reason = argv[0] + " not found"
+		case errors.Is(err, errShuttingDown):
+			reason = err.Error()
 		}
 		if reason == "" {
 			return Output{}, &Internal{Err: err}
@@ -106,24 +104,21 @@ func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
 		io.Copy(&out, pr)
 		close(copied)
 	}()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var waitErr error
 	timedOut, canceled := false, false
 	select {
-	case waitErr = <-exited:
+	case <-proc.done:
 	case <-timer.C:
 		timedOut = true
-		waitErr = killGroup(cmd, exited)
+		proc.stop(killGrace)
 	case <-ctx.Done():
 		canceled = true
-		waitErr = killGroup(cmd, exited)
+		proc.stop(killGrace)
 	}
-	// Background children may still hold the pipe: read what they wrote
-	// so far, then stop reading.
+	// Once the tree is gone nothing holds the pipe; should a process have
+	// escaped, read what it wrote so far, then stop reading.
 	select {
 	case <-copied:
 	case <-time.After(250 * time.Millisecond):
@@ -149,44 +144,17 @@ func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
 	} else {
 		text = TruncateWithOverflow(text, true, env.limits(), save)
 	}
-	if waitErr != nil {
-		var ee *exec.ExitError
-		if !errors.As(waitErr, &ee) {
-			return Output{}, &Internal{Err: waitErr}
-		}
-		if code := ee.ExitCode(); code >= 0 {
-			return Output{}, fmt.Errorf("%s\n\nCommand exited with code %d", text, code)
-		}
-		return Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)", text, ee.ProcessState.String())
+	<-proc.done
+	if proc.err != nil {
+		return Output{}, &Internal{Err: proc.err}
+	}
+	switch st := proc.status; {
+	case st.signal != "":
+		return Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)", text, st.signal)
+	case st.code != 0:
+		return Output{}, fmt.Errorf("%s\n\nCommand exited with code %d", text, st.code)
 	}
 	return Output{Text: text}, nil
-}
-
-// killGroup stops the command's whole process group: SIGTERM, then SIGKILL
-// for whatever is left after killGrace. It returns the command's wait error.
-func killGroup(cmd *exec.Cmd, exited <-chan error) error {
-	signalGroup(cmd.Process, false)
-	deadline := time.Now().Add(killGrace)
-	var waitErr error
-	done := false
-	for time.Now().Before(deadline) {
-		if !done {
-			select {
-			case waitErr = <-exited:
-				done = true
-			default:
-			}
-		}
-		if done && !groupAlive(cmd.Process) {
-			return waitErr
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	signalGroup(cmd.Process, true)
-	if !done {
-		waitErr = <-exited
-	}
-	return waitErr
 }
 
 func formatSeconds(d time.Duration) string {

@@ -122,8 +122,9 @@ func TestBashShellAndStartErrors(t *testing.T) {
 	want(t, "missing shell", f.run("bash", map[string]any{"command": "echo"}), false, "Failed to start command: definitely-not-a-shell-xyz not found")
 }
 
-// TestBashBackgroundChild: a background child keeps the output pipe open;
-// the call still returns when the shell exits.
+// TestBashBackgroundChild: a background child would keep the output pipe
+// open; the call still returns when the shell exits (the child is killed
+// then: see TestBashExitKillsDetached).
 func TestBashBackgroundChild(t *testing.T) {
 	f := newFixture(t)
 	start := time.Now()
@@ -161,7 +162,7 @@ func TestBashCancelKillsGroup(t *testing.T) {
 	cancel()
 	res := <-done
 	want(t, "cancel", res, false, "User aborted tool execution.")
-	if groupAlive(&os.Process{Pid: pgid}) {
+	if groupAlive(pgid) {
 		t.Errorf("process group %d still has running processes after cancel", pgid)
 	}
 	// Orphaned, killed sleeps are zombies until PID 1 reaps them; then the

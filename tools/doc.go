@@ -33,11 +33,13 @@
 //     place after the directory is verified again;
 //   - edit: refused when the file's content hash differs from what the model
 //     last read in this conversation (ReadLog);
-//   - commands: bash runs as `<shell> -c` in its own process group (killed as
-//     a group on cancel or timeout), with env_deny variables removed
+//   - commands: bash runs as `<shell> -c` under a supervisor (Linux; see
+//     proc.go) that kills every process the command started — detached
+//     ones included — when it ends, times out or is cancelled, or when the
+//     host dies (KillAll at shutdown), with env_deny variables removed
 //     (ScrubEnv), under bubblewrap when the sandbox is enabled and works
 //     (DetectBackend, Sandbox.WrapCommand);
-//   - output: Finish strips terminal control sequences (Sanitize) and
+//   - output: Finish strips terminal control sequences (buffer.Sanitize) and
 //     replaces the values of secret variables by [redacted] (Redact) before
 //     any text enters the buffer.
 //

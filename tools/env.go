@@ -48,6 +48,13 @@ type Env struct {
 	// OutputDir is where the full output of a truncated bash result is
 	// saved. Default: os.TempDir() ($TMPDIR or /tmp).
 	OutputDir string
+	// Protect says the call was approved by a policy (a resolver, a
+	// preset, the sandbox), not by the user: write and edit then refuse
+	// protected paths (Sandbox.Protected) with words that tell the model to
+	// ask the user, and bash under bubblewrap sees every existing protected
+	// path inside the writable roots read-only. The host sets it at
+	// approval time.
+	Protect bool
 
 	redactOnce sync.Once
 	redactor   *strings.Replacer
@@ -144,33 +151,105 @@ func (e *Env) outputDir() string {
 	return e.OutputDir
 }
 
-// envDeny is the env_deny list in force: the sandbox's, else the default.
+// envDeny is the env_deny list in force (the sandbox's, else the
+// default) plus the names of the base environment's variables whose value
+// carries a credential in a URL (scheme://user:password@host), whatever
+// their names.
 func (e *Env) envDeny() []string {
+	deny := DefaultEnvDeny
 	if e != nil && e.Sandbox != nil {
-		return e.Sandbox.cfg.EnvDeny
+		deny = e.Sandbox.cfg.EnvDeny
 	}
-	return DefaultEnvDeny
+	var extra []string
+	for _, kv := range e.environ() {
+		name, val, ok := strings.Cut(kv, "=")
+		if ok && name != "" && credentialURL(val) && !strings.ContainsAny(name, "*?") {
+			extra = append(extra, name)
+		}
+	}
+	if extra == nil {
+		return deny
+	}
+	return append(append([]string(nil), deny...), extra...)
 }
 
 // sandbox returns the sandbox of the call, building the default one when the
-// host gave none.
+// host gave none. With Protect it is a copy that enforces protected paths.
 func (e *Env) sandbox(call Call) (*Sandbox, error) {
+	var sb *Sandbox
 	if e != nil && e.Sandbox != nil {
-		return e.Sandbox, nil
+		sb = e.Sandbox
+	} else {
+		var err error
+		if sb, err = NewSandbox(DefaultSandboxConfig(), call.Cwd, call.Buffer); err != nil {
+			return nil, err
+		}
 	}
-	return NewSandbox(DefaultSandboxConfig(), call.Cwd, call.Buffer)
+	if e != nil && e.Protect && !sb.protect {
+		c := *sb
+		c.protect = true
+		sb = &c
+	}
+	return sb, nil
 }
 
 // commandEnv is the environment of a command: the base environment without
-// the variables env_deny matches, plus tools.bash.env.
+// the variables that name a socket of the user (SocketEnv, always) and
+// those env_deny matches, plus tools.bash.env (set by the user, so kept
+// even when it names one of them).
 func (e *Env) commandEnv() []string {
-	env := ScrubEnv(e.environ(), e.envDeny())
+	env := ScrubEnv(ScrubEnv(e.environ(), SocketEnv), e.envDeny())
 	if e != nil {
 		for k, v := range e.ExtraEnv {
 			env = append(env, k+"="+v)
 		}
 	}
 	return env
+}
+
+// SocketEnv are the variables that lead a command to a socket of the user
+// — Neovim's RPC socket (nvim --server $NVIM --remote-expr 'system(…)'
+// runs outside every sandbox), agents, buses, displays, container engines,
+// terminal multiplexers and terminals with remote control — or to their
+// folders. They are removed from the environment of every command,
+// sandboxed or not, whatever env_deny says; under bubblewrap the sockets
+// are hidden as well (see WrapCommand).
+var SocketEnv = []string{
+	"NVIM", "NVIM_LISTEN_ADDRESS", "NVIM_SERVER",
+	"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "GNOME_KEYRING_CONTROL", "GNOME_KEYRING_PID",
+	"DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "DBUS_STARTER_ADDRESS", "DBUS_STARTER_BUS_TYPE",
+	"XDG_RUNTIME_DIR", "SESSION_MANAGER", "XDG_SESSION_COOKIE",
+	"DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET", "XAUTHORITY", "XAUTHLOCALHOSTNAME",
+	"SWAYSOCK", "I3SOCK", "HYPRLAND_INSTANCE_SIGNATURE", "NIRI_SOCKET",
+	"PULSE_SERVER", "PIPEWIRE_REMOTE",
+	"DOCKER_HOST", "DOCKER_CONTEXT", "CONTAINER_HOST", "CONTAINER_CONNECTION", "PODMAN_HOST",
+	"CONTAINERD_ADDRESS", "BUILDKIT_HOST", "LIMA_INSTANCE", "COLIMA_*",
+	"TMUX", "TMUX_PANE", "TMUX_TMPDIR", "STY", "WINDOW", "ZELLIJ", "ZELLIJ_*", "BYOBU_*",
+	"KITTY_LISTEN_ON", "KITTY_PUBLIC_KEY", "WEZTERM_UNIX_SOCKET", "WEZTERM_PANE", "ALACRITTY_SOCKET",
+	"VSCODE_IPC_HOOK*", "VSCODE_GIT_IPC_HANDLE", "VSCODE_GIT_ASKPASS_*", "JETBRAINS_REMOTE_*",
+	"EMACS_SOCKET_NAME", "EMACS_SERVER_FILE", "INSIDE_EMACS",
+}
+
+// credentialURL reports whether v holds a URL with a password in it
+// (scheme://user:password@host, as in database connection strings).
+func credentialURL(v string) bool {
+	for {
+		i := strings.Index(v, "://")
+		if i < 0 {
+			return false
+		}
+		rest := v[i+3:]
+		end := strings.IndexAny(rest, "/?# \t")
+		if end < 0 {
+			end = len(rest)
+		}
+		if at := strings.LastIndexByte(rest[:end], '@'); at > 0 {
+			if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 && colon < at-1 {
+				return true
+			}
+		}
+		v = rest
+	}
 }
 
 // secretEnv is every variable whose value must never reach the buffer.

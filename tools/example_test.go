@@ -6,11 +6,6 @@ import (
 	"github.com/flemma-dev/flemma/tools"
 )
 
-func ExampleSanitize() {
-	fmt.Printf("%q\n", tools.Sanitize("\x1b[32mok\x1b[0m\r\nfetching 10%\rfetching 100%\n"))
-	// Output: "ok\nfetching 100%\n"
-}
-
 func ExampleRedact() {
 	env := []string{"OPENAI_API_KEY=sk-live-123456", "EDITOR=nvim"}
 	fmt.Println(tools.Redact("key=sk-live-123456 editor=nvim", env, tools.DefaultEnvDeny))

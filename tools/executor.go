@@ -79,7 +79,7 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 	case r = <-done:
 	case <-ctx.Done():
 		// Give the tool a moment to notice the cancellation (and kill its
-		// process group) before we report.
+		// process tree) before we report.
 		select {
 		case r = <-done:
 		case <-time.After(2 * time.Second):

@@ -12,19 +12,31 @@ import (
 // block forever.
 var errNotRegular = errors.New("not a regular file")
 
-// checkedWrite resolves a write/edit target and asks the sandbox. The error
-// is model-facing and names the rule that refused the path.
-func checkedWrite(call Call, verb, input string) (string, error) {
+// checkedWrite resolves a write/edit target and asks the sandbox; with
+// Env.Protect a protected path is refused too. The error is model-facing
+// and names the rule that refused the path. root is the writable root
+// holding the path, for the identity re-check just before the write.
+func checkedWrite(call Call, verb, input string) (resolved string, root rootRef, err error) {
 	sb, err := call.Env.sandbox(call)
 	if err != nil {
-		return "", fmt.Errorf("Sandbox error: %v", err)
+		return "", rootRef{}, fmt.Errorf("Sandbox error: %v", err)
 	}
 	abs := ResolvePath(input, call.Env.WorkDir(call))
-	resolved, err := sb.CheckWrite(abs)
+	resolved, err = sb.CheckWrite(abs)
 	if err != nil {
-		return "", pathError(err, verb, input, sb)
+		return "", rootRef{}, pathError(err, verb, input, sb)
 	}
-	return resolved, nil
+	if sb.protect {
+		if rule, ok := sb.Protected(abs); ok {
+			return "", rootRef{}, fmt.Errorf("Sandbox: %s denied – %s is a protected path (rule %q): a change there can make code run later, so only the user may approve it; ask the user to approve this call", verb, input, rule)
+		}
+	}
+	if sb.cfg.Enabled {
+		if r, id, ok := sb.rootOf(resolved); ok {
+			root = rootRef{path: r, id: id, ok: true}
+		}
+	}
+	return resolved, root, nil
 }
 
 // checkedRead resolves a path to read or list and asks the sandbox.
@@ -51,6 +63,9 @@ func pathError(err error, verb, input string, sb *Sandbox) error {
 				msg += ". Writable directories: " + strings.Join(roots, ", ")
 			} else {
 				msg += ". No directory is writable in this buffer"
+			}
+			if refused := sb.Refused(); len(refused) > 0 {
+				msg += ". Refused as writable: " + strings.Join(refused, "; ")
 			}
 		}
 		return errors.New(msg)

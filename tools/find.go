@@ -51,7 +51,7 @@ func runFind(ctx context.Context, call Call, in FindInput) (Output, error) {
 	if in.Limit != nil {
 		limit = int(math.Max(1, math.Floor(*in.Limit)))
 	}
-	_, root, isDir, err := searchRoot(call, in.Path)
+	input, root, isDir, err := searchRoot(call, in.Path)
 	if err != nil {
 		return Output{}, err
 	}
@@ -64,7 +64,7 @@ func runFind(ctx context.Context, call Call, in FindInput) (Output, error) {
 	var found []string
 	limited := false
 	w := &walker{ctx: ctx, sb: sb, exclude: newExcludes(call.Env.exclude()), root: root}
-	w.visit = func(abs string) bool {
+	w.visit = func(_ *walkDir, _, abs string) bool {
 		var ok bool
 		if byPath {
 			ok, _ = doublestar.Match(pattern, strings.TrimPrefix(abs[len(root):], "/"))
@@ -81,6 +81,9 @@ func runFind(ctx context.Context, call Call, in FindInput) (Output, error) {
 		return true
 	}
 	w.walk()
+	if w.rootErr != nil {
+		return Output{}, searchError(input, w.rootErr)
+	}
 	work := canonicalOr(call.Env.WorkDir(call))
 	for i, f := range found {
 		found[i] = TruncateLine(displayPath(f, work), MaxLineBytes)

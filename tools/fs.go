@@ -16,6 +16,18 @@ var errPathChanged = errors.New("the path changed while it was being used (a dir
 // errIsDir: the target of a write is a directory.
 var errIsDir = errors.New("is a directory")
 
+// errRootReplaced: the writable root holding the path is no longer the
+// directory the sandbox resolved (it was replaced by another one).
+var errRootReplaced = errors.New("the writable root was replaced by another directory since the sandbox checked it; nothing was done")
+
+// rootRef names the writable root a write must go through, with the
+// identity it had when the sandbox resolved it (ok false: no check).
+type rootRef struct {
+	path string
+	id   fileID
+	ok   bool
+}
+
 // Test hooks: called between the sandbox check and the write, and between
 // writing the temporary file and renaming it into place.
 var (
@@ -29,7 +41,7 @@ var (
 func fsReason(err error) string {
 	var errno syscall.Errno
 	switch {
-	case errors.Is(err, errPathChanged), errors.Is(err, errIsDir):
+	case errors.Is(err, errPathChanged), errors.Is(err, errIsDir), errors.Is(err, errRootReplaced):
 		return err.Error()
 	case errors.Is(err, fs.ErrNotExist):
 		return "no such file or directory"

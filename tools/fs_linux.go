@@ -13,15 +13,26 @@ import (
 // openat(O_NOFOLLOW|O_DIRECTORY) from the one before, starting at "/". A
 // component that is (now) a symlink or not a directory fails with
 // errPathChanged. With create, missing components are created (0755).
-func openDir(dir string, create bool) (int, error) {
+// When root is set, the component at root.path must still be the
+// directory root.id names (the writable root was not replaced by another
+// directory), else errRootReplaced.
+func openDir(dir string, create bool, root rootRef) (int, error) {
 	fd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
+	if root.ok && root.path == "/" {
+		if err := checkID(fd, root.id); err != nil {
+			syscall.Close(fd)
+			return -1, err
+		}
+	}
+	at := ""
 	for _, c := range strings.Split(strings.Trim(dir, "/"), "/") {
 		if c == "" {
 			continue
 		}
+		at += "/" + c
 		nfd, err := openatDir(fd, c)
 		if errors.Is(err, syscall.ENOENT) && create {
 			if err = syscall.Mkdirat(fd, c, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
@@ -36,8 +47,41 @@ func openDir(dir string, create bool) (int, error) {
 			return -1, err
 		}
 		fd = nfd
+		if root.ok && at == root.path {
+			if err := checkID(fd, root.id); err != nil {
+				syscall.Close(fd)
+				return -1, err
+			}
+		}
 	}
 	return fd, nil
+}
+
+// checkID fails with errRootReplaced unless fd is the file id names.
+func checkID(fd int, id fileID) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if uint64(st.Dev) != id.dev || uint64(st.Ino) != id.ino {
+		return errRootReplaced
+	}
+	return nil
+}
+
+// openDirID opens the directory dir (canonical) without following any
+// symlink, and returns it with its identity.
+func openDirID(dir string) (*os.File, fileID, error) {
+	fd, err := openDir(dir, false, rootRef{})
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, fileID{}, err
+	}
+	return os.NewFile(uintptr(fd), dir), fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
 }
 
 func openatDir(fd int, name string) (int, error) {
@@ -52,7 +96,7 @@ func openatDir(fd int, name string) (int, error) {
 // openNoFollow opens the regular file at the canonical path p for reading,
 // following no symlink on the way (see openDir).
 func openNoFollow(p string) (*os.File, error) {
-	dfd, err := openDir(filepath.Dir(p), false)
+	dfd, err := openDir(filepath.Dir(p), false, rootRef{})
 	if err != nil {
 		return nil, err
 	}
@@ -91,13 +135,14 @@ func openNoFollow(p string) (*os.File, error) {
 // creating it when mkdirs), the data goes to a temporary file in that
 // directory, and the temporary file is renamed over the name — so a reader
 // never sees a partial file, a failed write leaves the old file intact, and
-// a symlink swapped in anywhere on the path is never followed. Before the
-// rename the directory is re-verified: if the path no longer leads to the
-// directory we hold, nothing is renamed. An existing file keeps its
-// permission bits.
-func writeFileAtomic(p string, data []byte, mkdirs bool) (err error) {
+// a symlink swapped in anywhere on the path is never followed; root, when
+// set, is the writable root holding p, which must still be the directory
+// the sandbox resolved. Before the rename the directory is re-verified: if
+// the path no longer leads to the directory we hold, nothing is renamed.
+// An existing file keeps its permission bits.
+func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef) (err error) {
 	dir, name := filepath.Dir(p), filepath.Base(p)
-	dfd, err := openDir(dir, mkdirs)
+	dfd, err := openDir(dir, mkdirs, root)
 	if err != nil {
 		return err
 	}

@@ -40,10 +40,15 @@ func openNoFollow(p string) (*os.File, error) {
 	return os.Open(p)
 }
 
-func writeFileAtomic(p string, data []byte, mkdirs bool) (err error) {
+func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef) (err error) {
 	dir, name := filepath.Dir(p), filepath.Base(p)
 	if err := verifyNoSymlinks(dir); err != nil {
 		return err
+	}
+	if root.ok {
+		if id, ok := statID(root.path); !ok || id != root.id {
+			return errRootReplaced
+		}
 	}
 	if mkdirs {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -91,5 +96,20 @@ func writeFileAtomic(p string, data []byte, mkdirs bool) (err error) {
 	if err = verifyNoSymlinks(dir); err != nil {
 		return err
 	}
+	if root.ok {
+		if id, ok := statID(root.path); !ok || id != root.id {
+			return errRootReplaced
+		}
+	}
 	return os.Rename(tmp, p)
+}
+
+// openDirID is not used where bubblewrap does not exist.
+func openDirID(dir string) (*os.File, fileID, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	id, _ := statID(dir)
+	return f, id, nil
 }

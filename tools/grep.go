@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -74,7 +75,10 @@ func runGrep(ctx context.Context, call Call, in GrepInput) (Output, error) {
 		return Output{}, err
 	}
 	sb, _ := call.Env.sandbox(call)
-	matches, limited, binaryRoot := grepSearch(ctx, root, isDir, sb, call.Env.exclude(), globs, m, limit)
+	matches, limited, binaryRoot, err := grepSearch(ctx, root, isDir, sb, call.Env.exclude(), globs, m, limit)
+	if err != nil {
+		return Output{}, searchError(input, err)
+	}
 	if binaryRoot {
 		return Output{}, fmt.Errorf("%s is a binary file; grep skips binary files (use read to see its type)", input)
 	}
@@ -121,6 +125,17 @@ func timedOut(what, partial string, started time.Time, ctx context.Context) erro
 	return errors.New(msg)
 }
 
+// searchError words a search root that could not be opened.
+func searchError(input string, err error) error {
+	if errors.Is(err, errRootChanged) || errors.Is(err, errNotFile) {
+		return fmt.Errorf("Cannot search %s: %v", input, err)
+	}
+	if r := fsReason(err); r != "" {
+		return fmt.Errorf("Cannot search %s: %s", input, r)
+	}
+	return &Internal{Err: err}
+}
+
 func canonicalOr(p string) string {
 	if c, err := canonical(p); err == nil {
 		return c
@@ -133,24 +148,41 @@ func canonicalOr(p string) string {
 // in order, grepWorkers goroutines search them, and the results are merged
 // in walk order, so the output is deterministic and the search stops as soon
 // as the first limit matches are known.
-func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclude []string, globs []fileGlob, m *matcher, limit int) (matches []grepMatch, limited, binaryRoot bool) {
+func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclude []string, globs []fileGlob, m *matcher, limit int) (matches []grepMatch, limited, binaryRoot bool, err error) {
 	if !isDir {
+		if testHookBeforeOpen != nil {
+			testHookBeforeOpen(root)
+		}
+		d, err := openRootDir(filepath.Dir(root))
+		if err != nil {
+			return nil, false, false, walkOpenError(err)
+		}
+		defer d.close()
 		s := newSearcher(m)
-		found, binary, _ := s.searchFile(root, limit+1, nil)
+		found, binary, err := s.searchFile(d, filepath.Base(root), root, limit+1, nil)
+		if err != nil {
+			return nil, false, false, walkOpenError(err)
+		}
 		if binary {
-			return nil, false, true
+			return nil, false, true, nil
 		}
 		if len(found) > limit {
-			return found[:limit], true, false
+			return found[:limit], true, false, nil
 		}
-		return found, false, false
+		return found, false, false, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	// A file to search: its directory stays open (retained) until the file
+	// is opened, relative to it.
+	type file struct {
+		dir       *walkDir
+		name, abs string
+	}
 	type batch struct {
 		seq   int
-		files []string
+		files []file
 	}
 	type result struct {
 		seq     int
@@ -159,6 +191,11 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 	const batchSize = 64
 	jobs := make(chan batch, 2*grepWorkers)
 	results := make(chan result, 2*grepWorkers)
+	release := func(fs []file) {
+		for _, f := range fs {
+			f.dir.release()
+		}
+	}
 
 	var wg sync.WaitGroup
 	for range grepWorkers {
@@ -168,11 +205,13 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 			s := newSearcher(m)
 			for b := range jobs {
 				var out []grepMatch
-				for _, f := range b.files {
+				for i, f := range b.files {
 					if ctx.Err() != nil {
+						release(b.files[i:])
 						break
 					}
-					found, binary, _ := s.searchFile(f, limit+1, out)
+					found, binary, _ := s.searchFile(f.dir.fd, f.name, f.abs, limit+1, out)
+					f.dir.release()
 					if !binary {
 						out = found
 					}
@@ -181,15 +220,18 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 			}
 		}()
 	}
+	var rootErr error
 	go func() {
 		w := &walker{ctx: ctx, sb: sb, exclude: newExcludes(exclude), fileGlobs: globs, root: root}
 		cur := batch{}
-		w.visit = func(abs string) bool {
-			cur.files = append(cur.files, abs)
+		w.visit = func(dir *walkDir, name, abs string) bool {
+			dir.retain()
+			cur.files = append(cur.files, file{dir, name, abs})
 			if len(cur.files) == batchSize {
 				select {
 				case jobs <- cur:
 				case <-ctx.Done():
+					release(cur.files)
 					return false
 				}
 				cur = batch{seq: cur.seq + 1}
@@ -200,8 +242,12 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 			select {
 			case jobs <- cur:
 			case <-ctx.Done():
+				release(cur.files)
 			}
+		} else {
+			release(cur.files) // stopped: nobody will open these
 		}
+		rootErr = w.rootErr
 		close(jobs)
 		wg.Wait()
 		close(results)
@@ -228,7 +274,7 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 			}
 		}
 	}
-	return matches, limited, false
+	return matches, limited, false, rootErr
 }
 
 // matcher is a compiled grep pattern with the fast paths it allows.
@@ -345,12 +391,16 @@ type searcher struct {
 
 func newSearcher(m *matcher) *searcher { return &searcher{m: m, buf: make([]byte, 64*1024)} }
 
-// searchFile appends to out up to max matches of the file at path. A file
-// with a NUL byte is binary: it is skipped (binary is true and out is
-// returned unchanged). The file is read in chunks cut at line ends, so its
-// size does not matter.
-func (s *searcher) searchFile(path string, max int, out []grepMatch) ([]grepMatch, bool, error) {
-	f, err := openSearch(path)
+// searchFile appends to out up to max matches of the file name in dir
+// (whose path is path); a symlink or anything but a regular file there is
+// not opened. A file with a NUL byte is binary: it is skipped (binary is
+// true and out is returned unchanged). The file is read in chunks cut at
+// line ends, so its size does not matter.
+func (s *searcher) searchFile(dir dirFD, name, path string, max int, out []grepMatch) ([]grepMatch, bool, error) {
+	if testHookBeforeOpen != nil {
+		testHookBeforeOpen(path)
+	}
+	f, err := dir.openRegular(name)
 	if err != nil {
 		return out, false, err
 	}

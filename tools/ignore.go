@@ -127,22 +127,28 @@ func ignored(frames []ignoreFrame, abs, name string, isDir bool) bool {
 	return false
 }
 
-// loadIgnoreFrame reads the ignore files of dir that the listing says exist.
-func loadIgnoreFrame(dir string, hasGitignore, hasIgnore bool, exclude string) (ignoreFrame, bool) {
+// maxIgnoreFile bounds the size of an ignore file that is read.
+const maxIgnoreFile = 16 << 20
+
+// loadIgnoreFrame reads the ignore files of the open directory d (at path
+// dir) that its listing says exist, after the rules of exclude (the
+// repository's .git/info/exclude). Ignore files are opened relative to d and
+// never through a symlink.
+func loadIgnoreFrame(d dirFD, dir string, hasGitignore, hasIgnore bool, exclude []byte) (ignoreFrame, bool) {
 	fr := ignoreFrame{base: dir}
-	read := func(p string) {
-		if data, err := os.ReadFile(p); err == nil {
+	if exclude != nil {
+		fr.rules = append(fr.rules, parseIgnore(exclude)...)
+	}
+	read := func(name string) {
+		if data, err := d.readFile(name, maxIgnoreFile); err == nil {
 			fr.rules = append(fr.rules, parseIgnore(data)...)
 		}
 	}
-	if exclude != "" {
-		read(exclude)
-	}
 	if hasGitignore {
-		read(filepath.Join(dir, ".gitignore"))
+		read(".gitignore")
 	}
 	if hasIgnore {
-		read(filepath.Join(dir, ".ignore"))
+		read(".ignore")
 	}
 	return fr, len(fr.rules) > 0
 }
@@ -150,6 +156,8 @@ func loadIgnoreFrame(dir string, hasGitignore, hasIgnore bool, exclude string) (
 // ancestorFrames are the ignore rules that apply to a search starting at
 // root from the directories above it, up to the repository root (the
 // nearest ancestor with a .git entry); none when root is in no repository.
+// The directories are opened from the repository root down, never through a
+// symlink.
 func ancestorFrames(root string) []ignoreFrame {
 	var chain []string
 	repo := ""
@@ -166,30 +174,54 @@ func ancestorFrames(root string) []ignoreFrame {
 	if repo == "" {
 		return nil
 	}
-	var frames []ignoreFrame
+	// chain holds root..repo; frames go outermost first, root excluded (the
+	// walk loads root's own files), except that the repo's info/exclude is
+	// loaded here even when repo == root.
 	if repo != root {
 		chain = append(chain, repo)
 	} else {
 		chain = []string{repo}
 	}
-	// chain holds root..repo; frames go outermost first, root excluded (the
-	// walk loads root's own files), except that the repo's info/exclude is
-	// loaded here even when repo == root.
-	for i := len(chain) - 1; i >= 0; i-- {
-		d := chain[i]
-		excl := ""
-		if d == repo {
-			excl = filepath.Join(repo, ".git", "info", "exclude")
+	d, err := openRootDir(repo)
+	if err != nil {
+		return nil
+	}
+	defer func() { d.close() }()
+	var exclude []byte
+	if g, err := d.openDir(".git"); err == nil {
+		if info, err := g.openDir("info"); err == nil {
+			exclude, _ = info.readFile("exclude", maxIgnoreFile)
+			info.close()
 		}
-		if d == root {
-			if excl != "" {
-				if fr, ok := loadIgnoreFrame(d, false, false, excl); ok {
+		g.close()
+	}
+	if exclude == nil {
+		exclude = []byte{}
+	}
+	var frames []ignoreFrame
+	for i := len(chain) - 1; i >= 0; i-- {
+		dir := chain[i]
+		if i < len(chain)-1 {
+			next, err := d.openDir(filepath.Base(dir))
+			if err != nil {
+				break
+			}
+			d.close()
+			d = next
+		}
+		excl := []byte(nil)
+		if dir == repo {
+			excl = exclude
+		}
+		if dir == root {
+			if excl != nil {
+				if fr, ok := loadIgnoreFrame(d, dir, false, false, excl); ok {
 					frames = append(frames, fr)
 				}
 			}
 			continue
 		}
-		if fr, ok := loadIgnoreFrame(d, true, true, excl); ok {
+		if fr, ok := loadIgnoreFrame(d, dir, true, true, excl); ok {
 			frames = append(frames, fr)
 		}
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -45,9 +45,22 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 		}
 		return Output{}, err
 	}
-	if fi, err := os.Stat(resolved); err != nil || !fi.IsDir() {
-		return Output{}, fmt.Errorf("Directory not found: %s", in.Path)
+	// The listed directory and everything below it are opened relative to
+	// it, never through a symlink (see search_linux.go).
+	if testHookBeforeOpen != nil {
+		testHookBeforeOpen(resolved)
 	}
+	root, err := openRootDir(resolved)
+	if err != nil {
+		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrNotExist) {
+			return Output{}, fmt.Errorf("Directory not found: %s", in.Path)
+		}
+		if errors.Is(walkOpenError(err), errRootChanged) {
+			return Output{}, fmt.Errorf("Cannot list %s: %v", in.Path, errRootChanged)
+		}
+		return Output{}, ioError("list", err)
+	}
+	defer root.close()
 	depth := 1
 	if in.MaxDepth != nil {
 		depth = int(math.Max(1, math.Floor(*in.MaxDepth)))
@@ -65,6 +78,7 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 	}
 	var dirs, files []string
 	more := false
+	var buf []byte
 	queue := []level{{"", resolved, 1}}
 	for len(queue) > 0 && !more {
 		if err := ctx.Err(); err != nil {
@@ -72,8 +86,23 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 		}
 		lv := queue[0]
 		queue = queue[1:]
-		entries, err := os.ReadDir(lv.abs)
+		d := root
+		if lv.rel != "" {
+			// Reopened from the root, component by component: only the
+			// root stays open however wide the listing.
+			if testHookBeforeOpen != nil {
+				testHookBeforeOpen(lv.abs)
+			}
+			if d, err = openRel(root, lv.rel); err != nil {
+				continue // replaced by a symlink since the listing, or unreadable
+			}
+		}
+		var entries []dirEntry
+		entries, buf, err = d.entries(buf)
 		if err != nil {
+			if d != root {
+				d.close()
+			}
 			if lv.depth == 1 {
 				return Output{}, ioError("list", err)
 			}
@@ -84,27 +113,29 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 				more = true
 				break
 			}
-			rel, abs := lv.rel+e.Name(), filepath.Join(lv.abs, e.Name())
-			isDir := e.IsDir()
-			if e.Type()&os.ModeSymlink != 0 {
-				if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
-					isDir = true
-				}
-				if isDir {
+			rel, abs := lv.rel+e.name, lv.abs+"/"+e.name
+			if lv.abs == "/" {
+				abs = "/" + e.name
+			}
+			if e.typ == entrySymlink {
+				if d.isDirFollow(e.name) {
 					dirs = append(dirs, rel+"/")
 				} else {
 					files = append(files, rel)
 				}
 				continue // never followed
 			}
-			if !isDir {
+			if e.typ != entryDir {
 				files = append(files, rel)
 				continue
 			}
 			dirs = append(dirs, rel+"/")
-			if lv.depth < depth && (sb == nil || !sb.deniedEntry(abs, e.Name(), true)) {
+			if lv.depth < depth && (sb == nil || !sb.deniedEntry(abs, e.name, true)) {
 				queue = append(queue, level{rel + "/", abs, lv.depth + 1})
 			}
+		}
+		if d != root {
+			d.close()
 		}
 	}
 	if len(dirs)+len(files) == 0 {

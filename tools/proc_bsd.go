@@ -2,7 +2,30 @@
 
 package tools
 
-import "os"
+import (
+	"os"
+	"sync/atomic"
+	"syscall"
+)
 
-// groupAlive reports whether p's process group has any member.
-func groupAlive(p *os.Process) bool { return groupExists(p.Pid) }
+// Without Linux's child subreapers the command runs unsupervised, as a
+// process group (see proc.go).
+
+type treePlatform struct {
+	waited      <-chan error
+	terminating atomic.Bool
+}
+
+func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File) error {
+	return t.startGroup(path, argv, dir, env, out)
+}
+
+func (t *tree) wait()       { t.waitGroup() }
+func (t *tree) terminate()  { t.terminateGroup() }
+func (t *tree) killNow()    { t.killGroup() }
+func (t *tree) killDirect() { t.killGroup() }
+
+func groupSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// groupAlive reports whether the process group pgid has any member.
+func groupAlive(pgid int) bool { return groupExists(pgid) }

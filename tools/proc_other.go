@@ -7,8 +7,20 @@ import (
 	"os/exec"
 )
 
-func setProcessGroup(cmd *exec.Cmd) {}
+// Without process groups only the command itself can be killed.
 
-func signalGroup(p *os.Process, kill bool) { p.Kill() }
+type treePlatform struct{}
 
-func groupAlive(p *os.Process) bool { return false }
+func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File) error {
+	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: out, Stderr: out}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	t.cmd = cmd
+	return nil
+}
+
+func (t *tree) wait()       { t.status, t.err = exitStatusOf(t.cmd.Wait()) }
+func (t *tree) terminate()  { t.cmd.Process.Kill() }
+func (t *tree) killNow()    { t.cmd.Process.Kill() }
+func (t *tree) killDirect() { t.cmd.Process.Kill() }

@@ -6,26 +6,70 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
+	"time"
 )
 
-// setProcessGroup makes the command the leader of a new process group, so
-// that it and everything it starts can be signalled together.
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-}
+// The unsupervised form of a process tree (other Unix systems, or Linux
+// when the supervisor cannot run): the command leads a new process group,
+// which is signalled as a whole.
 
-// signalGroup sends SIGTERM (or SIGKILL) to the process group led by p.
-func signalGroup(p *os.Process, kill bool) {
-	sig := syscall.SIGTERM
-	if kill {
-		sig = syscall.SIGKILL
+// startGroup starts the command itself as the leader of a new process
+// group. It is started, and waited for, on a goroutine locked to its thread:
+// on Linux the command gets SIGKILL when the thread that forked it ends
+// (Pdeathsig), and a thread of the Go runtime can end when a goroutine
+// locked to it returns.
+func (t *tree) startGroup(path string, argv []string, dir string, env []string, out *os.File) error {
+	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: out, Stderr: out, SysProcAttr: groupSysProcAttr()}
+	started := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return err
 	}
-	syscall.Kill(-p.Pid, sig)
+	t.cmd = cmd
+	t.plat.waited = waited
+	return nil
 }
 
-// groupExists reports whether p's process group has any member, zombies
-// included.
+// waitGroup waits for the command, then for its process group to be empty:
+// after a normal exit what is left of the group is killed at once; after
+// terminate the group has until kill. It gives up after a bound.
+func (t *tree) waitGroup() {
+	t.status, t.err = exitStatusOf(<-t.plat.waited)
+	pgid := t.cmd.Process.Pid
+	for deadline := time.Now().Add(killWait + 2*time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !t.plat.terminating.Load() {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		if !groupAlive(pgid) {
+			return
+		}
+	}
+}
+
+func (t *tree) terminateGroup() {
+	t.plat.terminating.Store(true)
+	syscall.Kill(-t.cmd.Process.Pid, syscall.SIGTERM)
+}
+
+func (t *tree) killGroup() {
+	t.plat.terminating.Store(false)
+	syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// groupExists reports whether the process group pgid has any member,
+// zombies included.
 func groupExists(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)

@@ -157,7 +157,9 @@ func TestFoldPath(t *testing.T) {
 	}
 }
 
-// TestBwrapArgv pins reference §12 #57 (shape of the wrapped command).
+// TestBwrapArgv pins reference §12 #57 (shape of the wrapped command), as
+// changed by issue 11: every namespace, no capabilities, the session's
+// socket folders hidden before the roots are bound.
 func TestBwrapArgv(t *testing.T) {
 	home := canonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
@@ -168,23 +170,28 @@ func TestBwrapArgv(t *testing.T) {
 		argv := sb.bwrapArgv("/usr/bin/bwrap", []string{"bash", "-c", "echo hi"})
 		s := strings.Join(argv, " ")
 		for _, frag := range []string{
-			"/usr/bin/bwrap --ro-bind / / --bind " + root + " " + root + " --dev /dev --proc /proc",
+			"/usr/bin/bwrap --ro-bind / / ",
+			" --bind " + root + " " + root + " --dev /dev --proc /proc ",
 			"--tmpfs " + filepath.Join(home, ".ssh"),
-			"--unshare-user --unshare-pid --unshare-uts --unshare-ipc",
+			"--unshare-all --unshare-user",
+			"--cap-drop ALL",
 			"--die-with-parent --new-session bash -c echo hi",
 		} {
 			if !strings.Contains(s, frag) {
 				t.Errorf("argv lacks %q:\n%s", frag, s)
 			}
 		}
+		if fi, err := os.Stat("/run/user"); err == nil && fi.IsDir() && !strings.HasPrefix(s, "/usr/bin/bwrap --ro-bind / / --tmpfs /run/user ") {
+			t.Errorf("/run/user not hidden before the roots: %s", s)
+		}
 		if strings.Contains(s, "/nonexistent-root") {
 			t.Errorf("a missing root was bound: %s", s)
 		}
-		if network != strings.Contains(s, "--share-net") || network == strings.Contains(s, "--unshare-net") {
+		if network != strings.Contains(s, "--share-net") || strings.Contains(s, "--unshare-net") {
 			t.Errorf("network=%v: %s", network, s)
 		}
-		if strings.Contains(s, "--tmpfs /run") {
-			t.Errorf("/run must stay read-only: %s", s)
+		if strings.Contains(s, "--tmpfs /run ") {
+			t.Errorf("/run must stay (it holds resolv.conf's target): %s", s)
 		}
 	}
 	none, _ := NewSandbox(SandboxConfig{Enabled: true, Backend: "none"}, root, "")

@@ -2,9 +2,12 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -15,6 +18,12 @@ import (
 // honoured, hidden entries and the configured excludes skipped, symlinks
 // neither followed nor reported, and everything the sandbox's deny rules
 // name skipped. The root itself is never filtered.
+//
+// Every directory is opened relative to its parent's open descriptor, never
+// through a symlink, and grep opens each file relative to its directory's
+// descriptor the same way (search_linux.go): a directory swapped for a
+// symlink while the walk runs is skipped, not followed, and the paths the
+// deny rules judge are the paths of what is opened.
 type walker struct {
 	ctx     context.Context
 	sb      *Sandbox
@@ -25,7 +34,12 @@ type walker struct {
 	fileGlobs []fileGlob
 	root      string
 	frames    []ignoreFrame
-	visit     func(abs string) bool // false stops the walk
+	// visit is called for each file, named name in dir (whose path is
+	// abs); false stops the walk. It may keep dir (retain) to open the
+	// file later.
+	visit   func(dir *walkDir, name, abs string) bool
+	rootErr error  // the root could not be opened
+	buf     []byte // getdents scratch space
 }
 
 type excludeRule struct {
@@ -89,23 +103,98 @@ func (w *walker) globOK(abs, name string, isDir bool) bool {
 	return isDir || !positive || matched
 }
 
-// walk visits root (a directory) and returns false when stopped.
-func (w *walker) walk() bool {
-	w.frames = ancestorFrames(w.root)
-	return w.dir(w.root)
+// walkDir is a directory of a walk, held open while anything still needs
+// to open an entry of it: the walker while it lists and descends, and grep's
+// workers until they have opened its files (one reference each).
+type walkDir struct {
+	fd   dirFD
+	abs  string
+	refs atomic.Int32
 }
 
-func (w *walker) dir(dir string) bool {
+func newWalkDir(fd dirFD, abs string) *walkDir {
+	d := &walkDir{fd: fd, abs: abs}
+	d.refs.Store(1)
+	return d
+}
+
+func (d *walkDir) retain() { d.refs.Add(1) }
+
+func (d *walkDir) release() {
+	if d.refs.Add(-1) == 0 {
+		d.fd.close()
+	}
+}
+
+// entryType is what a directory entry is, as listed.
+type entryType uint8
+
+const (
+	entryOther entryType = iota // device, FIFO, socket, unknown
+	entryFile
+	entryDir
+	entrySymlink
+)
+
+type dirEntry struct {
+	name string
+	typ  entryType
+}
+
+// testHookBeforeOpen, when set, is called with the path of every directory
+// a walk (grep, find, ls) is about to open and every file grep is about to
+// open, after the listing that found it: tests swap things in there.
+var testHookBeforeOpen func(abs string)
+
+// errNotFile: a walk found something else than a regular file where it
+// opens one.
+var errNotFile = errors.New("not a regular file")
+
+// errSymlink: a path-based walk (systems without openat) found a symlink
+// where it opens a directory or a file.
+var errSymlink = errors.New("is a symlink")
+
+// errRootChanged: the search root could not be opened without following a
+// symlink — it changed after it was checked.
+var errRootChanged = errors.New("the path changed during the search (a directory was replaced by a symlink)")
+
+// walk visits root (a directory) and returns false when stopped. A root
+// that cannot be opened sets rootErr.
+func (w *walker) walk() bool {
+	w.frames = ancestorFrames(w.root)
+	if testHookBeforeOpen != nil {
+		testHookBeforeOpen(w.root)
+	}
+	fd, err := openRootDir(w.root)
+	if err != nil {
+		w.rootErr = walkOpenError(err)
+		return true
+	}
+	return w.dir(newWalkDir(fd, w.root))
+}
+
+func walkOpenError(err error) error {
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, errSymlink) {
+		return errRootChanged
+	}
+	return err
+}
+
+// dir walks d, then releases it. Subdirectories are opened relative to d,
+// never through a symlink: one swapped in after the listing is skipped.
+func (w *walker) dir(d *walkDir) bool {
+	defer d.release()
 	if w.ctx.Err() != nil {
 		return false
 	}
-	entries, err := os.ReadDir(dir)
+	entries, buf, err := d.fd.entries(w.buf)
+	w.buf = buf
 	if err != nil {
 		return true // unreadable directories are skipped, as ripgrep does
 	}
 	hasGit, hasIgn := false, false
 	for _, e := range entries {
-		switch e.Name() {
+		switch e.name {
 		case ".gitignore":
 			hasGit = true
 		case ".ignore":
@@ -114,7 +203,7 @@ func (w *walker) dir(dir string) bool {
 	}
 	pushed := false
 	if hasGit || hasIgn {
-		if fr, ok := loadIgnoreFrame(dir, hasGit, hasIgn, ""); ok {
+		if fr, ok := loadIgnoreFrame(d.fd, d.abs, hasGit, hasIgn, nil); ok {
 			w.frames = append(w.frames, fr)
 			pushed = true
 		}
@@ -125,17 +214,16 @@ func (w *walker) dir(dir string) bool {
 		}
 	}()
 	for _, e := range entries {
-		name := e.Name()
+		name := e.name
 		if name[0] == '.' || w.excluded(name) {
 			continue
 		}
-		t := e.Type()
-		isDir := t.IsDir()
-		if !isDir && !t.IsRegular() {
+		isDir := e.typ == entryDir
+		if !isDir && e.typ != entryFile {
 			continue // symlinks are not followed; devices, FIFOs, sockets are not files
 		}
-		abs := dir + "/" + name
-		if dir == "/" {
+		abs := d.abs + "/" + name
+		if d.abs == "/" {
 			abs = "/" + name
 		}
 		if len(w.frames) > 0 && ignored(w.frames, abs, name, isDir) {
@@ -148,16 +236,40 @@ func (w *walker) dir(dir string) bool {
 			continue
 		}
 		if isDir {
-			if !w.dir(abs) {
+			if testHookBeforeOpen != nil {
+				testHookBeforeOpen(abs)
+			}
+			sub, err := d.fd.openDir(name)
+			if err != nil {
+				continue // replaced by a symlink or a file since the listing, or unreadable
+			}
+			if !w.dir(newWalkDir(sub, abs)) {
 				return false
 			}
 			continue
 		}
-		if !w.visit(abs) {
+		if !w.visit(d, name, abs) {
 			return false
 		}
 	}
 	return true
+}
+
+// openRel opens the directory rel (slash-separated, below d) one component
+// at a time, never through a symlink.
+func openRel(d dirFD, rel string) (dirFD, error) {
+	cur := d
+	for _, c := range strings.Split(strings.Trim(rel, "/"), "/") {
+		next, err := cur.openDir(c)
+		if cur != d {
+			cur.close()
+		}
+		if err != nil {
+			return next, err
+		}
+		cur = next
+	}
+	return cur, nil
 }
 
 // newFileGlobs parses grep's glob input: `!` negates; a glob with a slash is

@@ -42,14 +42,14 @@ func Write() Tool {
 		if in.Path == "" {
 			return Output{}, errors.New("No path provided")
 		}
-		resolved, err := checkedWrite(call, "write", in.Path)
+		resolved, root, err := checkedWrite(call, "write", in.Path)
 		if err != nil {
 			return Output{}, err
 		}
 		if testHookAfterCheck != nil {
 			testHookAfterCheck(resolved)
 		}
-		if err := writeFileAtomic(resolved, []byte(in.Content), true); err != nil {
+		if err := writeFileAtomic(resolved, []byte(in.Content), true, root); err != nil {
 			return Output{}, ioError("write", err)
 		}
 		call.Env.reads().Record(call.Bufnr, resolved, sha256.Sum256([]byte(in.Content)))
@@ -80,7 +80,7 @@ func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
 	if in.OldText == "" {
 		return Output{}, errors.New("No oldText provided")
 	}
-	resolved, err := checkedWrite(call, "edit", in.Path)
+	resolved, root, err := checkedWrite(call, "edit", in.Path)
 	if err != nil {
 		return Output{}, err
 	}
@@ -129,7 +129,7 @@ func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
 	if testHookAfterCheck != nil {
 		testHookAfterCheck(resolved)
 	}
-	if err := writeFileAtomic(resolved, out, false); err != nil {
+	if err := writeFileAtomic(resolved, out, false, root); err != nil {
 		return Output{}, ioError("write", err)
 	}
 	reads.Record(call.Bufnr, resolved, sha256.Sum256(out))

@@ -43,10 +43,44 @@ M.defaults = {
   sandbox = {
     enabled = true,
     backend = "auto", -- "auto" | "bwrap" | "none"
+    -- Roots write/edit (and bash under bubblewrap) may change. "/" and $HOME
+    -- themselves, and their ancestors, are never roots.
     writable = { "urn:flemma:cwd", "urn:flemma:buffer:path", "${TMPDIR:-/tmp}" },
-    deny_read = { "**/.ssh/**", "**/.gnupg/**", "**/id_rsa*", "**/*.pem", "**/*.key" },
-    network = true,
-    env_deny = { "*_KEY", "*_TOKEN", "*_SECRET", "*_PASSWORD", "AWS_*", "ANTHROPIC_*", "OPENAI_*" },
+    -- Never read by any tool, and hidden from bash under bubblewrap. "!glob"
+    -- keeps a base name readable (templates of .env files).
+    deny_read = {
+      -- keys and certificates, anywhere
+      "**/.ssh/**", "**/.gnupg/**",
+      "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
+      "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx", "**/*.jks", "**/*.keystore",
+      "!**/cacert.pem",
+      -- environment files, anywhere
+      "**/.env", "**/.env.*", "**/.envrc",
+      "!**/.env.example", "!**/.env.sample", "!**/.env.template", "!**/.env.dist", "!**/.env.defaults",
+      -- credential stores in the home directory
+      "~/.aws/**", "~/.azure/**", "~/.config/gcloud/**", "~/.kube/**", "~/.docker/**",
+      "~/.config/gh/**", "~/.config/hub", "~/.config/glab-cli/**", "~/.config/git/credentials",
+      "~/.netrc", "~/.git-credentials", "~/.npmrc", "~/.yarnrc.yml", "~/.pypirc", "~/.pgpass", "~/.my.cnf",
+      "~/.cargo/credentials*", "~/.gem/credentials", "~/.vault-token", "~/.terraform.d/credentials*",
+      "~/.password-store/**", "~/.local/share/keyrings/**", "~/.config/op/**", "~/.config/rclone/**",
+      "~/.config/github-copilot/**", "~/.claude/.credentials.json", "~/.codex/auth.json",
+      -- shell histories
+      "~/.*_history", "~/.local/share/fish/fish_history",
+    },
+    -- bash gets no network unless you opt in (abstract sockets of X11 and
+    -- D-Bus become reachable with it).
+    network = false,
+    -- Variables never passed to commands (and redacted from output). The
+    -- sockets of Neovim, ssh-agent, D-Bus, X11, tmux … are always dropped.
+    env_deny = {
+      "*SECRET*", "*TOKEN*", "*PASSWORD*", "*PASSWD*", "*PASSPHRASE*", "*CREDENTIAL*", "*_CREDS",
+      "*API_KEY*", "*APIKEY*", "*PRIVATE_KEY*", "*_KEY", "*_KEY_*", "*_PAT", "*_PASS", "*_PWD",
+      "*_AUTH", "*_COOKIE", "*_SALT", "*WEBHOOK*", "*_DSN",
+      "*DATABASE_URL*", "*_DB_URL", "*_DB_URI", "*CONNECTION_STRING*", "*_CONN_STR*",
+      "*MONGO*_URI*", "*MONGO*_URL*", "*REDIS*_URL*", "*POSTGRES*_URL*", "*MYSQL*_URL*", "*AMQP*_URL*", "*RABBITMQ*_URL*",
+      "NPM_CONFIG__AUTH*", "NPM_CONFIG_//*", "SSH_AUTH_SOCK", "BW_SESSION", "OP_SESSION_*", "KRB5CCNAME",
+      "AWS_*", "ANTHROPIC_*", "OPENAI_*",
+    },
   },
   keymaps = { send = "<C-]>", tool_execute = "<M-CR>", cancel = "<C-c>" },
   highlights = { tool_preview = "Comment" },
@@ -169,6 +203,7 @@ function M.for_host(cfg)
     return v
   end
   return strip({
+    paths = { state = require("flemma").state_dir(), config = vim.fn.stdpath("config") },
     provider = cfg.provider,
     model = cfg.model,
     parameters = cfg.parameters,

@@ -1,0 +1,45 @@
+package rpc
+
+import (
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"testing"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/flemma-dev/flemma/tools"
+)
+
+// The Lua defaults (lua/flemma/config.lua) are what a user reads and what
+// setup() sends; the Go defaults are what the tools use when a key is not
+// sent. They must say the same: the security defaults of issue 11 live in
+// both places until one option model replaces them (issue 13).
+func TestLuaDefaultsMatchGo(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(file), "..", "lua", "flemma", "config.lua")
+	L := lua.NewState()
+	defer L.Close()
+	L.SetGlobal("vim", L.NewTable()) // config.lua uses vim.* only inside functions
+	if err := L.DoFile(path); err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	sandbox := L.GetField(L.GetField(L.Get(-1), "defaults"), "sandbox")
+	list := func(key string) []string {
+		var out []string
+		L.GetField(sandbox, key).(*lua.LTable).ForEach(func(_, v lua.LValue) { out = append(out, v.String()) })
+		return out
+	}
+	if got := list("deny_read"); !reflect.DeepEqual(got, tools.DefaultDenyRead) {
+		t.Errorf("config.lua sandbox.deny_read = %q\nGo DefaultDenyRead = %q", got, tools.DefaultDenyRead)
+	}
+	if got := list("env_deny"); !reflect.DeepEqual(got, tools.DefaultEnvDeny) {
+		t.Errorf("config.lua sandbox.env_deny = %q\nGo DefaultEnvDeny = %q", got, tools.DefaultEnvDeny)
+	}
+	if got := list("writable"); !reflect.DeepEqual(got, tools.DefaultWritable) {
+		t.Errorf("config.lua sandbox.writable = %q\nGo DefaultWritable = %q", got, tools.DefaultWritable)
+	}
+	if got := L.GetField(sandbox, "network"); got != lua.LBool(tools.DefaultSandboxConfig().Network) {
+		t.Errorf("config.lua sandbox.network = %v, Go default %v", got, tools.DefaultSandboxConfig().Network)
+	}
+}

@@ -1,0 +1,197 @@
+//go:build linux
+
+package tools
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// requireBwrap stops a test that needs bubblewrap when it cannot run here:
+// a failure when the environment variable CI is set (the CI machine must
+// have it), else a skip that says why.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, ok, why := DetectBackend(); !ok {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set but bubblewrap is not usable: %s", why)
+		}
+		t.Skipf("bubblewrap is not usable here: %s", why)
+	}
+}
+
+// TestHelperProcess is not a test: sandboxed commands run the test binary
+// with FLEMMA_TEST_HELPER set to act as a small client.
+//
+//   - connect: dial each unix socket of FLEMMA_TEST_ADDRS (comma-separated;
+//     "@name" is abstract) and print CONNECTED or refused for each.
+func TestHelperProcess(t *testing.T) {
+	switch os.Getenv("FLEMMA_TEST_HELPER") {
+	case "":
+		return
+	case "connect":
+		for _, a := range strings.Split(os.Getenv("FLEMMA_TEST_ADDRS"), ",") {
+			c, err := net.Dial("unix", a)
+			if err == nil {
+				c.Close()
+				fmt.Printf("CONNECTED %s\n", a)
+			} else {
+				fmt.Printf("refused %s: %v\n", a, err)
+			}
+		}
+	}
+	os.Exit(0)
+}
+
+// helperCommand is the shell command that runs the test binary as helper.
+func helperCommand(t *testing.T, mode string, env ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("FLEMMA_TEST_HELPER=%s %s %s -test.run='^TestHelperProcess$'", mode, strings.Join(env, " "), exe)
+}
+
+// listenUnix listens on a unix socket and accepts (and closes) connections
+// until the test ends.
+func listenUnix(t *testing.T, addr string) {
+	t.Helper()
+	if !strings.HasPrefix(addr, "@") {
+		if err := os.MkdirAll(filepath.Dir(addr), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("unix", addr)
+	if err != nil {
+		t.Fatalf("listen %s: %v", addr, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+}
+
+// scratchOutsideTmp is a directory that is neither under /tmp nor under a
+// writable root, for a stand-in of $XDG_RUNTIME_DIR that only the
+// XDG_RUNTIME_DIR rule can hide. Falls back to a temporary directory.
+func scratchOutsideTmp(t *testing.T) string {
+	t.Helper()
+	for _, base := range []string{"/var/tmp", "/dev/shm"} {
+		if d, err := os.MkdirTemp(base, "flemma-xdg-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return canonicalOr(d)
+		}
+	}
+	return canonicalOr(t.TempDir())
+}
+
+// TestBwrapHidesSockets is issue 11 #3: a unix socket of the user — in a
+// writable root, in /tmp, in $XDG_RUNTIME_DIR, or abstract — must not be
+// connectable from a sandboxed command (Neovim's $NVIM socket would run
+// commands outside the sandbox).
+func TestBwrapHidesSockets(t *testing.T) {
+	requireBwrap(t)
+	xdg := scratchOutsideTmp(t)
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	f := newFixture(t)
+	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath}})
+	inRoot := filepath.Join(f.dir, "sub", "app.sock")
+	inTmp := filepath.Join(f.outside, "nvim.sock")
+	inXDG := filepath.Join(xdg, "nvim.1234.0")
+	abstract := fmt.Sprintf("@flemma-test-%d", os.Getpid())
+	addrs := []string{inRoot, inTmp, inXDG, abstract}
+	for _, a := range addrs {
+		listenUnix(t, a)
+	}
+	cmd := helperCommand(t, "connect", "FLEMMA_TEST_ADDRS="+strings.Join(addrs, ","))
+
+	// Unsandboxed, every socket answers: the test would prove nothing
+	// otherwise.
+	plain := newFixture(t)
+	res := plain.run("bash", map[string]any{"command": cmd})
+	for _, a := range addrs {
+		if !strings.Contains(res.Content, "CONNECTED "+a) {
+			t.Fatalf("unsandboxed control: %s not connectable:\n%s", a, res.Content)
+		}
+	}
+
+	res = f.run("bash", map[string]any{"command": cmd})
+	for _, a := range addrs {
+		if strings.Contains(res.Content, "CONNECTED "+a) {
+			t.Errorf("sandboxed command connected to %s", a)
+		}
+		if !strings.Contains(res.Content, "refused "+a) {
+			t.Errorf("no attempt on %s:\n%s", a, res.Content)
+		}
+	}
+	// The root stays writable around the hidden socket.
+	want(t, "write next to the socket", f.run("bash", map[string]any{"command": "echo ok > sub/file && cat sub/file"}), true, "ok")
+}
+
+// TestCommandEnvDropsSockets: the variables that name a socket of the user
+// never reach a command, with or without bubblewrap, whatever env_deny says.
+func TestCommandEnvDropsSockets(t *testing.T) {
+	socketVars := []string{
+		"NVIM=/run/user/1000/nvim.1.0", "NVIM_LISTEN_ADDRESS=/tmp/nvimX/0", "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1",
+		"SSH_AGENT_PID=42", "GPG_AGENT_INFO=/run/user/1000/gnupg/S.gpg-agent:0:1",
+		"DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/dbus/system_bus_socket",
+		"DISPLAY=:0", "WAYLAND_DISPLAY=wayland-0", "XAUTHORITY=/home/u/.Xauthority", "DOCKER_HOST=unix:///run/docker.sock",
+		"CONTAINER_HOST=unix:///run/podman/podman.sock", "TMUX=/tmp/tmux-1000/default,1,0", "TMUX_PANE=%1", "STY=1.pts-0.host",
+		"KITTY_LISTEN_ON=unix:@mykitty", "WEZTERM_UNIX_SOCKET=/run/user/1000/wezterm/sock", "ALACRITTY_SOCKET=/run/user/1000/Alacritty.sock",
+		"XDG_RUNTIME_DIR=/run/user/1000", "SWAYSOCK=/run/user/1000/sway-ipc.sock", "VSCODE_IPC_HOOK_CLI=/run/user/1000/vscode-ipc.sock",
+		"ZELLIJ=0", "SESSION_MANAGER=local/host:@/tmp/.ICE-unix/1", "PULSE_SERVER=unix:/run/user/1000/pulse/native",
+	}
+	base := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "KEEP_ME=yes"}, socketVars...)
+	for _, deny := range [][]string{nil, {}} {
+		sb, err := NewSandbox(SandboxConfig{Enabled: true, Backend: "none", EnvDeny: deny}, t.TempDir(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := (&Env{Sandbox: sb, Environ: base}).commandEnv()
+		got := strings.Join(env, "\n")
+		for _, kv := range socketVars {
+			name, _, _ := strings.Cut(kv, "=")
+			if strings.Contains("\n"+got, "\n"+name+"=") {
+				t.Errorf("env_deny=%v: %s reached the command", deny, name)
+			}
+		}
+		if !strings.Contains(got, "KEEP_ME=yes") {
+			t.Errorf("env_deny=%v: an ordinary variable was dropped", deny)
+		}
+	}
+	// The user may still set one explicitly (tools.bash.env).
+	env := (&Env{Environ: base, ExtraEnv: map[string]string{"DISPLAY": ":1"}}).commandEnv()
+	if !strings.Contains(strings.Join(env, "\n"), "DISPLAY=:1") {
+		t.Errorf("tools.bash.env DISPLAY dropped")
+	}
+
+	// End to end, without and with bubblewrap.
+	run := func(f *fixture) {
+		t.Helper()
+		f.env.Environ = append(f.env.Environ, socketVars...)
+		res := f.run("bash", map[string]any{"command": "env"})
+		want(t, "env", res, true, "PATH=")
+		for _, kv := range socketVars {
+			name, _, _ := strings.Cut(kv, "=")
+			if strings.Contains("\n"+res.Content, "\n"+name+"=") {
+				t.Errorf("backend %s: %s reached the command", f.env.Sandbox.Backend(), name)
+			}
+		}
+	}
+	run(newFixture(t))
+	requireBwrap(t)
+	f := newFixture(t)
+	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath}})
+	run(f)
+}
