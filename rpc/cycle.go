@@ -484,10 +484,12 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 			}
 		}()
 		for i, j := range jobs {
+			// Taken here, in buffer order, before the worker starts: with
+			// max_concurrent = 1 the calls run first to last.
+			sem <- struct{}{}
 			wg.Add(1)
 			go func(ctx context.Context, j job) {
 				defer wg.Done()
-				sem <- struct{}{}
 				defer func() { <-sem }()
 				h.runOne(ctx, bufnr, j, cursorMode)
 			}(ctxs[i], j)
@@ -568,11 +570,46 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 	}
 	res := h.exec.Run(ctx, call, j.input)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
-	err = h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
-		if doc.Result(j.id) == nil {
-			return nil, applyOpts{}, fmt.Errorf("the result block of %s was removed while the tool ran; its output is in the log", j.id)
+	err = h.writeResult(bufnr, j.id, res, cursorMode)
+	status := "success"
+	if res.IsError {
+		status = "error"
+	}
+	if err != nil {
+		h.logf("write result %s: %v (content: %q)", j.id, err, res.Content)
+		h.notify(fmt.Sprintf("The result of %s was not written: %v. It is kept: <M-CR> on the call writes it.", j.id, err), levelWarn)
+		status = "error"
+	}
+	info["status"] = status
+	h.mu.Lock()
+	h.state(bufnr).lastResult = time.Now()
+	h.mu.Unlock()
+	h.event("FlemmaToolFinished", info)
+}
+
+// errBlockChanged: the block a result was going to replace is not the
+// empty approved placeholder the call started from.
+var errBlockChanged = errors.New("its block was changed while it ran")
+
+// writeResult writes a finished call's result into its placeholder. Writes
+// of one buffer go one at a time (concurrent calls would otherwise make
+// each other's changedtick stale until one gave up), and a result is
+// never dropped: when its block was removed or changed while the call ran
+// (a status edit, text typed in), the result is kept for <M-CR> instead of
+// overwriting the user's text, and the call is not run again.
+func (h *Host) writeResult(bufnr int, id string, res tools.Result, cursorMode string) error {
+	mu := h.writeLock(bufnr)
+	mu.Lock()
+	defer mu.Unlock()
+	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		r := doc.Result(id)
+		switch {
+		case r == nil:
+			return nil, applyOpts{}, errors.New("its block was removed while it ran")
+		case r.Status != buffer.StatusApproved || strings.TrimSpace(r.Content) != "":
+			return nil, applyOpts{}, errBlockChanged
 		}
-		e, err := buffer.ReplaceResult(doc, s.Lines, j.id, res.Content, res.IsError, res.Lang)
+		e, err := buffer.ReplaceResult(doc, s.Lines, id, res.Content, res.IsError, res.Lang)
 		if err != nil {
 			return nil, applyOpts{}, err
 		}
@@ -582,25 +619,32 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 			opts.Modifiable = &locked
 		}
 		if cursorMode != "stay" {
-			opts.CursorID = j.id
+			opts.CursorID = id
 			opts.CursorAtEnd = cursorMode == "next"
 		}
 		return []buffer.Edit{e}, opts, nil
 	})
-	status := "success"
-	if res.IsError {
-		status = "error"
-	}
 	if err != nil {
-		h.logf("write result %s: %v (content: %q)", j.id, err, res.Content)
-		h.notify(fmt.Sprintf("could not write the result of %s: %v", j.id, err), levelError)
-		status = "error"
+		h.mu.Lock()
+		st := h.state(bufnr)
+		if st.kept == nil {
+			st.kept = map[string]tools.Result{}
+		}
+		st.kept[id] = res
+		h.mu.Unlock()
 	}
-	info["status"] = status
+	return err
+}
+
+// writeLock is the buffer's result-write mutex.
+func (h *Host) writeLock(bufnr int) *sync.Mutex {
 	h.mu.Lock()
-	h.state(bufnr).lastResult = time.Now()
-	h.mu.Unlock()
-	h.event("FlemmaToolFinished", info)
+	defer h.mu.Unlock()
+	st := h.state(bufnr)
+	if st.writeMu == nil {
+		st.writeMu = &sync.Mutex{}
+	}
+	return st.writeMu
 }
 
 // hExecuteAt executes or resolves the one tool block under the cursor.
@@ -617,9 +661,21 @@ func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
 	}
 	h.mu.Lock()
 	isRunning := h.state(bufnr).running[id] != nil
+	kept, hasKept := h.state(bufnr).kept[id]
 	h.mu.Unlock()
 	if isRunning {
 		return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
+	}
+	if hasKept {
+		// The call ran; its result could not be written then. Write it now
+		// rather than run the call again.
+		if err := h.placeResult(bufnr, id, kept.Content, kept.IsError, kept.Lang); err != nil {
+			return reply("none", fmt.Sprintf("Could not write the kept result of %s: %v", id, err), levelError), nil
+		}
+		h.mu.Lock()
+		delete(h.state(bufnr).kept, id)
+		h.mu.Unlock()
+		return reply("result", fmt.Sprintf("Wrote the result %s produced earlier (it was not run again).", id), levelInfo), nil
 	}
 	r := doc.Result(id)
 	if r != nil && r.Status == "" {
@@ -764,6 +820,15 @@ func (h *Host) hSetResult(bufnr int, id, text string, isError bool) (map[string]
 	} else {
 		defer release()
 	}
+	if err := h.placeResult(bufnr, id, text, isError, ""); err != nil {
+		return reply("none", err.Error(), levelError), nil
+	}
+	return reply("result", "", 0), nil
+}
+
+// placeResult writes a result for id whatever its block holds (the user's
+// own result, or a kept one), creating the block when the call has none.
+func (h *Host) placeResult(bufnr int, id, text string, isError bool, lang string) error {
 	for pass := 0; pass < 2; pass++ {
 		created := false
 		err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
@@ -775,17 +840,15 @@ func (h *Host) hSetResult(bufnr int, id, text string, isError bool) (map[string]
 				edits, err := buffer.PlacePlaceholders(doc, s.Lines, []buffer.Placement{{ID: id, Status: buffer.StatusPending}})
 				return edits, applyOpts{}, err
 			}
-			e, err := buffer.ReplaceResult(doc, s.Lines, id, text, isError, "")
+			created = false
+			e, err := buffer.ReplaceResult(doc, s.Lines, id, text, isError, lang)
 			return []buffer.Edit{e}, applyOpts{CursorID: id}, err
 		})
-		if err != nil {
-			return reply("none", err.Error(), levelError), nil
-		}
-		if !created {
-			return reply("result", "", 0), nil
+		if err != nil || !created {
+			return err
 		}
 	}
-	return reply("none", "could not write the result", levelError), nil
+	return errors.New("could not write the result")
 }
 
 // writeFailure writes an error result for a call that could not start.

@@ -54,9 +54,11 @@ type bufState struct {
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
-	lastFlushes int       // buffer updates of the last response
-	lastResult  time.Time // when the last tool result was written
-	cycling     bool      // a cycle step is being planned and written
+	lastFlushes int                     // buffer updates of the last response
+	lastResult  time.Time               // when the last tool result was written
+	cycling     bool                    // a cycle step is being planned and written
+	writeMu     *sync.Mutex             // one result write at a time
+	kept        map[string]tools.Result // finished results whose block changed while they ran
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.

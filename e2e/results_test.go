@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+// Issue 12: results are never dropped, calls start in buffer order, and a
+// finished call is never run again to recover its result.
+
+// bashCalls is a conversation whose assistant runs each command with bash,
+// ids b1, b2, …
+func bashCalls(t *testing.T, commands ...string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("@You:\ngo\n\n@Assistant:\nRunning.\n")
+	for i, c := range commands {
+		call := bashCall(t, fmt.Sprintf("b%d", i+1), c)
+		b.WriteString(call[strings.Index(call, "\n**Tool Use:**"):])
+	}
+	return b.String()
+}
+
+// TestMaxConcurrentOneRunsInOrder: with max_concurrent = 1 the calls run
+// first to last.
+func TestMaxConcurrentOneRunsInOrder(t *testing.T) {
+	eachNvim(t, `{ tools = { max_concurrent = 1, auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		var cmds []string
+		for _, w := range []string{"first", "second", "third", "fourth", "fifth"} {
+			cmds = append(cmds, "echo "+w+" >> order.txt")
+		}
+		mustOpen(t, s, "ord/o.chat", bashCalls(t, cmds...))
+		press(t, s, "<C-]>")
+		waitResult(t, s, "b5")
+		waitUnlocked(t, s)
+		b, _ := os.ReadFile(filepath.Join(s.Dir, "ord", "order.txt"))
+		if got := strings.Fields(string(b)); strings.Join(got, ",") != "first,second,third,fourth,fifth" {
+			t.Errorf("order.txt = %q, want first to fifth in order", got)
+		}
+	})
+}
+
+// TestUnlimitedConcurrencyKeepsEveryResult: max_concurrent = 0 (unlimited)
+// with many calls writes every result, and runs each call once.
+func TestUnlimitedConcurrencyKeepsEveryResult(t *testing.T) {
+	eachNvim(t, `{ tools = { max_concurrent = 0, auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		const n = 40
+		var cmds []string
+		for i := 1; i <= n; i++ {
+			cmds = append(cmds, fmt.Sprintf("echo %d >> runs.txt; echo out%d", i, i))
+		}
+		mustOpen(t, s, "many/m.chat", bashCalls(t, cmds...))
+		press(t, s, "<C-]>")
+		waitUnlocked(t, s)
+		doc := buffer.Parse(strings.Split(text(t, s), "\n"))
+		for i := 1; i <= n; i++ {
+			id := fmt.Sprintf("b%d", i)
+			r := doc.Result(id)
+			if r == nil || r.Status != "" || r.Content != fmt.Sprintf("out%d", i) {
+				t.Errorf("result of %s = %+v, want out%d", id, r, i)
+			}
+		}
+		b, _ := os.ReadFile(filepath.Join(s.Dir, "many", "runs.txt"))
+		if got := len(strings.Fields(string(b))); got != n {
+			t.Errorf("%d executions for %d calls", got, n)
+		}
+		if m := s.Messages(); strings.Contains(m, "not written") {
+			t.Errorf("a result was not written:\n%s", m)
+		}
+	})
+}
+
+// TestResultDoesNotOverwriteAChangedBlock: text typed into a running call's
+// placeholder (another plugin, or :set modifiable) is not overwritten; the
+// result is kept and <M-CR> writes it without running the call again.
+func TestResultDoesNotOverwriteAChangedBlock(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		dir := filepath.Join(s.Dir, "chg")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fifo := filepath.Join(dir, "go.fifo")
+		if err := mkfifo(fifo); err != nil {
+			t.Fatal(err)
+		}
+		// The call waits on the fifo: it runs until the test says so.
+		mustOpen(t, s, "chg/c.chat", bashCalls(t, "echo ran >> runs.txt; read x < go.fifo; echo finished"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b1", buffer.StatusApproved)
+		// The user's text goes into the running call's block.
+		lines := strings.Split(text(t, s), "\n")
+		r := buffer.Parse(lines).Result("b1")
+		if err := s.Lua(nil, `local l = ...; vim.bo.modifiable = true; vim.api.nvim_buf_set_lines(0, l, l, false, { "my own notes" }); vim.bo.modifiable = false`, r.FenceLine); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitUnlocked(t, s)
+		if _, err := s.Wait(10*time.Second, func(string) bool { return strings.Contains(s.Messages(), "b1 was not written") }); err != nil {
+			t.Fatalf("no word about the result of b1:\n%s\n%s", text(t, s), s.Messages())
+		}
+		if r := buffer.Parse(strings.Split(text(t, s), "\n")).Result("b1"); r == nil || r.Content != "my own notes" {
+			t.Fatalf("the user's text was overwritten:\n%s", text(t, s))
+		}
+		cursorTo(t, s, "my own notes")
+		press(t, s, "<M-CR>")
+		if body, _ := waitResult(t, s, "b1"); body != "finished" {
+			t.Errorf("kept result = %q, want finished", body)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "runs.txt")); string(b) != "ran\n" {
+			t.Errorf("runs.txt = %q: the call ran again", b)
+		}
+	})
+}
+
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
