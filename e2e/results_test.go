@@ -123,3 +123,83 @@ func TestResultDoesNotOverwriteAChangedBlock(t *testing.T) {
 }
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
+
+// TestDiagnosticsFollowTheEdits: a press that inserts placeholders leaves
+// each diagnostic on the line of its block, not where the block was.
+func TestDiagnosticsFollowTheEdits(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "diag/m.chat", readTestdata(t, "malformed.chat"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "toolu_good", buffer.StatusPending)
+		var lines []struct {
+			Lnum    int    `msgpack:"lnum"`
+			Message string `msgpack:"message"`
+		}
+		if err := s.Lua(&lines, `return vim.diagnostic.get(0)`); err != nil {
+			t.Fatal(err)
+		}
+		buf := strings.Split(text(t, s), "\n")
+		found := false
+		for _, d := range lines {
+			if strings.Contains(d.Message, "toolu_ghost") {
+				found = true
+				if got := buf[d.Lnum]; !strings.Contains(got, "toolu_ghost") {
+					t.Errorf("the diagnostic about toolu_ghost is on line %d %q", d.Lnum+1, got)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no diagnostic about toolu_ghost: %+v", lines)
+		}
+	})
+}
+
+// TestResolvedPressDoesNotSendWithoutAutopilot: with autopilot off, a press
+// that writes the results of rejected and denied calls stops there; the
+// next press sends.
+func TestResolvedPressDoesNotSendWithoutAutopilot(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{sse("unused: the conversation has one answer already"), sse("Understood.")}}
+	eachNvimSend(t, f, `, tools = { autopilot = false }`, func(t *testing.T, s *nvimtest.Session) {
+		chat := calcCalls("1+1") + "\n@You:\n\n" + placeholder("c1", "rejected", "not now")
+		mustOpen(t, s, "res/r.chat", chat)
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "c1"); !isErr || body != "not now" {
+			t.Fatalf("c1 = %q (error %v)", body, isErr)
+		}
+		f.mu.Lock()
+		n := len(f.bodies)
+		f.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("the press that wrote the results also sent")
+		}
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "Understood.") }); err != nil {
+			t.Fatalf("the next press did not send:\n%s", text(t, s))
+		}
+	})
+}
+
+// TestSendWhileRunning: :Flemma send while a call runs says it is running.
+func TestSendWhileRunning(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		dir := filepath.Join(s.Dir, "run")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fifo := filepath.Join(dir, "go.fifo")
+		if err := mkfifo(fifo); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "run/r.chat", bashCalls(t, "read x < go.fifo; echo done"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b1", buffer.StatusApproved)
+		press(t, s, ":Flemma send<CR>")
+		if m := s.Messages(); !strings.Contains(m, "is running") {
+			t.Errorf(":Flemma send during a run said:\n%s", m)
+		}
+		if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitResult(t, s, "b1")
+	})
+}

@@ -197,7 +197,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm)
-		opts := applyOpts{Diagnostics: diags, UndoBreak: true}
+		opts := applyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
@@ -301,6 +301,7 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 		firstPending string
 		protected    []string
 		untrusted    []string // approved placeholders nobody approved in this session
+		resolved     int      // results this step wrote (denied, rejected, the user's own)
 	)
 	var diags []diag
 	var parseOnly []string
@@ -309,7 +310,7 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 		jobs, firstPending, protected, parseOnly, untrusted = nil, "", nil, nil, nil
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm)
-		opts := applyOpts{Diagnostics: diags}
+		opts := applyOpts{Diagnostics: diags, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
@@ -409,6 +410,7 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 		} else {
 			opts.CursorID = firstPending
 		}
+		resolved = len(edits)
 		return edits, opts, nil
 	})
 	if errors.Is(err, errBlocked) {
@@ -445,6 +447,14 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 	}
 	if firstPending != "" || only != "" {
 		return reply("pending", "", 0), nil
+	}
+	h.mu.Lock()
+	autopilot := h.autopilotFor(bufnr)
+	h.mu.Unlock()
+	if resolved > 0 && !auto && !autopilot {
+		// The results are in: the user may want to add a word before the
+		// conversation goes on (phase 3 is the next press).
+		return reply("resolved", "All tool calls have results. Press <C-]> again to send.", levelInfo), nil
 	}
 	return h.startSend(bufnr, auto)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/frontmatter"
 )
 
 // snapshot is one consistent read of a buffer (flemma.buf.snapshot). With
@@ -55,6 +56,8 @@ type applyOpts struct {
 	Diagnostics []diag       `msgpack:"diagnostics"`          // nil = leave as is
 	Marks       []mark       `msgpack:"marks"`                // nil = leave as is
 	Records     []wireRecord `msgpack:"records,omitempty"`    // decisions of this step, kept by flemma.trust with the edit
+
+	fm *frontmatter.Result // with Diagnostics: they are recomputed on the text after the edits
 }
 
 type applyResult struct {
@@ -178,6 +181,10 @@ func (h *Host) stepFrom(bufnr int, s *snapshot, doc *buffer.Document, plan func(
 				return err
 			}
 			after = buffer.Parse(afterLines)
+		}
+		if opts.Diagnostics != nil && len(edits) > 0 {
+			// Placed on the lines they will be on once the edits are in.
+			opts.Diagnostics = diagnostics(after, opts.fm)
 		}
 		if opts.CursorID != "" {
 			if r := after.Result(opts.CursorID); r != nil {

@@ -120,6 +120,12 @@ func (h *Host) startSend(bufnr int, auto bool) (map[string]any, error) {
 			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d has no result yet. Press <C-]> to categorize it.", tu.Name, tu.ID, tu.HeaderLine), levelError), nil
 		}
 		if r.Status != "" {
+			h.mu.Lock()
+			running := h.state(bufnr).running[tu.ID] != nil
+			h.mu.Unlock()
+			if running {
+				return reply("send", fmt.Sprintf("Cannot send yet: the tool call %s (%s) on line %d is running; its result comes first (<C-c> cancels it).", tu.Name, tu.ID, tu.HeaderLine), levelWarn), nil
+			}
 			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d is still %s.", tu.Name, tu.ID, r.HeaderLine, r.Status), levelError), nil
 		}
 	}
