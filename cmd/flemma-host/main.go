@@ -10,7 +10,8 @@ import (
 	"io"
 	"log"
 	"os"
-	"path/filepath"
+	"os/signal"
+	"syscall"
 
 	"github.com/neovim/go-client/nvim"
 
@@ -23,10 +24,15 @@ import (
 const version = "0.1.0"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "journal" { // `flemma-host journal -h`: print the journal
+		os.Exit(journalMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run())
 }
 
 func run() int {
+	// Commands the host starts must not read its environment (API keys) from /proc/<pid>/environ.
+	_ = tools.HardenProcess()
 	// stdout is the RPC stream: keep it, and send everything else that might
 	// print (gopher-lua's print included) to stderr.
 	stdout := os.Stdout
@@ -42,11 +48,9 @@ func run() int {
 
 	var logw io.Writer = os.Stderr
 	if *logFile != "" {
-		if err := os.MkdirAll(filepath.Dir(*logFile), 0o755); err == nil {
-			if f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
-				defer f.Close()
-				logw = f
-			}
+		if l, err := openLog(*logFile, maxLogBytes); err == nil {
+			defer l.Close()
+			logw = l
 		}
 	}
 	logger := log.New(logw, "", log.LstdFlags|log.Lmicroseconds)
@@ -68,7 +72,20 @@ func run() int {
 		logger.Printf("attach: %v", err)
 		return 1
 	}
-	if err := v.Serve(); err != nil && err != io.EOF {
+	// Whatever ends the host — Neovim closing the channel, :qa, a signal —
+	// the commands it started end with it (a SIGKILL of the host is handled
+	// by each command's supervisor).
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		sig := <-sigs
+		logger.Printf("%v: stopping every running command", sig)
+		tools.KillAll()
+		os.Exit(1)
+	}()
+	err = v.Serve()
+	tools.KillAll()
+	if err != nil && err != io.EOF {
 		logger.Printf("serve: %v", err)
 		return 1
 	}

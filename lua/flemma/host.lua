@@ -95,7 +95,7 @@ function M.ensure(cfg)
     return nil, err
   end
   state.log_file = M.log_file(cfg)
-  vim.fn.mkdir(vim.fn.fnamemodify(state.log_file, ":h"), "p")
+  vim.fn.mkdir(vim.fn.fnamemodify(state.log_file, ":h"), "p", 448) -- 0700
   table.insert(argv, "--log-file")
   table.insert(argv, state.log_file)
   state.stderr = {}

@@ -59,7 +59,7 @@ local function write_store()
   for i = 1, math.min(#entries, max_entries) do
     files[entries[i][1]] = entries[i][2]
   end
-  vim.fn.mkdir(require("flemma").state_dir(), "p")
+  vim.fn.mkdir(require("flemma").state_dir(), "p", 448) -- 0700
   local path = M.store_path()
   local tmp = path .. ".tmp" .. vim.loop.getpid()
   local ok, err = pcall(function()

@@ -1,0 +1,101 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// BenchmarkStartFinish: one durable Start and one durable Finish (two
+// fsync'd commits) with a 2 KiB result.
+func BenchmarkStartFinish(b *testing.B) {
+	ctx := context.Background()
+	j, err := Open(ctx, b.TempDir()+"/journal.db", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	result := strings.Repeat("r", 2048)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		id, err := j.Start(ctx, call("/home/u/a.chat", fmt.Sprint("toolu_", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := j.Finish(ctx, id, Outcome{Status: "ok", Result: result}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkStartFinishParallel: the same from several goroutines (writes
+// queue on the one writer connection).
+func BenchmarkStartFinishParallel(b *testing.B) {
+	ctx := context.Background()
+	j, err := Open(ctx, b.TempDir()+"/journal.db", &Options{Timeout: 10 * 1e9})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			id, err := j.Start(ctx, call("/home/u/a.chat", fmt.Sprint("toolu_", i)))
+			if err == nil {
+				err = j.Finish(ctx, id, Outcome{Status: "ok", Result: "ok"})
+			}
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkStarted: the read before every run, in a journal of 10,000 calls.
+func BenchmarkStarted(b *testing.B) {
+	ctx := context.Background()
+	j, err := Open(ctx, b.TempDir()+"/journal.db", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	tx, _ := j.w.Begin()
+	for i := range 10_000 {
+		tx.Exec(`INSERT INTO calls (buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at)
+			VALUES (?, ?, 'bash', ?, '', '', 1, 1)`, fmt.Sprint("/b", i%20), fmt.Sprint("toolu_", i), fmt.Sprint("h", i))
+	}
+	tx.Commit()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := j.Started(ctx, "/b7", "toolu_7", "h7"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOpen: Open of an existing journal (what a host start pays).
+func BenchmarkOpen(b *testing.B) {
+	ctx := context.Background()
+	path := b.TempDir() + "/journal.db"
+	j, err := Open(ctx, path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mustStart(b, j, call("/a", "t"))
+	j.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		j, err := Open(ctx, path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		j.Close()
+	}
+}

@@ -1,0 +1,285 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// ID identifies one journaled run of a call (a row). A call that is resumed
+// and run again gets a new ID.
+type ID int64
+
+// Call is one run of a tool call: the fields the caller gives to Start, and
+// those Finish and Resolve fill in.
+type Call struct {
+	ID ID
+	// Buffer is the buffer key: the .chat file's resolved path (see
+	// BufferKey), or for an unnamed buffer a key the caller makes up, such as
+	// "unnamed:<pid>:<bufnr>".
+	Buffer string
+	// CallID is the tool-use id from the buffer (toolu_01…).
+	CallID string
+	// Tool is the tool's name.
+	Tool string
+	// InputHash identifies the input (see HashInput).
+	InputHash string
+	// Decision is the approval decision ("approve", …) and DecidedBy who or
+	// what made it ("urn:flemma:approval:config ($default)", "user", …), in
+	// the caller's words.
+	Decision  string
+	DecidedBy string
+	// PID is the process that started the call (set by Start).
+	PID int
+	// StartedAt is set by Start.
+	StartedAt time.Time
+
+	// FinishedAt is zero while the call is unfinished.
+	FinishedAt time.Time
+	// Status is the caller's word for how it ended: ok, error, canceled,
+	// timeout, ….
+	Status  string
+	IsError bool
+	// Duration is the run time the caller measured (or, if it gave none,
+	// the time from Start to Finish).
+	Duration time.Duration
+	// OutputBytes is the size of the tool's whole output.
+	OutputBytes int64
+	// Result is the result text as written to the buffer, at most
+	// Options.MaxResultBytes of it; ResultTruncated says it was cut.
+	Result          string
+	ResultTruncated bool
+
+	// Resolution is set when an unfinished call (after a crash) was dealt
+	// with: Resumed or Discarded, at ResolvedAt, by ResolvedBy.
+	Resolution Resolution
+	ResolvedAt time.Time
+	ResolvedBy string
+}
+
+// Finished reports whether Finish was recorded for the call.
+func (c Call) Finished() bool { return !c.FinishedAt.IsZero() }
+
+// Outcome is what Finish records.
+type Outcome struct {
+	Status  string
+	IsError bool
+	// Duration: zero means the time since Start.
+	Duration time.Duration
+	// OutputBytes: zero means len(Result).
+	OutputBytes int64
+	// Result is the text written to the buffer; the journal keeps at most
+	// Options.MaxResultBytes of it.
+	Result string
+}
+
+// Resolution is how an unfinished call was dealt with.
+type Resolution string
+
+// Resolutions.
+const (
+	// Resumed: the user chose to run the call again (it gets a new row).
+	Resumed Resolution = "resumed"
+	// Discarded: the user chose to write an "interrupted" error result.
+	Discarded Resolution = "discarded"
+)
+
+// callColumns lists the calls columns in scanCall's order.
+const callColumns = `id, buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at,
+	finished_at, status, is_error, duration_us, output_bytes, result, result_truncated,
+	resolution, resolved_at, resolved_by`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanCall(s scanner) (Call, error) {
+	var (
+		c                                 Call
+		started                           int64
+		finished, dur, outBytes, resolved sql.NullInt64
+		isErr                             sql.NullBool
+		status, result, res, resBy        sql.NullString
+	)
+	err := s.Scan(&c.ID, &c.Buffer, &c.CallID, &c.Tool, &c.InputHash, &c.Decision, &c.DecidedBy, &c.PID, &started,
+		&finished, &status, &isErr, &dur, &outBytes, &result, &c.ResultTruncated,
+		&res, &resolved, &resBy)
+	if err != nil {
+		return Call{}, err
+	}
+	c.StartedAt = time.UnixMicro(started)
+	if finished.Valid {
+		c.FinishedAt = time.UnixMicro(finished.Int64)
+	}
+	c.Status, c.IsError, c.Result = status.String, isErr.Bool, result.String
+	c.Duration = time.Duration(dur.Int64) * time.Microsecond
+	c.OutputBytes = outBytes.Int64
+	c.Resolution, c.ResolvedBy = Resolution(res.String), resBy.String
+	if resolved.Valid {
+		c.ResolvedAt = time.UnixMicro(resolved.Int64)
+	}
+	return c, nil
+}
+
+// Start records that a call is about to run and returns its ID. When Start
+// returns nil the row is committed and the WAL is fsync'd (synchronous=FULL):
+// it survives a crash of the host, of Neovim, or of the machine. Run the tool
+// only after Start returns; if it returns an error, nothing was recorded.
+//
+// Start uses Buffer, CallID, Tool, InputHash, Decision and DecidedBy of c;
+// Buffer, CallID and Tool must not be empty.
+func (j *Journal) Start(ctx context.Context, c Call) (ID, error) {
+	if c.Buffer == "" || c.CallID == "" || c.Tool == "" {
+		return 0, fmt.Errorf("journal: start: buffer, call id and tool are required (got %q, %q, %q)", c.Buffer, c.CallID, c.Tool)
+	}
+	var id ID
+	err := j.write(ctx, "start "+c.CallID, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO calls
+			(buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.Buffer, c.CallID, c.Tool, c.InputHash, c.Decision, c.DecidedBy, j.pid, j.now())
+		if err != nil {
+			return err
+		}
+		n, err := res.LastInsertId()
+		id = ID(n)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// Finish records how the call id ended. It returns an error matching
+// ErrNotFound if there is no such call or it was already finished.
+func (j *Journal) Finish(ctx context.Context, id ID, o Outcome) error {
+	result, truncated := truncateUTF8(o.Result, j.opts.MaxResultBytes)
+	outBytes := o.OutputBytes
+	if outBytes == 0 {
+		outBytes = int64(len(o.Result))
+	}
+	var dur sql.NullInt64
+	if o.Duration > 0 {
+		dur = sql.NullInt64{Int64: o.Duration.Microseconds(), Valid: true}
+	}
+	now := j.now()
+	return j.write(ctx, fmt.Sprintf("finish call %d", id), func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE calls SET
+			finished_at = ?, status = ?, is_error = ?, duration_us = coalesce(?, ? - started_at),
+			output_bytes = ?, result = ?, result_truncated = ?
+			WHERE id = ? AND finished_at IS NULL`,
+			now, o.Status, o.IsError, dur, now, outBytes, result, truncated, int64(id))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		return fmt.Errorf("%w: call %d is not journaled or already finished", ErrNotFound, id)
+	})
+}
+
+// Resolve marks the unfinished call id as dealt with (Resumed or Discarded)
+// and records the decision, made by by (for instance "user"), in the audit
+// log. It returns an error matching ErrNotFound if the call is not both
+// unfinished and unresolved.
+func (j *Journal) Resolve(ctx context.Context, id ID, r Resolution, by string) error {
+	if r != Resumed && r != Discarded {
+		return fmt.Errorf("journal: resolve call %d: unknown resolution %q (want %q or %q)", id, r, Resumed, Discarded)
+	}
+	now := j.now()
+	return j.write(ctx, fmt.Sprintf("resolve call %d", id), func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE calls SET resolution = ?, resolved_at = ?, resolved_by = ?
+			WHERE id = ? AND finished_at IS NULL AND resolution IS NULL`, string(r), now, by, int64(id))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			if err == nil {
+				err = fmt.Errorf("%w: call %d is not journaled, or finished, or already resolved", ErrNotFound, id)
+			}
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO events (time, buffer, call_id, tool, input_hash, decision, decided_by, pid)
+			SELECT ?, buffer, call_id, tool, input_hash, ?, ?, ? FROM calls WHERE id = ?`,
+			now, string(r), by, j.pid, int64(id))
+		return err
+	})
+}
+
+// Unfinished returns the calls of buffer that started and never finished and
+// were not resolved, oldest first. After a crash these are the calls that may
+// have partly run. The list also holds calls that are still running — in
+// this host or in another live one (compare PID and the host's own running
+// calls).
+func (j *Journal) Unfinished(ctx context.Context, buffer string) ([]Call, error) {
+	rctx, cancel := j.readCtx(ctx)
+	defer cancel()
+	rows, err := j.r.QueryContext(rctx, `SELECT `+callColumns+` FROM calls
+		WHERE buffer = ? AND finished_at IS NULL AND resolution IS NULL ORDER BY id`, buffer)
+	if err != nil {
+		return nil, j.readErr(ctx, "unfinished calls", err)
+	}
+	defer rows.Close()
+	var out []Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, j.readErr(ctx, "unfinished calls", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, j.readErr(ctx, "unfinished calls", err)
+	}
+	return out, nil
+}
+
+// Latest returns the most recent run of (buffer, callID); ok is false if it
+// was never journaled (or was pruned).
+func (j *Journal) Latest(ctx context.Context, buffer, callID string) (c Call, ok bool, err error) {
+	rctx, cancel := j.readCtx(ctx)
+	defer cancel()
+	c, err = scanCall(j.r.QueryRowContext(rctx, `SELECT `+callColumns+` FROM calls
+		WHERE buffer = ? AND call_id = ? ORDER BY id DESC LIMIT 1`, buffer, callID))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Call{}, false, nil
+	case err != nil:
+		return Call{}, false, j.readErr(ctx, "latest call", err)
+	}
+	return c, true, nil
+}
+
+// Started reports whether the call (buffer, callID) with this input ever
+// started, finished or not. Ask before every run: a call that started must not
+// run again without the user's word.
+func (j *Journal) Started(ctx context.Context, buffer, callID, inputHash string) (bool, error) {
+	rctx, cancel := j.readCtx(ctx)
+	defer cancel()
+	var one int
+	err := j.r.QueryRowContext(rctx, `SELECT 1 FROM calls
+		WHERE buffer = ? AND call_id = ? AND input_hash = ? LIMIT 1`, buffer, callID, inputHash).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, j.readErr(ctx, "started", err)
+	}
+	return true, nil
+}
+
+// truncateUTF8 cuts s to at most max bytes without splitting a UTF-8
+// sequence.
+func truncateUTF8(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	cut := max
+	for cut > 0 && cut > max-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], true
+}

@@ -1,0 +1,56 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Event is one decision in the audit log: an approval resolver's verdict, the
+// user's edit of a status fence, a resume or discard after a crash.
+type Event struct {
+	ID int64
+	// Time is set by Record when zero.
+	Time time.Time
+	// Buffer, CallID, Tool and InputHash identify the call as in Call.
+	Buffer    string
+	CallID    string
+	Tool      string
+	InputHash string
+	// Decision is what was decided ("approve", "deny", "require_approval",
+	// "rejected", "resumed", …) and DecidedBy who or why ("user",
+	// "urn:flemma:approval:config ($default)", …), in the caller's words.
+	Decision  string
+	DecidedBy string
+	// PID is the process that recorded the event (set by Record).
+	PID int
+}
+
+// eventColumns lists the events columns in scanEvent's order.
+const eventColumns = `id, time, buffer, call_id, tool, input_hash, decision, decided_by, pid`
+
+func scanEvent(s scanner) (Event, error) {
+	var (
+		e Event
+		t int64
+	)
+	if err := s.Scan(&e.ID, &t, &e.Buffer, &e.CallID, &e.Tool, &e.InputHash, &e.Decision, &e.DecidedBy, &e.PID); err != nil {
+		return Event{}, err
+	}
+	e.Time = time.UnixMicro(t)
+	return e, nil
+}
+
+// Record appends e to the audit log. Like Start, it is durable when it returns
+// nil and waits at most Options.Timeout for the database.
+func (j *Journal) Record(ctx context.Context, e Event) error {
+	t := j.now()
+	if !e.Time.IsZero() {
+		t = e.Time.UnixMicro()
+	}
+	return j.write(ctx, "record "+e.Decision+" of "+e.CallID, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO events (time, buffer, call_id, tool, input_hash, decision, decided_by, pid)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, t, e.Buffer, e.CallID, e.Tool, e.InputHash, e.Decision, e.DecidedBy, j.pid)
+		return err
+	})
+}
