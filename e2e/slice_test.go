@@ -77,10 +77,22 @@ func TestMalformedBuffer(t *testing.T) {
 		if err := s.Lua(&diags, `return vim.diagnostic.get(0)`); err != nil {
 			t.Fatal(err)
 		}
+		// Each on the line of its block in the text as it is now, after the
+		// press inserted a placeholder above the orphan result (issue 12: it
+		// landed on the placeholder's line).
+		lineOf := func(prefix string) int {
+			for i, l := range strings.Split(got, "\n") {
+				if strings.HasPrefix(l, prefix) {
+					return i + 1
+				}
+			}
+			t.Fatalf("no line starts with %q", prefix)
+			return 0
+		}
 		want := map[string]int{ // message fragment -> 1-based line
 			"Failed to parse tool input":   10,
 			"requires a fenced code block": 14,
-			"unknown tool use":             27,
+			"unknown tool use":             lineOf("**Tool Result:** `toolu_ghost`"),
 		}
 		for frag, line := range want {
 			ok := false

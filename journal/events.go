@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"time"
 )
 
@@ -44,13 +45,36 @@ func scanEvent(s scanner) (Event, error) {
 // Record appends e to the audit log. Like Start, it is durable when it returns
 // nil and waits at most Options.Timeout for the database.
 func (j *Journal) Record(ctx context.Context, e Event) error {
-	t := j.now()
-	if !e.Time.IsZero() {
-		t = e.Time.UnixMicro()
+	return j.RecordAll(ctx, []Event{e})
+}
+
+// RecordAll appends events in one transaction (one sync): the decisions of
+// one key press, which may be hundreds, cost one commit.
+func (j *Journal) RecordAll(ctx context.Context, events []Event) error {
+	if len(events) == 0 {
+		return nil
 	}
-	return j.write(ctx, "record "+e.Decision+" of "+e.CallID, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO events (time, buffer, call_id, tool, input_hash, decision, decided_by, pid)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, t, e.Buffer, e.CallID, e.Tool, e.InputHash, e.Decision, e.DecidedBy, j.pid)
-		return err
+	op := "record " + events[0].Decision + " of " + events[0].CallID
+	if len(events) > 1 {
+		op = "record " + strconv.Itoa(len(events)) + " decisions"
+	}
+	now := j.now()
+	return j.write(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (time, buffer, call_id, tool, input_hash, decision, decided_by, pid)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, e := range events {
+			t := now
+			if !e.Time.IsZero() {
+				t = e.Time.UnixMicro()
+			}
+			if _, err := stmt.ExecContext(ctx, t, e.Buffer, e.CallID, e.Tool, e.InputHash, e.Decision, e.DecidedBy, j.pid); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }

@@ -465,3 +465,27 @@ func TestCheck(t *testing.T) {
 	}
 	release()
 }
+
+// RecordAll writes a press's decisions in one transaction, in order.
+func TestRecordAll(t *testing.T) {
+	j := openTest(t, nil)
+	ctx := context.Background()
+	var evs []Event
+	for i := 0; i < 300; i++ {
+		evs = append(evs, Event{Buffer: "/b.chat", CallID: fmt.Sprintf("c%d", i), Tool: "read", Decision: "approve", DecidedBy: "urn:flemma:approval:config ($default)"})
+	}
+	if err := j.RecordAll(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.RecordAll(ctx, nil); err != nil {
+		t.Fatalf("RecordAll(nil) = %v", err)
+	}
+	var buf strings.Builder
+	if err := j.Export(ctx, &buf, Filter{Buffer: "/b.chat"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 300 || !strings.Contains(lines[0], `"c0"`) || !strings.Contains(lines[299], `"c299"`) {
+		t.Errorf("exported %d lines, first %q, last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+}

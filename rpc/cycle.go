@@ -74,7 +74,7 @@ func (h *Host) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.Res
 }
 
 // diagnostics merges parser and frontmatter diagnostics for vim.diagnostic.
-func diagnostics(doc *buffer.Document, fm *frontmatter.Result) []diag {
+func diagnostics(doc *buffer.Document, fm *frontmatter.Result, notes map[string]string) []diag {
 	out := []diag{}
 	for _, d := range doc.Diagnostics {
 		out = append(out, diag{Lnum: d.Line, Col: d.Col, Severity: strings.ToLower(fmt.Sprint(d.Severity)), Message: d.Message})
@@ -84,7 +84,37 @@ func diagnostics(doc *buffer.Document, fm *frontmatter.Result) []diag {
 			out = append(out, diag{Lnum: d.Line, Severity: d.Severity, Message: "frontmatter: " + d.Message})
 		}
 	}
+	for id, note := range notes {
+		u := doc.Use(id)
+		if r := doc.Result(id); u == nil || r != nil && r.Status == "" {
+			continue // the call has its result now
+		}
+		out = append(out, diag{Lnum: u.HeaderLine, Severity: "warning", Message: note})
+	}
 	return out
+}
+
+// notesOf returns a copy of the buffer's notes on calls (shown as
+// diagnostics on their headers until they have a result).
+func (h *Host) notesOf(bufnr int) map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]string{}
+	for id, n := range h.state(bufnr).notes {
+		out[id] = n
+	}
+	return out
+}
+
+// note attaches a note to a call of the buffer.
+func (h *Host) note(bufnr int, id, text string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.state(bufnr)
+	if st.notes == nil {
+		st.notes = map[string]string{}
+	}
+	st.notes[id] = text
 }
 
 // hCycle runs the next phase of the cycle that applies (<C-]>): the
@@ -111,6 +141,11 @@ func (h *Host) cycle(bufnr int, auto bool) (map[string]any, error) {
 		return nil, err
 	}
 	doc := parse(s.Lines)
+	if got := h.recoverResults(bufnr, s, doc); len(got) > 0 {
+		// Results recorded by the journal but lost from the buffer: written
+		// back, not run again. This press stops here, so the user sees them.
+		return reply("recovered", fmt.Sprintf("Recovered the result(s) of %s from the crash-recovery journal (they were not run again). Press <C-]> to go on.", strings.Join(got, ", ")), levelInfo), nil
+	}
 	if len(doc.Unresolved()) > 0 {
 		return h.categorize(bufnr, s, doc, auto)
 	}
@@ -196,7 +231,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 	var diags []diag
 	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
 		fm := h.evalFrontmatter(bufnr, doc)
-		diags = diagnostics(doc, fm)
+		diags = diagnostics(doc, fm, h.notesOf(bufnr))
 		opts := applyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
@@ -205,6 +240,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 		var ps []buffer.Placement
 		firstPending := ""
 		mode := h.mode()
+		key := journalKey(bufnr, s.Name)
 		// One budget for the frontmatter's approval function over the
 		// whole press: a file with 500 calls and a function that spins
 		// costs the budget, not 500 deadlines (issue 11, class 10). A call
@@ -230,7 +266,7 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 			} else if mode == "parse_only" {
 				st = buffer.StatusPending
 			} else {
-				out := h.gate(bufnr, tu, h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm)))
+				out := h.gate(bufnr, key, tu, h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm)))
 				out = h.protectGate(tu, out, protected)
 				outcomes[tu.ID] = out
 				h.logf("approval %s (%s): %s", tu.Name, tu.ID, out)
@@ -286,7 +322,9 @@ func (h *Host) blocked(bufnr int, diags []diag) (map[string]any, error) {
 type job struct {
 	id, name string
 	input    json.RawMessage
-	byUser   bool // the user approved it (a policy approval gets the protected-path rules)
+	byUser   bool   // the user approved it (a policy approval gets the protected-path rules)
+	hash     string // trust.CallHash of the call
+	by       string // who approved it, for the journal
 }
 
 // execute is phase 2: every placeholder is handled by its status. only, when
@@ -308,8 +346,9 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 	mode := h.mode()
 	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
 		jobs, firstPending, protected, parseOnly, untrusted = nil, "", nil, nil, nil
+		key := journalKey(bufnr, s.Name)
 		fm := h.evalFrontmatter(bufnr, doc)
-		diags = diagnostics(doc, fm)
+		diags = diagnostics(doc, fm, h.notesOf(bufnr))
 		opts := applyOpts{Diagnostics: diags, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
@@ -377,6 +416,20 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 				if already {
 					continue // never run the same call twice
 				}
+				if c, p := h.history(bufnr, key, tu); p == pastElsewhere || p == pastInterrupted && !v.UserEdit && !userApproved(rec) {
+					// The same file open in another Neovim is running it, or
+					// it was interrupted and nobody asked to resume it.
+					h.note(bufnr, tu.ID, "flemma: "+interruptedRule(c, p))
+					e, err := buffer.SetStatus(doc, s.Lines, tu.ID, buffer.StatusPending)
+					add(e, err)
+					why := interruptedRule(c, p)
+					opts.Records = append(opts.Records, decided(ledger, tu, buffer.StatusPending, "not run: "+why))
+					untrusted = append(untrusted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, why))
+					if firstPending == "" {
+						firstPending = tu.ID
+					}
+					continue
+				}
 				if !v.OK {
 					// An approval nobody gave in this session: the call
 					// waits for the user, and the buffer shows it.
@@ -391,8 +444,9 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 					continue
 				}
 				byUser := rec.By == trust.ByUser || rec.By == trust.ByUserEdit
+				by := rec.By
 				if v.UserEdit {
-					byUser = true
+					byUser, by = true, trust.ByUserEdit
 					opts.Records = append(opts.Records, decided(ledger, tu, buffer.StatusApproved, trust.ByUserEdit))
 					h.logf("approval %s (%s): approve by the user (status edit)", tu.Name, tu.ID)
 				}
@@ -400,7 +454,7 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 				if strings.TrimSpace(tu.RawInput) == "" {
 					input = json.RawMessage("{}")
 				}
-				jobs = append(jobs, job{id: tu.ID, name: tu.Name, input: input, byUser: byUser})
+				jobs = append(jobs, job{id: tu.ID, name: tu.Name, input: input, byUser: byUser, hash: trust.CallHash(tu), by: by})
 			}
 		}
 		opts.UndoBreak = true
@@ -578,8 +632,10 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 		h.writeFailure(bufnr, j.id, "The call could not start: flemma could not record it.")
 		return
 	}
+	jid := h.journalStart(bufnr, s.Name, j)
 	res := h.exec.Run(ctx, call, j.input)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
+	h.journalFinish(jid, outcomeStatus(ctx, res), res.IsError, res.Duration, res.Content)
 	err = h.writeResult(bufnr, j.id, res, cursorMode)
 	status := "success"
 	if res.IsError {
@@ -595,6 +651,24 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 	h.state(bufnr).lastResult = time.Now()
 	h.mu.Unlock()
 	h.event("FlemmaToolFinished", info)
+}
+
+// userApproved reports whether a record is the user's own approval.
+func userApproved(r trust.Record) bool {
+	return r.Status == buffer.StatusApproved && (r.By == trust.ByUser || r.By == trust.ByUserEdit)
+}
+
+// outcomeStatus names how a call ended, for the journal.
+func outcomeStatus(ctx context.Context, res tools.Result) string {
+	switch {
+	case ctx.Err() != nil:
+		return "canceled"
+	case !res.IsError:
+		return "ok"
+	case res.Kind != "":
+		return "error: " + string(res.Kind)
+	}
+	return "error"
 }
 
 // errBlockChanged: the block a result was going to replace is not the
@@ -632,6 +706,11 @@ func (h *Host) writeResult(bufnr int, id string, res tools.Result, cursorMode st
 			opts.CursorID = id
 			opts.CursorAtEnd = cursorMode == "next"
 		}
+		h.mu.Lock()
+		wrote := h.trustOf(bufnr).ledger.Get(id)
+		h.mu.Unlock()
+		wrote.Wrote = true
+		opts.Records = []wireRecord{toWire(wrote)}
 		return []buffer.Edit{e}, opts, nil
 	})
 	if err != nil {
@@ -934,8 +1013,12 @@ func (h *Host) take(bufnr int, exclusive bool) (map[string]any, func()) {
 }
 
 // originResolver names the check that keeps calls found in a file from
-// being auto-approved.
-const originResolver = "urn:flemma:approval:origin"
+// being auto-approved; journalResolver the one that keeps interrupted calls
+// (the journal knows they started) from running again by themselves.
+const (
+	originResolver  = "urn:flemma:approval:origin"
+	journalResolver = "urn:flemma:approval:journal"
+)
 
 // gate turns an approval into require_approval when a policy may not
 // approve this call (issue 11; SPEC §5a):
@@ -948,10 +1031,17 @@ const originResolver = "urn:flemma:approval:origin"
 //     user trusts (:Flemma trust, a new buffer, a file saved from a trusted
 //     buffer) and tools.auto_approve_file_calls = true lift this;
 //   - the call already ran in this session and its result is missing (the
-//     buffer was reloaded, or flemma crashed): it never runs again silently.
-func (h *Host) gate(bufnr int, tu *buffer.ToolUse, out approval.Outcome) approval.Outcome {
+//     buffer was reloaded, or flemma crashed), or the journal says it
+//     started (in an earlier session, or in another Neovim) and did not
+//     finish: it never runs again silently.
+func (h *Host) gate(bufnr int, key string, tu *buffer.ToolUse, out approval.Outcome) approval.Outcome {
 	if out.Decision != approval.Approve {
 		return out
+	}
+	if c, p := h.history(bufnr, key, tu); p == pastInterrupted || p == pastElsewhere {
+		h.logf("approval %s (%s): %s, but %s; asking", tu.Name, tu.ID, out, interruptedRule(c, p))
+		h.note(bufnr, tu.ID, "flemma: "+interruptedRule(c, p))
+		return approval.Outcome{Decision: approval.RequireApproval, Resolver: journalResolver, Rule: interruptedRule(c, p)}
 	}
 	h.mu.Lock()
 	bt := h.trustOf(bufnr)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/journal"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 )
@@ -43,6 +44,11 @@ type Host struct {
 	outcomes          map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
 	trust             map[int]*bufTrust                   // what in each buffer counts as the user's
 	pins              map[int]*tools.RootPins             // identity of each buffer's writable roots
+
+	jr      *journal.Journal // the crash-recovery journal, nil when unusable
+	jpath   string           // where it is (or would be)
+	jerr    error            // why it is unusable
+	jwarned bool             // the user was told the journal fails
 }
 
 // bufState is what the host remembers of a buffer between steps: only the
@@ -59,6 +65,7 @@ type bufState struct {
 	cycling     bool                    // a cycle step is being planned and written
 	writeMu     *sync.Mutex             // one result write at a time
 	kept        map[string]tools.Result // finished results whose block changed while they ran
+	notes       map[string]string       // tool id -> why it waits (a diagnostic on its header)
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -138,6 +145,9 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 		"flemma.approval_unregister": h.hApprovalUnregister,
 		"flemma.approval_list":       h.hApprovalList,
 		"flemma.tool_done":           h.hToolDone,
+		"flemma.resume":              h.hResume,
+		"flemma.discard":             h.hDiscard,
+		"flemma.journal_log":         h.hJournalLog,
 	}
 	for name, fn := range handlers {
 		if err := v.RegisterHandler(name, fn); err != nil {
@@ -190,6 +200,7 @@ func (h *Host) configure(cfg Config) error {
 	h.cfg = cfg
 	h.presets = presets
 	h.mu.Unlock()
+	h.openJournal(cfg.Paths.State)
 
 	// Built-in resolvers are replaced; resolvers registered from Lua stay.
 	for _, r := range h.chain.All() {
@@ -231,6 +242,9 @@ func (h *Host) hHealth() (map[string]any, error) {
 	}
 	if h.outputDir != "" {
 		lines = append(lines, line{"ok", "full outputs of truncated results go to " + h.outputDir})
+	}
+	if lvl, text := h.journalHealth(); text != "" {
+		lines = append(lines, line{lvl, text})
 	}
 	for _, name := range []string{"anthropic", "openai", "vertex"} {
 		if ok, src := provider.Credentials(name, nil); ok {

@@ -184,7 +184,7 @@ func (h *Host) stepFrom(bufnr int, s *snapshot, doc *buffer.Document, plan func(
 		}
 		if opts.Diagnostics != nil && len(edits) > 0 {
 			// Placed on the lines they will be on once the edits are in.
-			opts.Diagnostics = diagnostics(after, opts.fm)
+			opts.Diagnostics = diagnostics(after, opts.fm, h.notesOf(bufnr))
 		}
 		if opts.CursorID != "" {
 			if r := after.Result(opts.CursorID); r != nil {
@@ -204,6 +204,7 @@ func (h *Host) stepFrom(bufnr int, s *snapshot, doc *buffer.Document, plan func(
 				h.remember(bufnr, res.Tick, afterLines)
 			}
 			h.commit(bufnr, opts.Records)
+			h.recordDecisions(journalKey(bufnr, s.Name), doc, opts.Records)
 			return nil
 		}
 		h.logf("buffer %d changed during a step (tick %d → %d); re-reading", bufnr, s.Tick, res.Tick)

@@ -131,7 +131,7 @@ func (h *Host) startSend(bufnr int, auto bool) (map[string]any, error) {
 	}
 	fm := h.evalFrontmatter(bufnr, doc)
 	if fm.Blocking() {
-		return h.blocked(bufnr, diagnostics(doc, fm))
+		return h.blocked(bufnr, diagnostics(doc, fm, h.notesOf(bufnr)))
 	}
 	name, params, pcfg := h.request(fm)
 	system, msgs, err := provider.FromDocument(doc, name)

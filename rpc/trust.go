@@ -25,14 +25,15 @@ type wireRecord struct {
 	Hash     string `msgpack:"hash"`
 	Gen      int    `msgpack:"gen"`
 	Ran      bool   `msgpack:"ran"`
+	Wrote    bool   `msgpack:"wrote"`
 }
 
 func toWire(r trust.Record) wireRecord {
-	return wireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran}
+	return wireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran, Wrote: r.Wrote}
 }
 
 func fromWire(w wireRecord) trust.Record {
-	return trust.Record{ID: w.ID, Received: w.Received, Status: buffer.Status(w.Status), By: w.By, Hash: w.Hash, Gen: w.Gen, Ran: w.Ran}
+	return trust.Record{ID: w.ID, Received: w.Received, Status: buffer.Status(w.Status), By: w.By, Hash: w.Hash, Gen: w.Gen, Ran: w.Ran, Wrote: w.Wrote}
 }
 
 type wireCall struct {

@@ -78,6 +78,7 @@ type Record struct {
 	Hash     string        // the CallHash the decision was made on
 	Gen      int           // the load of the buffer (Ledger.Gen) the decision was made in
 	Ran      bool          // the call was started in this session
+	Wrote    bool          // its result was written into the buffer in this session
 }
 
 // Who decided, as Record.By records it for the user's own decisions.

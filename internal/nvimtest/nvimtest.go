@@ -90,6 +90,7 @@ type Options struct {
 // Session is one running Neovim with the plugin loaded.
 type Session struct {
 	Nv      *nvim.Nvim
+	Nvim    string // the Neovim binary
 	Dir     string
 	LogFile string
 	cancel  context.CancelFunc
@@ -130,7 +131,7 @@ func Start(o Options) (*Session, error) {
 		cancel()
 		return nil, fmt.Errorf("start %s: %w", o.Nvim, err)
 	}
-	s := &Session{Nv: v, Dir: o.Dir, cancel: cancel}
+	s := &Session{Nv: v, Nvim: o.Nvim, Dir: o.Dir, cancel: cancel}
 	setup := o.Setup
 	if setup == "" {
 		setup = "{}"

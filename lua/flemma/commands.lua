@@ -66,6 +66,25 @@ M.subcommands = {
   ["tool:list"] = function()
     show("flemma.tool_list", buf())
   end,
+  ["tool:resume"] = function()
+    host_call("flemma.resume", buf(), line())
+  end,
+  ["tool:discard"] = function()
+    host_call("flemma.discard", buf(), line())
+  end,
+  ["tool:log"] = function()
+    local res = host_call("flemma.journal_log", buf())
+    if res and type(res.text) == "string" then
+      vim.cmd("new")
+      vim.bo.buftype = "nofile"
+      vim.bo.bufhidden = "wipe"
+      vim.bo.swapfile = false
+      vim.api.nvim_buf_set_lines(0, 0, -1, false, vim.split(res.text, "\n", { plain = true }))
+      vim.bo.modifiable = false
+      pcall(vim.api.nvim_buf_set_name, 0, "flemma://tool-log")
+      vim.keymap.set("n", "q", "<cmd>close<CR>", { buffer = true, silent = true, desc = "flemma: close the log" })
+    end
+  end,
   tools = function(args)
     show("flemma.tools", buf(), args[1] or "")
   end,

@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+// Crash recovery (SPEC §11, issue 12): a call that was running when Neovim
+// died is never run again by itself; a finished call whose result never
+// reached the saved file gets its recorded result back.
+
+// restart kills Neovim (and with it the host) as a crash would, and starts
+// a new one on the same state directory, with the same setup.
+func restart(t *testing.T, s *nvimtest.Session, setup string) *nvimtest.Session {
+	t.Helper()
+	var pid, host int
+	if err := s.Lua(&pid, "return vim.fn.getpid()"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Lua(&host, `return vim.fn.jobpid(require("flemma.host")._chan())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// The host notices (its channel closes), kills its commands and exits:
+	// wait for that, as a user restarting Neovim would be later still.
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(host, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the host (pid %d) outlived its Neovim", host)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	n, err := nvimtest.Start(nvimtest.Options{Nvim: s.Nvim, Dir: s.Dir, Setup: setup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	return n
+}
+
+// reopen edits a file already on disk in the new Neovim.
+func reopen(t *testing.T, s *nvimtest.Session, name string) {
+	t.Helper()
+	if err := s.Lua(nil, `vim.cmd("edit " .. vim.fn.fnameescape(...))`, filepath.Join(s.Dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInterruptedCallIsNotRerun(t *testing.T) {
+	setup := `{ tools = { auto_approve = { "$default", "bash" } } }`
+	eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
+		dir := filepath.Join(s.Dir, "crash")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := mkfifo(filepath.Join(dir, "go.fifo")); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "crash/c.chat", bashCalls(t, "echo run >> count.txt; read x < go.fifo; echo done"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b1", buffer.StatusApproved)
+		waitFile(t, filepath.Join(dir, "count.txt"), "run\n") // it is running
+		press(t, s, ":w<CR>")
+		s = restart(t, s, setup)
+		reopen(t, s, "crash/c.chat")
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b1", buffer.StatusPending)
+		var diags []struct {
+			Message string `msgpack:"message"`
+		}
+		if err := s.Lua(&diags, `return vim.diagnostic.get(0)`); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, d := range diags {
+			found = found || strings.Contains(d.Message, "interrupted")
+		}
+		if !found {
+			t.Errorf("no diagnostic says b1 was interrupted: %+v\n%s", diags, s.Messages())
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "count.txt")); string(b) != "run\n" {
+			t.Fatalf("count.txt = %q: the interrupted call ran again", b)
+		}
+		cursorTo(t, s, "Tool Result:\\*\\* `b1`")
+		press(t, s, ":Flemma tool:discard<CR>")
+		body, isErr := waitResult(t, s, "b1")
+		if !isErr || !strings.Contains(body, "interrupted") {
+			t.Errorf("discarded b1 = %q (error %v)", body, isErr)
+		}
+		if log := hostText(t, s, "flemma.journal_log", 0); !strings.Contains(log, `"discarded"`) {
+			t.Errorf(":Flemma tool:log does not show the discard:\n%s", log)
+		}
+	})
+}
+
+func TestFinishedResultIsRecovered(t *testing.T) {
+	setup := `{ tools = { auto_approve = { "$default", "bash" } } }`
+	eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
+		dir := filepath.Join(s.Dir, "rec")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fifo := filepath.Join(dir, "go.fifo")
+		if err := mkfifo(fifo); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "rec/r.chat", bashCalls(t, "echo run >> count.txt; read x < go.fifo; echo the-result"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b1", buffer.StatusApproved)
+		press(t, s, ":w<CR>") // saved with the call running: the result never reaches the file
+		if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitResult(t, s, "b1")
+		s = restart(t, s, setup)
+		reopen(t, s, "rec/r.chat")
+		press(t, s, "<C-]>")
+		if body, _ := waitResult(t, s, "b1"); body != "the-result" {
+			t.Errorf("recovered result = %q, want the-result", body)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "count.txt")); string(b) != "run\n" {
+			t.Errorf("count.txt = %q: the finished call ran again", b)
+		}
+	})
+}
+
+// waitFile waits until path holds want.
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, _ := os.ReadFile(path); string(b) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(path)
+			t.Fatalf("%s = %q, want %q", path, b, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

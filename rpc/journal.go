@@ -1,0 +1,359 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/journal"
+	"github.com/flemma-dev/flemma/trust"
+)
+
+// The crash-recovery journal in the cycle (SPEC §11, issue 12). Every call
+// is recorded, durably, before it starts and again when it finishes; every
+// decision goes to its audit log. On a press, a call the journal knows
+// changes what happens:
+//
+//   - it finished but its result is not in the buffer (Neovim or flemma
+//     stopped before the result was written or saved): the recorded result
+//     is written, the call is not run again;
+//   - it started and never finished (interrupted): it is never approved by
+//     a policy; it waits, with a diagnostic, for :Flemma tool:resume (run it
+//     again) or :Flemma tool:discard (an error result says it was
+//     interrupted);
+//   - it is running in another flemma right now: it waits too.
+//
+// A journal that cannot be opened or written never stops a tool: the host
+// warns once, says so in :checkhealth, and goes on without it.
+
+// journalOpenTimeout bounds opening the journal at setup.
+const journalOpenTimeout = 2 * time.Second
+
+// openJournal opens (or reopens, when the state folder changed) the
+// journal in dir. Call without h.mu held.
+func (h *Host) openJournal(dir string) {
+	path := filepath.Join(dir, "journal.db")
+	h.mu.Lock()
+	same := h.jpath == path
+	old := h.jr
+	h.mu.Unlock()
+	if same || dir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journalOpenTimeout)
+	defer cancel()
+	j, err := journal.Open(ctx, path, nil)
+	h.mu.Lock()
+	h.jr, h.jpath, h.jerr = j, path, err
+	h.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	switch {
+	case err != nil:
+		h.logf("journal %s: %v; tools run without crash recovery", path, err)
+	case j.Recovered() != nil:
+		h.logf("journal: %s", j.Recovered())
+	default:
+		h.logf("journal: %s", path)
+	}
+}
+
+// journal returns the open journal, or nil.
+func (h *Host) journal() *journal.Journal {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.jr
+}
+
+// journalFailed notes a journal error once per kind of failure (a busy
+// database, a damaged one …) and goes on.
+func (h *Host) journalFailed(op string, err error) {
+	h.logf("journal: %s: %v", op, err)
+	h.mu.Lock()
+	first := !h.jwarned
+	h.jwarned = true
+	h.mu.Unlock()
+	if first {
+		h.notify(fmt.Sprintf("The crash-recovery journal could not be written (%v): tools run on without it. See :checkhealth flemma.", err), levelWarn)
+	}
+}
+
+// journalKey is a buffer's key in the journal: its file, or for an unnamed
+// buffer this Neovim's buffer number.
+func journalKey(bufnr int, name string) string {
+	if name == "" {
+		return fmt.Sprintf("unnamed:%d:%d", os.Getppid(), bufnr)
+	}
+	return journal.BufferKey(name)
+}
+
+// past is what the journal knows of a call.
+type past int
+
+const (
+	pastNone        past = iota
+	pastFinished         // it ran to the end: the result is recorded
+	pastInterrupted      // it started and never finished
+	pastElsewhere        // it is running now, in another flemma (or this one)
+)
+
+// history looks up the latest run of u in the buffer key.
+func (h *Host) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call, past) {
+	j := h.journal()
+	if j == nil {
+		return journal.Call{}, pastNone
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+	defer cancel()
+	c, ok, err := j.Latest(ctx, key, u.ID)
+	if err != nil {
+		h.journalFailed("look up "+u.ID, err)
+		return journal.Call{}, pastNone
+	}
+	if !ok || c.InputHash != trust.CallHash(u) || c.Resolution != "" {
+		return c, pastNone
+	}
+	if c.Finished() {
+		return c, pastFinished
+	}
+	h.mu.Lock()
+	runningHere := h.state(bufnr).running[u.ID] != nil
+	h.mu.Unlock()
+	if c.PID == os.Getpid() {
+		if runningHere {
+			return c, pastElsewhere
+		}
+		return c, pastInterrupted
+	}
+	if pidAlive(c.PID) {
+		return c, pastElsewhere
+	}
+	return c, pastInterrupted
+}
+
+// pidAlive reports whether a process with this pid exists (it may have
+// been reused by another program: then a call waits for the user, which is
+// the safe side).
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// interruptedRule is the reason an interrupted call waits.
+func interruptedRule(c journal.Call, p past) string {
+	when := c.StartedAt.Local().Format("2006-01-02 15:04:05")
+	if p == pastElsewhere {
+		return fmt.Sprintf("it is running in another flemma (pid %d) since %s", c.PID, when)
+	}
+	return fmt.Sprintf("interrupted: it started %s and never finished (flemma or Neovim stopped), so it may have partly run: :Flemma tool:resume runs it again, :Flemma tool:discard records it as interrupted", when)
+}
+
+// record appends the decisions of a step to the audit log in one commit.
+func (h *Host) recordDecisions(key string, doc *buffer.Document, recs []wireRecord) {
+	j := h.journal()
+	if j == nil || len(recs) == 0 {
+		return
+	}
+	evs := make([]journal.Event, 0, len(recs))
+	for _, r := range recs {
+		tool := ""
+		if u := doc.Use(r.ID); u != nil {
+			tool = u.Name
+		}
+		evs = append(evs, journal.Event{Buffer: key, CallID: r.ID, Tool: tool, InputHash: r.Hash, Decision: r.Status, DecidedBy: r.By})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+	defer cancel()
+	if err := j.RecordAll(ctx, evs); err != nil {
+		h.journalFailed("record decisions", err)
+	}
+}
+
+// recoverResults writes the recorded results of calls that finished but
+// whose results never reached the buffer (Neovim or flemma stopped first),
+// before anything else of a press, and returns their ids. It leaves alone a
+// result this session wrote (the user removed it: undo, an edit), a block
+// holding the user's text or decision, and a result kept for <M-CR>.
+func (h *Host) recoverResults(bufnr int, s *snapshot, doc *buffer.Document) []string {
+	if h.journal() == nil {
+		return nil
+	}
+	key := journalKey(bufnr, s.Name)
+	var done []string
+	for _, u := range doc.Incomplete() {
+		h.mu.Lock()
+		rec := h.trustOf(bufnr).ledger.Get(u.ID)
+		_, kept := h.state(bufnr).kept[u.ID]
+		h.mu.Unlock()
+		if rec.Wrote || kept {
+			continue // this session wrote (or keeps) the result: the user removed it, or it waits for <M-CR>
+		}
+		if r := doc.Result(u.ID); r != nil && (strings.TrimSpace(r.Content) != "" || r.Status == buffer.StatusRejected || r.Status == buffer.StatusDenied) {
+			continue // the user's text or decision is in the block: never overwrite it
+		}
+		c, p := h.history(bufnr, key, u)
+		if p != pastFinished {
+			continue
+		}
+		content := c.Result
+		if c.ResultTruncated {
+			content += "\n\n[flemma: the journal kept only the start of this result]"
+		}
+		if err := h.placeResult(bufnr, u.ID, content, c.IsError, ""); err != nil {
+			h.logf("recover the result of %s: %v", u.ID, err)
+			continue
+		}
+		h.logf("recovered the result of %s from the journal (it finished %s)", u.ID, c.FinishedAt.Format(time.RFC3339))
+		done = append(done, u.ID)
+	}
+	return done
+}
+
+// journalStart records that a call starts; the row is durable when it
+// returns. A journal that fails is noted and the call runs on.
+func (h *Host) journalStart(bufnr int, name string, j job) journal.ID {
+	jr := h.journal()
+	if jr == nil {
+		return 0
+	}
+	key := journalKey(bufnr, name)
+	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+	defer cancel()
+	// A resumed call: its interrupted run is resolved first.
+	if c, ok, err := jr.Latest(ctx, key, j.id); err == nil && ok && !c.Finished() && c.Resolution == "" && c.InputHash == j.hash {
+		if err := jr.Resolve(ctx, c.ID, journal.Resumed, "user"); err != nil {
+			h.journalFailed("resolve "+j.id, err)
+		}
+	}
+	id, err := jr.Start(ctx, journal.Call{Buffer: key, CallID: j.id, Tool: j.name, InputHash: j.hash, Decision: "approve", DecidedBy: j.by})
+	if err != nil {
+		h.journalFailed("start "+j.id, err)
+		return 0
+	}
+	return id
+}
+
+// journalFinish records how a call ended and its result, before the
+// result is written to the buffer (so a crash in between loses nothing).
+func (h *Host) journalFinish(id journal.ID, status string, isError bool, took time.Duration, content string) {
+	jr := h.journal()
+	if jr == nil || id == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+	defer cancel()
+	if err := jr.Finish(ctx, id, journal.Outcome{Status: status, IsError: isError, Duration: took, OutputBytes: int64(len(content)), Result: content}); err != nil {
+		h.journalFailed("finish", err)
+	}
+}
+
+// hResume is :Flemma tool:resume: the interrupted call under the cursor
+// runs again, as the user's decision.
+func (h *Host) hResume(bufnr, line int) (map[string]any, error) {
+	doc, id, err := h.blockUnder(bufnr, line)
+	if err != nil || id == "" {
+		return noBlock(err)
+	}
+	if r := doc.Result(id); r != nil && r.Status == "" {
+		return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
+	}
+	return h.hExecuteAt(bufnr, line)
+}
+
+// hDiscard is :Flemma tool:discard: the call under the cursor gets an
+// error result saying it was interrupted, and is resolved in the journal.
+func (h *Host) hDiscard(bufnr, line int) (map[string]any, error) {
+	if busy, release := h.acquire(bufnr); busy != nil {
+		return busy, nil
+	} else {
+		defer release()
+	}
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	tu, r := doc.BlockAt(line)
+	if tu == nil {
+		return noBlock(nil)
+	}
+	if r != nil && r.Status == "" {
+		return reply("none", fmt.Sprintf("Tool %s already has a result.", tu.ID), levelInfo), nil
+	}
+	key := journalKey(bufnr, s.Name)
+	c, p := h.history(bufnr, key, tu)
+	msg := "The call was discarded by the user without running."
+	if p == pastInterrupted || p == pastElsewhere {
+		msg = fmt.Sprintf("The call was interrupted: it started %s, and flemma or Neovim stopped before it finished. It may have partly run; check before repeating it.",
+			c.StartedAt.Format(time.RFC3339))
+	}
+	if err := h.placeResult(bufnr, tu.ID, msg, true, ""); err != nil {
+		return reply("none", err.Error(), levelError), nil
+	}
+	if jr := h.journal(); jr != nil && c.ID != 0 && !c.Finished() {
+		ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+		defer cancel()
+		if err := jr.Resolve(ctx, c.ID, journal.Discarded, "user"); err != nil {
+			h.journalFailed("discard "+tu.ID, err)
+		}
+	}
+	return reply("discard", "", 0), nil
+}
+
+// hJournalLog is :Flemma tool:log: this buffer's calls and decisions from
+// the journal, as JSON lines (newest last).
+func (h *Host) hJournalLog(bufnr int) (map[string]any, error) {
+	jr := h.journal()
+	if jr == nil {
+		h.mu.Lock()
+		why := h.jerr
+		h.mu.Unlock()
+		return map[string]any{"text": fmt.Sprintf("no journal (%v)", why)}, nil
+	}
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := jr.Export(ctx, &b, journal.Filter{Buffer: journalKey(bufnr, s.Name), Limit: 500}); err != nil {
+		return nil, fmt.Errorf("tool:log: %w", err)
+	}
+	if b.Len() == 0 {
+		return map[string]any{"text": "the journal has nothing for this buffer yet"}, nil
+	}
+	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+}
+
+// journalHealth is the journal's line in :checkhealth.
+func (h *Host) journalHealth() (level, text string) {
+	h.mu.Lock()
+	jr, path, jerr := h.jr, h.jpath, h.jerr
+	h.mu.Unlock()
+	switch {
+	case path == "":
+		return "warn", "crash-recovery journal: not opened yet (the plugin sends its state folder with setup)"
+	case jr == nil:
+		return "warn", fmt.Sprintf("crash-recovery journal %s unusable (%v): tools run without crash recovery", path, jerr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := jr.Check(ctx); err != nil {
+		return "warn", fmt.Sprintf("crash-recovery journal %s: %v", path, err)
+	}
+	if rec := jr.Recovered(); rec != nil {
+		return "warn", "crash-recovery journal: " + rec.String()
+	}
+	return "ok", "crash-recovery journal: " + path
+}
