@@ -83,7 +83,7 @@ type Record struct {
 
 // Who decided, as Record.By records it for the user's own decisions.
 const (
-	ByUser     = "user"              // a command, <M-CR>, or the user's edit of the status
+	ByUser     = "user"               // a command, <M-CR>, or the user's edit of the status
 	ByUserEdit = "user (status edit)" // an edit of the status the host saw
 )
 
