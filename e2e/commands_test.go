@@ -40,8 +40,9 @@ func TestSandboxStatus(t *testing.T) {
 		if !w.In || w.Out {
 			t.Errorf("writable beside the buffer = %v (want true), in /etc = %v (want false)", w.In, w.Out)
 		}
-		if err := s.Nv.Command("Flemma sandbox:status"); err != nil {
-			t.Fatal(err)
+		press(t, s, ":Flemma sandbox:status<CR>")
+		if m := s.Messages(); !strings.Contains(m, "sandbox: enabled") {
+			t.Errorf(":Flemma sandbox:status said:\n%s", m)
 		}
 	})
 }

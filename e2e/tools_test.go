@@ -272,9 +272,7 @@ func TestFlemmaToolsCommand(t *testing.T) {
 				t.Errorf(":Flemma tools echo lacks %q:\n%s", want, out)
 			}
 		}
-		if err := s.Nv.Command("Flemma tools calc"); err != nil {
-			t.Fatal(err)
-		}
+		press(t, s, ":Flemma tools calc<CR>")
 		if msgs := s.Messages(); !strings.Contains(msgs, "calculator  [built-in]") {
 			t.Errorf(":Flemma tools calc output:\n%s", msgs)
 		}

@@ -40,6 +40,7 @@ vim.api.nvim_create_autocmd("FileType", {
 local function highlights()
   vim.cmd("highlight default link FlemmaToolPreview Comment")
   vim.cmd("highlight default link FlemmaToolRunning DiagnosticInfo")
+  vim.cmd("highlight default link FlemmaLocked WarningMsg")
 end
 highlights()
 vim.api.nvim_create_autocmd("ColorScheme", {

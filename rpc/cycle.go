@@ -124,6 +124,20 @@ func (h *Host) hCycle(bufnr int) (map[string]any, error) {
 }
 
 func (h *Host) cycle(bufnr int, auto bool) (map[string]any, error) {
+	if !auto {
+		// A press while a step is being planned and written (a moment)
+		// runs when that step ends: one queued press per buffer, repeats
+		// coalesce. Presses while tools run or a response streams are
+		// answered at once.
+		h.mu.Lock()
+		st := h.state(bufnr)
+		if st.cycling && st.streaming == nil && len(st.running) == 0 {
+			st.queued = true
+			h.mu.Unlock()
+			return reply("queued", "", 0), nil
+		}
+		h.mu.Unlock()
+	}
 	if busy, release := h.acquire(bufnr); busy != nil {
 		return busy, nil
 	} else {
@@ -635,6 +649,10 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 	jid := h.journalStart(bufnr, s.Name, j)
 	res := h.exec.Run(ctx, call, j.input)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
+	if h.closingNow() {
+		h.logf("tool %s (%s) stopped by the host's shutdown: left unfinished (interrupted) in the journal", j.name, j.id)
+		return
+	}
 	h.journalFinish(jid, outcomeStatus(ctx, res), res.IsError, res.Duration, res.Content)
 	err = h.writeResult(bufnr, j.id, res, cursorMode)
 	status := "success"
@@ -1008,7 +1026,12 @@ func (h *Host) take(bufnr int, exclusive bool) (map[string]any, func()) {
 	return nil, func() {
 		h.mu.Lock()
 		st.cycling = false
+		queued := st.queued
+		st.queued = false
 		h.mu.Unlock()
+		if queued {
+			go h.autoCycleAs(bufnr, false)
+		}
 	}
 }
 

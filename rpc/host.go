@@ -49,6 +49,7 @@ type Host struct {
 	jpath   string           // where it is (or would be)
 	jerr    error            // why it is unusable
 	jwarned bool             // the user was told the journal fails
+	closing bool             // Shutdown was called
 }
 
 // bufState is what the host remembers of a buffer between steps: only the
@@ -63,6 +64,7 @@ type bufState struct {
 	lastFlushes int                     // buffer updates of the last response
 	lastResult  time.Time               // when the last tool result was written
 	cycling     bool                    // a cycle step is being planned and written
+	queued      bool                    // a press came during the step: run it when the step ends
 	writeMu     *sync.Mutex             // one result write at a time
 	kept        map[string]tools.Result // finished results whose block changed while they ran
 	notes       map[string]string       // tool id -> why it waits (a diagnostic on its header)
@@ -149,6 +151,7 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 		"flemma.discard":             h.hDiscard,
 		"flemma.journal_log":         h.hJournalLog,
 	}
+	handlers["flemma.async"] = h.hAsync
 	for name, fn := range handlers {
 		if err := v.RegisterHandler(name, fn); err != nil {
 			return fmt.Errorf("register %s: %w", name, err)
@@ -367,6 +370,33 @@ func (h *Host) hToolList(bufnr int) (map[string]any, error) {
 		return map[string]any{"text": "no tool calls in this buffer"}, nil
 	}
 	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+}
+
+// Shutdown stops the host's work before it exits (Neovim closed the
+// channel, or a signal): every running call is cancelled and its command
+// tree killed. Calls stopped this way stay unfinished in the journal — they
+// were interrupted, and the next press in the buffer says so instead of
+// taking the killed command's output for its result.
+func (h *Host) Shutdown() {
+	h.mu.Lock()
+	h.closing = true
+	for _, st := range h.bufs {
+		for _, cancel := range st.running {
+			cancel()
+		}
+		if st.streaming != nil {
+			st.streaming()
+		}
+	}
+	h.mu.Unlock()
+	tools.KillAll()
+}
+
+// closingNow reports whether Shutdown was called.
+func (h *Host) closingNow() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closing
 }
 
 // hForget drops everything the host holds for a wiped buffer, cancelling its

@@ -108,8 +108,17 @@ type refresher struct {
 	pending map[int]bool
 }
 
-// hRefresh is the flemma.refresh notification (resize, text changed).
+// hRefresh is the flemma.refresh notification (resize, text changed). It
+// does nothing while a response streams into the buffer: its text changes
+// at every flush, previews do not, and a refresh would read the whole
+// buffer each time (the stream's writes do not update the host's copy).
 func (h *Host) hRefresh(bufnr int) {
+	h.mu.Lock()
+	streaming := h.bufs[bufnr] != nil && h.bufs[bufnr].streaming != nil
+	h.mu.Unlock()
+	if streaming {
+		return
+	}
 	h.refresh.mu.Lock()
 	if h.refresh.pending == nil {
 		h.refresh.pending = map[int]bool{}

@@ -171,7 +171,7 @@ func (h *Host) startSend(bufnr int, auto bool) (map[string]any, error) {
 		last = last[len(last)-3:]
 	}
 	w := provider.NewWriter(last)
-	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines, tick: s.Tick, r: len(s.Lines)}
+	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines, tick: s.Tick, r: len(s.Lines), last: []string{}}
 	if err := sw.write(w.Lines(), false, true); err != nil {
 		h.endStream(bufnr)
 		return nil, err
@@ -190,42 +190,64 @@ type streamWrite struct {
 	base  []string // the buffer before the response
 	tick  int
 	r     int
-	prev  int // lines of the region now
+	prev  int      // lines of the region now
+	last  []string // what the region holds since the last write
 }
 
 func (sw *streamWrite) write(lines []string, final, first bool, records ...wireRecord) error {
 	opts := applyOpts{Join: !first, UndoBreak: first, Records: records}
 	locked := final
 	opts.Modifiable = &locked
-	if final {
-		opts.Cursor = sw.r + len(lines)
-	}
-	edit := buffer.Edit{Start: sw.r, End: sw.r + sw.prev, Lines: lines}
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 5; attempt++ {
+		if final {
+			opts.Cursor = sw.r + len(lines)
+		}
+		edit := buffer.Edit{Start: sw.r, End: sw.r + sw.prev, Lines: lines}
 		res, err := sw.h.apply(sw.bufnr, sw.tick, []buffer.Edit{edit}, opts)
 		if err != nil {
 			return err
 		}
 		if res.OK {
 			sw.h.commit(sw.bufnr, records)
-			sw.tick, sw.prev = res.Tick, len(lines)
+			sw.tick, sw.prev, sw.last = res.Tick, len(lines), lines
 			if final {
 				all := append(append([]string{}, sw.base...), lines...)
 				sw.h.remember(sw.bufnr, res.Tick, all)
 			}
 			return nil
 		}
-		// Someone changed the buffer: carry on only if our region is intact.
+		// Something changed the buffer although it is locked (another
+		// plugin, :set modifiable): find the response region again rather
+		// than cut the response.
 		s, err := sw.h.snapshot(sw.bufnr)
 		if err != nil {
 			return err
 		}
-		if len(s.Lines) != sw.r+sw.prev || !equal(s.Lines[:sw.r], sw.base) {
-			return errors.New("the buffer was changed while the response was streaming; the rest of the response was not written")
+		if err := sw.reanchor(s.Lines); err != nil {
+			return err
 		}
 		sw.tick = s.Tick
 	}
 	return errors.New("the buffer kept changing while the response was streaming")
+}
+
+// reanchor finds the response region in the buffer as it is now. With the
+// text before it intact, the region is everything after it (the response
+// owns the end of the buffer; what was typed into it is replaced). Else,
+// when the region's lines are still at the end of the buffer, the text
+// before them is the new base.
+func (sw *streamWrite) reanchor(now []string) error {
+	if len(now) >= sw.r && equal(now[:sw.r], sw.base) {
+		sw.prev = len(now) - sw.r
+		return nil
+	}
+	if n := len(sw.last); len(now) >= n && equal(now[len(now)-n:], sw.last) {
+		sw.r = len(now) - n
+		sw.base = append([]string(nil), now[:sw.r]...)
+		sw.prev = n
+		return nil
+	}
+	return errors.New("the buffer was changed where the response was being written; the rest of the response was not written")
 }
 
 func equal(a, b []string) bool {
@@ -382,8 +404,12 @@ func (h *Host) autopilotContinue(bufnr int) {
 }
 
 // autoCycle runs the next phase on autopilot's behalf and shows its message.
-func (h *Host) autoCycle(bufnr int) {
-	res, err := h.cycle(bufnr, true)
+func (h *Host) autoCycle(bufnr int) { h.autoCycleAs(bufnr, true) }
+
+// autoCycleAs runs the next phase in the background (autopilot's, or a
+// queued press of the user's) and shows its message.
+func (h *Host) autoCycleAs(bufnr int, auto bool) {
+	res, err := h.cycle(bufnr, auto)
 	if err != nil {
 		h.notify(err.Error(), levelError)
 		return

@@ -80,11 +80,11 @@ func run() int {
 	go func() {
 		sig := <-sigs
 		logger.Printf("%v: stopping every running command", sig)
-		tools.KillAll()
+		host.Shutdown()
 		os.Exit(1)
 	}()
 	err = v.Serve()
-	tools.KillAll()
+	host.Shutdown()
 	if err != nil && err != io.EOF {
 		logger.Printf("serve: %v", err)
 		return 1

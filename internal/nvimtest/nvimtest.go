@@ -183,13 +183,32 @@ func (s *Session) Open(name, content string) (int, error) {
 }
 
 // Press feeds keys (with <Key> notation) as if typed and runs them to
-// completion, mappings included.
+// completion, mappings included, and then waits until the host has
+// answered what they asked (the plugin's requests do not block Neovim;
+// see lua/flemma/host.lua). A host that does not answer within 30 s is an
+// error.
 func (s *Session) Press(keys string) error {
 	k, err := s.Nv.ReplaceTermcodes(keys, true, true, true)
 	if err != nil {
 		return err
 	}
-	return s.Nv.FeedKeys(k, "mx", false)
+	if err := s.Nv.FeedKeys(k, "mx", false); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := s.Lua(&n, `return package.loaded["flemma.host"] and require("flemma.host")._pending() or 0`); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("press %s: the host did not answer within 30 s", keys)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // Text returns the current buffer's text, lines joined by "\n".

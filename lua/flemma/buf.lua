@@ -4,6 +4,7 @@ local M = {}
 
 local ns_diag = vim.api.nvim_create_namespace("flemma.diagnostics")
 local ns_marks = vim.api.nvim_create_namespace("flemma.marks")
+local ns_lock = vim.api.nvim_create_namespace("flemma.lock")
 local our_tick = {} -- bufnr -> changedtick right after our last write
 
 -- The text width of the first window showing bufnr (sign, number and fold
@@ -171,7 +172,7 @@ function M.apply(bufnr, tick, edits, opts)
   end
   -- 'modifiable' is restored (or set as asked) even when an edit failed.
   if opts.modifiable ~= nil and opts.modifiable ~= vim.NIL then
-    vim.bo[bufnr].modifiable = opts.modifiable
+    M.lock(bufnr, not opts.modifiable)
   else
     vim.bo[bufnr].modifiable = was_modifiable
   end
@@ -235,7 +236,7 @@ function M.set_marks(bufnr, items)
 end
 
 function M.namespaces()
-  return { diagnostics = ns_diag, marks = ns_marks }
+  return { diagnostics = ns_diag, marks = ns_marks, lock = ns_lock }
 end
 
 --- Fire a User autocmd with data. Before 0.8 autocmds carry no data: it is
@@ -253,11 +254,32 @@ function M.notify(msg, level)
   vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
 end
 
+--- Buffers flemma has made read-only while it works on them.
+M.locked = {}
+
+M.lock_text = "flemma is working: this buffer is read-only until it is done (<C-c> cancels)"
+
+--- Mark a buffer locked or not: 'modifiable', and a note after its last
+--- line that says why typing gives E21.
+function M.lock(bufnr, on)
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  vim.bo[bufnr].modifiable = not on
+  M.locked[bufnr] = on or nil
+  vim.api.nvim_buf_clear_namespace(bufnr, ns_lock, 0, -1)
+  if on then
+    local last = vim.api.nvim_buf_line_count(bufnr) - 1
+    pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_lock, last, 0, {
+      virt_lines = { { { M.lock_text, "FlemmaLocked" } } },
+      right_gravity = true,
+    })
+  end
+end
+
 --- Set 'modifiable' (the host locks the buffer while tools run).
 function M.set_modifiable(bufnr, on)
-  if vim.api.nvim_buf_is_valid(bufnr) then
-    vim.bo[bufnr].modifiable = on
-  end
+  M.lock(bufnr, not on)
 end
 
 return M

@@ -5,16 +5,18 @@ local function notify(msg, level)
   vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
 end
 
-local function host_call(method, ...)
-  return require("flemma").call(method, ...)
+-- Call the host without waiting; then_(res) runs with its answer.
+local function host_call(method, args, then_)
+  require("flemma").call(method, args, then_)
 end
 
 -- Call the host and show the text it answers (listings, status).
-local function show(method, ...)
-  local res = host_call(method, ...)
-  if res and type(res.text) == "string" then
-    notify(res.text)
-  end
+local function show(method, args)
+  host_call(method, args, function(res)
+    if res and type(res.text) == "string" then
+      notify(res.text)
+    end
+  end)
 end
 
 local function buf()
@@ -27,19 +29,19 @@ end
 
 M.subcommands = {
   send = function()
-    host_call("flemma.send", buf())
+    host_call("flemma.send", { buf() })
   end,
   cancel = function()
     require("flemma").cancel(buf())
   end,
   ["tool:execute"] = function()
-    host_call("flemma.execute_at", buf(), line())
+    host_call("flemma.execute_at", { buf(), line() })
   end,
   ["tool:approve"] = function()
-    host_call("flemma.set_status", buf(), line(), "approved", "")
+    host_call("flemma.set_status", { buf(), line(), "approved", "" })
   end,
   ["tool:reject"] = function(args)
-    host_call("flemma.set_status", buf(), line(), "rejected", table.concat(args, " "))
+    host_call("flemma.set_status", { buf(), line(), "rejected", table.concat(args, " ") })
   end,
   ["tool:result"] = function(args)
     local id = table.remove(args, 1)
@@ -47,7 +49,7 @@ M.subcommands = {
       notify("usage: :Flemma tool:result <id> <text>", vim.log.levels.WARN)
       return
     end
-    host_call("flemma.set_result", buf(), id, table.concat(args, " "), false)
+    host_call("flemma.set_result", { buf(), id, table.concat(args, " "), false })
   end,
   ["tool:error"] = function(args)
     local id = table.remove(args, 1)
@@ -55,26 +57,28 @@ M.subcommands = {
       notify("usage: :Flemma tool:error <id> <text>", vim.log.levels.WARN)
       return
     end
-    host_call("flemma.set_result", buf(), id, table.concat(args, " "), true)
+    host_call("flemma.set_result", { buf(), id, table.concat(args, " "), true })
   end,
   ["tool:cancel"] = function()
-    host_call("flemma.cancel_at", buf(), line())
+    host_call("flemma.cancel_at", { buf(), line() })
   end,
   ["tool:cancel-all"] = function()
     require("flemma").cancel(buf())
   end,
   ["tool:list"] = function()
-    show("flemma.tool_list", buf())
+    show("flemma.tool_list", { buf() })
   end,
   ["tool:resume"] = function()
-    host_call("flemma.resume", buf(), line())
+    host_call("flemma.resume", { buf(), line() })
   end,
   ["tool:discard"] = function()
-    host_call("flemma.discard", buf(), line())
+    host_call("flemma.discard", { buf(), line() })
   end,
   ["tool:log"] = function()
-    local res = host_call("flemma.journal_log", buf())
-    if res and type(res.text) == "string" then
+    host_call("flemma.journal_log", { buf() }, function(res)
+      if not res or type(res.text) ~= "string" then
+        return
+      end
       vim.cmd("new")
       vim.bo.buftype = "nofile"
       vim.bo.bufhidden = "wipe"
@@ -83,22 +87,24 @@ M.subcommands = {
       vim.bo.modifiable = false
       pcall(vim.api.nvim_buf_set_name, 0, "flemma://tool-log")
       vim.keymap.set("n", "q", "<cmd>close<CR>", { buffer = true, silent = true, desc = "flemma: close the log" })
-    end
+    end)
   end,
   tools = function(args)
-    show("flemma.tools", buf(), args[1] or "")
+    show("flemma.tools", { buf(), args[1] or "" })
   end,
   ["autopilot:enable"] = function()
-    host_call("flemma.autopilot", "enable")
+    require("flemma.host").runtime.autopilot = "enable"
+    host_call("flemma.autopilot", { "enable" })
   end,
   ["autopilot:disable"] = function()
-    host_call("flemma.autopilot", "disable")
+    require("flemma.host").runtime.autopilot = "disable"
+    host_call("flemma.autopilot", { "disable" })
   end,
   ["autopilot:status"] = function()
-    host_call("flemma.autopilot", "status")
+    host_call("flemma.autopilot", { "status" })
   end,
   ["sandbox:status"] = function()
-    show("flemma.sandbox_status", buf())
+    show("flemma.sandbox_status", { buf() })
   end,
   trust = function()
     require("flemma.trust").trust(buf())
@@ -107,10 +113,23 @@ M.subcommands = {
     require("flemma.trust").untrust(buf())
   end,
   switch = function(args)
-    host_call("flemma.switch", table.concat(args, " "))
+    local spec = table.concat(args, " ")
+    host_call("flemma.switch", { spec }, function(res)
+      if res and res.phase == "switch" then
+        require("flemma.host").runtime.switch = spec -- replayed into a restarted host
+      end
+    end)
   end,
   status = function()
-    show("flemma.status", buf())
+    show("flemma.status", { buf() })
+  end,
+  ["host:restart"] = function()
+    local _, err = require("flemma.host").restart()
+    if err then
+      notify(err, vim.log.levels.ERROR)
+    else
+      notify("host restarted")
+    end
   end,
   log = function()
     local _, _, log_file = require("flemma.host").running()

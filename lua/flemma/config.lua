@@ -21,6 +21,9 @@ M.defaults = {
   host = {
     cmd = nil, -- default: <plugin>/bin/flemma-host, then flemma-host on $PATH
     log_file = nil, -- default: stdpath("state")/flemma/host.log (stdpath("data") on Neovim 0.7)
+    -- Seconds an answer of the host may take before flemma says it may be
+    -- hung and offers :Flemma host:restart (Neovim never waits on it).
+    timeout = 10,
   },
   tools = {
     mode = "enabled", -- "enabled" | "parse_only" | "disabled"
@@ -140,6 +143,7 @@ local checks = {
   ["sandbox.network"] = { "boolean" },
   ["host.cmd"] = { "string", "table", "nil" },
   ["host.log_file"] = { "string", "nil" },
+  ["host.timeout"] = { "number" },
 }
 
 local function get(t, path)

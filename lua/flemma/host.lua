@@ -4,7 +4,6 @@ local M = {}
 
 local state = {
   chan = nil, -- job/channel id while running
-  stopping = false,
   version = nil,
   warned_exit = false,
   log_file = nil,
@@ -56,18 +55,59 @@ function M.find(cfg)
     "flemma-host not found: run `make build` in " .. plugin_root() .. " (or set host.cmd in setup())"
 end
 
-local function on_exit(_, code)
-  local was = state.chan
-  state.chan = nil
-  state.version = nil
-  if state.stopping or was == nil then
+local pending = {} -- id -> { method, cb, started (ms), warned }
+local next_id = 0
+local watchdog = nil
+
+-- Everything that was waiting for the host gets an answer when it is gone.
+local function fail_pending(msg)
+  local waiting = pending
+  pending = {}
+  for _, p in pairs(waiting) do
+    pcall(p.cb, nil, msg)
+  end
+end
+
+local stopped = {} -- job ids stopped on purpose (M.stop, :Flemma host:restart)
+
+local function on_exit(job, code)
+  local current = state.chan == job
+  if current then
+    state.chan = nil
+    state.version = nil
+  end
+  local on_purpose = stopped[job]
+  stopped[job] = nil
+  -- Requests this host never answered go once more to a new host (a press
+  -- a moment before a crash is not lost; the journal and the trust records
+  -- keep a call from running twice); the rest fail.
+  local waiting = {}
+  for id, p in pairs(pending) do
+    if p.chan == job then
+      waiting[id] = p
+      pending[id] = nil
+    end
+  end
+  vim.schedule(function()
+    for _, p in pairs(waiting) do
+      if p.retried or on_purpose then
+        pcall(p.cb, nil, "the host exited before it answered")
+      else
+        M.request_async(p.method, p.args, p.cb, true)
+      end
+    end
+  end)
+  if on_purpose or not current then
     return
   end
-  -- A host that died mid-run must not leave chat buffers locked.
+  -- A host that died mid-run must not leave chat buffers locked, nor its
+  -- running indicators spinning.
   vim.schedule(function()
+    local buf = require("flemma.buf")
     for _, b in ipairs(vim.api.nvim_list_bufs()) do
       if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].filetype == "chat" then
-        vim.bo[b].modifiable = true
+        buf.lock(b, false)
+        pcall(vim.api.nvim_buf_clear_namespace, b, buf.namespaces().marks, 0, -1)
       end
     end
   end)
@@ -99,7 +139,6 @@ function M.ensure(cfg)
   table.insert(argv, "--log-file")
   table.insert(argv, state.log_file)
   state.stderr = {}
-  state.stopping = false
   local ok, chan = pcall(vim.fn.jobstart, argv, {
     rpc = true,
     on_exit = on_exit,
@@ -159,23 +198,145 @@ function M.ensure(cfg)
   for _, r in ipairs(require("flemma.tools.approval")._wire_all()) do
     pcall(vim.rpcrequest, chan, "flemma.approval_register", r)
   end
+  -- What the user changed at runtime outlives a restarted host.
+  if M.runtime.switch then
+    pcall(vim.rpcrequest, chan, "flemma.switch", M.runtime.switch)
+  end
+  if M.runtime.autopilot then
+    pcall(vim.rpcrequest, chan, "flemma.autopilot", M.runtime.autopilot)
+  end
   return chan
 end
 
---- Call the host; starts it on first use. Returns result or nil, err.
+--- Runtime overrides the plugin replays into a (re)started host:
+--- switch = the arguments of the last :Flemma switch, autopilot = "enable"
+--- or "disable".
+M.runtime = {}
+
+-- A channel that is gone although on_exit has not run yet (the host died
+-- a moment ago).
+local function dead_channel(err)
+  local e = tostring(err)
+  return e:find("Invalid channel", 1, true) ~= nil or e:find("closed", 1, true) ~= nil
+end
+
+local function forget_dead()
+  state.chan = nil
+  state.version = nil
+end
+
+--- Call the host and wait for the answer; starts it on first use (and
+--- again when it died a moment ago). Returns result or nil, err. Only for
+--- quick calls; a user's action goes through request_async.
 function M.request(method, ...)
-  local chan, err = M.ensure(require("flemma").config())
-  if not chan then
-    return nil, err
+  for attempt = 1, 2 do
+    local chan, err = M.ensure(require("flemma").config())
+    if not chan then
+      return nil, err
+    end
+    local ok, res = pcall(vim.rpcrequest, chan, method, ...)
+    if ok then
+      if res == vim.NIL then
+        res = nil
+      end
+      return res
+    end
+    if attempt == 2 or not dead_channel(res) then
+      return nil, tostring(res)
+    end
+    forget_dead()
   end
-  local ok, res = pcall(vim.rpcrequest, chan, method, ...)
-  if not ok then
-    return nil, tostring(res)
+end
+
+local function check_late()
+  local now = vim.loop.now()
+  local late_after = (require("flemma").config().host.timeout or 10) * 1000
+  for _, p in pairs(pending) do
+    if not p.warned and now - p.started > late_after then
+      p.warned = true
+      local pid = state.chan and vim.fn.jobpid(state.chan) or "?"
+      vim.notify(
+        string.format(
+          "(flemma) the host has not answered %s for %d s (pid %s): it may be hung. :Flemma host:restart stops and restarts it.",
+          p.method,
+          math.floor((now - p.started) / 1000),
+          tostring(pid)
+        ),
+        vim.log.levels.WARN
+      )
+    end
+  end
+  if next(pending) == nil and watchdog then
+    watchdog:stop()
+    watchdog:close()
+    watchdog = nil
+  end
+end
+
+--- Call the host without waiting: cb(result, err) runs when it answers
+--- (or fails). Neovim stays responsive whatever the host does; a late
+--- answer is reported, with the way out.
+function M.request_async(method, args, cb, retried)
+  for attempt = 1, 2 do
+    local chan, err = M.ensure(require("flemma").config())
+    if not chan then
+      cb(nil, err)
+      return
+    end
+    next_id = next_id + 1
+    local id = next_id
+    pending[id] = { method = method, args = args, cb = cb, started = vim.loop.now(), retried = retried, chan = chan }
+    local ok, e = pcall(vim.rpcnotify, chan, "flemma.async", id, method, args)
+    if ok then
+      if not watchdog then
+        watchdog = vim.loop.new_timer()
+        watchdog:start(1000, 1000, vim.schedule_wrap(check_late))
+      end
+      return
+    end
+    pending[id] = nil
+    if attempt == 2 or not dead_channel(e) then
+      cb(nil, tostring(e))
+      return
+    end
+    forget_dead()
+  end
+end
+
+--- The host's answer to request_async (called by the host).
+function M._reply(id, res, err)
+  local p = pending[id]
+  pending[id] = nil
+  if not p then
+    return
   end
   if res == vim.NIL then
     res = nil
   end
-  return res
+  if err == "" or err == vim.NIL then
+    err = nil
+  end
+  p.cb(res, err)
+end
+
+--- Requests waiting for an answer (tests wait for 0).
+function M._pending()
+  local n = 0
+  for _ in pairs(pending) do
+    n = n + 1
+  end
+  return n
+end
+
+--- :Flemma host:restart — stop the host (hung or not) and start a new one.
+function M.restart()
+  M.stop()
+  fail_pending("the host was restarted")
+  local chan, err = M.ensure(require("flemma").config())
+  if not chan then
+    return nil, err
+  end
+  return chan
 end
 
 --- Send a notification (no answer awaited).
@@ -184,7 +345,10 @@ function M.notify(method, ...)
   if not chan then
     return nil, err
   end
-  vim.rpcnotify(chan, method, ...)
+  if not pcall(vim.rpcnotify, chan, method, ...) then
+    forget_dead()
+    return nil, "the host is gone"
+  end
   return true
 end
 
@@ -199,7 +363,7 @@ end
 
 function M.stop()
   if state.chan then
-    state.stopping = true
+    stopped[state.chan] = true
     pcall(vim.fn.jobstop, state.chan)
     state.chan = nil
   end

@@ -46,17 +46,20 @@ function M.host_config()
   return require("flemma.config").for_host(M.config())
 end
 
---- Call the host and show the message its answer carries, if any.
-function M.call(method, ...)
-  local res, err = require("flemma.host").request(method, ...)
-  if err then
-    notify(err, vim.log.levels.ERROR)
-    return nil
-  end
-  if type(res) == "table" and type(res.message) == "string" then
-    notify(res.message, res.level or vim.log.levels.INFO)
-  end
-  return res
+--- Call the host without waiting and show the message its answer carries,
+--- if any; then(res) runs with the answer (nil on an error, shown too).
+function M.call(method, args, then_)
+  require("flemma.host").request_async(method, args or {}, function(res, err)
+    if err then
+      notify(err, vim.log.levels.ERROR)
+      res = nil
+    elseif type(res) == "table" and type(res.message) == "string" then
+      notify(res.message, res.level or vim.log.levels.INFO)
+    end
+    if then_ then
+      then_(res)
+    end
+  end)
 end
 local call = M.call
 
@@ -78,20 +81,26 @@ function M.cycle(bufnr)
     end)
     return { phase = "waiting" }
   end
-  return call("flemma.cycle", bufnr)
+  -- Leave insert mode: typing into the buffer while flemma locks it would
+  -- go nowhere (E21), and a response streaming in must not meet keys.
+  if vim.fn.mode():sub(1, 1) == "i" then
+    vim.cmd("stopinsert")
+  end
+  call("flemma.cycle", { bufnr })
+  return { phase = "sent" }
 end
 
 --- Execute or resolve the tool block under the cursor (<M-CR>).
 function M.execute_at_cursor(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local line = vim.api.nvim_win_get_cursor(0)[1]
-  return call("flemma.execute_at", bufnr, line)
+  call("flemma.execute_at", { bufnr, line })
 end
 
 --- Cancel running tools of a buffer (<C-c>).
 function M.cancel(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  return call("flemma.cancel", bufnr)
+  call("flemma.cancel", { bufnr })
 end
 
 --- Buffer-local keymaps for a chat buffer.
@@ -111,9 +120,9 @@ function M.attach(bufnr)
   map("n", km.tool_execute, function()
     M.execute_at_cursor(bufnr)
   end, "execute or resolve the tool block under the cursor")
-  map("n", km.cancel, function()
+  map({ "n", "i" }, km.cancel, function()
     M.cancel(bufnr)
-  end, "cancel running tools")
+  end, "cancel the running request or tools")
 
   -- Previews follow the text and the window width. Only a running host is
   -- asked: typing never starts one.

@@ -1,0 +1,121 @@
+package rpc
+
+import (
+	"fmt"
+	"reflect"
+)
+
+// Asynchronous requests. A key press must never freeze Neovim on the host:
+// a blocking rpcrequest to a host that hangs (stopped, swapping, stuck in a
+// Lua callback) froze the editor for as long, and <C-c> did not help. So the
+// plugin sends its requests as the notification flemma.async (id, method,
+// args) and returns at once; the host runs the method's handler in a
+// goroutine and answers with flemma.host._reply(id, result, error). The
+// plugin tells the user when an answer is late and offers to restart the
+// host (lua/flemma/host.lua).
+
+// asyncMethods are the handlers the plugin may call asynchronously.
+func (h *Host) asyncMethods() map[string]any {
+	return map[string]any{
+		"flemma.cycle":          h.hCycle,
+		"flemma.send":           func(bufnr int) (map[string]any, error) { return h.startSend(bufnr, false) },
+		"flemma.execute_at":     h.hExecuteAt,
+		"flemma.set_status":     h.hSetStatus,
+		"flemma.set_result":     h.hSetResult,
+		"flemma.cancel":         h.hCancel,
+		"flemma.cancel_at":      h.hCancelAt,
+		"flemma.resume":         h.hResume,
+		"flemma.discard":        h.hDiscard,
+		"flemma.tool_list":      h.hToolList,
+		"flemma.tools":          h.hTools,
+		"flemma.status":         h.hStatus,
+		"flemma.journal_log":    h.hJournalLog,
+		"flemma.sandbox_status": h.hSandboxStatus,
+		"flemma.switch":         h.hSwitch,
+		"flemma.autopilot":      h.hAutopilot,
+	}
+}
+
+// hAsync is the flemma.async notification. Notifications are served one at
+// a time, so the work goes to a goroutine at once.
+func (h *Host) hAsync(id int, method string, args []any) {
+	go func() {
+		res, err := h.callAsync(method, args)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if res == nil {
+			res = map[string]any{}
+		}
+		if e := h.nv.ExecLua(`require("flemma.host")._reply(...)`, nil, id, res, msg); e != nil {
+			h.logf("answer %s (#%d): %v", method, id, e)
+		}
+	}()
+}
+
+// callAsync calls the handler of method with args converted to its
+// parameter types (msgpack brings integers as int64 or uint64).
+func (h *Host) callAsync(method string, args []any) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.logf("%s panicked: %v", method, p)
+			res, err = nil, fmt.Errorf("%s failed — see the log", method)
+		}
+	}()
+	fn, ok := h.asyncMethods()[method]
+	if !ok {
+		return nil, fmt.Errorf("unknown method %s", method)
+	}
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if len(args) != t.NumIn() {
+		return nil, fmt.Errorf("%s: %d arguments, want %d", method, len(args), t.NumIn())
+	}
+	in := make([]reflect.Value, len(args))
+	for i, a := range args {
+		x, err := convertArg(a, t.In(i))
+		if err != nil {
+			return nil, fmt.Errorf("%s: argument %d: %v", method, i+1, err)
+		}
+		in[i] = x
+	}
+	out := v.Call(in)
+	if n := len(out); n > 0 {
+		if e, _ := out[n-1].Interface().(error); e != nil {
+			return nil, e
+		}
+		if n == 2 {
+			return out[0].Interface(), nil
+		}
+	}
+	return nil, nil
+}
+
+// convertArg converts one msgpack-decoded argument to a handler's
+// parameter type: the integer, string and boolean parameters the
+// asynchronous handlers take.
+func convertArg(a any, t reflect.Type) (reflect.Value, error) {
+	switch t.Kind() {
+	case reflect.Int:
+		switch x := a.(type) {
+		case int64:
+			return reflect.ValueOf(int(x)), nil
+		case uint64:
+			return reflect.ValueOf(int(x)), nil
+		case float64:
+			return reflect.ValueOf(int(x)), nil
+		case int:
+			return reflect.ValueOf(x), nil
+		}
+	case reflect.String:
+		if x, ok := a.(string); ok {
+			return reflect.ValueOf(x), nil
+		}
+	case reflect.Bool:
+		if x, ok := a.(bool); ok {
+			return reflect.ValueOf(x), nil
+		}
+	}
+	return reflect.Value{}, fmt.Errorf("%T where %s is expected", a, t)
+}
