@@ -45,6 +45,10 @@ func Bash() Tool {
 	}, runBash)
 }
 
+// testHookAfterWrap is called between wrapping the command for the sandbox
+// and starting it (tests of a root swapped in between).
+var testHookAfterWrap func()
+
 // killGrace is how long a command's processes may take to exit after
 // SIGTERM (on timeout or cancellation) before they get SIGKILL.
 var killGrace = time.Second
@@ -72,17 +76,31 @@ func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
 	if err != nil {
 		return Output{}, fmt.Errorf("Sandbox error: %v", err)
 	}
-	argv, err := sb.WrapCommand([]string{env.shell(), "-c", in.Command})
+	// The writable roots are bound by descriptor when bubblewrap can: a
+	// root replaced after the check (by a command running meanwhile)
+	// cannot redirect the bind.
+	argv, files, err := sb.WrapCommandFiles([]string{env.shell(), "-c", in.Command})
 	if err != nil {
 		return Output{}, fmt.Errorf("Sandbox error: %v", err)
+	}
+	closeFiles := func() {
+		for _, f := range files {
+			f.Close()
+		}
+		files = nil
+	}
+	defer closeFiles()
+	if testHookAfterWrap != nil {
+		testHookAfterWrap()
 	}
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return Output{}, &Internal{Err: err}
 	}
-	proc, err := startTree(argv, env.WorkDir(call), env.commandEnv(), pw) // stderr interleaved with stdout
+	proc, err := startTree(argv, env.WorkDir(call), env.commandEnv(), pw, files) // stderr interleaved with stdout
 	pw.Close()
+	closeFiles()
 	if err != nil {
 		pr.Close()
 		reason := fsReason(err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,12 +208,24 @@ func TestBashSpec(t *testing.T) {
 	}
 }
 
-// bwrapFixture skips when bubblewrap cannot run here.
-func bwrapFixture(t *testing.T, network bool) *fixture {
+// requireBwrap stops a test that needs bubblewrap when it cannot run here:
+// a failure when the environment variable CI is set on Linux (the CI
+// machine must have it), else a skip that says why.
+func requireBwrap(t testing.TB) {
 	t.Helper()
 	if _, ok, why := DetectBackend(); !ok {
+		if os.Getenv("CI") != "" && runtime.GOOS == "linux" {
+			t.Fatalf("CI is set but bubblewrap is not usable: %s", why)
+		}
 		t.Skipf("bubblewrap is not usable here (user namespaces unavailable?): %s", why)
 	}
+}
+
+// bwrapFixture is a fixture whose sandbox runs commands under bubblewrap;
+// see requireBwrap for when bubblewrap does not work here.
+func bwrapFixture(t *testing.T, network bool) *fixture {
+	t.Helper()
+	requireBwrap(t)
 	f := newFixture(t)
 	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath}, Network: network})
 	if !f.env.Sandbox.Available() || f.env.Sandbox.Backend() != "bwrap" {

@@ -19,12 +19,26 @@ type Env struct {
 	// Truncate holds tools.truncate (2000 lines, 51200 bytes by default).
 	Truncate Limits
 	// Reads remembers what the model read, per conversation, for the
-	// stale-file protection of edit. Nil means a process-wide log.
+	// stale-file protection of write and edit. Nil means a process-wide
+	// log.
 	Reads *ReadLog
 	// RequireRead makes edit refuse a file the model never read in this
-	// conversation (seed 001's stricter rule). Off by default: only a file
-	// that changed since it was read is refused.
+	// conversation, and write refuse to replace one (seed 001's stricter
+	// rule). Off by default: only a file that changed since it was read
+	// is refused; a file the model never read may be edited or replaced.
 	RequireRead bool
+	// BackupDir is where write and edit keep the previous content of every
+	// file they change, for Undo (see backup.go). The host passes
+	// stdpath("state")/flemma/backups; "" means DefaultBackupDir().
+	BackupDir string
+	// BackupMaxBytes bounds the backups' total size (DefaultBackupMaxBytes,
+	// 256 MiB; a single file over a quarter of it is not backed up, and
+	// its change is refused). Negative turns backups off: changes are
+	// made without a backup and cannot be undone.
+	BackupMaxBytes int64
+	// BackupMaxAge drops backups untouched for longer
+	// (DefaultBackupMaxAge, 30 days).
+	BackupMaxAge time.Duration
 	// Shell is tools.bash.shell ("bash").
 	Shell string
 	// ExtraEnv is tools.bash.env: variables added to the (scrubbed)
@@ -45,8 +59,9 @@ type Env struct {
 	// Cwd, when set, is the directory tools work in (tools.<name>.cwd,
 	// already expanded). Default: the buffer's directory, else Neovim's cwd.
 	Cwd string
-	// OutputDir is where the full output of a truncated bash result is
-	// saved. Default: os.TempDir() ($TMPDIR or /tmp).
+	// OutputDir is where the full output of a truncated result is saved:
+	// the host's private folder from NewOutputDir. Default: os.TempDir()
+	// ($TMPDIR or /tmp).
 	OutputDir string
 	// Protect says the call was approved by a policy (a resolver, a
 	// preset, the sandbox), not by the user: write and edit then refuse

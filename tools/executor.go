@@ -1,13 +1,17 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -22,17 +26,75 @@ type Executor struct {
 	Registry       *Registry
 	DefaultTimeout time.Duration
 	Logf           func(format string, args ...any)
+	// ReleaseAfter: when the calls that ran together allocated more than
+	// this many bytes (a large output, a large Lua result), the last of
+	// them to finish has the garbage collected and the freed memory
+	// returned to the system (debug.FreeOSMemory) before it returns.
+	// Otherwise an idle host keeps it: Go collects only as the heap
+	// grows, or every two minutes. 0 means DefaultReleaseAfter; negative
+	// never.
+	ReleaseAfter int64
+
+	running   atomic.Int64 // calls in Run
+	allocated atomic.Bool  // one of them allocated more than ReleaseAfter
 
 	mu      sync.Mutex
-	schemas map[string]*jsonschema.Schema // by tool name + schema text
+	schemas map[schemaKey]compiledSchema // the last schema compiled for each tool and role
 }
+
+// schemaKey names a tool's input or output schema in the cache.
+type schemaKey struct {
+	tool   string
+	output bool
+}
+
+// compiledSchema is a compiled schema with the map it came from. Holding
+// the map keeps its identity unique: a cache keyed by its address alone
+// could hand a tool re-registered with a new schema (at the address the
+// old one was freed from) the old compiled form.
+type compiledSchema struct {
+	src map[string]any
+	s   *jsonschema.Schema
+}
+
+// DefaultReleaseAfter is Executor.ReleaseAfter's default: 32 MiB.
+const DefaultReleaseAfter = 32 << 20
+
+// releaseMemory collects the garbage and returns free memory to the system
+// (a variable for tests).
+var releaseMemory = debug.FreeOSMemory
 
 // Run executes one call. It never returns an error: failures are results.
 func (e *Executor) Run(ctx context.Context, call Call, rawInput json.RawMessage) Result {
+	e.running.Add(1)
 	start := time.Now()
+	allocs := heapAllocs()
 	res := e.run(ctx, call, rawInput)
 	res.Duration = time.Since(start)
+	limit := e.ReleaseAfter
+	if limit == 0 {
+		limit = DefaultReleaseAfter
+	}
+	if limit > 0 && heapAllocs()-allocs > uint64(limit) {
+		e.allocated.Store(true)
+	}
+	if e.running.Add(-1) == 0 && e.allocated.Swap(false) {
+		releaseMemory()
+	}
 	return res
+}
+
+var allocsMetric = []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+
+// heapAllocs is the total of heap allocations of the process so far (a
+// cheap read: no stop of the world, unlike runtime.ReadMemStats).
+func heapAllocs() uint64 {
+	s := []metrics.Sample{allocsMetric[0]}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage) Result {
@@ -93,8 +155,11 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 		return e.failure(spec, call, r.err)
 	}
 	if spec.OutputSchema != nil && r.out.JSON != nil {
-		if msg := e.validateOutput(spec, r.out.JSON); msg != "" {
-			return e.failure(spec, call, &Internal{Err: errors.New(msg)})
+		if err := e.validateOutput(spec, r.out.JSON); err != nil {
+			if !errors.As(err, new(*Internal)) {
+				e.logf("tool %s (%s): %v", spec.Name, call.ID, err)
+			}
+			return e.failure(spec, call, err)
 		}
 	}
 	if r.out.JSON != nil {
@@ -102,9 +167,9 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 		if err != nil {
 			return e.failure(spec, call, &Internal{Err: err})
 		}
-		return Result{Content: e.finish(string(b), call, spec), Lang: "json"}
+		return Result{Content: e.finish(string(b), call, spec), Lang: "json", Changes: r.out.Changes}
 	}
-	return Result{Content: e.finish(r.out.Text, call, spec)}
+	return Result{Content: e.finish(r.out.Text, call, spec), Changes: r.out.Changes}
 }
 
 // finish applies to every result what no tool may skip: terminal control
@@ -151,26 +216,28 @@ func (e *Executor) logf(format string, args ...any) {
 	}
 }
 
-func (e *Executor) compiled(name string, schema map[string]any) (*jsonschema.Schema, error) {
+func (e *Executor) compiled(key schemaKey, schema map[string]any) (*jsonschema.Schema, error) {
 	// A schema map is never modified after registration (re-registering a
 	// tool makes a new one), so its identity is a sound cache key and saves
 	// marshalling the schema on every call.
-	key := fmt.Sprintf("%s\x00%p", name, schema)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s, ok := e.schemas[key]; ok {
-		return s, nil
+	if c, ok := e.schemas[key]; ok && reflect.ValueOf(c.src).UnsafePointer() == reflect.ValueOf(schema).UnsafePointer() {
+		return c.s, nil
 	}
 	b, err := json.Marshal(schema)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
+	// Every schema gets a compiler of its own, so one fixed resource name
+	// will do. (Deriving it from the tool's name broke on names that are
+	// not URL paths: "name#output" became a fragment, "ns:name" a port.)
+	const url = "mem:///schema.json"
 	c := jsonschema.NewCompiler()
-	url := "mem://" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}
@@ -179,16 +246,16 @@ func (e *Executor) compiled(name string, schema map[string]any) (*jsonschema.Sch
 		return nil, err
 	}
 	if e.schemas == nil {
-		e.schemas = map[string]*jsonschema.Schema{}
+		e.schemas = map[schemaKey]compiledSchema{}
 	}
-	e.schemas[key] = s
+	e.schemas[key] = compiledSchema{src: schema, s: s}
 	return s, nil
 }
 
 // validate returns "" when raw satisfies the tool's input schema, else a
 // message for the model listing what is wrong.
 func (e *Executor) validate(spec Spec, raw json.RawMessage) string {
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return fmt.Sprintf("Invalid input for tool '%s': the input is not valid JSON.", spec.Name)
 	}
@@ -196,7 +263,7 @@ func (e *Executor) validate(spec Spec, raw json.RawMessage) string {
 		return ""
 	}
 	fillNullables(spec.InputSchema, inst)
-	s, err := e.compiled(spec.Name, spec.InputSchema)
+	s, err := e.compiled(schemaKey{tool: spec.Name}, spec.InputSchema)
 	if err != nil {
 		e.logf("tool %s: input schema does not compile: %v", spec.Name, err)
 		return fmt.Sprintf("Tool '%s' has an invalid input schema — see logs", spec.Name)
@@ -207,23 +274,29 @@ func (e *Executor) validate(spec Spec, raw json.RawMessage) string {
 	return ""
 }
 
-func (e *Executor) validateOutput(spec Spec, v any) string {
+// validateOutput checks a structured result against the tool's
+// output_schema. A mismatch is the model-facing error the executor returns
+// instead of the output (the tool broke its own contract: the model should
+// know the call did not give a usable answer, and where it went wrong); a
+// schema that does not compile, or a value that cannot be encoded, is an
+// internal error.
+func (e *Executor) validateOutput(spec Spec, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return err.Error()
+		return &Internal{Err: fmt.Errorf("encode output: %w", err)}
 	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {
-		return err.Error()
+		return &Internal{Err: fmt.Errorf("decode output: %w", err)}
 	}
-	s, err := e.compiled(spec.Name+"#output", spec.OutputSchema)
+	s, err := e.compiled(schemaKey{tool: spec.Name, output: true}, spec.OutputSchema)
 	if err != nil {
-		return "output schema does not compile: " + err.Error()
+		return &Internal{Err: fmt.Errorf("output_schema does not compile: %w", err)}
 	}
 	if err := s.Validate(inst); err != nil {
-		return "output does not match output_schema: " + describe(err)
+		return fmt.Errorf("Tool '%s' returned output that does not match its output_schema:\n%s\nThe output was discarded. This is a fault of the tool, not of your input; retrying the same call will likely fail the same way.", spec.Name, describe(err))
 	}
-	return ""
+	return nil
 }
 
 var printer = message.NewPrinter(language.English)

@@ -20,6 +20,30 @@ var errIsDir = errors.New("is a directory")
 // directory the sandbox resolved (it was replaced by another one).
 var errRootReplaced = errors.New("the writable root was replaced by another directory since the sandbox checked it; nothing was done")
 
+// errChangedMeanwhile: the file changed on disk between the moment a tool
+// read it and the moment it would have replaced it.
+var errChangedMeanwhile = errors.New("the file changed on disk while it was being written (another program changed it); nothing was written: read it again")
+
+// fileStamp identifies one state of a file cheaply: which file (device and
+// inode), its type and permissions, size, and modification and change
+// times. Any write to the file or replacement of it changes the stamp (the
+// change time cannot be set back by a program).
+type fileStamp struct {
+	id           fileID
+	mode         uint32
+	size         int64
+	mtime, ctime int64
+}
+
+// prior is what writeFileAtomic expects at the path just before it renames
+// the new content into place: nothing (absent), or the file a tool read
+// (stamp). The zero value checks nothing.
+type prior struct {
+	check  bool
+	absent bool
+	stamp  fileStamp
+}
+
 // rootRef names the writable root a write must go through, with the
 // identity it had when the sandbox resolved it (ok false: no check).
 type rootRef struct {
@@ -41,7 +65,8 @@ var (
 func fsReason(err error) string {
 	var errno syscall.Errno
 	switch {
-	case errors.Is(err, errPathChanged), errors.Is(err, errIsDir), errors.Is(err, errRootReplaced):
+	case errors.Is(err, errPathChanged), errors.Is(err, errIsDir), errors.Is(err, errRootReplaced),
+		errors.Is(err, errChangedMeanwhile), errors.Is(err, errNotRegular):
 		return err.Error()
 	case errors.Is(err, fs.ErrNotExist):
 		return "no such file or directory"

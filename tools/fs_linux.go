@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // openDir opens the directory at dir (absolute and canonical) without
@@ -96,7 +97,13 @@ func openatDir(fd int, name string) (int, error) {
 // openNoFollow opens the regular file at the canonical path p for reading,
 // following no symlink on the way (see openDir).
 func openNoFollow(p string) (*os.File, error) {
-	dfd, err := openDir(filepath.Dir(p), false, rootRef{})
+	return openNoFollowIn(p, rootRef{})
+}
+
+// openNoFollowIn is openNoFollow where the writable root root (when set)
+// must still be the directory the sandbox resolved (see openDir).
+func openNoFollowIn(p string, root rootRef) (*os.File, error) {
+	dfd, err := openDir(filepath.Dir(p), false, root)
 	if err != nil {
 		return nil, err
 	}
@@ -139,8 +146,10 @@ func openNoFollow(p string) (*os.File, error) {
 // set, is the writable root holding p, which must still be the directory
 // the sandbox resolved. Before the rename the directory is re-verified: if
 // the path no longer leads to the directory we hold, nothing is renamed.
-// An existing file keeps its permission bits.
-func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef) (err error) {
+// An existing file keeps its permission bits. want, when it checks, is what
+// must be at p just before the rename (see prior); otherwise nothing is
+// renamed and the error is errChangedMeanwhile.
+func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prior) (err error) {
 	dir, name := filepath.Dir(p), filepath.Base(p)
 	dfd, err := openDir(dir, mkdirs, root)
 	if err != nil {
@@ -199,5 +208,118 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef) (err erro
 		err = errPathChanged
 		return err
 	}
+	if want.check {
+		if err = checkPrior(dfd, name, want); err != nil {
+			return err
+		}
+		if want.absent {
+			// A hard link fails if the name exists, where a rename would
+			// replace what appeared since the check just above.
+			switch err = linkat(dfd, tmp, dfd, name); {
+			case err == nil:
+				syscall.Unlinkat(dfd, tmp)
+				return nil
+			case errors.Is(err, syscall.EEXIST):
+				err = errChangedMeanwhile
+				return err
+			case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOSYS),
+				errors.Is(err, syscall.EMLINK), errors.Is(err, syscall.EXDEV):
+				// No hard links here: rename, as checked just above.
+			default:
+				return err
+			}
+		}
+	}
 	return syscall.Renameat(dfd, tmp, dfd, name)
+}
+
+// checkPrior compares what is at name in the directory dfd with want.
+func checkPrior(dfd int, name string, want prior) error {
+	st, err := statAt(dfd, name)
+	switch {
+	case want.absent && errors.Is(err, syscall.ENOENT):
+		return nil
+	case want.absent && err == nil:
+		return errChangedMeanwhile
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ELOOP):
+		return errChangedMeanwhile
+	case err != nil:
+		return err
+	case st != want.stamp:
+		return errChangedMeanwhile
+	}
+	return nil
+}
+
+// statAt is the stamp of the entry name of dfd, not following a symlink
+// (an O_PATH descriptor: no read permission needed, nothing blocks).
+func statAt(dfd int, name string) (fileStamp, error) {
+	fd, err := syscall.Openat(dfd, name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	defer syscall.Close(fd)
+	return stampFD(fd)
+}
+
+// stampFD is the stamp of the open file fd.
+func stampFD(fd int) (fileStamp, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fileStamp{}, err
+	}
+	return stampOf(&st), nil
+}
+
+func stampOf(st *syscall.Stat_t) fileStamp {
+	return fileStamp{
+		id:    fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)},
+		mode:  uint32(st.Mode),
+		size:  int64(st.Size),
+		mtime: st.Mtim.Nano(),
+		ctime: st.Ctim.Nano(),
+	}
+}
+
+// stampFile is the stamp of an open file.
+func stampFile(f *os.File) (fileStamp, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return fileStamp{}, err
+	}
+	return stampOf(&st), nil
+}
+
+// linkat makes newname in newdfd a hard link to oldname in olddfd, failing
+// with EEXIST when newname exists (package syscall has no Linkat).
+func linkat(olddfd int, oldname string, newdfd int, newname string) error {
+	o, err := syscall.BytePtrFromString(oldname)
+	if err != nil {
+		return err
+	}
+	n, err := syscall.BytePtrFromString(newname)
+	if err != nil {
+		return err
+	}
+	_, _, e := syscall.Syscall6(syscall.SYS_LINKAT, uintptr(olddfd), uintptr(unsafe.Pointer(o)), uintptr(newdfd), uintptr(unsafe.Pointer(n)), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// removeIfUnchanged removes the file at the canonical path p, following no
+// symlink on the way, if it is still the file want describes (else
+// errChangedMeanwhile).
+func removeIfUnchanged(p string, want fileStamp) error {
+	dfd, err := openDir(filepath.Dir(p), false, rootRef{})
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(dfd)
+	name := filepath.Base(p)
+	if err := checkPrior(dfd, name, prior{check: true, stamp: want}); err != nil {
+		return err
+	}
+	return syscall.Unlinkat(dfd, name)
 }

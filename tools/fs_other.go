@@ -3,6 +3,8 @@
 package tools
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -24,8 +26,17 @@ func verifyNoSymlinks(p string) error {
 }
 
 func openNoFollow(p string) (*os.File, error) {
+	return openNoFollowIn(p, rootRef{})
+}
+
+func openNoFollowIn(p string, root rootRef) (*os.File, error) {
 	if err := verifyNoSymlinks(p); err != nil {
 		return nil, err
+	}
+	if root.ok {
+		if id, ok := statID(root.path); !ok || id != root.id {
+			return nil, errRootReplaced
+		}
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -40,7 +51,7 @@ func openNoFollow(p string) (*os.File, error) {
 	return os.Open(p)
 }
 
-func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef) (err error) {
+func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prior) (err error) {
 	dir, name := filepath.Dir(p), filepath.Base(p)
 	if err := verifyNoSymlinks(dir); err != nil {
 		return err
@@ -101,7 +112,67 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef) (err erro
 			return errRootReplaced
 		}
 	}
+	if want.check {
+		if err = checkPrior(p, want); err != nil {
+			return err
+		}
+		if want.absent {
+			// A hard link fails if the name exists, where a rename would
+			// replace what appeared since the check just above.
+			if err = os.Link(tmp, p); err == nil {
+				os.Remove(tmp)
+				return nil
+			}
+			if errors.Is(err, fs.ErrExist) {
+				err = errChangedMeanwhile
+				return err
+			}
+		}
+	}
 	return os.Rename(tmp, p)
+}
+
+func checkPrior(p string, want prior) error {
+	fi, err := os.Lstat(p)
+	switch {
+	case want.absent && errors.Is(err, fs.ErrNotExist):
+		return nil
+	case want.absent && err == nil:
+		return errChangedMeanwhile
+	case errors.Is(err, fs.ErrNotExist):
+		return errChangedMeanwhile
+	case err != nil:
+		return err
+	case fi.Mode()&os.ModeSymlink != 0 || stampInfo(p, fi) != want.stamp:
+		return errChangedMeanwhile
+	}
+	return nil
+}
+
+// stampInfo is the stamp of the file at p (described by fi). Without
+// fstat's change time, an in-place rewrite that keeps the size and sets the
+// modification time back goes unnoticed.
+func stampInfo(p string, fi os.FileInfo) fileStamp {
+	id, _ := statID(p)
+	return fileStamp{id: id, mode: uint32(fi.Mode()), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+}
+
+func stampFile(f *os.File) (fileStamp, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return stampInfo(f.Name(), fi), nil
+}
+
+func removeIfUnchanged(p string, want fileStamp) error {
+	if err := verifyNoSymlinks(filepath.Dir(p)); err != nil {
+		return err
+	}
+	if err := checkPrior(p, prior{check: true, stamp: want}); err != nil {
+		return err
+	}
+	return os.Remove(p)
 }
 
 // openDirID is not used where bubblewrap does not exist.

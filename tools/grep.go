@@ -75,7 +75,10 @@ func runGrep(ctx context.Context, call Call, in GrepInput) (Output, error) {
 		return Output{}, err
 	}
 	sb, _ := call.Env.sandbox(call)
-	matches, limited, binaryRoot, err := grepSearch(ctx, root, isDir, sb, call.Env.exclude(), globs, m, limit)
+	// Only the matches the output can show (one line each) keep their
+	// text; the others are counted.
+	keep := call.Env.limits().MaxLines
+	matches, total, limited, binaryRoot, err := grepSearch(ctx, root, isDir, sb, call.Env.exclude(), globs, m, limit, keep)
 	if err != nil {
 		return Output{}, searchError(input, err)
 	}
@@ -98,15 +101,19 @@ func runGrep(ctx context.Context, call Call, in GrepInput) (Output, error) {
 		return Output{Text: "No matches found."}, nil
 	}
 	t := TruncateHead(text, call.Env.limits())
-	footer := fmt.Sprintf("%d matches", len(matches))
+	footer := fmt.Sprintf("%d matches", total)
 	if limited {
 		footer += ", limit reached"
 	}
+	shown := len(matches)
+	if t.Truncated {
+		shown = t.OutputLines
+	}
 	switch {
-	case t.Truncated && t.By == "bytes":
-		footer += fmt.Sprintf("; showing the first %d (%s limit)", t.OutputLines, FormatSize(int64(call.Env.limits().MaxBytes)))
-	case t.Truncated:
-		footer += fmt.Sprintf("; showing the first %d", t.OutputLines)
+	case shown < total && t.Truncated && t.By == "bytes":
+		footer += fmt.Sprintf("; showing the first %d (%s limit)", shown, FormatSize(int64(call.Env.limits().MaxBytes)))
+	case shown < total:
+		footer += fmt.Sprintf("; showing the first %d", shown)
 	}
 	return Output{Text: t.Content + "\n\n[" + footer + "]"}, nil
 }
@@ -143,33 +150,35 @@ func canonicalOr(p string) string {
 	return p
 }
 
-// grepSearch searches root and returns the first limit matches in walk
-// order (path order). One goroutine walks and hands out batches of files
-// in order, grepWorkers goroutines search them, and the results are merged
-// in walk order, so the output is deterministic and the search stops as soon
-// as the first limit matches are known.
-func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclude []string, globs []fileGlob, m *matcher, limit int) (matches []grepMatch, limited, binaryRoot bool, err error) {
+// grepSearch searches root and returns the first min(limit, keep) matches
+// in walk order (path order) and how many there are (at most limit). One
+// goroutine walks and hands out batches of files in order, grepWorkers
+// goroutines search them, and the results are merged in walk order, so the
+// output is deterministic and the search stops as soon as the first limit
+// matches are known. Beyond keep, matches are counted, not kept: memory
+// does not grow with the limit.
+func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclude []string, globs []fileGlob, m *matcher, limit, keep int) (matches []grepMatch, total int, limited, binaryRoot bool, err error) {
 	if !isDir {
 		if testHookBeforeOpen != nil {
 			testHookBeforeOpen(root)
 		}
 		d, err := openRootDir(filepath.Dir(root))
 		if err != nil {
-			return nil, false, false, walkOpenError(err)
+			return nil, 0, false, false, walkOpenError(err)
 		}
 		defer d.close()
-		s := newSearcher(m)
-		found, binary, err := s.searchFile(d, filepath.Base(root), root, limit+1, nil)
+		s := newSearcher(m, keep)
+		found, n, binary, err := s.searchFile(d, filepath.Base(root), root, limit+1, nil)
 		if err != nil {
-			return nil, false, false, walkOpenError(err)
+			return nil, 0, false, false, walkOpenError(err)
 		}
 		if binary {
-			return nil, false, true, nil
+			return nil, 0, false, true, nil
 		}
-		if len(found) > limit {
-			return found[:limit], true, false, nil
+		if n > limit {
+			return found[:min(limit, len(found))], limit, true, false, nil
 		}
-		return found, false, false, nil
+		return found, n, false, false, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -186,7 +195,8 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 	}
 	type result struct {
 		seq     int
-		matches []grepMatch
+		matches []grepMatch // the first keep of the batch
+		count   int         // every match of the batch
 	}
 	const batchSize = 64
 	jobs := make(chan batch, 2*grepWorkers)
@@ -202,21 +212,22 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := newSearcher(m)
+			s := newSearcher(m, keep)
 			for b := range jobs {
 				var out []grepMatch
+				count := 0
 				for i, f := range b.files {
 					if ctx.Err() != nil {
 						release(b.files[i:])
 						break
 					}
-					found, binary, _ := s.searchFile(f.dir.fd, f.name, f.abs, limit+1, out)
+					found, n, binary, _ := s.searchFile(f.dir.fd, f.name, f.abs, limit+1, out)
 					f.dir.release()
 					if !binary {
-						out = found
+						out, count = found, count+n
 					}
 				}
-				results <- result{b.seq, out}
+				results <- result{b.seq, out, count}
 			}
 		}()
 	}
@@ -253,12 +264,12 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 		close(results)
 	}()
 
-	pending := map[int][]grepMatch{}
+	pending := map[int]result{}
 	next := 0
 	for r := range results {
-		pending[r.seq] = r.matches
+		pending[r.seq] = r
 		for {
-			ms, ok := pending[next]
+			r, ok := pending[next]
 			if !ok {
 				break
 			}
@@ -267,14 +278,16 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 			if limited {
 				continue
 			}
-			matches = append(matches, ms...)
-			if len(matches) > limit {
-				matches, limited = matches[:limit], true
+			matches = append(matches, r.matches[:min(len(r.matches), keep-len(matches))]...)
+			total += r.count
+			if total > limit {
+				total, limited = limit, true
+				matches = matches[:min(len(matches), limit)]
 				cancel()
 			}
 		}
 	}
-	return matches, limited, false, rootErr
+	return matches, total, limited, false, rootErr
 }
 
 // matcher is a compiled grep pattern with the fast paths it allows.
@@ -385,35 +398,57 @@ func usesTextAnchors(re *syntax.Regexp) bool {
 // searcher searches files with one reusable buffer.
 type searcher struct {
 	m     *matcher
+	keep  int // the matches whose text is kept in an out slice; the rest are counted
 	buf   []byte
 	lower []byte // region lower-cased, for m.fold
 }
 
-func newSearcher(m *matcher) *searcher { return &searcher{m: m, buf: make([]byte, 64*1024)} }
+// grepMaxLine bounds the part of a line grep searches (and so its buffer):
+// a longer line is searched in its first grepMaxLine bytes, the rest of it
+// skipped (a match there is not found).
+const grepMaxLine = 8 << 20
 
-// searchFile appends to out up to max matches of the file name in dir
-// (whose path is path); a symlink or anything but a regular file there is
-// not opened. A file with a NUL byte is binary: it is skipped (binary is
-// true and out is returned unchanged). The file is read in chunks cut at
-// line ends, so its size does not matter.
-func (s *searcher) searchFile(dir dirFD, name, path string, max int, out []grepMatch) ([]grepMatch, bool, error) {
+func newSearcher(m *matcher, keep int) *searcher {
+	return &searcher{m: m, keep: keep, buf: make([]byte, 64*1024)}
+}
+
+// searchFile searches the file name in dir (whose path is path) for up to
+// max matches: it appends them to out while out holds fewer than s.keep,
+// and returns how many it found in all. A symlink or anything but a regular
+// file there is not opened. A file with a NUL byte is binary: it is skipped
+// (binary is true and out is returned unchanged). The file is read in
+// chunks cut at line ends, so its size does not matter; a line longer than
+// grepMaxLine is searched in its first grepMaxLine bytes.
+func (s *searcher) searchFile(dir dirFD, name, path string, max int, out []grepMatch) ([]grepMatch, int, bool, error) {
 	if testHookBeforeOpen != nil {
 		testHookBeforeOpen(path)
 	}
 	f, err := dir.openRegular(name)
 	if err != nil {
-		return out, false, err
+		return out, 0, false, err
 	}
 	defer f.close()
 	start := len(out)
-	carry := 0 // bytes of an unfinished line at the start of buf
-	lines := 0 // lines before buf[0]
-	found := 0 // matches in this file
+	carry := 0        // bytes of an unfinished line at the start of buf
+	lines := 0        // lines before buf[0]
+	found := 0        // matches in this file
+	skipping := false // in the rest of an overlong line, after its first grepMaxLine bytes
 	for found < max {
 		if carry == len(s.buf) {
-			nb := make([]byte, 2*len(s.buf))
-			copy(nb, s.buf[:carry])
-			s.buf = nb
+			if len(s.buf) >= grepMaxLine {
+				// An overlong line: search what we have of it as the
+				// whole line, then skip to its end.
+				if !skipping {
+					var n int
+					out, n = s.scan(s.buf[:carry], path, lines, max-found, out)
+					found += n
+				}
+				skipping, carry = true, 0
+			} else {
+				nb := make([]byte, min(2*len(s.buf), grepMaxLine))
+				copy(nb, s.buf[:carry])
+				s.buf = nb
+			}
 		}
 		n, err := f.read(s.buf[carry:])
 		if n < 0 {
@@ -422,15 +457,35 @@ func (s *searcher) searchFile(dir dirFD, name, path string, max int, out []grepM
 		eof := n == 0
 		data := s.buf[:carry+n]
 		if bytes.IndexByte(data[carry:], 0) >= 0 {
-			return out[:start], true, nil
+			return out[:start], 0, true, nil
+		}
+		if skipping {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				if eof || err != nil {
+					break
+				}
+				carry = 0
+				continue
+			}
+			// The overlong line ends here; go on after it.
+			skipping = false
+			lines++
+			carry = copy(s.buf, data[i+1:])
+			if eof || err != nil {
+				data, eof = s.buf[:carry], true
+			} else {
+				continue
+			}
 		}
 		end := len(data)
 		if !eof {
 			end = bytes.LastIndexByte(data, '\n') + 1
 		}
 		if end > 0 {
-			out = s.scan(data[:end], path, lines, max-found, out)
-			found = len(out) - start
+			var n int
+			out, n = s.scan(data[:end], path, lines, max-found, out)
+			found += n
 			if !eof {
 				lines += bytes.Count(data[:end], []byte{'\n'})
 			}
@@ -440,15 +495,19 @@ func (s *searcher) searchFile(dir dirFD, name, path string, max int, out []grepM
 		}
 		carry = copy(s.buf, data[end:])
 	}
-	return out, false, nil
+	return out, found, false, nil
 }
 
-// scan finds matching lines in region (whole lines; the last may lack its
-// newline) whose first line is number lines+1.
-func (s *searcher) scan(region []byte, path string, lines, max int, out []grepMatch) []grepMatch {
+// scan finds up to max matching lines in region (whole lines; the last may
+// lack its newline) whose first line is number lines+1. It appends them to
+// out while out holds fewer than s.keep, and returns how many it found.
+func (s *searcher) scan(region []byte, path string, lines, max int, out []grepMatch) ([]grepMatch, int) {
 	m := s.m
 	counted, countedLines := 0, lines // lines before region[counted]
 	emit := func(ls, le int) {
+		if len(out) >= s.keep {
+			return // counted by the caller (n), not kept
+		}
 		countedLines += bytes.Count(region[counted:ls], []byte{'\n'})
 		counted = ls
 		text := region[ls:le]
@@ -526,7 +585,7 @@ func (s *searcher) scan(region []byte, path string, lines, max int, out []grepMa
 			pos = le + 1
 		}
 	}
-	return out
+	return out, n
 }
 
 func trimCR(b []byte) []byte {

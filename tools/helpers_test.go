@@ -42,7 +42,8 @@ func (f *fixture) setSandbox(cfg SandboxConfig) {
 		f.t.Fatalf("NewSandbox: %v", err)
 	}
 	if f.env == nil {
-		f.env = &Env{Reads: NewReadLog(), OutputDir: f.t.TempDir(), Environ: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}}
+		f.env = &Env{Reads: NewReadLog(), OutputDir: f.t.TempDir(), BackupDir: filepath.Join(f.t.TempDir(), "backups"),
+			Environ: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}}
 	}
 	f.env.Sandbox = sb
 	f.call = Call{ID: "toolu_01", Bufnr: 1, Cwd: f.dir, Buffer: buffer, Env: f.env}

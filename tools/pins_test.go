@@ -3,6 +3,7 @@
 package tools
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,5 +237,47 @@ func TestBwrapRootSwap(t *testing.T) {
 	}
 	if err == nil && !exists(filepath.Join(root+".moved", "x")) {
 		t.Errorf("the command ran but not in the verified directory: %s", out)
+	}
+}
+
+// TestBwrapRootSwapAfterWrap: the writable root is replaced by a symlink
+// to another folder after bash wrapped its command and before bubblewrap
+// mounts the root (testHookAfterWrap). The command's writes land in the
+// directory that was verified (or fail), never in the symlink's target —
+// with the supervisor passing the roots' descriptors on, and without it.
+func TestBwrapRootSwapAfterWrap(t *testing.T) {
+	for _, supervised := range []bool{true, false} {
+		t.Run(fmt.Sprintf("supervised=%v", supervised), func(t *testing.T) {
+			f := bwrapFixture(t, true)
+			if !probeBindFD() {
+				t.Skip("this bubblewrap has no --bind-fd: roots are bound by path, re-checked just before the start")
+			}
+			if !supervised {
+				supervisorDisabled = true
+				defer func() { supervisorDisabled = false }()
+			}
+			f.write("keep.txt", "verified")
+			// A relative link, which resolves inside bubblewrap's new root
+			// as outside it.
+			rel, err := filepath.Rel(filepath.Dir(f.dir), f.outside)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testHookAfterWrap = func() {
+				os.Rename(f.dir, f.dir+".moved")
+				if err := os.Symlink(rel, f.dir); err != nil {
+					t.Error(err)
+				}
+			}
+			defer func() { testHookAfterWrap = nil }()
+			res := f.run("bash", map[string]any{"command": "echo pwned > " + f.dir + "/x; cat " + f.dir + "/keep.txt"})
+			t.Logf("result: %s", res.Content)
+			if exists(filepath.Join(f.outside, "x")) {
+				t.Errorf("the command wrote into the symlink's target: the root was bound by path after the swap")
+			}
+			if !res.IsError && !exists(filepath.Join(f.dir+".moved", "x")) {
+				t.Errorf("the command ran but its write is nowhere to be found: %s", res.Content)
+			}
+		})
 	}
 }

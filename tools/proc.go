@@ -88,8 +88,10 @@ var errShuttingDown = errors.New("the host is shutting down")
 var killWait = 3 * time.Second
 
 // startTree starts argv (argv[0] is looked up in PATH) in dir with env,
-// stdin /dev/null and stdout and stderr on out.
-func startTree(argv []string, dir string, env []string, out *os.File) (*tree, error) {
+// stdin /dev/null and stdout and stderr on out, and files as its
+// descriptors 3, 4, … in this order (the caller closes them once startTree
+// returned).
+func startTree(argv []string, dir string, env []string, out *os.File, files []*os.File) (*tree, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, err
@@ -97,13 +99,14 @@ func startTree(argv []string, dir string, env []string, out *os.File) (*tree, er
 	if env == nil {
 		env = []string{} // never the host's environment
 	}
+	closeInheritedOnExec()
 	liveMu.Lock()
 	defer liveMu.Unlock()
 	if shuttingDown {
 		return nil, errShuttingDown
 	}
 	t := &tree{done: make(chan struct{})}
-	if err := t.start(path, argv, dir, env, out); err != nil {
+	if err := t.start(path, argv, dir, env, out, files); err != nil {
 		return nil, err
 	}
 	liveTrees[t] = struct{}{}

@@ -16,8 +16,8 @@ type treePlatform struct {
 	terminating atomic.Bool
 }
 
-func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File) error {
-	return t.startGroup(path, argv, dir, env, out)
+func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+	return t.startGroup(path, argv, dir, env, out, files)
 }
 
 func (t *tree) wait()       { t.waitGroup() }

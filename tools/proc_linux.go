@@ -36,17 +36,20 @@ var supervisorDisabled bool
 // unsupervised.
 var errNoSupervisor = errors.New("supervisor unavailable")
 
-func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File) error {
+func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
 	if !supervisorDisabled {
-		err := t.startSupervised(path, argv, dir, env, out)
+		err := t.startSupervised(path, argv, dir, env, out, files)
 		if !errors.Is(err, errNoSupervisor) {
 			return err
 		}
 	}
-	return t.startGroup(path, argv, dir, env, out)
+	return t.startGroup(path, argv, dir, env, out, files)
 }
 
-func (t *tree) startSupervised(path string, argv []string, dir string, env []string, out *os.File) error {
+// startSupervised starts the supervisor with the control socket as its
+// descriptor 3 and files as 4, 5, …; it hands them on to the command as 3,
+// 4, … (see package procsup).
+func (t *tree) startSupervised(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoSupervisor, err)
@@ -62,7 +65,7 @@ func (t *tree) startSupervised(path string, argv []string, dir string, env []str
 		Env:        procsup.SupervisorEnv(),
 		Stdout:     out,
 		Stderr:     out,
-		ExtraFiles: []*os.File{peer},
+		ExtraFiles: append([]*os.File{peer}, files...),
 		// Its own process group: a signal to the host's group (Neovim
 		// stopping its job) must leave the supervisor able to clean up.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
@@ -84,7 +87,7 @@ func (t *tree) startSupervised(path string, argv []string, dir string, env []str
 		return fmt.Errorf("%w: %v", errNoSupervisor, err)
 	}
 	ctl.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := ctl.Write(procsup.EncodeCommand(path, argv, dedupEnv(env))); err != nil {
+	if _, err := ctl.Write(procsup.EncodeCommand(path, argv, dedupEnv(env), len(files))); err != nil {
 		return fail(err)
 	}
 	var rep [5]byte

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -20,8 +22,8 @@ import (
 // on Linux the command gets SIGKILL when the thread that forked it ends
 // (Pdeathsig), and a thread of the Go runtime can end when a goroutine
 // locked to it returns.
-func (t *tree) startGroup(path string, argv []string, dir string, env []string, out *os.File) error {
-	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: out, Stderr: out, SysProcAttr: groupSysProcAttr()}
+func (t *tree) startGroup(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: out, Stderr: out, ExtraFiles: files, SysProcAttr: groupSysProcAttr()}
 	started := make(chan error, 1)
 	waited := make(chan error, 1)
 	go func() {
@@ -73,4 +75,41 @@ func (t *tree) killGroup() {
 func groupExists(pgid int) bool {
 	err := syscall.Kill(-pgid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+var inheritOnce sync.Once
+
+// closeInheritedOnExec marks every descriptor this process inherited from
+// its parent close-on-exec (Go opens all of its own so), once, before the
+// first command starts: a command gets stdin, stdout, stderr and what
+// startTree gives it, never a descriptor of Neovim's that leaked into the
+// host — under bubblewrap one from outside the sandbox would let the
+// command escape it.
+func closeInheritedOnExec() {
+	inheritOnce.Do(func() {
+		for _, fd := range openFDs() {
+			if fd > 2 {
+				syscall.CloseOnExec(fd)
+			}
+		}
+	})
+}
+
+// openFDs lists this process's open descriptors: /proc/self/fd where
+// there is one, else every number below 1024 (CloseOnExec of a number
+// that is not open does nothing).
+func openFDs() []int {
+	var fds []int
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, e := range ents {
+			if fd, err := strconv.Atoi(e.Name()); err == nil {
+				fds = append(fds, fd)
+			}
+		}
+		return fds
+	}
+	for fd := 3; fd < 1024; fd++ {
+		fds = append(fds, fd)
+	}
+	return fds
 }

@@ -11,19 +11,6 @@ import (
 	"testing"
 )
 
-// requireBwrap stops a test that needs bubblewrap when it cannot run here:
-// a failure when the environment variable CI is set (the CI machine must
-// have it), else a skip that says why.
-func requireBwrap(t *testing.T) {
-	t.Helper()
-	if _, ok, why := DetectBackend(); !ok {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but bubblewrap is not usable: %s", why)
-		}
-		t.Skipf("bubblewrap is not usable here: %s", why)
-	}
-}
-
 // TestHelperProcess is not a test: sandboxed commands run the test binary
 // with FLEMMA_TEST_HELPER set to act as a small client.
 //

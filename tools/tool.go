@@ -63,6 +63,9 @@ type Call struct {
 type Output struct {
 	Text string
 	JSON any
+	// Changes are the files the call changed, with what Undo needs to
+	// take each change back (write, edit).
+	Changes []Change
 }
 
 // Result is an executed call, ready to be written into the buffer.
@@ -72,6 +75,10 @@ type Result struct {
 	Lang     string // fence language ("json" for structured output)
 	Kind     string // error kind when IsError: "ToolValidationError", "ToolError", "Timeout", "Canceled", "InternalError"
 	Duration time.Duration
+	// Changes are the files the call changed (Output.Changes): the host
+	// keeps them with the call so that :Flemma tool:undo can pass each
+	// to Undo, last first.
+	Changes []Change
 }
 
 // Internal wraps an unexpected failure. The executor logs its detail and

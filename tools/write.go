@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 )
@@ -28,38 +28,121 @@ type EditInput struct {
 
 // Write is the write built-in: it creates or overwrites a file inside the
 // sandbox's writable roots, atomically (temporary file + rename), creating
-// parent directories.
+// parent directories. A file the model read in this conversation that
+// changed on disk since is refused, as by edit; a file it never read is
+// replaced (unless Env.RequireRead). The previous content is backed up
+// first (see backup.go) and the result carries the Change.
 func Write() Tool {
 	return Typed(Spec{
 		Name:         "write",
 		Capabilities: []string{CapSideEffects},
 		Description: "Write content to a file, creating it (and its parent directories) or replacing it entirely. " +
-			"Only paths inside the sandbox's writable directories can be written. Prefer edit for changes to an existing file.",
+			"Only paths inside the sandbox's writable directories can be written. Prefer edit for changes to an existing file. " +
+			"A file that changed since you last read it is refused: read it again first.",
 		Tags:    []string{"filesystem"},
 		Enabled: true,
 		Timeout: 30 * time.Second,
-	}, func(_ context.Context, call Call, in WriteInput) (Output, error) {
-		if in.Path == "" {
-			return Output{}, errors.New("No path provided")
-		}
-		resolved, root, err := checkedWrite(call, "write", in.Path)
+	}, runWrite)
+}
+
+func runWrite(_ context.Context, call Call, in WriteInput) (Output, error) {
+	if in.Path == "" {
+		return Output{}, errors.New("No path provided")
+	}
+	resolved, root, err := checkedWrite(call, "write", in.Path)
+	if err != nil {
+		return Output{}, err
+	}
+	if testHookAfterCheck != nil {
+		testHookAfterCheck(resolved)
+	}
+	reads := call.Env.reads()
+	cfg := call.Env.backups()
+	want := prior{check: true, absent: true}
+	before := BackupAbsent
+	cur, err := openNoFollowIn(resolved, root)
+	switch {
+	case err == nil:
+		st, staged, err := stageCurrent(cfg, cur)
+		cur.Close()
 		if err != nil {
+			if isBackupFailure(err) {
+				return Output{}, backupRefusal(in.Path, err)
+			}
+			return Output{}, ioError("read", err)
+		}
+		if err := staleRefusal(call, reads, resolved, staged.sum, in.Path, "write", "overwriting"); err != nil {
+			staged.discard()
 			return Output{}, err
 		}
-		if testHookAfterCheck != nil {
-			testHookAfterCheck(resolved)
+		if before, err = staged.commit(); err != nil {
+			return Output{}, backupRefusal(in.Path, err)
 		}
-		if err := writeFileAtomic(resolved, []byte(in.Content), true, root); err != nil {
-			return Output{}, ioError("write", err)
-		}
-		call.Env.reads().Record(call.Bufnr, resolved, sha256.Sum256([]byte(in.Content)))
-		return Output{Text: fmt.Sprintf("Successfully wrote %d bytes to %s", len(in.Content), in.Path)}, nil
-	})
+		want = prior{check: true, stamp: st}
+	case errors.Is(err, os.ErrNotExist):
+		// A new file (or a new folder): nothing to back up.
+	default:
+		return Output{}, ioError("write", err)
+	}
+	data := []byte(in.Content)
+	if err := writeFileAtomic(resolved, data, true, root, want); err != nil {
+		return Output{}, ioError("write", err)
+	}
+	after := sha256.Sum256(data)
+	reads.Record(call.Bufnr, resolved, after)
+	return Output{
+		Text:    fmt.Sprintf("Successfully wrote %d bytes to %s", len(in.Content), in.Path),
+		Changes: []Change{{Path: resolved, Before: before, After: hex.EncodeToString(after[:])}},
+	}, nil
+}
+
+// stageCurrent stages a backup of the open file f, the one a tool is about
+// to replace, and returns its stamp (the same before and after the read,
+// else errChangedMeanwhile).
+func stageCurrent(cfg backupConfig, f *os.File) (fileStamp, *stagedBackup, error) {
+	before, err := stampFile(f)
+	if err != nil {
+		return fileStamp{}, nil, err
+	}
+	st, err := stageBackup(cfg, f)
+	if err != nil {
+		return fileStamp{}, nil, err
+	}
+	after, err := stampFile(f)
+	if err == nil && after != before {
+		err = errChangedMeanwhile
+	}
+	if err != nil {
+		st.discard()
+		return fileStamp{}, nil, err
+	}
+	return after, st, nil
+}
+
+func isBackupFailure(err error) bool {
+	var eb *errBackup
+	var big *errBackupTooLarge
+	return errors.As(err, &eb) || errors.As(err, &big)
+}
+
+// staleRefusal is the stale-file protection of write and edit: a file the
+// model read in this conversation whose content (sum) is no longer what it
+// saw is refused; with RequireRead, so is a file it never read.
+func staleRefusal(call Call, reads *ReadLog, resolved string, sum [sha256.Size]byte, input, verb, gerund string) error {
+	seen, ok := reads.Lookup(call.Bufnr, resolved)
+	switch {
+	case ok && seen != sum:
+		return fmt.Errorf("File changed since you last read it: %s. It was modified after your last read (outside this conversation, or by a command). Read it again, then retry the %s.", input, verb)
+	case !ok && call.Env != nil && call.Env.RequireRead:
+		return fmt.Errorf("Read %s before %s it: %s only changes files read in this conversation.", input, gerund, verb)
+	}
+	return nil
 }
 
 // Edit is the edit built-in: it replaces one exact, unique occurrence of
 // oldText, refusing a file that changed since the model last read it, and
-// writes atomically keeping the file's permissions.
+// writes atomically keeping the file's permissions. The previous content
+// is backed up first (see backup.go) and the result carries the Change.
 func Edit() Tool {
 	return Typed(Spec{
 		Name:         "edit",
@@ -84,7 +167,7 @@ func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	f, err := openNoFollow(resolved)
+	f, err := openNoFollowIn(resolved, root)
 	if err != nil {
 		switch {
 		case errors.Is(err, os.ErrNotExist), errors.Is(err, errNotRegular), errors.Is(err, errIsDir):
@@ -92,17 +175,16 @@ func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
 		}
 		return Output{}, ioError("read", err)
 	}
-	data, err := io.ReadAll(f)
+	var buf bytes.Buffer
+	stamp, sum, _, err := readStamped(f, &buf)
 	f.Close()
 	if err != nil {
 		return Output{}, ioError("read", err)
 	}
+	data := buf.Bytes()
 	reads := call.Env.reads()
-	sum := sha256.Sum256(data)
-	if seen, ok := reads.Lookup(call.Bufnr, resolved); ok && seen != sum {
-		return Output{}, fmt.Errorf("File changed since you last read it: %s. It was modified after your last read (outside this conversation, or by a command). Read it again, then retry the edit.", in.Path)
-	} else if !ok && call.Env != nil && call.Env.RequireRead {
-		return Output{}, fmt.Errorf("Read %s before editing it: edit only changes files read in this conversation.", in.Path)
+	if err := staleRefusal(call, reads, resolved, sum, in.Path, "edit", "editing"); err != nil {
+		return Output{}, err
 	}
 
 	oldText, newText := []byte(in.OldText), []byte(in.NewText)
@@ -129,11 +211,19 @@ func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
 	if testHookAfterCheck != nil {
 		testHookAfterCheck(resolved)
 	}
-	if err := writeFileAtomic(resolved, out, false, root); err != nil {
+	before, err := storeBackup(call.Env.backups(), data)
+	if err != nil {
+		return Output{}, backupRefusal(in.Path, err)
+	}
+	if err := writeFileAtomic(resolved, out, false, root, prior{check: true, stamp: stamp}); err != nil {
 		return Output{}, ioError("write", err)
 	}
-	reads.Record(call.Bufnr, resolved, sha256.Sum256(out))
-	return Output{Text: fmt.Sprintf("Successfully replaced text in %s.", in.Path)}, nil
+	after := sha256.Sum256(out)
+	reads.Record(call.Bufnr, resolved, after)
+	return Output{
+		Text:    fmt.Sprintf("Successfully replaced text in %s.", in.Path),
+		Changes: []Change{{Path: resolved, Before: before, After: hex.EncodeToString(after[:])}},
+	}, nil
 }
 
 // countOverlapping counts occurrences of sub in b, advancing one byte after

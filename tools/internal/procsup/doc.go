@@ -19,10 +19,14 @@
 //
 // Invocation: argv[0] Arg0, the environment SupervisorEnv (with Env=1), the
 // command's directory as working directory, stdin, stdout and stderr those
-// of the command, fd 3 one end of a stream socket. Over the socket:
+// of the command, fd 3 one end of a stream socket, fds 4, 5, … the
+// command's extra descriptors (at most MaxFiles), which the command gets as
+// 3, 4, … in the same order and nothing else (bubblewrap's --bind-fd
+// names them). Over the socket:
 //
 //	host → supervisor: the command (EncodeCommand: the executable's path,
-//	    argv and environment) — not on the supervisor's command line, where
+//	    argv, environment and the number of extra descriptors) — not on
+//	    the supervisor's command line, where
 //	    `pkill -f` could find it, nor in its environment; then single
 //	    bytes: Terminate (SIGTERM the tree),
 //	    Kill (SIGKILL the tree); EOF (the host is gone) means Kill.

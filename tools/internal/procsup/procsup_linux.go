@@ -37,10 +37,16 @@ func init() {
 	}
 }
 
+// MaxFiles is the most extra descriptors a command may be given.
+const MaxFiles = 64
+
 // EncodeCommand encodes a command for the control socket: the executable's
 // path, argv and the environment, as three lists, each a little-endian
-// uint32 count, then each string as a uint32 length and its bytes.
-func EncodeCommand(path string, argv, env []string) []byte {
+// uint32 count, then each string as a uint32 length and its bytes; then,
+// as a uint32, the number of extra descriptors the supervisor received
+// after the control socket (4, 5, …) and hands on to the command (as 3, 4,
+// …).
+func EncodeCommand(path string, argv, env []string, files int) []byte {
 	var b bytes.Buffer
 	for _, list := range [][]string{{path}, argv, env} {
 		binary.Write(&b, binary.LittleEndian, uint32(len(list)))
@@ -49,42 +55,47 @@ func EncodeCommand(path string, argv, env []string) []byte {
 			b.WriteString(a)
 		}
 	}
+	binary.Write(&b, binary.LittleEndian, uint32(files))
 	return b.Bytes()
 }
 
 // decodeCommand reads what EncodeCommand wrote.
-func decodeCommand(r io.Reader) (path string, argv, env []string, err error) {
+func decodeCommand(r io.Reader) (path string, argv, env []string, files int, err error) {
 	const maxTotal = 256 << 20
 	total := 0
 	var lists [3][]string
 	for i := range lists {
 		var n uint32
 		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, 0, err
 		}
 		if n > 1<<20 {
-			return "", nil, nil, errors.New("bad count")
+			return "", nil, nil, 0, errors.New("bad count")
 		}
 		lists[i] = make([]string, n)
 		for j := range lists[i] {
 			var l uint32
 			if err := binary.Read(r, binary.LittleEndian, &l); err != nil {
-				return "", nil, nil, err
+				return "", nil, nil, 0, err
 			}
 			if total += int(l); total > maxTotal {
-				return "", nil, nil, errors.New("command too long")
+				return "", nil, nil, 0, errors.New("command too long")
 			}
 			b := make([]byte, l)
 			if _, err := io.ReadFull(r, b); err != nil {
-				return "", nil, nil, err
+				return "", nil, nil, 0, err
 			}
 			lists[i][j] = string(b)
 		}
 	}
-	if len(lists[0]) != 1 || len(lists[1]) == 0 {
-		return "", nil, nil, errors.New("bad command")
+	var n uint32
+	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+		return "", nil, nil, 0, err
 	}
-	return lists[0][0], lists[1], lists[2], nil
+	if len(lists[0]) != 1 || len(lists[1]) == 0 || n > MaxFiles {
+		return "", nil, nil, 0, errors.New("bad command")
+	}
+	return lists[0][0], lists[1], lists[2], int(n), nil
 }
 
 // SupervisorEnv is the supervisor's own environment: the command's travels
@@ -106,9 +117,18 @@ func supervise() int {
 	// Every process of the tree that loses its parent comes to us.
 	prctl(prSetChildSubreaper, 1)
 
-	path, argv, env, err := decodeCommand(ctl)
+	path, argv, env, nfiles, err := decodeCommand(ctl)
 	if err != nil {
 		return 2
+	}
+	// The command's extra descriptors: ours 4, 5, …, its 3, 4, …. Ours are
+	// closed on exec, so that the command gets each exactly once, at the
+	// number its arguments name (bubblewrap's --bind-fd), and nothing more.
+	fds := []uintptr{0, 1, 2}
+	for i := range nfiles {
+		fd := ctlFD + 1 + i
+		syscall.CloseOnExec(fd)
+		fds = append(fds, uintptr(fd))
 	}
 	reply := func(kind byte, v uint32) {
 		var b [5]byte
@@ -118,9 +138,12 @@ func supervise() int {
 	}
 	shell, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
-		Files: []uintptr{0, 1, 2},
+		Files: fds,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
+	for _, fd := range fds[3:] {
+		syscall.Close(int(fd))
+	}
 	if err != nil {
 		errno, ok := err.(syscall.Errno)
 		if !ok {

@@ -1,0 +1,57 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// TestCommandNoLeakedDescriptors: a command gets stdin, stdout and stderr
+// and nothing else — not the descriptors the host inherited, not the
+// roots' descriptors that bubblewrap binds (one from outside the sandbox
+// would let the command escape it) — under bubblewrap or not, supervised
+// or not.
+func TestCommandNoLeakedDescriptors(t *testing.T) {
+	// A descriptor the host inherited without close-on-exec (as from a
+	// careless parent): syscall.Dup makes one.
+	fd, err := syscall.Dup(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	// As if inherited: the host marks what it inherited once, before its
+	// first command.
+	inheritOnce = sync.Once{}
+	for _, supervised := range []bool{true, false} {
+		t.Run(fmt.Sprintf("supervised=%v", supervised), func(t *testing.T) {
+			backends(t, func(t *testing.T, f *fixture) {
+				if f.env.Sandbox.Backend() == "bwrap" {
+					// Two roots: two descriptors for bubblewrap.
+					other := canonicalOr(t.TempDir())
+					f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath, other}, Network: true})
+					if probeBindFD() {
+						argv, files, err := f.env.Sandbox.WrapCommandFiles([]string{"true"})
+						for _, fl := range files {
+							fl.Close()
+						}
+						if err != nil || strings.Count(strings.Join(argv, " "), "--bind-fd") != 2 {
+							t.Errorf("roots not bound by descriptor: %v %v", argv, err)
+						}
+					}
+				}
+				if !supervised {
+					supervisorDisabled = true
+					defer func() { supervisorDisabled = false }()
+				}
+				// ls opens /proc/self/fd itself: 3 is that listing.
+				res := f.run("bash", map[string]any{"command": "exec ls -1 /proc/self/fd"})
+				want(t, "fds", res, true)
+				if res.Content != "0\n1\n2\n3" {
+					t.Errorf("descriptors of the command:\n%s\nwant 0, 1, 2 (and 3, ls's own)", res.Content)
+				}
+			})
+		})
+	}
+}
