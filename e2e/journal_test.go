@@ -149,3 +149,45 @@ func waitFile(t *testing.T, path, want string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// :Flemma tool:undo restores what write and edit changed, only while the
+// files still hold what the tool wrote, and tells the model in the result.
+func TestToolUndo(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		dir := filepath.Join(s.Dir, "undo")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("alpha\nbeta\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		chat := "@You:\ngo\n\n@Assistant:\nEditing.\n\n" +
+			"**Tool Use:** `write` (`w1`)\n\n```json\n{\"path\": \"new.txt\", \"content\": \"fresh\\n\", \"label\": \"x\"}\n```\n\n" +
+			"**Tool Use:** `edit` (`e1`)\n\n```json\n{\"path\": \"notes.txt\", \"oldText\": \"beta\", \"newText\": \"BETA\", \"label\": \"x\"}\n```\n"
+		mustOpen(t, s, "undo/u.chat", chat)
+		press(t, s, "<C-]>")
+		waitResult(t, s, "w1")
+		waitResult(t, s, "e1")
+		if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "alpha\nBETA\n" {
+			t.Fatalf("edit did not run: %q", b)
+		}
+		cursorTo(t, s, "Tool Result:\\*\\* `e1`")
+		press(t, s, ":Flemma tool:undo<CR>")
+		if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "alpha\nbeta\n" {
+			t.Errorf("notes.txt after undo = %q", b)
+		}
+		if body, _ := waitResult(t, s, "e1"); !strings.Contains(body, "The user undid this call's changes on disk") {
+			t.Errorf("the result does not tell the model: %q", body)
+		}
+		// A file changed since the tool wrote it is not undone.
+		if err := os.WriteFile(filepath.Join(dir, "new.txt"), []byte("edited by hand\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cursorTo(t, s, "Tool Result:\\*\\* `w1`")
+		press(t, s, ":Flemma tool:undo<CR>")
+		if b, _ := os.ReadFile(filepath.Join(dir, "new.txt")); string(b) != "edited by hand\n" {
+			t.Errorf("undo overwrote a file changed since: %q", b)
+		}
+		waitMessage(t, s, "Not undone")
+	})
+}

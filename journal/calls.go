@@ -52,6 +52,9 @@ type Call struct {
 	// Options.MaxResultBytes of it; ResultTruncated says it was cut.
 	Result          string
 	ResultTruncated bool
+	// Changes are the files the call changed, as the caller recorded them
+	// (Outcome.Changes).
+	Changes string
 
 	// Resolution is set when an unfinished call (after a crash) was dealt
 	// with: Resumed or Discarded, at ResolvedAt, by ResolvedBy.
@@ -74,6 +77,9 @@ type Outcome struct {
 	// Result is the text written to the buffer; the journal keeps at most
 	// Options.MaxResultBytes of it.
 	Result string
+	// Changes describe the files the call changed (the caller's JSON, for
+	// undoing them); "" for none.
+	Changes string
 }
 
 // Resolution is how an unfinished call was dealt with.
@@ -90,7 +96,7 @@ const (
 // callColumns lists the calls columns in scanCall's order.
 const callColumns = `id, buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at,
 	finished_at, status, is_error, duration_us, output_bytes, result, result_truncated,
-	resolution, resolved_at, resolved_by`
+	resolution, resolved_at, resolved_by, changes`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -101,10 +107,11 @@ func scanCall(s scanner) (Call, error) {
 		finished, dur, outBytes, resolved sql.NullInt64
 		isErr                             sql.NullBool
 		status, result, res, resBy        sql.NullString
+		changes                           sql.NullString
 	)
 	err := s.Scan(&c.ID, &c.Buffer, &c.CallID, &c.Tool, &c.InputHash, &c.Decision, &c.DecidedBy, &c.PID, &started,
 		&finished, &status, &isErr, &dur, &outBytes, &result, &c.ResultTruncated,
-		&res, &resolved, &resBy)
+		&res, &resolved, &resBy, &changes)
 	if err != nil {
 		return Call{}, err
 	}
@@ -112,7 +119,7 @@ func scanCall(s scanner) (Call, error) {
 	if finished.Valid {
 		c.FinishedAt = time.UnixMicro(finished.Int64)
 	}
-	c.Status, c.IsError, c.Result = status.String, isErr.Bool, result.String
+	c.Status, c.IsError, c.Result, c.Changes = status.String, isErr.Bool, result.String, changes.String
 	c.Duration = time.Duration(dur.Int64) * time.Microsecond
 	c.OutputBytes = outBytes.Int64
 	c.Resolution, c.ResolvedBy = Resolution(res.String), resBy.String
@@ -166,11 +173,15 @@ func (j *Journal) Finish(ctx context.Context, id ID, o Outcome) error {
 	}
 	now := j.now()
 	return j.write(ctx, fmt.Sprintf("finish call %d", id), func(ctx context.Context, tx *sql.Tx) error {
+		var changes sql.NullString
+		if o.Changes != "" {
+			changes = sql.NullString{String: o.Changes, Valid: true}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE calls SET
 			finished_at = ?, status = ?, is_error = ?, duration_us = coalesce(?, ? - started_at),
-			output_bytes = ?, result = ?, result_truncated = ?
+			output_bytes = ?, result = ?, result_truncated = ?, changes = ?
 			WHERE id = ? AND finished_at IS NULL`,
-			now, o.Status, o.IsError, dur, now, outBytes, result, truncated, int64(id))
+			now, o.Status, o.IsError, dur, now, outBytes, result, truncated, changes, int64(id))
 		if err != nil {
 			return err
 		}

@@ -52,6 +52,9 @@ type callLine struct {
 	ResolvedAt      *string  `json:"resolved_at"`
 	ResolvedBy      *string  `json:"resolved_by"`
 	Result          *string  `json:"result,omitempty"` // only with Filter.Results
+	// Changes are the files the call changed (see Outcome.Changes), when
+	// it changed any.
+	Changes json.RawMessage `json:"changes,omitempty"`
 }
 
 type eventLine struct {
@@ -103,9 +106,9 @@ func (j *Journal) Export(ctx context.Context, w io.Writer, f Filter) error {
 	q := `SELECT * FROM (
 		SELECT 0 AS k, id, buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at,
 			finished_at, status, is_error, duration_us, output_bytes, CASE WHEN ? THEN result END, result_truncated,
-			resolution, resolved_at, resolved_by, started_at AS t FROM calls` + where[0] + `
+			resolution, resolved_at, resolved_by, changes, started_at AS t FROM calls` + where[0] + `
 		UNION ALL
-		SELECT 1, ` + eventColumns + `, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, time FROM events` + where[1] + `
+		SELECT 1, ` + eventColumns + `, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, time FROM events` + where[1] + `
 		ORDER BY t DESC, k DESC, id DESC LIMIT ?
 	) ORDER BY t, k, id`
 	all := append(append(callArgs, args...), limit)
@@ -135,14 +138,14 @@ func (j *Journal) Export(ctx context.Context, w io.Writer, f Filter) error {
 	return nil
 }
 
-// scanLine reads one row of Export's union: kind, the 19 call columns (an
+// scanLine reads one row of Export's union: kind, the 20 call columns (an
 // event fills the first 9 of them in its own order and the rest with NULLs),
 // and the sort time.
 func scanLine(rows *sql.Rows) (any, error) {
 	var (
 		kind int
 		t    int64
-		cols [19]any
+		cols [20]any
 	)
 	dest := []any{&kind}
 	for i := range cols {
@@ -180,6 +183,9 @@ func scanLine(rows *sql.Rows) (any, error) {
 	if cols[14] != nil {
 		r := c.Result
 		l.Result = &r
+	}
+	if c.Changes != "" {
+		l.Changes = json.RawMessage(c.Changes)
 	}
 	return l, nil
 }

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"go/parser"
@@ -487,5 +488,37 @@ func TestRecordAll(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 300 || !strings.Contains(lines[0], `"c0"`) || !strings.Contains(lines[299], `"c299"`) {
 		t.Errorf("exported %d lines, first %q, last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+}
+
+// A journal written by schema 1 (before calls recorded their changes) is
+// migrated in place: its rows stay, and new rows keep changes.
+func TestMigrateFromSchema1(t *testing.T) {
+	path := dbPath(t)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{migrations[0], "PRAGMA user_version = 1",
+		`INSERT INTO calls (buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at) VALUES ('/b.chat', 'old', 'bash', 'h', 'approve', 'user', 1, 1)`} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	j := openAt(t, path, nil)
+	ctx := context.Background()
+	if c, ok, err := j.Latest(ctx, "/b.chat", "old"); err != nil || !ok || c.Changes != "" {
+		t.Fatalf("Latest(old) after the migration = %+v, %v, %v", c, ok, err)
+	}
+	id := mustStart(t, j, Call{Buffer: "/b.chat", CallID: "new", Tool: "write", InputHash: "h2"})
+	if err := j.Finish(ctx, id, Outcome{Status: "ok", Result: "Wrote", Changes: `[{"path":"/x","before":"absent","after":"ab"}]`}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := j.Latest(ctx, "/b.chat", "new"); c.Changes != `[{"path":"/x","before":"absent","after":"ab"}]` {
+		t.Errorf("changes = %q", c.Changes)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -60,18 +61,29 @@ CREATE TABLE events (
 );
 CREATE INDEX events_by_buffer ON events (buffer, time);
 CREATE INDEX events_by_time ON events (time);`,
+	// 2: the files a call changed, as JSON (for :Flemma tool:undo).
+	`ALTER TABLE calls ADD COLUMN changes TEXT;`,
 }
 
 // schemaVersion is the schema version this package writes: len(migrations)
 // (a test checks it).
-const schemaVersion = 1
+const schemaVersion = 2
 
 // probes read one row of each table naming every column: cheap (the
 // rightmost leaf of each b-tree), and they fail if a column is missing or the
 // pages on the way are damaged.
-var probes = []string{
-	`SELECT ` + callColumns + ` FROM calls ORDER BY id DESC LIMIT 1`,
-	`SELECT ` + eventColumns + ` FROM events ORDER BY id DESC LIMIT 1`,
+//
+// probesFor returns them for a schema version: a file of an older version
+// is checked against its own schema before it is migrated (or touched).
+func probesFor(version int) []string {
+	calls := callColumns
+	if version < 2 {
+		calls = strings.TrimSuffix(calls, ", changes")
+	}
+	return []string{
+		`SELECT ` + calls + ` FROM calls ORDER BY id DESC LIMIT 1`,
+		`SELECT ` + eventColumns + ` FROM events ORDER BY id DESC LIMIT 1`,
+	}
 }
 
 // openPruneBatches bounds the pruning Open does: each batch is one short
@@ -220,8 +232,8 @@ func (j *Journal) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if version == schemaVersion {
-		if err := runProbes(bg, conn); err != nil {
+	if version > 0 {
+		if err := runProbes(bg, conn, version); err != nil {
 			return err
 		}
 	}
@@ -261,7 +273,7 @@ func (j *Journal) setup(ctx context.Context) error {
 			return classify(err)
 		}
 	}
-	if err := runProbes(bg, tx); err != nil {
+	if err := runProbes(bg, tx, schemaVersion); err != nil {
 		return err
 	}
 	if err := classify(tx.Commit()); err != nil {
@@ -336,8 +348,8 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func runProbes(ctx context.Context, q querier) error {
-	for _, p := range probes {
+func runProbes(ctx context.Context, q querier, version int) error {
+	for _, p := range probesFor(version) {
 		rows, err := q.QueryContext(ctx, p)
 		if err == nil {
 			for rows.Next() {
@@ -387,7 +399,7 @@ func openReadOnly(ctx context.Context, path string, o Options) (*Journal, error)
 	case version < schemaVersion:
 		err = fmt.Errorf("journal: %s: schema version %d is older than %d; let a flemma host open it once to upgrade it", path, version, schemaVersion)
 	default:
-		if perr := runProbes(rctx, j.r); perr != nil {
+		if perr := runProbes(rctx, j.r, schemaVersion); perr != nil {
 			err = fmt.Errorf("journal: %s: %w", path, perr)
 		}
 	}

@@ -30,6 +30,7 @@ func (h *Host) asyncMethods() map[string]any {
 		"flemma.tools":          h.hTools,
 		"flemma.status":         h.hStatus,
 		"flemma.journal_log":    h.hJournalLog,
+		"flemma.undo":           h.hUndo,
 		"flemma.sandbox_status": h.hSandboxStatus,
 		"flemma.switch":         h.hSwitch,
 		"flemma.autopilot":      h.hAutopilot,

@@ -653,7 +653,7 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 		h.logf("tool %s (%s) stopped by the host's shutdown: left unfinished (interrupted) in the journal", j.name, j.id)
 		return
 	}
-	h.journalFinish(jid, outcomeStatus(ctx, res), res.IsError, res.Duration, res.Content)
+	h.journalFinish(jid, outcomeStatus(ctx, res), res)
 	err = h.writeResult(bufnr, j.id, res, cursorMode)
 	status := "success"
 	if res.IsError {

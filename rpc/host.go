@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +37,7 @@ type Host struct {
 	autopilotOverride *bool          // :Flemma autopilot:enable|disable
 	reads             *tools.ReadLog // what the model read, per buffer (stale-file protection)
 	outputDir         string         // private folder for full outputs of truncated results
+	outputCleanup     func()         // removes it at shutdown
 	luaWait           waiters
 	refresh           refresher
 	bufFM             map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
@@ -96,8 +96,8 @@ func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
-	if dir, err := os.MkdirTemp("", "flemma-output-"); err == nil {
-		h.outputDir = dir
+	if dir, cleanup, err := tools.NewOutputDir(); err == nil {
+		h.outputDir, h.outputCleanup = dir, cleanup
 	} else {
 		h.logf("no private output folder (%v); full outputs go to the temp dir", err)
 	}
@@ -150,6 +150,7 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 		"flemma.resume":              h.hResume,
 		"flemma.discard":             h.hDiscard,
 		"flemma.journal_log":         h.hJournalLog,
+		"flemma.undo":                h.hUndo,
 	}
 	handlers["flemma.async"] = h.hAsync
 	for name, fn := range handlers {
@@ -204,6 +205,7 @@ func (h *Host) configure(cfg Config) error {
 	h.presets = presets
 	h.mu.Unlock()
 	h.openJournal(cfg.Paths.State)
+	tools.DefaultFeatures.Configure(h.sandboxConfig(nil))
 
 	// Built-in resolvers are replaced; resolvers registered from Lua stay.
 	for _, r := range h.chain.All() {
@@ -390,6 +392,9 @@ func (h *Host) Shutdown() {
 	}
 	h.mu.Unlock()
 	tools.KillAll()
+	if h.outputCleanup != nil {
+		h.outputCleanup()
+	}
 }
 
 // closingNow reports whether Shutdown was called.

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/journal"
+	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/trust"
 )
 
@@ -243,18 +245,86 @@ func (h *Host) journalStart(bufnr int, name string, j job) journal.ID {
 	return id
 }
 
-// journalFinish records how a call ended and its result, before the
-// result is written to the buffer (so a crash in between loses nothing).
-func (h *Host) journalFinish(id journal.ID, status string, isError bool, took time.Duration, content string) {
+// journalFinish records how a call ended, its result and the files it
+// changed, before the result is written to the buffer (so a crash in
+// between loses nothing).
+func (h *Host) journalFinish(id journal.ID, status string, res tools.Result) {
 	jr := h.journal()
 	if jr == nil || id == 0 {
 		return
 	}
+	changes := ""
+	if len(res.Changes) > 0 {
+		if b, err := json.Marshal(res.Changes); err == nil {
+			changes = string(b)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
 	defer cancel()
-	if err := jr.Finish(ctx, id, journal.Outcome{Status: status, IsError: isError, Duration: took, OutputBytes: int64(len(content)), Result: content}); err != nil {
+	if err := jr.Finish(ctx, id, journal.Outcome{Status: status, IsError: res.IsError, Duration: res.Duration,
+		OutputBytes: int64(len(res.Content)), Result: res.Content, Changes: changes}); err != nil {
 		h.journalFailed("finish", err)
 	}
+}
+
+// hUndo is :Flemma tool:undo: the files the call under the cursor changed
+// go back to what they were, each only while it still holds exactly what
+// the call wrote; the call's result then says so, for the model.
+func (h *Host) hUndo(bufnr, line int) (map[string]any, error) {
+	if busy, release := h.acquire(bufnr); busy != nil {
+		return busy, nil
+	} else {
+		defer release()
+	}
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	tu, r := doc.BlockAt(line)
+	if tu == nil || r == nil || r.Status != "" {
+		return reply("none", "No finished tool call under the cursor.", levelWarn), nil
+	}
+	jr := h.journal()
+	if jr == nil {
+		return reply("none", "Nothing to undo: the crash-recovery journal, which records what tools change, is not available (see :checkhealth flemma).", levelWarn), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+	defer cancel()
+	c, ok, err := jr.Latest(ctx, journalKey(bufnr, s.Name), tu.ID)
+	if err != nil {
+		return nil, fmt.Errorf("tool:undo: %w", err)
+	}
+	var changes []tools.Change
+	if ok && c.Changes != "" {
+		if err := json.Unmarshal([]byte(c.Changes), &changes); err != nil {
+			return nil, fmt.Errorf("tool:undo: the journal's record of %s: %w", tu.ID, err)
+		}
+	}
+	if len(changes) == 0 {
+		return reply("none", fmt.Sprintf("%s changed no file that flemma recorded.", tu.ID), levelInfo), nil
+	}
+	var done, failed []string
+	for i := len(changes) - 1; i >= 0; i-- {
+		ch := changes[i]
+		if err := tools.Undo(ch, h.backupDir()); err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", ch.Path, err))
+			continue
+		}
+		done = append(done, ch.Path)
+	}
+	if len(done) > 0 {
+		note := fmt.Sprintf("[The user undid this call's changes on disk: %s %s restored to what it was before the call.]",
+			strings.Join(done, ", "), map[bool]string{true: "is", false: "are"}[len(done) == 1])
+		if err := h.placeResult(bufnr, tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
+			h.logf("tool:undo: note in the result of %s: %v", tu.ID, err)
+		}
+		h.recordDecisions(journalKey(bufnr, s.Name), doc, []wireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
+	}
+	if len(failed) > 0 {
+		return reply("undo", fmt.Sprintf("Not undone: %s", strings.Join(failed, "; ")), levelWarn), nil
+	}
+	return reply("undo", fmt.Sprintf("Restored %s.", strings.Join(done, ", ")), levelInfo), nil
 }
 
 // hResume is :Flemma tool:resume: the interrupted call under the cursor

@@ -83,8 +83,21 @@ func (h *Host) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath string
 		ExtraEnv:       cfg.Tools.Bash.Env,
 		DefaultTimeout: secs(cfg.Tools.DefaultTimeout),
 		OutputDir:      h.outputDir,
+		BackupDir:      h.backupDir(),
 		Protect:        protect,
 	}, nil
+}
+
+// backupDir is where the files a tool changes are backed up (for
+// :Flemma tool:undo): flemma's state folder, or the tools' default when the
+// plugin has not sent it.
+func (h *Host) backupDir() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cfg.Paths.State == "" {
+		return ""
+	}
+	return h.cfg.Paths.State + "/backups"
 }
 
 // hSandboxStatus is :Flemma sandbox:status.

@@ -71,6 +71,9 @@ M.subcommands = {
   ["tool:resume"] = function()
     host_call("flemma.resume", { buf(), line() })
   end,
+  ["tool:undo"] = function()
+    host_call("flemma.undo", { buf(), line() })
+  end,
   ["tool:discard"] = function()
     host_call("flemma.discard", { buf(), line() })
   end,
