@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/flemma-host
 NVIMS    = $(shell scripts/provision-nvim.sh | paste -sd: -)
 
-.PHONY: all build test unit e2e bench lint demo nvim fuzz check-go clean
+.PHONY: all build test unit e2e bench chaos lint demo nvim fuzz check-go clean
 
 all: build
 
@@ -37,6 +37,12 @@ e2e: check-go nvim
 
 bench: check-go nvim
 	FLEMMA_NVIM="$(NVIMS)" $(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Kill the host at random moments while tools run, 200 times per Neovim
+# (make test runs a few): no call runs twice, no text is lost, the buffer
+# is never left locked, the next press works.
+chaos: check-go nvim
+	FLEMMA_NVIM="$(NVIMS)" FLEMMA_CHAOS_ITERATIONS=200 $(GO) test -count=1 -timeout 60m -v -run '^TestChaos$$' ./e2e/
 
 fuzz: check-go
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./buffer/

@@ -25,7 +25,7 @@
 // NewWriter(last line(s) of the buffer). Show w.Lines() at once (the
 // "@Assistant:" placeholder, with a blank line before it when the last line
 // is not blank). While streaming, coalesce events and flush at most every
-// 50 ms (and after a tool_use event): the region [R, end) of the buffer is
+// 16 ms (and after a tool_use event): the region [R, end) of the buffer is
 // always exactly the last Lines() written. Lines only grow, and only their
 // last line can change, so a flush may replace just [R+len(prev)-1, end)
 // with Lines()[len(prev)-1:]. When Stream returns, replace the whole region

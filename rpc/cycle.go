@@ -1010,10 +1010,21 @@ func (h *Host) acquireOne(bufnr int) (map[string]any, func()) {
 	return h.take(bufnr, false)
 }
 
+// stepWait bounds how long a user's action waits for another step of the
+// buffer to be written (a few milliseconds, usually) before it is refused.
+const stepWait = 3 * time.Second
+
 func (h *Host) take(bufnr int, exclusive bool) (map[string]any, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.state(bufnr)
+	// Another step is being planned and written (autopilot's, or a queued
+	// press): wait for it rather than refuse the user's action.
+	for deadline := time.Now().Add(stepWait); st.cycling && st.streaming == nil && time.Now().Before(deadline); {
+		h.mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		h.mu.Lock()
+	}
 	switch {
 	case st.streaming != nil:
 		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
