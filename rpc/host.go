@@ -62,6 +62,7 @@ type bufState struct {
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
 	lastFlushes int                     // buffer updates of the last response
+	linesRead   int                     // lines received from Neovim by snapshots, in all
 	lastResult  time.Time               // when the last tool result was written
 	cycling     bool                    // a cycle step is being planned and written
 	queued      bool                    // a press came during the step: run it when the step ends
@@ -317,9 +318,9 @@ func (h *Host) hStatus(bufnr int) (map[string]any, error) {
 		text += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
 	}
 	h.mu.Lock()
-	flushes, lastResult := st.lastFlushes, st.lastResult
+	flushes, lastResult, read := st.lastFlushes, st.lastResult, st.linesRead
 	h.mu.Unlock()
-	out := map[string]any{"text": text, "last_flushes": flushes}
+	out := map[string]any{"text": text, "last_flushes": flushes, "lines_read": read}
 	if !lastResult.IsZero() {
 		out["last_result_unix_ns"] = lastResult.UnixNano()
 	}

@@ -105,6 +105,9 @@ func (h *Host) snapshot(bufnr int) (*snapshot, error) {
 		if !s.Valid {
 			return nil, fmt.Errorf("buffer %d is no longer valid", bufnr)
 		}
+		h.mu.Lock()
+		h.state(bufnr).linesRead += len(s.Lines)
+		h.mu.Unlock()
 		if s.Delta {
 			if m == nil || s.First > len(m.lines) || s.Tail > len(m.lines)-s.First {
 				have = -1
