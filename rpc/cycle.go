@@ -437,7 +437,7 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 					e, err := buffer.SetStatus(doc, s.Lines, tu.ID, buffer.StatusPending)
 					add(e, err)
 					why := interruptedRule(c, p)
-					opts.Records = append(opts.Records, decided(ledger, tu, buffer.StatusPending, "not run: "+why))
+					opts.Records = append(opts.Records, withheld(ledger, tu, "not run: "+why))
 					untrusted = append(untrusted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, why))
 					if firstPending == "" {
 						firstPending = tu.ID
@@ -449,7 +449,7 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 					// waits for the user, and the buffer shows it.
 					e, err := buffer.SetStatus(doc, s.Lines, tu.ID, buffer.StatusPending)
 					add(e, err)
-					opts.Records = append(opts.Records, decided(ledger, tu, buffer.StatusPending, "not counted: "+v.Why))
+					opts.Records = append(opts.Records, withheld(ledger, tu, "not counted: "+v.Why))
 					untrusted = append(untrusted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, v.Why))
 					h.logf("approval of %s (%s) not counted: %s", tu.Name, tu.ID, v.Why)
 					if firstPending == "" {

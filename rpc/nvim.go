@@ -27,6 +27,7 @@ type snapshot struct {
 	Ambiwidth  string   `msgpack:"ambiwidth"` // "single" | "double"
 	TrustGen   int      `msgpack:"trust_gen"` // flemma.trust's load counter of the buffer
 	Trusted    bool     `msgpack:"trusted"`   // the user trusts the buffer
+	Undos      int      `msgpack:"undos"`     // steps back in the undo history seen in the buffer
 }
 
 // diag is a diagnostic as flemma.buf.set_diagnostics takes it.

@@ -26,14 +26,16 @@ type wireRecord struct {
 	Gen      int    `msgpack:"gen"`
 	Ran      bool   `msgpack:"ran"`
 	Wrote    bool   `msgpack:"wrote"`
+	Withheld bool   `msgpack:"withheld"`
+	Undos    int    `msgpack:"undos"`
 }
 
 func toWire(r trust.Record) wireRecord {
-	return wireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran, Wrote: r.Wrote}
+	return wireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran, Wrote: r.Wrote, Withheld: r.Withheld, Undos: r.Undos}
 }
 
 func fromWire(w wireRecord) trust.Record {
-	return trust.Record{ID: w.ID, Received: w.Received, Status: buffer.Status(w.Status), By: w.By, Hash: w.Hash, Gen: w.Gen, Ran: w.Ran, Wrote: w.Wrote}
+	return trust.Record{ID: w.ID, Received: w.Received, Status: buffer.Status(w.Status), By: w.By, Hash: w.Hash, Gen: w.Gen, Ran: w.Ran, Wrote: w.Wrote, Withheld: w.Withheld, Undos: w.Undos}
 }
 
 type wireCall struct {
@@ -49,11 +51,12 @@ type wireDigest struct {
 }
 
 type trustPull struct {
-	Gen     int          `msgpack:"gen"`
-	Trusted bool         `msgpack:"trusted"`
-	Origin  []string     `msgpack:"origin"` // the loaded lines, until digested
-	Digest  *wireDigest  `msgpack:"digest"`
-	Records []wireRecord `msgpack:"records"`
+	Gen       int          `msgpack:"gen"`
+	LoadUndos int          `msgpack:"load_undos"`
+	Trusted   bool         `msgpack:"trusted"`
+	Origin    []string     `msgpack:"origin"` // the loaded lines, until digested
+	Digest    *wireDigest  `msgpack:"digest"`
+	Records   []wireRecord `msgpack:"records"`
 }
 
 // syncTrust brings the host's view of a buffer's trust up to date with the
@@ -64,6 +67,7 @@ func (h *Host) syncTrust(bufnr int, s *snapshot) error {
 	bt := h.trust[bufnr]
 	if bt != nil && bt.gen == s.TrustGen {
 		bt.trusted = s.Trusted
+		bt.ledger.Undos = s.Undos
 		h.mu.Unlock()
 		return nil
 	}
@@ -73,7 +77,7 @@ func (h *Host) syncTrust(bufnr int, s *snapshot) error {
 		return fmt.Errorf("read the trust state of buffer %d: %w", bufnr, err)
 	}
 	l := trust.NewLedger()
-	l.Gen = p.Gen
+	l.Gen, l.Undos, l.LoadUndos = p.Gen, s.Undos, p.LoadUndos
 	if p.Digest != nil {
 		for _, c := range p.Digest.Calls {
 			l.Origin.Calls[c.ID] = c.Hash
@@ -154,9 +158,17 @@ func (h *Host) record(bufnr int, recs ...trust.Record) error {
 // decided is the record of a decision on u made now by who.
 func decided(l *trust.Ledger, u *buffer.ToolUse, st buffer.Status, who string) wireRecord {
 	r := l.Get(u.ID)
-	r.Status, r.By, r.Hash, r.Gen = st, who, trust.CallHash(u), l.Gen
+	r.Status, r.By, r.Hash, r.Gen, r.Undos, r.Withheld = st, who, trust.CallHash(u), l.Gen, l.Undos, false
 	if who == trust.ByUser || who == trust.ByUserEdit {
 		r.Ran = false // the user asks for it (again)
 	}
 	return toWire(r)
+}
+
+// withheld is the record of the host writing pending over an "approved"
+// status it did not count (see trust.Record.Withheld).
+func withheld(l *trust.Ledger, u *buffer.ToolUse, why string) wireRecord {
+	w := decided(l, u, buffer.StatusPending, why)
+	w.Withheld = true
+	return w
 }

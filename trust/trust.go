@@ -79,6 +79,11 @@ type Record struct {
 	Gen      int           // the load of the buffer (Ledger.Gen) the decision was made in
 	Ran      bool          // the call was started in this session
 	Wrote    bool          // its result was written into the buffer in this session
+	// Withheld: the host wrote Status (pending) over an "approved" it did
+	// not count (planted in the file, or a call interrupted by a crash).
+	// Undo can bring that "approved" back; it is not the user's approval.
+	Withheld bool
+	Undos    int // the buffer's undo count (Ledger.Undos) when Status was decided
 }
 
 // Who decided, as Record.By records it for the user's own decisions.
@@ -96,6 +101,11 @@ type Ledger struct {
 	Gen     int
 	Origin  Origin
 	Records map[string]Record
+	// Undos counts the undos (and other steps back in the undo history)
+	// Neovim saw in the buffer; LoadUndos is the count when load Gen was
+	// read. Text brought back by undo was not typed by the user now, so a
+	// status that undo may have restored is not taken as the user's edit.
+	Undos, LoadUndos int
 }
 
 // NewLedger returns an empty ledger with an empty origin.
@@ -143,6 +153,10 @@ type Verdict struct {
 //     status and nothing was decided on it since (the user approved one of
 //     the file's calls before flemma looked at it).
 //
+// A status the host withheld (wrote pending over) and that reads approved
+// again after an undo in the buffer does not count either: the undo may have
+// restored the withheld text. The user sets it again, and that counts.
+//
 // Anything else does not count: a status that was already "approved" in the
 // text as loaded, a call that ran already (its result was lost), a call
 // whose content changed since it was approved, and an approved placeholder
@@ -158,6 +172,8 @@ func (l *Ledger) CheckApproved(u *buffer.ToolUse) Verdict {
 			return Verdict{Why: "it already ran in this session and its result is missing"}
 		}
 		return Verdict{OK: true}
+	case decidedNow && r.Status != buffer.StatusApproved && r.Withheld && l.Undos != r.Undos:
+		return Verdict{Why: "an undo brought back an approval that was not yours; set it to approved again if you mean it"}
 	case decidedNow && r.Status != buffer.StatusApproved:
 		return Verdict{OK: true, UserEdit: true} // the user flipped a status the host wrote or saw
 	case l.Origin.Approved[u.ID]:
@@ -166,6 +182,10 @@ func (l *Ledger) CheckApproved(u *buffer.ToolUse) Verdict {
 		return Verdict{Why: "the call changed after it was approved"}
 	}
 	if _, inFile := l.Origin.Calls[u.ID]; inFile {
+		if l.Undos != l.LoadUndos {
+			// Undo may reach text from before a reload (an earlier origin).
+			return Verdict{Why: "an undo may have brought this approval back; set it to approved again if you mean it"}
+		}
 		return Verdict{OK: true, UserEdit: true} // one of the file's calls, approved by the user
 	}
 	return Verdict{Why: "nobody approved it in this session"}

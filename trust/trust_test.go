@@ -51,29 +51,35 @@ func TestCheckApproved(t *testing.T) {
 		name     string
 		origin   *buffer.Document // nil: empty origin
 		rec      *Record
+		undos    int // Ledger.Undos (LoadUndos is 0)
 		ok, edit bool
 	}{
-		{"planted in the file as loaded", approvedDoc, nil, false, false},
-		{"planted, a record approved other content", approvedDoc, &Record{Status: buffer.StatusApproved, Hash: CallHash(other)}, false, false},
-		{"planted, but approved in this session (file saved and reloaded)", approvedDoc, &Record{Status: buffer.StatusApproved, Hash: h}, true, false},
-		{"approved by a resolver in this session", nil, &Record{Received: h, Status: buffer.StatusApproved, Hash: h, By: "urn:flemma:approval:config ($default)"}, true, false},
-		{"approved, then ran", nil, &Record{Received: h, Status: buffer.StatusApproved, Hash: h, Ran: true}, false, false},
-		{"approved, then its content changed", nil, &Record{Received: CallHash(other), Status: buffer.StatusApproved, Hash: CallHash(other)}, false, false},
-		{"the user flipped pending (host decided pending)", nil, &Record{Received: h, Status: buffer.StatusPending, Hash: h, Gen: 1}, true, true},
-		{"the user flipped denied", nil, &Record{Status: buffer.StatusDenied, Hash: h, Gen: 1}, true, true},
-		{"planted, made pending by the host, then flipped by the user", approvedDoc, &Record{Status: buffer.StatusPending, Hash: h, Gen: 1}, true, true},
-		{"planted by a reload after the host decided pending", approvedDoc, &Record{Received: h, Status: buffer.StatusPending, Hash: h, Gen: 0}, false, false},
-		{"approved, then its content changed (same load)", nil, &Record{Received: CallHash(other), Status: buffer.StatusApproved, Hash: CallHash(other), Gen: 1}, false, false},
-		{"a file call decided pending before a reload, approved after it", doc(t, call+placeholder("pending")), &Record{Status: buffer.StatusPending, Hash: h, Gen: 0}, true, true},
-		{"the user flipped a file call before flemma looked", doc(t, call+placeholder("pending")), nil, true, true},
-		{"the user approved a file call without placeholder", doc(t, call), nil, true, true},
-		{"received, never decided: the host always places it itself", nil, &Record{Received: h}, false, false},
-		{"unknown call (forged in text, typed)", nil, nil, false, false},
+		{"planted in the file as loaded", approvedDoc, nil, 0, false, false},
+		{"planted, a record approved other content", approvedDoc, &Record{Status: buffer.StatusApproved, Hash: CallHash(other)}, 0, false, false},
+		{"planted, but approved in this session (file saved and reloaded)", approvedDoc, &Record{Status: buffer.StatusApproved, Hash: h}, 0, true, false},
+		{"approved by a resolver in this session", nil, &Record{Received: h, Status: buffer.StatusApproved, Hash: h, By: "urn:flemma:approval:config ($default)"}, 0, true, false},
+		{"approved, then ran", nil, &Record{Received: h, Status: buffer.StatusApproved, Hash: h, Ran: true}, 0, false, false},
+		{"approved, then its content changed", nil, &Record{Received: CallHash(other), Status: buffer.StatusApproved, Hash: CallHash(other)}, 0, false, false},
+		{"the user flipped pending (host decided pending)", nil, &Record{Received: h, Status: buffer.StatusPending, Hash: h, Gen: 1}, 0, true, true},
+		{"the user flipped denied", nil, &Record{Status: buffer.StatusDenied, Hash: h, Gen: 1}, 0, true, true},
+		{"planted, made pending by the host, then flipped by the user", approvedDoc, &Record{Status: buffer.StatusPending, Hash: h, Gen: 1}, 0, true, true},
+		{"planted by a reload after the host decided pending", approvedDoc, &Record{Received: h, Status: buffer.StatusPending, Hash: h, Gen: 0}, 0, false, false},
+		{"approved, then its content changed (same load)", nil, &Record{Received: CallHash(other), Status: buffer.StatusApproved, Hash: CallHash(other), Gen: 1}, 0, false, false},
+		{"a file call decided pending before a reload, approved after it", doc(t, call+placeholder("pending")), &Record{Status: buffer.StatusPending, Hash: h, Gen: 0}, 0, true, true},
+		{"the user flipped a file call before flemma looked", doc(t, call+placeholder("pending")), nil, 0, true, true},
+		{"the user approved a file call without placeholder", doc(t, call), nil, 0, true, true},
+		{"received, never decided: the host always places it itself", nil, &Record{Received: h}, 0, false, false},
+		{"unknown call (forged in text, typed)", nil, nil, 0, false, false},
+		{"planted, withheld by the host, then brought back by an undo", approvedDoc, &Record{Status: buffer.StatusPending, Hash: h, Gen: 1, Withheld: true}, 1, false, false},
+		{"planted, withheld after an undo, then flipped by the user", approvedDoc, &Record{Status: buffer.StatusPending, Hash: h, Gen: 1, Withheld: true, Undos: 1}, 1, true, true},
+		{"interrupted, withheld, then brought back by an undo", nil, &Record{Received: h, Status: buffer.StatusPending, Hash: h, Gen: 1, Withheld: true, Ran: true}, 3, false, false},
+		{"host wrote pending (not withheld), undo elsewhere, then flipped", nil, &Record{Received: h, Status: buffer.StatusPending, Hash: h, Gen: 1}, 2, true, true},
+		{"a file call approved after an undo, before flemma looked", doc(t, call+placeholder("pending")), nil, 1, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := NewLedger()
-			l.Gen = 1
+			l.Gen, l.Undos = 1, tt.undos
 			if tt.origin != nil {
 				l.Origin = OriginOf(tt.origin)
 			}

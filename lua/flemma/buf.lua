@@ -99,11 +99,13 @@ function M.snapshot(bufnr, have)
     lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
   end
   synced(bufnr)
-  local tr = require("flemma.trust").get(bufnr)
+  local trust = require("flemma.trust")
+  local tr = trust.get(bufnr)
   return {
     valid = true,
     trust_gen = tr.gen,
     trusted = tr.trusted,
+    undos = trust.undos(bufnr),
     tick = tick,
     delta = delta,
     first = first,
@@ -192,6 +194,9 @@ function M.apply(bufnr, tick, edits, opts)
     require("flemma.trust").record(bufnr, opts.records)
   end
   local tick_now = vim.api.nvim_buf_get_changedtick(bufnr)
+  if #edits > 0 then
+    require("flemma.trust").undos(bufnr) -- the new tip of the undo history
+  end
   synced(bufnr) -- the host computed the new text itself
   if #edits > 0 then
     our_tick[bufnr] = tick_now

@@ -157,8 +157,11 @@ function M.attach(bufnr)
   vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
     group = group,
     buffer = bufnr,
-    desc = "flemma: refresh tool previews",
-    callback = refresh,
+    desc = "flemma: note undos and refresh tool previews",
+    callback = function()
+      require("flemma.trust").undos(bufnr)
+      refresh()
+    end,
   })
   local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" } or { "VimResized", "WinScrolled" }
   vim.api.nvim_create_autocmd(resize, {

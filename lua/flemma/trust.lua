@@ -96,6 +96,39 @@ local function blank(lines)
   return true
 end
 
+-- Steps back in each buffer's undo history. Text that undo brings back was
+-- not typed now: a status the host withheld and an undo restored is not the
+-- user's approval (see trust.Record.Withheld in the host). changenr() only
+-- goes down when the buffer moves back in its undo history (u, g-, :undo N);
+-- it is observed after every change (TextChanged), read and write.
+local undo = {} -- bufnr -> { seen = changenr last observed, count = steps back seen }
+
+local function changenr(bufnr)
+  if bufnr == vim.api.nvim_get_current_buf() then
+    return vim.fn.changenr()
+  end
+  return vim.api.nvim_buf_call(bufnr, function()
+    return vim.fn.changenr()
+  end)
+end
+
+--- Observe the buffer's place in its undo history; returns the steps back seen.
+function M.undos(bufnr)
+  local u = undo[bufnr]
+  if not u then
+    u = { seen = -1, count = 0 }
+    undo[bufnr] = u
+  end
+  local ok, n = pcall(changenr, bufnr)
+  if ok and type(n) == "number" then
+    if n < u.seen then
+      u.count = u.count + 1
+    end
+    u.seen = n
+  end
+  return u.count
+end
+
 --- The buffer was attached or (re)loaded from disk: its text now is its
 --- origin, and its trust is recomputed (a session's :Flemma trust does not
 --- survive a reload: the new text may come from anyone).
@@ -104,6 +137,7 @@ function M.loaded(bufnr)
   local st = bufs[bufnr] or { gen = 0, records = {} }
   st.gen = st.gen + 1
   st.origin, st.digest = lines, nil
+  st.load_undos = M.undos(bufnr)
   local k = key(bufnr)
   local known = k and read_store()[k]
   st.trusted = blank(lines) or (known ~= nil and known.sha256 == content_hash(lines))
@@ -164,6 +198,7 @@ end
 
 function M.forget(bufnr)
   bufs[bufnr] = nil
+  undo[bufnr] = nil
 end
 
 --- For the host: everything it needs to rebuild its view of the buffer.
@@ -176,6 +211,7 @@ function M.pull(bufnr)
   return {
     gen = st.gen,
     trusted = st.trusted,
+    load_undos = st.load_undos or 0,
     origin = st.digest == nil and st.origin or vim.NIL,
     digest = st.digest or vim.NIL,
     records = recs,
