@@ -28,6 +28,7 @@ func TestMirrorFollowsEdits(t *testing.T) {
 		edited := strings.Replace(chat, `"2+2"`, `"5+5"`, 1)
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(edited, result("c1", "10", false), placeholder("c2", "pending", "")))
+		waitUnlocked(t, s)
 
 		// Undo the execution phase: the approved placeholder is back, but
 		// the call already ran: a press does not run it again silently, it
