@@ -82,6 +82,7 @@ func TestEditRefusedAfterExternalChange(t *testing.T) {
 		if body, isErr := waitResult(t, s, "r1"); isErr || !strings.Contains(body, "alpha") {
 			t.Fatalf("read = %q (error %v)", body, isErr)
 		}
+		waitUnlocked(t, s) // the result is written a moment before the step unlocks
 		// The file changes behind the model's back.
 		if err := os.WriteFile(file, []byte("alpha\nBETA changed\n"), 0o644); err != nil {
 			t.Fatal(err)
