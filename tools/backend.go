@@ -153,6 +153,9 @@ func (s *Sandbox) Available() bool {
 //     replaced, e.g. by a symlink) makes the wrap fail;
 //   - with Env.Protect, every existing protected path inside the roots
 //     re-bound read-only;
+//   - a temporary folder (/tmp, $TMPDIR) that is not a writable root
+//     replaced by a private, empty tmpfs: other programs' files and sockets
+//     there are not seen, and commands still have a scratch folder;
 //   - what deny_read names hidden: folders by an empty tmpfs, files by
 //     /dev/null, found by a bounded scan of the roots, the home directory
 //     and /tmp (see Status for what was scanned and whether it was cut).
@@ -331,6 +334,9 @@ func (s *Sandbox) Status() string {
 		fmt.Fprintf(&b, "hidden from bash: %d folders, %d files and sockets (%d sockets); scanned: %s, and the sockets /proc/net/unix lists (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
 			len(p.early)+len(p.tmpfs), len(p.null), p.sockets, strings.Join(p.scanned, ", "), p.entries,
 			scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		if len(p.private) > 0 {
+			fmt.Fprintf(&b, "private temporary folders (empty for bash, not the machine's): %s\n", strings.Join(p.private, ", "))
+		}
 		for _, n := range p.notes {
 			fmt.Fprintf(&b, "  note: %s\n", n)
 		}

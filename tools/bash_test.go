@@ -242,7 +242,12 @@ func TestBwrapConfinesWrites(t *testing.T) {
 	}
 	target := filepath.Join(f.outside, "out.txt")
 	res := f.run("bash", map[string]any{"command": "echo pwned > " + target})
-	want(t, "outside", res, false, "Read-only file system", "Command exited with code")
+	// Outside the roots the file system is read-only, and the machine's
+	// temporary folder is a private, empty one: the write fails either way.
+	want(t, "outside", res, false, "Command exited with code")
+	if !strings.Contains(res.Content, "Read-only file system") && !strings.Contains(res.Content, "No such file or directory") {
+		t.Errorf("outside: unexpected failure:\n%s", res.Content)
+	}
 	if exists(target) {
 		t.Errorf("a sandboxed command wrote outside the writable roots")
 	}

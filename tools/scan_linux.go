@@ -54,7 +54,8 @@ var scanSkipFS = map[uint32]string{
 
 // maskPlan is what bubblewrap must hide or protect for one command.
 type maskPlan struct {
-	early   []string // folders hidden before the roots are bound (/run/user, $XDG_RUNTIME_DIR)
+	early   []string // folders hidden before the roots are bound (/run/user, $XDG_RUNTIME_DIR, private temps)
+	private []string // temporary folders replaced by an empty tmpfs (in early)
 	ro      []string // protected paths, re-bound read-only (Env.Protect)
 	tmpfs   []string // folders hidden by an empty tmpfs
 	null    []string // files and sockets hidden by /dev/null
@@ -93,6 +94,24 @@ func (s *Sandbox) planMasks() *maskPlan {
 				p.early = append(p.early, c)
 				p.seen[c] = true
 			}
+		}
+	}
+
+	// A temporary folder that is not a writable root is replaced by a
+	// private, empty tmpfs: nothing of the machine's /tmp reaches the
+	// command — other programs' files and sockets, which come and go (a
+	// mask on a socket folder that vanished before bubblewrap mounted it
+	// made the command fail) — and commands that need a scratch folder
+	// work. Roots inside it are bound on top.
+	for _, t := range p.temps {
+		home := canonicalOr(s.home)
+		if s.insideRoot(t) || p.seen[t] || s.home != "" && within(home, t) {
+			continue
+		}
+		if fi, err := os.Stat(t); err == nil && fi.IsDir() {
+			p.early = append(p.early, t)
+			p.private = append(p.private, t)
+			p.seen[t] = true
 		}
 	}
 
@@ -801,6 +820,18 @@ func (p *maskPlan) finish(s *Sandbox) {
 			p.tmpfs = append(p.tmpfs, d)
 		}
 	}
+	// What lies in a private temporary folder, outside the roots, is not
+	// there for the command: no mask needed (and none to fail).
+	outsidePrivate := func(l []string) []string {
+		out := l[:0]
+		for _, q := range l {
+			if !underAny(q, p.private) || s.insideRoot(q) {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	p.tmpfs, p.null = outsidePrivate(p.tmpfs), outsidePrivate(p.null)
 	p.early, p.ro, p.tmpfs, p.null = exists(p.early), exists(p.ro), exists(p.tmpfs), exists(p.null)
 	p.ro = dedupRoots(p.ro)
 	sort.Strings(p.tmpfs)
@@ -808,7 +839,9 @@ func (p *maskPlan) finish(s *Sandbox) {
 	var null []string
 	sort.Strings(p.null)
 	for _, n := range p.null {
-		if !underAny(n, p.tmpfs) && !underAny(n, p.early) {
+		// Under a folder hidden early, only what a root bound on top of it
+		// shows needs a mask.
+		if !underAny(n, p.tmpfs) && (!underAny(n, p.early) || s.insideRoot(n)) {
 			null = append(null, n)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,13 +36,24 @@ func TestHelperProcess(t *testing.T) {
 }
 
 // helperCommand is the shell command that runs the test binary as helper.
-func helperCommand(t *testing.T, mode string, env ...string) string {
+func helperCommand(t *testing.T, dir, mode string, env ...string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("FLEMMA_TEST_HELPER=%s %s %s -test.run='^TestHelperProcess$'", mode, strings.Join(env, " "), exe)
+	// The test binary lives in the machine's temporary folder, which a
+	// sandboxed command does not see (it gets a private one): run a copy
+	// from dir, a writable root.
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(dir, "helper.test")
+	if err := os.WriteFile(cp, data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("FLEMMA_TEST_HELPER=%s %s %s -test.run='^TestHelperProcess$'", mode, strings.Join(env, " "), cp)
 }
 
 // listenUnix listens on a unix socket and accepts (and closes) connections
@@ -101,7 +113,7 @@ func TestBwrapHidesSockets(t *testing.T) {
 	for _, a := range addrs {
 		listenUnix(t, a)
 	}
-	cmd := helperCommand(t, "connect", "FLEMMA_TEST_ADDRS="+strings.Join(addrs, ","))
+	cmd := helperCommand(t, f.dir, "connect", "FLEMMA_TEST_ADDRS="+strings.Join(addrs, ","))
 
 	// Unsandboxed, every socket answers: the test would prove nothing
 	// otherwise.
@@ -181,4 +193,34 @@ func TestCommandEnvDropsSockets(t *testing.T) {
 	f := newFixture(t)
 	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath}})
 	run(f)
+}
+
+// TestBwrapSocketFolderVanishes: another program's socket folder in /tmp
+// (Neovim 0.7's /tmp/nvimXXXXXX/0) goes away between the moment the
+// sandbox is planned and the moment bubblewrap mounts it. The command must
+// still start: the machine's /tmp is replaced by a private one, so no mask
+// points into it (a mask on a path that vanished failed the whole command
+// with "Can't mkdir …: Read-only file system").
+func TestBwrapSocketFolderVanishes(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath}, Network: true})
+	dir, err := os.MkdirTemp("/tmp", "nvimvanish")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "0")
+	listenUnix(t, sock)
+	argv, err := f.env.Sandbox.WrapCommand([]string{"/bin/sh", "-c", "echo started"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "started" {
+		t.Fatalf("the command did not start after a socket folder vanished: %v\n%s\nargv: %q", err, out, argv)
+	}
 }
