@@ -1,9 +1,8 @@
-// Package rpc is the Neovim boundary: the msgpack-RPC handlers the Lua side
-// calls, the one atomic write path (every step's edits go to Neovim in a single
-// call that checks changedtick), and the Ctrl-] cycle that ties the parser,
-// the approval chain and the executor together.
+// Package rpc is the Neovim boundary: it registers the cycle engine's
+// methods as msgpack-RPC handlers (synchronous, and asynchronous through the
+// flemma.async notification) and implements cycle.Editor and cycle.Lua with
+// nvim_exec_lua calls into the plugin's Lua modules.
 //
-// It is the only package that imports go-client. Every step re-reads and
-// re-parses the buffer and finds blocks by tool id, never by remembered line
-// numbers.
+// It is the only package that imports go-client. Everything it does beyond
+// moving messages lives in package cycle.
 package rpc

@@ -1,242 +1,79 @@
 package rpc
 
 import (
-	"errors"
-	"fmt"
+	"github.com/neovim/go-client/nvim"
 
-	"github.com/flemma-dev/flemma/buffer"
-	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/cycle"
 )
 
-// snapshot is one consistent read of a buffer (flemma.buf.snapshot). With
-// Delta, Lines holds only the window [First, Count-Tail) and the rest comes
-// from the host's mirror; snapshot() always returns whole lines.
-type snapshot struct {
-	Valid      bool     `msgpack:"valid"`
-	Tick       int      `msgpack:"tick"`
-	Delta      bool     `msgpack:"delta"`
-	First      int      `msgpack:"first"`
-	Tail       int      `msgpack:"tail"`
-	Count      int      `msgpack:"count"`
-	Lines      []string `msgpack:"lines"`
-	Name       string   `msgpack:"name"`
-	Cwd        string   `msgpack:"cwd"`
-	Modifiable bool     `msgpack:"modifiable"`
-	Width      int      `msgpack:"width"`     // text area of the window showing it (80 if none)
-	EOL        string   `msgpack:"eol"`       // 'listchars' eol, or ↵
-	Ambiwidth  string   `msgpack:"ambiwidth"` // "single" | "double"
-	TrustGen   int      `msgpack:"trust_gen"` // flemma.trust's load counter of the buffer
-	Trusted    bool     `msgpack:"trusted"`   // the user trusts the buffer
-	Undos      int      `msgpack:"undos"`     // steps back in the undo history seen in the buffer
+// editor is cycle.Editor over msgpack-RPC: each method is one nvim_exec_lua
+// into lua/flemma/buf.lua or lua/flemma/trust.lua.
+type editor struct{ nv *nvim.Nvim }
+
+func (e editor) Snapshot(bufnr, have int) (cycle.Snapshot, error) {
+	var s cycle.Snapshot
+	err := e.nv.ExecLua(`return require("flemma.buf").snapshot(...)`, &s, bufnr, have)
+	return s, err
 }
 
-// diag is a diagnostic as flemma.buf.set_diagnostics takes it.
-type diag struct {
-	Lnum     int    `msgpack:"lnum"`
-	Col      int    `msgpack:"col"`
-	Severity string `msgpack:"severity"`
-	Message  string `msgpack:"message"`
+func (e editor) Apply(bufnr, tick int, edits []cycle.LineEdit, opts cycle.ApplyOpts) (cycle.ApplyResult, error) {
+	var res cycle.ApplyResult
+	err := e.nv.ExecLua(`return require("flemma.buf").apply(...)`, &res, bufnr, tick, edits, opts)
+	return res, err
 }
 
-// mark is an extmark as flemma.buf.set_marks takes it.
-type mark struct {
-	Line int    `msgpack:"line"` // 0-based
-	Kind string `msgpack:"kind"` // "preview" (virtual line below) | "status" (end of line)
-	Text string `msgpack:"text"`
-	HL   string `msgpack:"hl"`
+func (e editor) SetDiagnostics(bufnr int, diags []cycle.Diag) error {
+	return e.nv.ExecLua(`require("flemma.buf").set_diagnostics(...)`, nil, bufnr, diags)
 }
 
-// applyOpts travel with the edits in the same call.
-type applyOpts struct {
-	Cursor      int          `msgpack:"cursor,omitempty"` // 1-based line; 0 = leave
-	CursorID    string       `msgpack:"-"`                // move to this call's result header (resolved by step)
-	CursorAtEnd bool         `msgpack:"-"`                // with CursorID: to the end of the message holding it ("next")
-	Modifiable  *bool        `msgpack:"modifiable,omitempty"`
-	Join        bool         `msgpack:"join,omitempty"`
-	UndoBreak   bool         `msgpack:"undo_break,omitempty"` // start a new undo step (a new phase)
-	Diagnostics []diag       `msgpack:"diagnostics"`          // nil = leave as is
-	Marks       []mark       `msgpack:"marks"`                // nil = leave as is
-	Records     []wireRecord `msgpack:"records,omitempty"`    // decisions of this step, kept by flemma.trust with the edit
-
-	fm *frontmatter.Result // with Diagnostics: they are recomputed on the text after the edits
+func (e editor) SetModifiable(bufnr int, on bool) error {
+	return e.nv.ExecLua(`require("flemma.buf").set_modifiable(...)`, nil, bufnr, on)
 }
 
-type applyResult struct {
-	OK    bool   `msgpack:"ok"`
-	Stale bool   `msgpack:"stale"`
-	Tick  int    `msgpack:"tick"`
-	Err   string `msgpack:"err"`
+func (e editor) Notify(msg string, level int) error {
+	return e.nv.ExecLua(`require("flemma.buf").notify(...)`, nil, msg, level)
 }
 
-type wireEdit struct {
-	Start int      `msgpack:"start"`
-	Stop  int      `msgpack:"stop"`
-	Lines []string `msgpack:"lines"`
+func (e editor) Event(pattern string, data cycle.ToolEvent) error {
+	return e.nv.ExecLua(`require("flemma.buf").event(...)`, nil, pattern, data)
 }
 
-// mirror is the host's copy of a buffer as of a changedtick.
-type mirror struct {
-	tick  int
-	lines []string // never modified in place
+func (e editor) TrustPull(bufnr int) (cycle.TrustPull, error) {
+	var p cycle.TrustPull
+	err := e.nv.ExecLua(`return require("flemma.trust").pull(...)`, &p, bufnr)
+	return p, err
 }
 
-func (h *Host) remember(bufnr, tick int, lines []string) {
-	h.mu.Lock()
-	if m := h.mirrors[bufnr]; m == nil || tick >= m.tick {
-		h.mirrors[bufnr] = &mirror{tick: tick, lines: lines}
-	}
-	h.mu.Unlock()
+func (e editor) TrustSetDigest(bufnr, gen int, d cycle.Digest) error {
+	return e.nv.ExecLua(`require("flemma.trust").set_digest(...)`, nil, bufnr, gen, d)
 }
 
-// snapshot reads a buffer. When the host's mirror is current as of the
-// tracker's base, Neovim sends only the changed window.
-func (h *Host) snapshot(bufnr int) (*snapshot, error) {
-	h.mu.Lock()
-	m := h.mirrors[bufnr]
-	h.mu.Unlock()
-	have := -1
-	if m != nil {
-		have = m.tick
-	}
-	for try := 0; try < 2; try++ {
-		var s snapshot
-		if err := h.nv.ExecLua(`return require("flemma.buf").snapshot(...)`, &s, bufnr, have); err != nil {
-			return nil, fmt.Errorf("read buffer %d: %w", bufnr, err)
-		}
-		if !s.Valid {
-			return nil, fmt.Errorf("buffer %d is no longer valid", bufnr)
-		}
-		h.mu.Lock()
-		h.state(bufnr).linesRead += len(s.Lines)
-		h.mu.Unlock()
-		if s.Delta {
-			if m == nil || s.First > len(m.lines) || s.Tail > len(m.lines)-s.First {
-				have = -1
-				continue
-			}
-			lines := make([]string, 0, s.Count)
-			lines = append(lines, m.lines[:s.First]...)
-			lines = append(lines, s.Lines...)
-			lines = append(lines, m.lines[len(m.lines)-s.Tail:]...)
-			if len(lines) != s.Count {
-				h.logf("buffer %d: mirror out of step (%d lines, want %d); full read", bufnr, len(lines), s.Count)
-				have = -1
-				continue
-			}
-			s.Lines = lines
-		}
-		h.remember(bufnr, s.Tick, s.Lines)
-		if err := h.syncTrust(bufnr, &s); err != nil {
-			return nil, err
-		}
-		return &s, nil
-	}
-	return nil, fmt.Errorf("read buffer %d: could not get a consistent copy", bufnr)
+func (e editor) TrustRecord(bufnr int, recs []cycle.WireRecord) error {
+	return e.nv.ExecLua(`require("flemma.trust").record(...)`, nil, bufnr, recs)
 }
 
-// apply sends all edits of one step and its cursor/diagnostics/marks in a
-// single call that checks changedtick.
-func (h *Host) apply(bufnr, tick int, edits []buffer.Edit, opts applyOpts) (applyResult, error) {
-	w := make([]wireEdit, 0, len(edits))
-	for _, e := range edits {
-		lines := e.Lines
-		if lines == nil {
-			lines = []string{}
-		}
-		w = append(w, wireEdit{Start: e.Start, Stop: e.End, Lines: lines})
-	}
-	var res applyResult
-	if err := h.nv.ExecLua(`return require("flemma.buf").apply(...)`, &res, bufnr, tick, w, opts); err != nil {
-		return res, fmt.Errorf("write buffer %d: %w", bufnr, err)
-	}
-	if !res.OK && !res.Stale {
-		return res, errors.New(res.Err)
-	}
-	return res, nil
+// luaCalls is cycle.Lua over msgpack-RPC: lua/flemma/tools.lua and
+// lua/flemma/tools/approval.lua.
+type luaCalls struct{ nv *nvim.Nvim }
+
+func (l luaCalls) Resolve(kind, name, tool string, input map[string]any, ctx cycle.ResolveContext) (cycle.ResolveAnswer, error) {
+	var res cycle.ResolveAnswer
+	err := l.nv.ExecLua(`return require("flemma.tools.approval")._resolve(...)`, &res, kind, name, tool, input, ctx)
+	return res, err
 }
 
-// step reads, parses, plans and applies one atomic edit, retrying from a
-// fresh read when the user changed the buffer in between. plan returns the
-// edits and options (no edits: only the extmarks and options are sent).
-func (h *Host) step(bufnr int, plan func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error)) error {
-	return h.stepFrom(bufnr, nil, nil, plan)
+func (l luaCalls) ExecuteTool(name, token string, input any, info cycle.ToolInfo) (cycle.LuaResponse, error) {
+	var resp cycle.LuaResponse
+	err := l.nv.ExecLua(`return require("flemma.tools")._execute(...)`, &resp, name, token, input, info)
+	return resp, err
 }
 
-// stepFrom is step whose first attempt uses a snapshot (and its parse) the
-// caller already has.
-func (h *Host) stepFrom(bufnr int, s *snapshot, doc *buffer.Document, plan func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error)) error {
-	for attempt := 0; attempt < 8; attempt++ {
-		if s == nil || attempt > 0 {
-			var err error
-			if s, err = h.snapshot(bufnr); err != nil {
-				return err
-			}
-			doc = buffer.Parse(s.Lines)
-		}
-		edits, opts, err := plan(s, doc)
-		if err != nil {
-			return err
-		}
-		// Extmarks and the cursor travel with the edits, computed on the
-		// text they land on.
-		after, afterLines := doc, s.Lines
-		if len(edits) > 0 {
-			if afterLines, err = buffer.Apply(s.Lines, edits); err != nil {
-				return err
-			}
-			after = buffer.Parse(afterLines)
-		}
-		if opts.Diagnostics != nil && len(edits) > 0 {
-			// Placed on the lines they will be on once the edits are in.
-			opts.Diagnostics = diagnostics(after, opts.fm, h.notesOf(bufnr))
-		}
-		if opts.CursorID != "" {
-			if r := after.Result(opts.CursorID); r != nil {
-				opts.Cursor = r.HeaderLine
-				if m := after.MessageAt(r.HeaderLine); opts.CursorAtEnd && m != nil {
-					opts.Cursor = m.EndLine
-				}
-			}
-		}
-		opts.Marks = h.marks(bufnr, s, after)
-		res, err := h.apply(bufnr, s.Tick, edits, opts)
-		if err != nil {
-			return err
-		}
-		if res.OK {
-			if len(edits) > 0 {
-				h.remember(bufnr, res.Tick, afterLines)
-			}
-			h.commit(bufnr, opts.Records)
-			h.recordDecisions(journalKey(bufnr, s.Name), doc, opts.Records)
-			return nil
-		}
-		h.logf("buffer %d changed during a step (tick %d → %d); re-reading", bufnr, s.Tick, res.Tick)
-	}
-	return errors.New("the buffer kept changing while flemma tried to write; nothing was written, try again")
+func (l luaCalls) CancelTool(token string) error {
+	return l.nv.ExecLua(`require("flemma.tools")._cancel(...)`, nil, token)
 }
 
-func (h *Host) notify(msg string, level int) {
-	if err := h.nv.ExecLua(`require("flemma.buf").notify(...)`, nil, msg, level); err != nil {
-		h.logf("notify: %v", err)
-	}
+func (l luaCalls) Preview(name string, input map[string]any, maxLen int) (*string, error) {
+	var out *string
+	err := l.nv.ExecLua(`return require("flemma.tools")._preview(...)`, &out, name, input, maxLen)
+	return out, err
 }
-
-func (h *Host) event(pattern string, data map[string]any) {
-	if err := h.nv.ExecLua(`require("flemma.buf").event(...)`, nil, pattern, data); err != nil {
-		h.logf("event %s: %v", pattern, err)
-	}
-}
-
-func (h *Host) setModifiable(bufnr int, on bool) {
-	if err := h.nv.ExecLua(`require("flemma.buf").set_modifiable(...)`, nil, bufnr, on); err != nil {
-		h.logf("set modifiable: %v", err)
-	}
-}
-
-// Notification levels, as vim.log.levels.
-const (
-	levelInfo  = 2
-	levelWarn  = 3
-	levelError = 4
-)

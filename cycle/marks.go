@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"fmt"
@@ -22,8 +22,8 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 // running indicator on the header of each executing call. They are always
 // computed from the text they will be placed on, and replace the previous
 // set, so they are never duplicated or stale.
-func (h *Host) marks(bufnr int, s *snapshot, doc *buffer.Document) []mark {
-	out := []mark{}
+func (h *Engine) marks(bufnr int, s *Snapshot, doc *buffer.Document) []Mark {
+	out := []Mark{}
 	h.mu.Lock()
 	var started map[string]time.Time
 	var running map[string]bool
@@ -50,11 +50,11 @@ func (h *Host) marks(bufnr int, s *snapshot, doc *buffer.Document) []mark {
 				el := now.Sub(t)
 				text = fmt.Sprintf("%s running %.1fs", spinner[int(el/(100*time.Millisecond))%len(spinner)], el.Seconds())
 			}
-			out = append(out, mark{Line: r.HeaderLine - 1, Kind: "status", Text: text, HL: hlRunning})
+			out = append(out, Mark{Line: r.HeaderLine - 1, Kind: "status", Text: text, HL: hlRunning})
 			continue
 		}
 		if (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && r.Content == "" && r.FenceLine > 0 {
-			out = append(out, mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s), HL: hlPreview})
+			out = append(out, Mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s), HL: hlPreview})
 		}
 	}
 	return out
@@ -62,7 +62,7 @@ func (h *Host) marks(bufnr int, s *snapshot, doc *buffer.Document) []mark {
 
 // previewText formats one call's preview for the window width; a Lua tool's
 // own format_preview is called back in Neovim.
-func (h *Host) previewText(tu *buffer.ToolUse, s *snapshot) string {
+func (h *Engine) previewText(tu *buffer.ToolUse, s *Snapshot) string {
 	width := s.Width
 	if width <= 0 {
 		width = 80
@@ -71,12 +71,12 @@ func (h *Host) previewText(tu *buffer.ToolUse, s *snapshot) string {
 	if t, ok := h.Registry.Get(tu.Name); ok {
 		if lt, ok := t.(*luaTool); ok && lt.hasPreview {
 			opts.Custom = func(maxLen int) (string, bool) {
-				var out *string
 				input := tu.Input
 				if input == nil {
 					input = map[string]any{}
 				}
-				if err := h.nv.ExecLua(`return require("flemma.tools")._preview(...)`, &out, tu.Name, input, maxLen); err != nil {
+				out, err := h.lua.Preview(tu.Name, input, maxLen)
+				if err != nil {
 					h.logf("format_preview of %s: %v", tu.Name, err)
 					return "", false
 				}
@@ -92,9 +92,9 @@ func (h *Host) previewText(tu *buffer.ToolUse, s *snapshot) string {
 
 // refreshMarks recomputes the extmarks of a buffer (after a resize, an edit
 // by the user, or a tick of a running tool's timer).
-func (h *Host) refreshMarks(bufnr int) {
-	err := h.step(bufnr, func(*snapshot, *buffer.Document) ([]buffer.Edit, applyOpts, error) {
-		return nil, applyOpts{}, nil
+func (h *Engine) refreshMarks(bufnr int) {
+	err := h.step(bufnr, func(*Snapshot, *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		return nil, ApplyOpts{}, nil
 	})
 	if err != nil {
 		h.logf("refresh marks of buffer %d: %v", bufnr, err)
@@ -108,11 +108,11 @@ type refresher struct {
 	pending map[int]bool
 }
 
-// hRefresh is the flemma.refresh notification (resize, text changed). It
+// Refresh is the flemma.refresh notification (resize, text changed). It
 // does nothing while a response streams into the buffer: its text changes
 // at every flush, previews do not, and a refresh would read the whole
 // buffer each time (the stream's writes do not update the host's copy).
-func (h *Host) hRefresh(bufnr int) {
+func (h *Engine) Refresh(bufnr int) {
 	h.mu.Lock()
 	streaming := h.bufs[bufnr] != nil && h.bufs[bufnr].streaming != nil
 	h.mu.Unlock()

@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"context"
@@ -10,18 +10,14 @@ import (
 
 // luaResolve calls a resolver that lives in Neovim. kind is "lua" (registered
 // with flemma.tools.approval), "config" (a setup function) or "module".
-func (h *Host) luaResolve(kind, name string) func(ctx context.Context, c approval.Call) (approval.Decision, string, error) {
+func (h *Engine) luaResolve(kind, name string) func(ctx context.Context, c approval.Call) (approval.Decision, string, error) {
 	return func(ctx context.Context, c approval.Call) (approval.Decision, string, error) {
-		var res struct {
-			Decision *string `msgpack:"decision"`
-			Error    string  `msgpack:"error"`
-		}
 		input := c.Input
 		if input == nil {
 			input = map[string]any{}
 		}
-		cctx := map[string]any{"bufnr": c.Bufnr, "tool_id": c.ID}
-		if err := h.nv.ExecLua(`return require("flemma.tools.approval")._resolve(...)`, &res, kind, name, c.Tool, input, cctx); err != nil {
+		res, err := h.lua.Resolve(kind, name, c.Tool, input, ResolveContext{Bufnr: c.Bufnr, ToolID: c.ID})
+		if err != nil {
 			return approval.Pass, "", fmt.Errorf("call %s resolver %s: %w", kind, name, err)
 		}
 		if res.Error != "" {
@@ -42,13 +38,13 @@ func (h *Host) luaResolve(kind, name string) func(ctx context.Context, c approva
 	}
 }
 
-type resolverWire struct {
+type ResolverInfo struct {
 	Name        string  `msgpack:"name"`
 	Priority    float64 `msgpack:"priority"`
 	Description string  `msgpack:"description"`
 }
 
-func (h *Host) hApprovalRegister(r resolverWire) error {
+func (h *Engine) ApprovalRegister(r ResolverInfo) error {
 	if err := approval.ValidateLuaName(r.Name); err != nil {
 		return err
 	}
@@ -57,14 +53,14 @@ func (h *Host) hApprovalRegister(r resolverWire) error {
 	return nil
 }
 
-func (h *Host) hApprovalUnregister(name string) (map[string]any, error) {
+func (h *Engine) ApprovalUnregister(name string) (map[string]any, error) {
 	return map[string]any{"removed": h.chain.Unregister(name)}, nil
 }
 
-func (h *Host) hApprovalList() ([]resolverWire, error) {
-	out := []resolverWire{}
+func (h *Engine) ApprovalList() ([]ResolverInfo, error) {
+	out := []ResolverInfo{}
 	for _, r := range h.chain.All() {
-		w := resolverWire{Name: r.Name(), Priority: float64(r.Priority())}
+		w := ResolverInfo{Name: r.Name(), Priority: float64(r.Priority())}
 		if d, ok := r.(approval.Describer); ok {
 			w.Description = d.Description()
 		}

@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"sort"
@@ -17,7 +17,7 @@ import (
 // by default, or the frontmatter's flemma.opt.tools selection. An untrusted
 // selection is limited to the tools enabled by default; a trusted one may
 // opt in tools that are disabled by default (seed 004).
-func (h *Host) bufferTools(bufnr int, fm *frontmatter.Result) map[string]bool {
+func (h *Engine) bufferTools(bufnr int, fm *frontmatter.Result) map[string]bool {
 	def := map[string]bool{}
 	for _, t := range h.Registry.All() {
 		if t.Spec().Enabled && len(h.Registry.Missing(t)) == 0 {
@@ -54,7 +54,7 @@ func toolNames(set map[string]bool) []string {
 
 // maxConcurrentFor is tools.max_concurrent of a buffer (0 = unlimited).
 // Call with h.mu held.
-func (h *Host) maxConcurrentFor(bufnr int) int {
+func (h *Engine) maxConcurrentFor(bufnr int) int {
 	limit := h.cfg.maxConcurrent()
 	fm := h.bufFM[bufnr]
 	if fm == nil || fm.Opts.MaxConcurrent == nil {
@@ -68,7 +68,7 @@ func (h *Host) maxConcurrentFor(bufnr int) int {
 }
 
 // maxTurnsFor is tools.autopilot.max_turns of a buffer. Call with h.mu held.
-func (h *Host) maxTurnsFor(bufnr int) int {
+func (h *Engine) maxTurnsFor(bufnr int) int {
 	max := h.cfg.Tools.Autopilot.MaxTurns
 	if max <= 0 {
 		max = 100
@@ -97,7 +97,7 @@ func narrowLimit(setup, file int) int {
 // autopilotFor: :Flemma autopilot:disable, then the buffer's frontmatter
 // (which, untrusted, can only turn it off), then :Flemma autopilot:enable,
 // then setup. Call with h.mu held.
-func (h *Host) autopilotFor(bufnr int) bool {
+func (h *Engine) autopilotFor(bufnr int) bool {
 	// :Flemma autopilot:disable is the user's word: a file cannot undo it.
 	if h.autopilotOverride != nil && !*h.autopilotOverride {
 		return false

@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"context"
@@ -15,21 +15,21 @@ import (
 // luaTool is a tool registered from Lua: its definition lives in the host
 // registry, its execute function stays in Neovim and is called back.
 type luaTool struct {
-	h          *Host
+	h          *Engine
 	spec       tools.Spec
 	hasPreview bool
 }
 
 func (t *luaTool) Spec() tools.Spec { return t.spec }
 
-// luaResponse is what flemma.tools._execute returns.
-type luaResponse struct {
+// LuaResponse is what flemma.tools._execute returns.
+type LuaResponse struct {
 	Status string     `msgpack:"status"` // "done" | "started" | "internal"
-	Result *luaResult `msgpack:"result"`
+	Result *LuaResult `msgpack:"result"`
 	Error  string     `msgpack:"error"`
 }
 
-type luaResult struct {
+type LuaResult struct {
 	Success bool   `msgpack:"success"`
 	Output  any    `msgpack:"output"`
 	Error   string `msgpack:"error"`
@@ -38,16 +38,16 @@ type luaResult struct {
 // waiters deliver the answers of async Lua tools (flemma.tool_done).
 type waiters struct {
 	mu sync.Mutex
-	m  map[string]chan luaResult
+	m  map[string]chan LuaResult
 }
 
-func (w *waiters) add(token string) chan luaResult {
+func (w *waiters) add(token string) chan LuaResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
-		w.m = map[string]chan luaResult{}
+		w.m = map[string]chan LuaResult{}
 	}
-	ch := make(chan luaResult, 1)
+	ch := make(chan LuaResult, 1)
 	w.m[token] = ch
 	return ch
 }
@@ -58,7 +58,7 @@ func (w *waiters) remove(token string) {
 	w.mu.Unlock()
 }
 
-func (w *waiters) deliver(token string, r luaResult) bool {
+func (w *waiters) deliver(token string, r LuaResult) bool {
 	w.mu.Lock()
 	ch := w.m[token]
 	delete(w.m, token)
@@ -85,15 +85,15 @@ func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage)
 	if m, ok := input.(map[string]any); ok && len(m) == 0 {
 		input = map[string]any{} // msgpack sends an empty map, Lua gets {}
 	}
-	info := map[string]any{"bufnr": call.Bufnr, "cwd": call.Cwd, "buffer": call.Buffer, "timeout": call.Timeout.Seconds(), "tool_id": call.ID}
+	info := ToolInfo{Bufnr: call.Bufnr, Cwd: call.Cwd, Buffer: call.Buffer, Timeout: call.Timeout.Seconds(), ToolID: call.ID}
 	token := newToken()
 	ch := t.h.luaWait.add(token)
 	defer t.h.luaWait.remove(token)
-	var resp luaResponse
-	if err := t.h.nv.ExecLua(`return require("flemma.tools")._execute(...)`, &resp, t.spec.Name, token, input, info); err != nil {
+	resp, err := t.h.lua.ExecuteTool(t.spec.Name, token, input, info)
+	if err != nil {
 		return tools.Output{}, &tools.Internal{Err: fmt.Errorf("call Lua tool: %w", err)}
 	}
-	var res luaResult
+	var res LuaResult
 	switch resp.Status {
 	case "done":
 		if resp.Result == nil {
@@ -104,7 +104,7 @@ func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage)
 		select {
 		case res = <-ch:
 		case <-ctx.Done():
-			if err := t.h.nv.ExecLua(`require("flemma.tools")._cancel(...)`, nil, token); err != nil {
+			if err := t.h.lua.CancelTool(token); err != nil {
 				t.h.logf("cancel Lua tool %s: %v", t.spec.Name, err)
 			}
 			return tools.Output{}, ctx.Err()
@@ -119,7 +119,7 @@ func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage)
 
 // luaOutput turns a Lua ExecutionResult into an Output or a model-facing
 // error (the tool's own error text, which its author chose to show).
-func luaOutput(res luaResult) (tools.Output, error) {
+func luaOutput(res LuaResult) (tools.Output, error) {
 	if !res.Success {
 		msg := res.Error
 		if msg == "" {
@@ -232,8 +232,8 @@ func fixSchema(s map[string]any) map[string]any {
 	return s
 }
 
-// hDefineTools registers (or re-registers) tools defined in Lua.
-func (h *Host) hDefineTools(raw []any) (map[string]any, error) {
+// DefineTools registers (or re-registers) tools defined in Lua.
+func (h *Engine) DefineTools(raw []any) (map[string]any, error) {
 	var errs []string
 	for _, item := range raw {
 		b, err := json.Marshal(normalizeWith(item, false))
@@ -276,17 +276,17 @@ func (h *Host) hDefineTools(raw []any) (map[string]any, error) {
 	return out, nil
 }
 
-// hToolDone receives an async Lua tool's answer (a notification).
-func (h *Host) hToolDone(token string, res luaResult) {
+// ToolDone receives an async Lua tool's answer (a notification).
+func (h *Engine) ToolDone(token string, res LuaResult) {
 	if !h.luaWait.deliver(token, res) {
 		h.logf("late answer for Lua tool call %s ignored", token)
 	}
 }
 
-// hBenchRun runs one tool call through the executor and reports its result
+// BenchRun runs one tool call through the executor and reports its result
 // and duration, without touching any buffer. It exists for the overhead
 // benchmark (e2e/BenchmarkLuaToolOverhead); it is not a user command.
-func (h *Host) hBenchRun(bufnr int, name, input string) (map[string]any, error) {
+func (h *Engine) BenchRun(bufnr int, name, input string) (map[string]any, error) {
 	res := h.exec.Run(context.Background(), tools.Call{ID: "bench", Tool: name, Bufnr: bufnr}, json.RawMessage(input))
 	return map[string]any{"content": res.Content, "is_error": res.IsError, "ns": res.Duration.Nanoseconds()}, nil
 }

@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const flushEvery = 16 * time.Millisecond
 
 // request is the provider, model and parameters of one send: setup, then
 // :Flemma switch, then the buffer's frontmatter.
-func (h *Host) request(fm *frontmatter.Result) (string, provider.Params, provider.Config) {
+func (h *Engine) request(fm *frontmatter.Result) (string, provider.Params, provider.Config) {
 	h.mu.Lock()
 	cfg := h.cfg
 	h.mu.Unlock()
@@ -90,7 +90,7 @@ func thinkingString(v any) string {
 
 // toolDefs are the tools a buffer sends (bufferTools); none when
 // tools.mode is disabled.
-func (h *Host) toolDefs(bufnr int, fm *frontmatter.Result) []provider.ToolDef {
+func (h *Engine) toolDefs(bufnr int, fm *frontmatter.Result) []provider.ToolDef {
 	if h.mode() == "disabled" {
 		return nil
 	}
@@ -108,7 +108,7 @@ func (h *Host) toolDefs(bufnr int, fm *frontmatter.Result) []provider.ToolDef {
 
 // startSend is phase 3: the conversation goes to the provider and the
 // response streams into the buffer. auto is true when autopilot sends.
-func (h *Host) startSend(bufnr int, auto bool) (map[string]any, error) {
+func (h *Engine) startSend(bufnr int, auto bool) (map[string]any, error) {
 	s, err := h.snapshot(bufnr)
 	if err != nil {
 		return nil, err
@@ -185,7 +185,7 @@ func (h *Host) startSend(bufnr int, auto bool) (map[string]any, error) {
 // changedtick: the buffer is locked while streaming, so a change means
 // something else edited it.
 type streamWrite struct {
-	h     *Host
+	h     *Engine
 	bufnr int
 	base  []string // the buffer before the response
 	tick  int
@@ -194,8 +194,8 @@ type streamWrite struct {
 	last  []string // what the region holds since the last write
 }
 
-func (sw *streamWrite) write(lines []string, final, first bool, records ...wireRecord) error {
-	opts := applyOpts{Join: !first, UndoBreak: first, Records: records}
+func (sw *streamWrite) write(lines []string, final, first bool, records ...WireRecord) error {
+	opts := ApplyOpts{Join: !first, UndoBreak: first, Records: records}
 	locked := final
 	opts.Modifiable = &locked
 	for attempt := 0; attempt < 5; attempt++ {
@@ -264,7 +264,7 @@ func equal(a, b []string) bool {
 
 // stream runs the request and writes the response as it arrives, at most
 // one buffer update per flushEvery.
-func (h *Host) stream(ctx context.Context, prov provider.Provider, req provider.Request, w *provider.Writer, sw *streamWrite) {
+func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provider.Request, w *provider.Writer, sw *streamWrite) {
 	events := make(chan provider.Event, 1024)
 	done := make(chan error, 1)
 	go func() {
@@ -365,11 +365,11 @@ loop:
 // structured calls: their content as the buffer will show it (the final
 // lines of the response), so that exactly these calls count as the
 // provider's (trust.Ledger.FromProvider).
-func (h *Host) receivedRecords(bufnr int, final []string, ids map[string]bool) []wireRecord {
+func (h *Engine) receivedRecords(bufnr int, final []string, ids map[string]bool) []WireRecord {
 	if len(ids) == 0 {
 		return nil
 	}
-	var out []wireRecord
+	var out []WireRecord
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	l := h.trustOf(bufnr).ledger
@@ -384,7 +384,7 @@ func (h *Host) receivedRecords(bufnr int, final []string, ids map[string]bool) [
 }
 
 // autopilotContinue chains the next cycle after a response with tool calls.
-func (h *Host) autopilotContinue(bufnr int) {
+func (h *Engine) autopilotContinue(bufnr int) {
 	h.mu.Lock()
 	st := h.state(bufnr)
 	on := h.autopilotFor(bufnr)
@@ -404,11 +404,14 @@ func (h *Host) autopilotContinue(bufnr int) {
 }
 
 // autoCycle runs the next phase on autopilot's behalf and shows its message.
-func (h *Host) autoCycle(bufnr int) { h.autoCycleAs(bufnr, true) }
+func (h *Engine) autoCycle(bufnr int) { h.autoCycleAs(bufnr, true) }
 
 // autoCycleAs runs the next phase in the background (autopilot's, or a
 // queued press of the user's) and shows its message.
-func (h *Host) autoCycleAs(bufnr int, auto bool) {
+func (h *Engine) autoCycleAs(bufnr int, auto bool) {
+	if h.closingNow() {
+		return // a host that is stopping starts nothing new
+	}
 	res, err := h.cycle(bufnr, auto)
 	if err != nil {
 		h.notify(err.Error(), levelError)
@@ -420,7 +423,7 @@ func (h *Host) autoCycleAs(bufnr int, auto bool) {
 	}
 }
 
-func (h *Host) cancelStream(bufnr int) bool {
+func (h *Engine) cancelStream(bufnr int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.state(bufnr)
@@ -431,7 +434,7 @@ func (h *Host) cancelStream(bufnr int) bool {
 	return true
 }
 
-func (h *Host) endStream(bufnr int) {
+func (h *Engine) endStream(bufnr int) {
 	h.mu.Lock()
 	if st := h.bufs[bufnr]; st != nil && st.streaming != nil {
 		st.streaming() // release the request's context (a no-op once it ended)
@@ -440,7 +443,7 @@ func (h *Host) endStream(bufnr int) {
 	h.mu.Unlock()
 }
 
-func (h *Host) hAutopilot(action string) (map[string]any, error) {
+func (h *Engine) Autopilot(action string) (map[string]any, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch action {
@@ -459,8 +462,8 @@ func (h *Host) hAutopilot(action string) (map[string]any, error) {
 	return reply("autopilot", fmt.Sprintf("Autopilot %s (max_turns %d; a buffer's flemma.opt.tools.autopilot overrides this).", state, max), levelInfo), nil
 }
 
-// hSwitch is :Flemma switch <provider> [model] [key=value…].
-func (h *Host) hSwitch(args string) (map[string]any, error) {
+// Switch is :Flemma switch <provider> [model] [key=value…].
+func (h *Engine) Switch(args string) (map[string]any, error) {
 	words, err := shlex.Split(args)
 	if err != nil {
 		return reply("none", "switch: "+err.Error(), levelError), nil
@@ -515,3 +518,6 @@ func (h *Host) hSwitch(args string) (map[string]any, error) {
 	h.cfg = cfg
 	return reply("switch", fmt.Sprintf("Provider %s, model %s.", cfg.Provider, orNone(cfg.Model)), levelInfo), nil
 }
+
+// Send is phase 3 on the user's word (:Flemma send).
+func (h *Engine) Send(bufnr int) (map[string]any, error) { return h.startSend(bufnr, false) }

@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"context"
@@ -35,7 +35,7 @@ var errBlocked = errors.New("blocked")
 
 func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
-func (h *Host) running(bufnr int) int {
+func (h *Engine) running(bufnr int) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if st := h.bufs[bufnr]; st != nil {
@@ -46,7 +46,7 @@ func (h *Host) running(bufnr int) int {
 
 // evalFrontmatter evaluates (cached) the buffer's frontmatter and remembers
 // the result for the approval chain.
-func (h *Host) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.Result {
+func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.Result {
 	var src frontmatter.Source
 	if fm := doc.Frontmatter; fm != nil {
 		src = frontmatter.Source{Language: fm.Language, Code: fm.Code, StartLine: fm.StartLine}
@@ -74,14 +74,14 @@ func (h *Host) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.Res
 }
 
 // diagnostics merges parser and frontmatter diagnostics for vim.diagnostic.
-func diagnostics(doc *buffer.Document, fm *frontmatter.Result, notes map[string]string) []diag {
-	out := []diag{}
+func diagnostics(doc *buffer.Document, fm *frontmatter.Result, notes map[string]string) []Diag {
+	out := []Diag{}
 	for _, d := range doc.Diagnostics {
-		out = append(out, diag{Lnum: d.Line, Col: d.Col, Severity: strings.ToLower(fmt.Sprint(d.Severity)), Message: d.Message})
+		out = append(out, Diag{Lnum: d.Line, Col: d.Col, Severity: strings.ToLower(fmt.Sprint(d.Severity)), Message: d.Message})
 	}
 	if fm != nil {
 		for _, d := range fm.Diagnostics {
-			out = append(out, diag{Lnum: d.Line, Severity: d.Severity, Message: "frontmatter: " + d.Message})
+			out = append(out, Diag{Lnum: d.Line, Severity: d.Severity, Message: "frontmatter: " + d.Message})
 		}
 	}
 	for id, note := range notes {
@@ -89,14 +89,14 @@ func diagnostics(doc *buffer.Document, fm *frontmatter.Result, notes map[string]
 		if r := doc.Result(id); u == nil || r != nil && r.Status == "" {
 			continue // the call has its result now
 		}
-		out = append(out, diag{Lnum: u.HeaderLine, Severity: "warning", Message: note})
+		out = append(out, Diag{Lnum: u.HeaderLine, Severity: "warning", Message: note})
 	}
 	return out
 }
 
 // notesOf returns a copy of the buffer's notes on calls (shown as
 // diagnostics on their headers until they have a result).
-func (h *Host) notesOf(bufnr int) map[string]string {
+func (h *Engine) notesOf(bufnr int) map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := map[string]string{}
@@ -107,7 +107,7 @@ func (h *Host) notesOf(bufnr int) map[string]string {
 }
 
 // note attaches a note to a call of the buffer.
-func (h *Host) note(bufnr int, id, text string) {
+func (h *Engine) note(bufnr int, id, text string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.state(bufnr)
@@ -117,13 +117,13 @@ func (h *Host) note(bufnr int, id, text string) {
 	st.notes[id] = text
 }
 
-// hCycle runs the next phase of the cycle that applies (<C-]>): the
+// Cycle runs the next phase of the cycle that applies (<C-]>): the
 // user's press, which resets the autopilot counter.
-func (h *Host) hCycle(bufnr int) (map[string]any, error) {
+func (h *Engine) Cycle(bufnr int) (map[string]any, error) {
 	return h.cycle(bufnr, false)
 }
 
-func (h *Host) cycle(bufnr int, auto bool) (map[string]any, error) {
+func (h *Engine) cycle(bufnr int, auto bool) (map[string]any, error) {
 	if !auto {
 		// A press while a step is being planned and written (a moment)
 		// runs when that step ends: one queued press per buffer, repeats
@@ -177,7 +177,7 @@ func statusFor(d approval.Decision) buffer.Status {
 	}
 }
 
-func (h *Host) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result) approval.Call {
+func (h *Engine) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result) approval.Call {
 	c := approval.Call{Tool: h.Registry.ApprovalName(tu.Name), ID: tu.ID, Input: tu.Input, Bufnr: bufnr}
 	if c.Input == nil {
 		c.Input = map[string]any{}
@@ -239,14 +239,14 @@ func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
 // categorize is phase 1: a placeholder for every tool use without a result,
 // its status from the approval chain. With nothing pending, phase 2 follows
 // at once.
-func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto bool) (map[string]any, error) {
+func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto bool) (map[string]any, error) {
 	pending := 0
 	outcomes := map[string]approval.Outcome{}
-	var diags []diag
-	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+	var diags []Diag
+	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm, h.notesOf(bufnr))
-		opts := applyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
+		opts := ApplyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
@@ -326,8 +326,8 @@ func (h *Host) categorize(bufnr int, s0 *snapshot, doc0 *buffer.Document, auto b
 
 // blocked publishes the diagnostics that stopped a step (no edit carried
 // them) and tells the user.
-func (h *Host) blocked(bufnr int, diags []diag) (map[string]any, error) {
-	if err := h.nv.ExecLua(`require("flemma.buf").set_diagnostics(...)`, nil, bufnr, diags); err != nil {
+func (h *Engine) blocked(bufnr int, diags []Diag) (map[string]any, error) {
+	if err := h.ed.SetDiagnostics(bufnr, diags); err != nil {
 		h.logf("publish diagnostics: %v", err)
 	}
 	return reply("blocked", "This buffer's frontmatter has errors (see the diagnostics): nothing was done. Fix them and press <C-]> again.", levelError), nil
@@ -343,11 +343,11 @@ type job struct {
 
 // execute is phase 2: every placeholder is handled by its status. only, when
 // set, restricts it to one tool id (<M-CR>).
-func (h *Host) execute(bufnr int, only string) (map[string]any, error) {
+func (h *Engine) execute(bufnr int, only string) (map[string]any, error) {
 	return h.executeFrom(bufnr, only, nil, nil, false)
 }
 
-func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Document, auto bool) (map[string]any, error) {
+func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto bool) (map[string]any, error) {
 	var (
 		jobs         []job
 		firstPending string
@@ -355,15 +355,15 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 		untrusted    []string // approved placeholders nobody approved in this session
 		resolved     int      // results this step wrote (denied, rejected, the user's own)
 	)
-	var diags []diag
+	var diags []Diag
 	var parseOnly []string
 	mode := h.mode()
-	err := h.stepFrom(bufnr, s0, doc0, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		jobs, firstPending, protected, parseOnly, untrusted = nil, "", nil, nil, nil
 		key := journalKey(bufnr, s.Name)
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm, h.notesOf(bufnr))
-		opts := applyOpts{Diagnostics: diags, fm: fm}
+		opts := ApplyOpts{Diagnostics: diags, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
@@ -529,7 +529,7 @@ func (h *Host) executeFrom(bufnr int, only string, s0 *snapshot, doc0 *buffer.Do
 
 // startJobs runs approved tools in the background, at most max_concurrent
 // at a time, with the buffer locked until the last one finishes.
-func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
+func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	h.mu.Lock()
 	st := h.state(bufnr)
 	ctxs := make([]context.Context, len(jobs))
@@ -592,7 +592,7 @@ func (h *Host) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	}()
 }
 
-func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) {
+func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string) {
 	defer func() {
 		h.mu.Lock()
 		if st := h.bufs[bufnr]; st != nil {
@@ -610,7 +610,7 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 	}
 	h.mu.Unlock()
 	h.refreshMarks(bufnr)
-	info := map[string]any{"bufnr": bufnr, "tool_name": j.name, "tool_id": j.id, "status": "executing"}
+	info := ToolEvent{Bufnr: bufnr, ToolName: j.name, ToolID: j.id, Status: "executing"}
 	h.event("FlemmaToolExecuting", info)
 	s, err := h.snapshot(bufnr)
 	call := tools.Call{ID: j.id, Tool: j.name, Bufnr: bufnr}
@@ -664,7 +664,7 @@ func (h *Host) runOne(ctx context.Context, bufnr int, j job, cursorMode string) 
 		h.notify(fmt.Sprintf("The result of %s was not written: %v. It is kept: <M-CR> on the call writes it.", j.id, err), levelWarn)
 		status = "error"
 	}
-	info["status"] = status
+	info.Status = status
 	h.mu.Lock()
 	h.state(bufnr).lastResult = time.Now()
 	h.mu.Unlock()
@@ -699,23 +699,23 @@ var errBlockChanged = errors.New("its block was changed while it ran")
 // never dropped: when its block was removed or changed while the call ran
 // (a status edit, text typed in), the result is kept for <M-CR> instead of
 // overwriting the user's text, and the call is not run again.
-func (h *Host) writeResult(bufnr int, id string, res tools.Result, cursorMode string) error {
+func (h *Engine) writeResult(bufnr int, id string, res tools.Result, cursorMode string) error {
 	mu := h.writeLock(bufnr)
 	mu.Lock()
 	defer mu.Unlock()
-	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		r := doc.Result(id)
 		switch {
 		case r == nil:
-			return nil, applyOpts{}, errors.New("its block was removed while it ran")
+			return nil, ApplyOpts{}, errors.New("its block was removed while it ran")
 		case r.Status != buffer.StatusApproved || strings.TrimSpace(r.Content) != "":
-			return nil, applyOpts{}, errBlockChanged
+			return nil, ApplyOpts{}, errBlockChanged
 		}
 		e, err := buffer.ReplaceResult(doc, s.Lines, id, res.Content, res.IsError, res.Lang)
 		if err != nil {
-			return nil, applyOpts{}, err
+			return nil, ApplyOpts{}, err
 		}
-		opts := applyOpts{Join: true}
+		opts := ApplyOpts{Join: true}
 		if h.running(bufnr) > 1 {
 			locked := false
 			opts.Modifiable = &locked
@@ -728,7 +728,7 @@ func (h *Host) writeResult(bufnr int, id string, res tools.Result, cursorMode st
 		wrote := h.trustOf(bufnr).ledger.Get(id)
 		h.mu.Unlock()
 		wrote.Wrote = true
-		opts.Records = []wireRecord{toWire(wrote)}
+		opts.Records = []WireRecord{toWire(wrote)}
 		return []buffer.Edit{e}, opts, nil
 	})
 	if err != nil {
@@ -744,7 +744,7 @@ func (h *Host) writeResult(bufnr int, id string, res tools.Result, cursorMode st
 }
 
 // writeLock is the buffer's result-write mutex.
-func (h *Host) writeLock(bufnr int) *sync.Mutex {
+func (h *Engine) writeLock(bufnr int) *sync.Mutex {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.state(bufnr)
@@ -754,8 +754,8 @@ func (h *Host) writeLock(bufnr int) *sync.Mutex {
 	return st.writeMu
 }
 
-// hExecuteAt executes or resolves the one tool block under the cursor.
-func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
+// ExecuteAt executes or resolves the one tool block under the cursor.
+func (h *Engine) ExecuteAt(bufnr, line int) (map[string]any, error) {
 	// Other calls of the buffer may be running: <M-CR> runs this one too.
 	if busy, release := h.acquireOne(bufnr); busy != nil {
 		return busy, nil
@@ -799,13 +799,13 @@ func (h *Host) hExecuteAt(bufnr, line int) (map[string]any, error) {
 
 // setStatus writes a placeholder with status st for id (creating it when the
 // call has no result block yet); msg, when set, becomes the block's body.
-func (h *Host) setStatus(bufnr int, id string, st buffer.Status, msg string) error {
+func (h *Engine) setStatus(bufnr int, id string, st buffer.Status, msg string) error {
 	created := false
-	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
-		var opts applyOpts
+	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		var opts ApplyOpts
 		if tu := doc.Use(id); tu != nil {
 			h.mu.Lock()
-			opts.Records = []wireRecord{decided(h.trustOf(bufnr).ledger, tu, st, trust.ByUser)}
+			opts.Records = []WireRecord{decided(h.trustOf(bufnr).ledger, tu, st, trust.ByUser)}
 			h.mu.Unlock()
 		}
 		r := doc.Result(id)
@@ -816,7 +816,7 @@ func (h *Host) setStatus(bufnr int, id string, st buffer.Status, msg string) err
 		}
 		created = false
 		if r.Status == "" {
-			return nil, applyOpts{}, fmt.Errorf("tool %s already has a result", id)
+			return nil, ApplyOpts{}, fmt.Errorf("tool %s already has a result", id)
 		}
 		if msg == "" {
 			if r.Status == st {
@@ -833,7 +833,7 @@ func (h *Host) setStatus(bufnr int, id string, st buffer.Status, msg string) err
 	return err
 }
 
-func (h *Host) hSetStatus(bufnr, line int, status, msg string) (map[string]any, error) {
+func (h *Engine) SetStatus(bufnr, line int, status, msg string) (map[string]any, error) {
 	if busy, release := h.acquire(bufnr); busy != nil {
 		return busy, nil
 	} else {
@@ -849,8 +849,8 @@ func (h *Host) hSetStatus(bufnr, line int, status, msg string) (map[string]any, 
 	return reply("status", "", 0), nil
 }
 
-// hCancel cancels every running tool of the buffer (<C-c>).
-func (h *Host) hCancel(bufnr int) (map[string]any, error) {
+// Cancel cancels every running tool of the buffer (<C-c>).
+func (h *Engine) Cancel(bufnr int) (map[string]any, error) {
 	h.mu.Lock()
 	n := 0
 	st := h.state(bufnr)
@@ -877,7 +877,7 @@ func (h *Host) hCancel(bufnr int) (map[string]any, error) {
 	return reply("cancel", fmt.Sprintf("Cancelled %d running tool(s).", n), levelWarn), nil
 }
 
-func (h *Host) hCancelAt(bufnr, line int) (map[string]any, error) {
+func (h *Engine) CancelAt(bufnr, line int) (map[string]any, error) {
 	_, id, err := h.blockUnder(bufnr, line)
 	if err != nil {
 		return nil, err
@@ -900,7 +900,7 @@ func compactJSON(v any) string {
 }
 
 // mode is tools.mode: "enabled", "parse_only" or "disabled".
-func (h *Host) mode() string {
+func (h *Engine) mode() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cfg.Tools.Mode == "" {
@@ -911,7 +911,7 @@ func (h *Host) mode() string {
 
 // selection reports whether a tool may run in a buffer (bufferTools).
 // Unknown tools pass: they fail later with "Unknown tool".
-func (h *Host) selection(bufnr int, fm *frontmatter.Result) func(name string) bool {
+func (h *Engine) selection(bufnr int, fm *frontmatter.Result) func(name string) bool {
 	set := h.bufferTools(bufnr, fm)
 	return func(name string) bool {
 		_, known := h.Registry.Get(name)
@@ -919,9 +919,9 @@ func (h *Host) selection(bufnr int, fm *frontmatter.Result) func(name string) bo
 	}
 }
 
-// hSetResult writes a result the user supplies (:Flemma tool:result and
+// SetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.
-func (h *Host) hSetResult(bufnr int, id, text string, isError bool) (map[string]any, error) {
+func (h *Engine) SetResult(bufnr int, id, text string, isError bool) (map[string]any, error) {
 	if busy, release := h.acquire(bufnr); busy != nil {
 		return busy, nil
 	} else {
@@ -935,21 +935,21 @@ func (h *Host) hSetResult(bufnr int, id, text string, isError bool) (map[string]
 
 // placeResult writes a result for id whatever its block holds (the user's
 // own result, or a kept one), creating the block when the call has none.
-func (h *Host) placeResult(bufnr int, id, text string, isError bool, lang string) error {
+func (h *Engine) placeResult(bufnr int, id, text string, isError bool, lang string) error {
 	for pass := 0; pass < 2; pass++ {
 		created := false
-		err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+		err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 			if doc.Use(id) == nil {
-				return nil, applyOpts{}, fmt.Errorf("no tool call with id %s in this buffer", id)
+				return nil, ApplyOpts{}, fmt.Errorf("no tool call with id %s in this buffer", id)
 			}
 			if doc.Result(id) == nil {
 				created = true
 				edits, err := buffer.PlacePlaceholders(doc, s.Lines, []buffer.Placement{{ID: id, Status: buffer.StatusPending}})
-				return edits, applyOpts{}, err
+				return edits, ApplyOpts{}, err
 			}
 			created = false
 			e, err := buffer.ReplaceResult(doc, s.Lines, id, text, isError, lang)
-			return []buffer.Edit{e}, applyOpts{CursorID: id}, err
+			return []buffer.Edit{e}, ApplyOpts{CursorID: id}, err
 		})
 		if err != nil || !created {
 			return err
@@ -959,13 +959,13 @@ func (h *Host) placeResult(bufnr int, id, text string, isError bool, lang string
 }
 
 // writeFailure writes an error result for a call that could not start.
-func (h *Host) writeFailure(bufnr int, id, msg string) {
-	err := h.step(bufnr, func(s *snapshot, doc *buffer.Document) ([]buffer.Edit, applyOpts, error) {
+func (h *Engine) writeFailure(bufnr int, id, msg string) {
+	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		if doc.Result(id) == nil {
-			return nil, applyOpts{}, fmt.Errorf("result block of %s not found", id)
+			return nil, ApplyOpts{}, fmt.Errorf("result block of %s not found", id)
 		}
 		e, err := buffer.ReplaceResult(doc, s.Lines, id, msg, true, "")
-		return []buffer.Edit{e}, applyOpts{Join: true}, err
+		return []buffer.Edit{e}, ApplyOpts{Join: true}, err
 	})
 	if err != nil {
 		h.logf("write failure of %s: %v", id, err)
@@ -974,7 +974,7 @@ func (h *Host) writeFailure(bufnr int, id, msg string) {
 
 // blockUnder returns the buffer's document and the id of the tool call whose
 // use or result block covers line ("" when none does).
-func (h *Host) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
+func (h *Engine) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
 	s, err := h.snapshot(bufnr)
 	if err != nil {
 		return nil, "", err
@@ -1000,13 +1000,13 @@ func noBlock(err error) (map[string]any, error) {
 // to a buffer, and none while a response streams or tools run: two steps
 // planned on the same text would run the same approved call twice. It
 // returns a "busy" reply, or the release function.
-func (h *Host) acquire(bufnr int) (map[string]any, func()) {
+func (h *Engine) acquire(bufnr int) (map[string]any, func()) {
 	return h.take(bufnr, true)
 }
 
 // acquireOne is acquire for a step on a single call (<M-CR>), which may run
 // while other calls of the buffer do.
-func (h *Host) acquireOne(bufnr int) (map[string]any, func()) {
+func (h *Engine) acquireOne(bufnr int) (map[string]any, func()) {
 	return h.take(bufnr, false)
 }
 
@@ -1014,7 +1014,7 @@ func (h *Host) acquireOne(bufnr int) (map[string]any, func()) {
 // buffer to be written (a few milliseconds, usually) before it is refused.
 const stepWait = 3 * time.Second
 
-func (h *Host) take(bufnr int, exclusive bool) (map[string]any, func()) {
+func (h *Engine) take(bufnr int, exclusive bool) (map[string]any, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.state(bufnr)
@@ -1068,7 +1068,7 @@ const (
 //     buffer was reloaded, or flemma crashed), or the journal says it
 //     started (in an earlier session, or in another Neovim) and did not
 //     finish: it never runs again silently.
-func (h *Host) gate(bufnr int, key string, tu *buffer.ToolUse, out approval.Outcome) approval.Outcome {
+func (h *Engine) gate(bufnr int, key string, tu *buffer.ToolUse, out approval.Outcome) approval.Outcome {
 	if out.Decision != approval.Approve {
 		return out
 	}
@@ -1106,7 +1106,7 @@ const protectedResolver = "urn:flemma:approval:protected"
 // class 9). It looks at tools that declare side effects and take a "path";
 // bash is confined by the sandbox instead (protected paths are read-only
 // in it unless the user approved the call).
-func (h *Host) protectGate(tu *buffer.ToolUse, out approval.Outcome, protected func(string) (string, bool)) approval.Outcome {
+func (h *Engine) protectGate(tu *buffer.ToolUse, out approval.Outcome, protected func(string) (string, bool)) approval.Outcome {
 	if out.Decision != approval.Approve || tu.Input == nil {
 		return out
 	}

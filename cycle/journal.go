@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"context"
@@ -39,7 +39,7 @@ const journalOpenTimeout = 2 * time.Second
 
 // openJournal opens (or reopens, when the state folder changed) the
 // journal in dir. Call without h.mu held.
-func (h *Host) openJournal(dir string) {
+func (h *Engine) openJournal(dir string) {
 	path := filepath.Join(dir, "journal.db")
 	h.mu.Lock()
 	same := h.jpath == path
@@ -68,7 +68,7 @@ func (h *Host) openJournal(dir string) {
 }
 
 // journal returns the open journal, or nil.
-func (h *Host) journal() *journal.Journal {
+func (h *Engine) journal() *journal.Journal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.jr
@@ -76,7 +76,7 @@ func (h *Host) journal() *journal.Journal {
 
 // journalFailed notes a journal error once per kind of failure (a busy
 // database, a damaged one …) and goes on.
-func (h *Host) journalFailed(op string, err error) {
+func (h *Engine) journalFailed(op string, err error) {
 	h.logf("journal: %s: %v", op, err)
 	h.mu.Lock()
 	first := !h.jwarned
@@ -107,7 +107,7 @@ const (
 )
 
 // history looks up the latest run of u in the buffer key.
-func (h *Host) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call, past) {
+func (h *Engine) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call, past) {
 	j := h.journal()
 	if j == nil {
 		return journal.Call{}, pastNone
@@ -161,7 +161,7 @@ func interruptedRule(c journal.Call, p past) string {
 }
 
 // record appends the decisions of a step to the audit log in one commit.
-func (h *Host) recordDecisions(key string, doc *buffer.Document, recs []wireRecord) {
+func (h *Engine) recordDecisions(key string, doc *buffer.Document, recs []WireRecord) {
 	j := h.journal()
 	if j == nil || len(recs) == 0 {
 		return
@@ -186,7 +186,7 @@ func (h *Host) recordDecisions(key string, doc *buffer.Document, recs []wireReco
 // before anything else of a press, and returns their ids. It leaves alone a
 // result this session wrote (the user removed it: undo, an edit), a block
 // holding the user's text or decision, and a result kept for <M-CR>.
-func (h *Host) recoverResults(bufnr int, s *snapshot, doc *buffer.Document) []string {
+func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []string {
 	if h.journal() == nil {
 		return nil
 	}
@@ -223,7 +223,7 @@ func (h *Host) recoverResults(bufnr int, s *snapshot, doc *buffer.Document) []st
 
 // journalStart records that a call starts; the row is durable when it
 // returns. A journal that fails is noted and the call runs on.
-func (h *Host) journalStart(bufnr int, name string, j job) journal.ID {
+func (h *Engine) journalStart(bufnr int, name string, j job) journal.ID {
 	jr := h.journal()
 	if jr == nil {
 		return 0
@@ -248,7 +248,7 @@ func (h *Host) journalStart(bufnr int, name string, j job) journal.ID {
 // journalFinish records how a call ended, its result and the files it
 // changed, before the result is written to the buffer (so a crash in
 // between loses nothing).
-func (h *Host) journalFinish(id journal.ID, status string, res tools.Result) {
+func (h *Engine) journalFinish(id journal.ID, status string, res tools.Result) {
 	jr := h.journal()
 	if jr == nil || id == 0 {
 		return
@@ -267,10 +267,10 @@ func (h *Host) journalFinish(id journal.ID, status string, res tools.Result) {
 	}
 }
 
-// hUndo is :Flemma tool:undo: the files the call under the cursor changed
+// Undo is :Flemma tool:undo: the files the call under the cursor changed
 // go back to what they were, each only while it still holds exactly what
 // the call wrote; the call's result then says so, for the model.
-func (h *Host) hUndo(bufnr, line int) (map[string]any, error) {
+func (h *Engine) Undo(bufnr, line int) (map[string]any, error) {
 	if busy, release := h.acquire(bufnr); busy != nil {
 		return busy, nil
 	} else {
@@ -319,7 +319,7 @@ func (h *Host) hUndo(bufnr, line int) (map[string]any, error) {
 		if err := h.placeResult(bufnr, tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
 			h.logf("tool:undo: note in the result of %s: %v", tu.ID, err)
 		}
-		h.recordDecisions(journalKey(bufnr, s.Name), doc, []wireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
+		h.recordDecisions(journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
 	}
 	if len(failed) > 0 {
 		return reply("undo", fmt.Sprintf("Not undone: %s", strings.Join(failed, "; ")), levelWarn), nil
@@ -327,9 +327,9 @@ func (h *Host) hUndo(bufnr, line int) (map[string]any, error) {
 	return reply("undo", fmt.Sprintf("Restored %s.", strings.Join(done, ", ")), levelInfo), nil
 }
 
-// hResume is :Flemma tool:resume: the interrupted call under the cursor
+// Resume is :Flemma tool:resume: the interrupted call under the cursor
 // runs again, as the user's decision.
-func (h *Host) hResume(bufnr, line int) (map[string]any, error) {
+func (h *Engine) Resume(bufnr, line int) (map[string]any, error) {
 	doc, id, err := h.blockUnder(bufnr, line)
 	if err != nil || id == "" {
 		return noBlock(err)
@@ -337,12 +337,12 @@ func (h *Host) hResume(bufnr, line int) (map[string]any, error) {
 	if r := doc.Result(id); r != nil && r.Status == "" {
 		return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
 	}
-	return h.hExecuteAt(bufnr, line)
+	return h.ExecuteAt(bufnr, line)
 }
 
-// hDiscard is :Flemma tool:discard: the call under the cursor gets an
+// Discard is :Flemma tool:discard: the call under the cursor gets an
 // error result saying it was interrupted, and is resolved in the journal.
-func (h *Host) hDiscard(bufnr, line int) (map[string]any, error) {
+func (h *Engine) Discard(bufnr, line int) (map[string]any, error) {
 	if busy, release := h.acquire(bufnr); busy != nil {
 		return busy, nil
 	} else {
@@ -380,9 +380,9 @@ func (h *Host) hDiscard(bufnr, line int) (map[string]any, error) {
 	return reply("discard", "", 0), nil
 }
 
-// hJournalLog is :Flemma tool:log: this buffer's calls and decisions from
+// JournalLog is :Flemma tool:log: this buffer's calls and decisions from
 // the journal, as JSON lines (newest last).
-func (h *Host) hJournalLog(bufnr int) (map[string]any, error) {
+func (h *Engine) JournalLog(bufnr int) (map[string]any, error) {
 	jr := h.journal()
 	if jr == nil {
 		h.mu.Lock()
@@ -407,7 +407,7 @@ func (h *Host) hJournalLog(bufnr int) (map[string]any, error) {
 }
 
 // journalHealth is the journal's line in :checkhealth.
-func (h *Host) journalHealth() (level, text string) {
+func (h *Engine) journalHealth() (level, text string) {
 	h.mu.Lock()
 	jr, path, jerr := h.jr, h.jpath, h.jerr
 	h.mu.Unlock()

@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // sandboxConfig is the setup's sandbox, with the buffer's frontmatter able
 // only to turn it on (never off, never wider: the frontmatter package
 // refuses anything else).
-func (h *Host) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
+func (h *Engine) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
 	h.mu.Lock()
 	c := h.cfg.Sandbox
 	paths := h.cfg.Paths
@@ -50,7 +50,7 @@ func (h *Host) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
 // sandbox builds the buffer's sandbox for its cwd and file: its writable
 // roots are checked against the buffer's pins (a root swapped for a link
 // elsewhere is refused), and its own .chat file is protected.
-func (h *Host) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath string) (*tools.Sandbox, error) {
+func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath string) (*tools.Sandbox, error) {
 	sc := h.sandboxConfig(fm)
 	if bufferPath != "" {
 		sc.Protected = append(sc.Protected, bufferPath)
@@ -67,7 +67,7 @@ func (h *Host) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath string
 
 // callEnv is the per-call configuration of the built-ins. protect is set
 // when a policy, not the user, approved the call (tools.Env.Protect).
-func (h *Host) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath string, protect bool) (*tools.Env, error) {
+func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath string, protect bool) (*tools.Env, error) {
 	sb, err := h.sandbox(bufnr, fm, cwd, bufferPath)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func (h *Host) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath string
 // backupDir is where the files a tool changes are backed up (for
 // :Flemma tool:undo): flemma's state folder, or the tools' default when the
 // plugin has not sent it.
-func (h *Host) backupDir() string {
+func (h *Engine) backupDir() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cfg.Paths.State == "" {
@@ -100,8 +100,8 @@ func (h *Host) backupDir() string {
 	return h.cfg.Paths.State + "/backups"
 }
 
-// hSandboxStatus is :Flemma sandbox:status.
-func (h *Host) hSandboxStatus(bufnr int) (map[string]any, error) {
+// SandboxStatus is :Flemma sandbox:status.
+func (h *Engine) SandboxStatus(bufnr int) (map[string]any, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
@@ -112,7 +112,7 @@ func (h *Host) hSandboxStatus(bufnr int) (map[string]any, error) {
 
 // bufferContext evaluates a buffer's frontmatter and returns it with Neovim's
 // cwd and the buffer's file name.
-func (h *Host) bufferContext(bufnr int) (*frontmatter.Result, string, string) {
+func (h *Engine) bufferContext(bufnr int) (*frontmatter.Result, string, string) {
 	s, err := h.snapshot(bufnr)
 	if err != nil {
 		cwd, _ := os.Getwd()
@@ -121,8 +121,8 @@ func (h *Host) bufferContext(bufnr int) (*frontmatter.Result, string, string) {
 	return h.evalFrontmatter(bufnr, parse(s.Lines)), s.Cwd, s.Name
 }
 
-// hSandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
-func (h *Host) hSandboxWritable(bufnr int, path string) (map[string]any, error) {
+// SandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
+func (h *Engine) SandboxWritable(bufnr int, path string) (map[string]any, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
@@ -131,8 +131,8 @@ func (h *Host) hSandboxWritable(bufnr int, path string) (map[string]any, error) 
 	return map[string]any{"writable": sb.IsPathWritable(path)}, nil
 }
 
-// hSandboxWrap backs ctx.sandbox.wrap_command for Lua tools.
-func (h *Host) hSandboxWrap(bufnr int, argv []string) (map[string]any, error) {
+// SandboxWrap backs ctx.sandbox.wrap_command for Lua tools.
+func (h *Engine) SandboxWrap(bufnr int, argv []string) (map[string]any, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
@@ -145,8 +145,8 @@ func (h *Host) hSandboxWrap(bufnr int, argv []string) (map[string]any, error) {
 	return map[string]any{"argv": out}, nil
 }
 
-// hTruncate backs ctx.truncate.truncate_head / truncate_tail.
-func (h *Host) hTruncate(which, text string, opts map[string]any) (map[string]any, error) {
+// Truncate backs ctx.truncate.truncate_head / truncate_tail.
+func (h *Engine) Truncate(which, text string, opts map[string]any) (map[string]any, error) {
 	h.mu.Lock()
 	l := tools.Limits{MaxLines: h.cfg.Tools.Truncate.MaxLines, MaxBytes: h.cfg.Tools.Truncate.MaxBytes}
 	h.mu.Unlock()
@@ -172,7 +172,7 @@ func (h *Host) hTruncate(which, text string, opts map[string]any) (map[string]an
 	}, nil
 }
 
-func (h *Host) hFormatSize(n float64) (string, error) { return tools.FormatSize(int64(n)), nil }
+func (h *Engine) FormatSize(n float64) (string, error) { return tools.FormatSize(int64(n)), nil }
 
 func toInt(v any) int {
 	switch x := v.(type) {

@@ -1,4 +1,4 @@
-package rpc
+package cycle
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ type bufTrust struct {
 	ledger  *trust.Ledger
 }
 
-// wireRecord is a trust.Record as flemma.trust keeps it.
-type wireRecord struct {
+// WireRecord is a trust.Record as flemma.trust keeps it.
+type WireRecord struct {
 	ID       string `msgpack:"id"`
 	Received string `msgpack:"received"`
 	Status   string `msgpack:"status"`
@@ -30,39 +30,39 @@ type wireRecord struct {
 	Undos    int    `msgpack:"undos"`
 }
 
-func toWire(r trust.Record) wireRecord {
-	return wireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran, Wrote: r.Wrote, Withheld: r.Withheld, Undos: r.Undos}
+func toWire(r trust.Record) WireRecord {
+	return WireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran, Wrote: r.Wrote, Withheld: r.Withheld, Undos: r.Undos}
 }
 
-func fromWire(w wireRecord) trust.Record {
+func fromWire(w WireRecord) trust.Record {
 	return trust.Record{ID: w.ID, Received: w.Received, Status: buffer.Status(w.Status), By: w.By, Hash: w.Hash, Gen: w.Gen, Ran: w.Ran, Wrote: w.Wrote, Withheld: w.Withheld, Undos: w.Undos}
 }
 
-type wireCall struct {
+type DigestCall struct {
 	ID   string `msgpack:"id"`
 	Hash string `msgpack:"hash"`
 }
 
-// wireDigest is a trust.Origin as flemma.trust keeps it (instead of the
+// Digest is a trust.Origin as flemma.trust keeps it (instead of the
 // loaded lines, once the host has read them).
-type wireDigest struct {
-	Calls    []wireCall `msgpack:"calls"`
-	Approved []string   `msgpack:"approved"`
+type Digest struct {
+	Calls    []DigestCall `msgpack:"calls"`
+	Approved []string     `msgpack:"approved"`
 }
 
-type trustPull struct {
+type TrustPull struct {
 	Gen       int          `msgpack:"gen"`
 	LoadUndos int          `msgpack:"load_undos"`
 	Trusted   bool         `msgpack:"trusted"`
 	Origin    []string     `msgpack:"origin"` // the loaded lines, until digested
-	Digest    *wireDigest  `msgpack:"digest"`
-	Records   []wireRecord `msgpack:"records"`
+	Digest    *Digest      `msgpack:"digest"`
+	Records   []WireRecord `msgpack:"records"`
 }
 
 // syncTrust brings the host's view of a buffer's trust up to date with the
 // snapshot: the trusted flag always, the origin and the records whenever
 // the buffer was (re)loaded or the host has not seen it yet.
-func (h *Host) syncTrust(bufnr int, s *snapshot) error {
+func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 	h.mu.Lock()
 	bt := h.trust[bufnr]
 	if bt != nil && bt.gen == s.TrustGen {
@@ -72,8 +72,8 @@ func (h *Host) syncTrust(bufnr int, s *snapshot) error {
 		return nil
 	}
 	h.mu.Unlock()
-	var p trustPull
-	if err := h.nv.ExecLua(`return require("flemma.trust").pull(...)`, &p, bufnr); err != nil {
+	p, err := h.ed.TrustPull(bufnr)
+	if err != nil {
 		return fmt.Errorf("read the trust state of buffer %d: %w", bufnr, err)
 	}
 	l := trust.NewLedger()
@@ -87,14 +87,14 @@ func (h *Host) syncTrust(bufnr int, s *snapshot) error {
 		}
 	} else {
 		l.Origin = trust.OriginOf(buffer.Parse(p.Origin))
-		d := wireDigest{Calls: []wireCall{}, Approved: []string{}}
+		d := Digest{Calls: []DigestCall{}, Approved: []string{}}
 		for id, hash := range l.Origin.Calls {
-			d.Calls = append(d.Calls, wireCall{ID: id, Hash: hash})
+			d.Calls = append(d.Calls, DigestCall{ID: id, Hash: hash})
 		}
 		for id := range l.Origin.Approved {
 			d.Approved = append(d.Approved, id)
 		}
-		if err := h.nv.ExecLua(`require("flemma.trust").set_digest(...)`, nil, bufnr, p.Gen, d); err != nil {
+		if err := h.ed.TrustSetDigest(bufnr, p.Gen, d); err != nil {
 			h.logf("trust: keep the origin digest of buffer %d: %v", bufnr, err)
 		}
 	}
@@ -118,7 +118,7 @@ func (h *Host) syncTrust(bufnr int, s *snapshot) error {
 
 // trustOf returns the buffer's trust view (an empty, untrusted one when
 // the host has not synced it). Call with h.mu held.
-func (h *Host) trustOf(bufnr int) *bufTrust {
+func (h *Engine) trustOf(bufnr int) *bufTrust {
 	bt := h.trust[bufnr]
 	if bt == nil {
 		bt = &bufTrust{gen: -1, ledger: trust.NewLedger()}
@@ -129,7 +129,7 @@ func (h *Host) trustOf(bufnr int) *bufTrust {
 
 // commit stores records in the host's ledger (after the step that carried
 // them to Neovim was applied).
-func (h *Host) commit(bufnr int, recs []wireRecord) {
+func (h *Engine) commit(bufnr int, recs []WireRecord) {
 	if len(recs) == 0 {
 		return
 	}
@@ -143,20 +143,20 @@ func (h *Host) commit(bufnr int, recs []wireRecord) {
 
 // record stores records in the ledger and in Neovim's copy at once, for a
 // fact that comes without an edit (a call is about to start).
-func (h *Host) record(bufnr int, recs ...trust.Record) error {
-	wire := make([]wireRecord, len(recs))
+func (h *Engine) record(bufnr int, recs ...trust.Record) error {
+	wire := make([]WireRecord, len(recs))
 	for i, r := range recs {
 		wire[i] = toWire(r)
 	}
 	h.commit(bufnr, wire)
-	if err := h.nv.ExecLua(`require("flemma.trust").record(...)`, nil, bufnr, wire); err != nil {
+	if err := h.ed.TrustRecord(bufnr, wire); err != nil {
 		return fmt.Errorf("keep the record of %s: %w", recs[0].ID, err)
 	}
 	return nil
 }
 
 // decided is the record of a decision on u made now by who.
-func decided(l *trust.Ledger, u *buffer.ToolUse, st buffer.Status, who string) wireRecord {
+func decided(l *trust.Ledger, u *buffer.ToolUse, st buffer.Status, who string) WireRecord {
 	r := l.Get(u.ID)
 	r.Status, r.By, r.Hash, r.Gen, r.Undos, r.Withheld = st, who, trust.CallHash(u), l.Gen, l.Undos, false
 	if who == trust.ByUser || who == trust.ByUserEdit {
@@ -167,7 +167,7 @@ func decided(l *trust.Ledger, u *buffer.ToolUse, st buffer.Status, who string) w
 
 // withheld is the record of the host writing pending over an "approved"
 // status it did not count (see trust.Record.Withheld).
-func withheld(l *trust.Ledger, u *buffer.ToolUse, why string) wireRecord {
+func withheld(l *trust.Ledger, u *buffer.ToolUse, why string) WireRecord {
 	w := decided(l, u, buffer.StatusPending, why)
 	w.Withheld = true
 	return w

@@ -1,0 +1,81 @@
+package cycle
+
+// The two things the cycle needs from the editor. rpc implements them over
+// Neovim's msgpack-RPC (each method is one nvim_exec_lua call into
+// lua/flemma/buf.lua, trust.lua, tools.lua or tools/approval.lua); the unit
+// tests implement them over an in-memory buffer. The types they carry are
+// the wire shapes: their msgpack tags are what the Lua side reads.
+
+// Editor holds the buffers: it reads and writes them, tells the user, and
+// keeps the per-buffer trust state that only the editor session knows.
+type Editor interface {
+	// Snapshot reads a buffer (flemma.buf.snapshot). have is the
+	// changedtick of the host's mirror (-1: none): when the editor tracked
+	// the changes since, it may send only the changed window (Delta).
+	Snapshot(bufnr, have int) (Snapshot, error)
+	// Apply writes every edit of one step, with its cursor, diagnostics,
+	// extmarks and trust records, in one call that checks changedtick
+	// (flemma.buf.apply).
+	Apply(bufnr, tick int, edits []LineEdit, opts ApplyOpts) (ApplyResult, error)
+	// SetDiagnostics replaces flemma's diagnostics of a buffer.
+	SetDiagnostics(bufnr int, diags []Diag) error
+	// SetModifiable locks (false) or unlocks (true) a buffer.
+	SetModifiable(bufnr int, on bool) error
+	// Notify shows a message (level as vim.log.levels).
+	Notify(msg string, level int) error
+	// Event fires a User autocommand.
+	Event(pattern string, data ToolEvent) error
+	// TrustPull returns the editor's trust state of a buffer: its load
+	// generation, its origin (the text as loaded, or its digest) and the
+	// records it keeps for the host (flemma.trust.pull).
+	TrustPull(bufnr int) (TrustPull, error)
+	// TrustSetDigest replaces the origin lines of load gen by their digest.
+	TrustSetDigest(bufnr, gen int, d Digest) error
+	// TrustRecord keeps records without an edit (a call is about to start).
+	TrustRecord(bufnr int, recs []WireRecord) error
+}
+
+// Lua calls back into the user's Lua: approval resolvers and setup
+// functions, tools whose execute function lives in Lua, custom previews.
+type Lua interface {
+	// Resolve asks a Lua resolver: kind is "lua" (registered with
+	// flemma.tools.approval), "config" (a setup function) or "module".
+	Resolve(kind, name, tool string, input map[string]any, ctx ResolveContext) (ResolveAnswer, error)
+	// ExecuteTool starts a Lua tool; an async one answers later through
+	// Engine.ToolDone with the same token.
+	ExecuteTool(name, token string, input any, info ToolInfo) (LuaResponse, error)
+	// CancelTool cancels an async Lua tool.
+	CancelTool(token string) error
+	// Preview calls a Lua tool's format_preview (nil: it declined).
+	Preview(name string, input map[string]any, maxLen int) (*string, error)
+}
+
+// ToolEvent is the data of FlemmaToolExecuting / FlemmaToolFinished.
+type ToolEvent struct {
+	Bufnr    int    `msgpack:"bufnr"`
+	ToolName string `msgpack:"tool_name"`
+	ToolID   string `msgpack:"tool_id"`
+	Status   string `msgpack:"status"` // executing | success | error
+}
+
+// ResolveContext is the second argument of a Lua resolver.
+type ResolveContext struct {
+	Bufnr  int    `msgpack:"bufnr"`
+	ToolID string `msgpack:"tool_id"`
+}
+
+// ResolveAnswer is what a Lua resolver returned: a decision name, nothing
+// (pass), or the error it raised.
+type ResolveAnswer struct {
+	Decision *string `msgpack:"decision"`
+	Error    string  `msgpack:"error"`
+}
+
+// ToolInfo is the execution context a Lua tool's execute receives.
+type ToolInfo struct {
+	Bufnr   int     `msgpack:"bufnr"`
+	Cwd     string  `msgpack:"cwd"`
+	Buffer  string  `msgpack:"buffer"`
+	Timeout float64 `msgpack:"timeout"` // seconds
+	ToolID  string  `msgpack:"tool_id"`
+}

@@ -1,0 +1,388 @@
+package cycle
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flemma-dev/flemma/approval"
+	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/journal"
+	"github.com/flemma-dev/flemma/provider"
+	"github.com/flemma-dev/flemma/tools"
+)
+
+// Engine is the host's work for one editor: the per-buffer state, the
+// cycle, the approval chain, the executor and the journal. rpc exposes its
+// exported methods as msgpack-RPC handlers and connects it to Neovim.
+type Engine struct {
+	Version  string
+	Log      *log.Logger
+	Registry *tools.Registry
+
+	ed    Editor
+	lua   Lua
+	exec  *tools.Executor
+	fm    *frontmatter.Evaluator
+	chain *approval.Chain
+
+	mu                sync.Mutex
+	cfg               Config
+	presets           *approval.Presets
+	bufs              map[int]*bufState
+	mirrors           map[int]*mirror
+	autopilotOverride *bool          // :Flemma autopilot:enable|disable
+	reads             *tools.ReadLog // what the model read, per buffer (stale-file protection)
+	outputDir         string         // private folder for full outputs of truncated results
+	outputCleanup     func()         // removes it at shutdown
+	luaWait           waiters
+	refresh           refresher
+	bufFM             map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
+	outcomes          map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
+	trust             map[int]*bufTrust                   // what in each buffer counts as the user's
+	pins              map[int]*tools.RootPins             // identity of each buffer's writable roots
+
+	jr      *journal.Journal // the crash-recovery journal, nil when unusable
+	jpath   string           // where it is (or would be)
+	jerr    error            // why it is unusable
+	jwarned bool             // the user was told the journal fails
+	closing bool             // Shutdown was called
+}
+
+// bufState is what the host remembers of a buffer between steps: only the
+// running tools (the buffer text is the state of everything else).
+type bufState struct {
+	running     map[string]context.CancelFunc // tool id -> cancel
+	started     map[string]time.Time          // tool id -> when it left the queue
+	streaming   context.CancelFunc            // the response being received, if any
+	turns       int                           // consecutive autopilot sends
+	disarmed    bool                          // <C-c> stopped autopilot until the next press
+	lastUsage   *provider.Usage
+	lastFlushes int                     // buffer updates of the last response
+	linesRead   int                     // lines received from Neovim by snapshots, in all
+	lastResult  time.Time               // when the last tool result was written
+	cycling     bool                    // a cycle step is being planned and written
+	queued      bool                    // a press came during the step: run it when the step ends
+	writeMu     *sync.Mutex             // one result write at a time
+	kept        map[string]tools.Result // finished results whose block changed while they ran
+	notes       map[string]string       // tool id -> why it waits (a diagnostic on its header)
+}
+
+// state returns the buffer's state, creating it. Call with h.mu held.
+func (h *Engine) state(bufnr int) *bufState {
+	st := h.bufs[bufnr]
+	if st == nil {
+		st = &bufState{running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
+		h.bufs[bufnr] = st
+	}
+	return st
+}
+
+// NewEngine returns an engine with default configuration; Connect gives it
+// its editor.
+func NewEngine(version string, logger *log.Logger, reg *tools.Registry) *Engine {
+	h := &Engine{
+		Version:  version,
+		Log:      logger,
+		Registry: reg,
+		fm:       frontmatter.NewEvaluator(frontmatter.Limits{}),
+		bufs:     map[int]*bufState{},
+		bufFM:    map[int]*frontmatter.Result{},
+		mirrors:  map[int]*mirror{},
+		outcomes: map[int]map[string]approval.Outcome{},
+		trust:    map[int]*bufTrust{},
+		pins:     map[int]*tools.RootPins{},
+	}
+	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
+	h.reads = tools.NewReadLog()
+	if dir, cleanup, err := tools.NewOutputDir(); err == nil {
+		h.outputDir, h.outputCleanup = dir, cleanup
+	} else {
+		h.logf("no private output folder (%v); full outputs go to the temp dir", err)
+	}
+	h.chain = approval.NewChain(h.logf)
+	if err := h.configure(defaultConfig()); err != nil {
+		h.logf("default configuration: %v", err)
+	}
+	return h
+}
+
+func (h *Engine) logf(format string, args ...any) {
+	if h.Log != nil {
+		h.Log.Printf(format, args...)
+	}
+}
+
+// Connect gives the engine its editor and the Lua it calls back; it must
+// be called before any other method.
+func (h *Engine) Connect(ed Editor, lua Lua) {
+	h.ed, h.lua = ed, lua
+}
+
+func (h *Engine) VersionInfo() (map[string]any, error) {
+	return map[string]any{"version": h.Version}, nil
+}
+
+func (h *Engine) Setup(raw map[string]any) error {
+	cfg, err := decodeConfig(raw)
+	if err != nil {
+		return err
+	}
+	return h.configure(cfg)
+}
+
+// configure installs a configuration: the approval chain is rebuilt from it.
+func (h *Engine) configure(cfg Config) error {
+	user := map[string]approval.PresetDef{}
+	for name, p := range cfg.Tools.Presets {
+		user[name] = approval.PresetDef{Approve: p.Approve, Deny: p.Deny}
+	}
+	presets, errs := approval.NewPresets(user)
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	setup := approval.Setup{
+		RequireApproval:      cfg.Tools.RequireApproval == nil || *cfg.Tools.RequireApproval,
+		AutoApproveSandboxed: cfg.Tools.AutoApproveSandboxed == nil || *cfg.Tools.AutoApproveSandboxed,
+		Presets:              presets,
+	}
+	if list, ok := cfg.autoApproveList(); ok {
+		setup.AutoApprove = list
+	} else if path, ok := cfg.autoApproveModule(); ok {
+		setup.Modules = []approval.Resolver{&approval.FuncResolver{N: path, P: approval.ConfigPriority,
+			Desc: "tools.auto_approve module " + path, Fn: h.luaResolve("module", path)}}
+	} else if cfg.autoApproveIsFunction() {
+		setup.AutoApproveFunc = h.luaResolve("config", "tools.auto_approve")
+	} else {
+		msgs = append(msgs, "tools.auto_approve must be a list, a function or a module path")
+	}
+
+	h.mu.Lock()
+	h.cfg = cfg
+	h.presets = presets
+	h.mu.Unlock()
+	h.openJournal(cfg.Paths.State)
+	tools.DefaultFeatures.Configure(h.sandboxConfig(nil))
+
+	// Built-in resolvers are replaced; resolvers registered from Lua stay.
+	for _, r := range h.chain.All() {
+		if strings.HasPrefix(r.Name(), "urn:flemma:approval:") {
+			h.chain.Unregister(r.Name())
+		}
+	}
+	for _, r := range approval.Builtins(setup) {
+		h.chain.Register(r)
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+func (h *Engine) Health() (map[string]any, error) {
+	type line struct {
+		Level string `msgpack:"level"`
+		Text  string `msgpack:"text"`
+	}
+	var lines []line
+	names := h.Registry.Names()
+	lines = append(lines, line{"ok", fmt.Sprintf("%d tools registered: %s", len(names), strings.Join(names, ", "))})
+	var hidden []string
+	for _, t := range h.Registry.All() {
+		if miss := h.Registry.Missing(t); len(miss) > 0 {
+			hidden = append(hidden, fmt.Sprintf("%s (missing %s)", t.Spec().Name, strings.Join(miss, ", ")))
+		}
+	}
+	if len(hidden) > 0 {
+		lines = append(lines, line{"warn", "hidden tools: " + strings.Join(hidden, "; ")})
+	}
+	lines = append(lines, line{"info", fmt.Sprintf("approval resolvers: %s", h.resolverNames())})
+	if name, ok, why := tools.DetectBackend(); ok {
+		lines = append(lines, line{"ok", fmt.Sprintf("sandbox backend: %s (works)", name)})
+	} else {
+		lines = append(lines, line{"warn", fmt.Sprintf("no working sandbox backend (%s): bash is never auto-approved by the sandbox resolver", why)})
+	}
+	if h.outputDir != "" {
+		lines = append(lines, line{"ok", "full outputs of truncated results go to " + h.outputDir})
+	}
+	if lvl, text := h.journalHealth(); text != "" {
+		lines = append(lines, line{lvl, text})
+	}
+	for _, name := range []string{"anthropic", "openai", "vertex"} {
+		if ok, src := provider.Credentials(name, nil); ok {
+			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", name, src)})
+		} else {
+			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", name, src)})
+		}
+	}
+	return map[string]any{"version": h.Version, "lines": lines}, nil
+}
+
+func (h *Engine) resolverNames() string {
+	var parts []string
+	for _, r := range h.chain.All() {
+		parts = append(parts, fmt.Sprintf("%s (%d)", r.Name(), r.Priority()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (h *Engine) Tools(bufnr int, filter string) (map[string]any, error) {
+	var b strings.Builder
+	for _, t := range h.Registry.Search(filter) {
+		s := t.Spec()
+		status := "enabled"
+		if !s.Enabled {
+			status = "disabled by default"
+		}
+		if miss := h.Registry.Missing(t); len(miss) > 0 {
+			status = "hidden: missing " + strings.Join(miss, ", ")
+		}
+		out := h.chain.Decide(context.Background(), approval.Call{Tool: h.Registry.ApprovalName(s.Name), Bufnr: bufnr, Capabilities: s.Capabilities, Input: map[string]any{}})
+		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), out)
+		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
+	}
+	if b.Len() == 0 {
+		return map[string]any{"text": fmt.Sprintf("no tools match %q", filter)}, nil
+	}
+	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+}
+
+func (h *Engine) Status(bufnr int) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	var fm *frontmatter.Result
+	if err == nil {
+		fm = h.evalFrontmatter(bufnr, parse(s.Lines))
+	}
+	name, params, _ := h.request(fm)
+	h.mu.Lock()
+	auto := h.autopilotFor(bufnr)
+	st := h.state(bufnr)
+	usage, turns := st.lastUsage, st.turns
+	h.mu.Unlock()
+	var tools []string
+	for _, d := range h.toolDefs(bufnr, fm) {
+		tools = append(tools, d.Name)
+	}
+	cred, src := provider.Credentials(name, nil)
+	credText := "missing"
+	if cred {
+		credText = "from " + src
+	}
+	text := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%d thinking=%q cache_retention=%q\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
+		name, orNone(params.Model), credText, params.MaxTokens, params.Thinking, params.CacheRetention, auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
+	if usage != nil {
+		text += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
+	}
+	h.mu.Lock()
+	flushes, lastResult, read := st.lastFlushes, st.lastResult, st.linesRead
+	h.mu.Unlock()
+	out := map[string]any{"text": text, "last_flushes": flushes, "lines_read": read}
+	if !lastResult.IsZero() {
+		out["last_result_unix_ns"] = lastResult.UnixNano()
+	}
+	return out, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(default)"
+	}
+	return s
+}
+
+func (h *Engine) ToolList(bufnr int) (map[string]any, error) {
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		return nil, err
+	}
+	doc := parse(s.Lines)
+	var b strings.Builder
+	h.mu.Lock()
+	running := map[string]bool{}
+	if st := h.bufs[bufnr]; st != nil {
+		for id := range st.running {
+			running[id] = true
+		}
+	}
+	for _, tu := range doc.ToolUses() {
+		state := "no result"
+		if r := doc.Result(tu.ID); r != nil {
+			switch {
+			case running[tu.ID]:
+				state = "running"
+			case r.Status != "":
+				state = string(r.Status)
+			case r.IsError:
+				state = "error result"
+			default:
+				state = "result"
+			}
+		}
+		prov := ""
+		if o, ok := h.outcomes[bufnr][tu.ID]; ok {
+			prov = "  — " + o.String()
+		}
+		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
+	}
+	h.mu.Unlock()
+	if b.Len() == 0 {
+		return map[string]any{"text": "no tool calls in this buffer"}, nil
+	}
+	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+}
+
+// Shutdown stops the engine's work before the host exits (Neovim closed
+// the channel, or a signal): every running call and response is cancelled;
+// rpc.Host.Shutdown then kills every command tree of the process. Calls
+// stopped this way stay unfinished in the journal — they were interrupted,
+// and the next press in the buffer says so instead of taking the killed
+// command's output for its result.
+func (h *Engine) Shutdown() {
+	h.mu.Lock()
+	h.closing = true
+	for _, st := range h.bufs {
+		for _, cancel := range st.running {
+			cancel()
+		}
+		if st.streaming != nil {
+			st.streaming()
+		}
+	}
+	h.mu.Unlock()
+	if h.outputCleanup != nil {
+		h.outputCleanup()
+	}
+}
+
+// closingNow reports whether Shutdown was called.
+func (h *Engine) closingNow() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closing
+}
+
+// Forget drops everything the host holds for a wiped buffer, cancelling its
+// running tools and its response first.
+func (h *Engine) Forget(bufnr int) {
+	h.mu.Lock()
+	if st := h.bufs[bufnr]; st != nil {
+		for _, cancel := range st.running {
+			cancel()
+		}
+		if st.streaming != nil {
+			st.streaming()
+		}
+	}
+	delete(h.bufs, bufnr)
+	delete(h.mirrors, bufnr)
+	delete(h.bufFM, bufnr)
+	delete(h.outcomes, bufnr)
+	delete(h.trust, bufnr)
+	delete(h.pins, bufnr)
+	h.mu.Unlock()
+	h.reads.Forget(bufnr)
+}
