@@ -260,6 +260,9 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	for _, d := range plan.early {
 		out = append(out, "--tmpfs", d)
 	}
+	for _, d := range plan.rebind {
+		out = append(out, "--ro-bind", d, d)
+	}
 	for _, r := range s.roots {
 		if fd, ok := fds[r]; ok {
 			out = append(out, "--bind-fd", strconv.Itoa(fd), r)

@@ -56,6 +56,7 @@ var scanSkipFS = map[uint32]string{
 type maskPlan struct {
 	early   []string // folders hidden before the roots are bound (/run/user, $XDG_RUNTIME_DIR, private temps)
 	private []string // temporary folders replaced by an empty tmpfs (in early)
+	rebind  []string // folders inside a private one bound back read-only (a home in /tmp)
 	ro      []string // protected paths, re-bound read-only (Env.Protect)
 	tmpfs   []string // folders hidden by an empty tmpfs
 	null    []string // files and sockets hidden by /dev/null
@@ -102,16 +103,19 @@ func (s *Sandbox) planMasks() *maskPlan {
 	// command — other programs' files and sockets, which come and go (a
 	// mask on a socket folder that vanished before bubblewrap mounted it
 	// made the command fail) — and commands that need a scratch folder
-	// work. Roots inside it are bound on top.
+	// work. Roots inside it are bound on top, and a home directory inside
+	// it is bound back read-only.
 	for _, t := range p.temps {
-		home := canonicalOr(s.home)
-		if s.insideRoot(t) || p.seen[t] || s.home != "" && within(home, t) {
+		if s.insideRoot(t) || p.seen[t] {
 			continue
 		}
 		if fi, err := os.Stat(t); err == nil && fi.IsDir() {
 			p.early = append(p.early, t)
 			p.private = append(p.private, t)
 			p.seen[t] = true
+			if home := canonicalOr(s.home); s.home != "" && within(home, t) && home != t {
+				p.rebind = append(p.rebind, home)
+			}
 		}
 	}
 
@@ -825,7 +829,7 @@ func (p *maskPlan) finish(s *Sandbox) {
 	outsidePrivate := func(l []string) []string {
 		out := l[:0]
 		for _, q := range l {
-			if !underAny(q, p.private) || s.insideRoot(q) {
+			if !underAny(q, p.private) || s.insideRoot(q) || underAny(q, p.rebind) {
 				out = append(out, q)
 			}
 		}
@@ -841,7 +845,7 @@ func (p *maskPlan) finish(s *Sandbox) {
 	for _, n := range p.null {
 		// Under a folder hidden early, only what a root bound on top of it
 		// shows needs a mask.
-		if !underAny(n, p.tmpfs) && (!underAny(n, p.early) || s.insideRoot(n)) {
+		if !underAny(n, p.tmpfs) && (!underAny(n, p.early) || s.insideRoot(n) || underAny(n, p.rebind)) {
 			null = append(null, n)
 		}
 	}

@@ -203,6 +203,18 @@ func TestCommandEnvDropsSockets(t *testing.T) {
 // with "Can't mkdir …: Read-only file system").
 func TestBwrapSocketFolderVanishes(t *testing.T) {
 	requireBwrap(t)
+	t.Run("home outside /tmp", func(t *testing.T) { vanish(t) })
+	t.Run("home inside /tmp", func(t *testing.T) {
+		home := canonicalOr(t.TempDir())
+		t.Setenv("HOME", home)
+		if err := os.WriteFile(filepath.Join(home, "visible.txt"), []byte("here"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		vanish(t)
+	})
+}
+
+func vanish(t *testing.T) {
 	f := newFixture(t)
 	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath}, Network: true})
 	dir, err := os.MkdirTemp("/tmp", "nvimvanish")
@@ -222,5 +234,14 @@ func TestBwrapSocketFolderVanishes(t *testing.T) {
 	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "started" {
 		t.Fatalf("the command did not start after a socket folder vanished: %v\n%s\nargv: %q", err, out, argv)
+	}
+	// The home directory stays readable, wherever it is.
+	if home, _ := os.UserHomeDir(); home != "" {
+		if _, err := os.Stat(filepath.Join(home, "visible.txt")); err == nil {
+			argv, _ := f.env.Sandbox.WrapCommand([]string{"/bin/cat", filepath.Join(home, "visible.txt")})
+			if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil || string(out) != "here" {
+				t.Errorf("the home directory inside /tmp is not readable: %v %s", err, out)
+			}
+		}
 	}
 }
