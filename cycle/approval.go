@@ -53,8 +53,8 @@ func (h *Engine) ApprovalRegister(r ResolverInfo) error {
 	return nil
 }
 
-func (h *Engine) ApprovalUnregister(name string) (map[string]any, error) {
-	return map[string]any{"removed": h.chain.Unregister(name)}, nil
+func (h *Engine) ApprovalUnregister(name string) (UnregisterReply, error) {
+	return UnregisterReply{Removed: h.chain.Unregister(name)}, nil
 }
 
 func (h *Engine) ApprovalList() ([]ResolverInfo, error) {

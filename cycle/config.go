@@ -85,7 +85,7 @@ func defaultConfig() Config {
 }
 
 // decodeConfig turns the msgpack-decoded setup table into a Config.
-func decodeConfig(raw map[string]any) (Config, error) {
+func decodeConfig(raw any) (Config, error) {
 	c := defaultConfig()
 	b, err := json.Marshal(normalize(raw))
 	if err != nil {

@@ -20,15 +20,6 @@ import (
 
 func parse(lines []string) *buffer.Document { return buffer.Parse(lines) }
 
-func reply(phase, msg string, level int) map[string]any {
-	out := map[string]any{"phase": phase}
-	if msg != "" {
-		out["message"] = msg
-		out["level"] = level
-	}
-	return out
-}
-
 // errBlocked stops a step whose buffer must not be acted on; the
 // diagnostics explaining why have been published already.
 var errBlocked = errors.New("blocked")
@@ -119,11 +110,11 @@ func (h *Engine) note(bufnr int, id, text string) {
 
 // Cycle runs the next phase of the cycle that applies (<C-]>): the
 // user's press, which resets the autopilot counter.
-func (h *Engine) Cycle(bufnr int) (map[string]any, error) {
+func (h *Engine) Cycle(bufnr int) (Reply, error) {
 	return h.cycle(bufnr, false)
 }
 
-func (h *Engine) cycle(bufnr int, auto bool) (map[string]any, error) {
+func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	if !auto {
 		// A press while a step is being planned and written (a moment)
 		// runs when that step ends: one queued press per buffer, repeats
@@ -139,7 +130,7 @@ func (h *Engine) cycle(bufnr int, auto bool) (map[string]any, error) {
 		h.mu.Unlock()
 	}
 	if busy, release := h.acquire(bufnr); busy != nil {
-		return busy, nil
+		return *busy, nil
 	} else {
 		defer release()
 	}
@@ -152,7 +143,7 @@ func (h *Engine) cycle(bufnr int, auto bool) (map[string]any, error) {
 	}
 	s, err := h.snapshot(bufnr)
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	doc := parse(s.Lines)
 	if got := h.recoverResults(bufnr, s, doc); len(got) > 0 {
@@ -239,7 +230,7 @@ func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
 // categorize is phase 1: a placeholder for every tool use without a result,
 // its status from the approval chain. With nothing pending, phase 2 follows
 // at once.
-func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto bool) (map[string]any, error) {
+func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
 	pending := 0
 	outcomes := map[string]approval.Outcome{}
 	var diags []Diag
@@ -308,7 +299,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		return h.blocked(bufnr, diags)
 	}
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	h.mu.Lock()
 	if h.outcomes[bufnr] == nil {
@@ -326,7 +317,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 
 // blocked publishes the diagnostics that stopped a step (no edit carried
 // them) and tells the user.
-func (h *Engine) blocked(bufnr int, diags []Diag) (map[string]any, error) {
+func (h *Engine) blocked(bufnr int, diags []Diag) (Reply, error) {
 	if err := h.ed.SetDiagnostics(bufnr, diags); err != nil {
 		h.logf("publish diagnostics: %v", err)
 	}
@@ -343,11 +334,11 @@ type job struct {
 
 // execute is phase 2: every placeholder is handled by its status. only, when
 // set, restricts it to one tool id (<M-CR>).
-func (h *Engine) execute(bufnr int, only string) (map[string]any, error) {
+func (h *Engine) execute(bufnr int, only string) (Reply, error) {
 	return h.executeFrom(bufnr, only, nil, nil, false)
 }
 
-func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto bool) (map[string]any, error) {
+func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
 	var (
 		jobs         []job
 		firstPending string
@@ -485,7 +476,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 		return h.blocked(bufnr, diags)
 	}
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	var warns []string
 	if len(untrusted) > 0 {
@@ -755,10 +746,10 @@ func (h *Engine) writeLock(bufnr int) *sync.Mutex {
 }
 
 // ExecuteAt executes or resolves the one tool block under the cursor.
-func (h *Engine) ExecuteAt(bufnr, line int) (map[string]any, error) {
+func (h *Engine) ExecuteAt(bufnr, line int) (Reply, error) {
 	// Other calls of the buffer may be running: <M-CR> runs this one too.
 	if busy, release := h.acquireOne(bufnr); busy != nil {
-		return busy, nil
+		return *busy, nil
 	} else {
 		defer release()
 	}
@@ -791,7 +782,7 @@ func (h *Engine) ExecuteAt(bufnr, line int) (map[string]any, error) {
 	if r == nil || (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && strings.TrimSpace(r.Content) == "" {
 		// <M-CR> on an undecided or approved call is the user's approval of it.
 		if err := h.setStatus(bufnr, id, buffer.StatusApproved, ""); err != nil {
-			return nil, err
+			return Reply{}, err
 		}
 	}
 	return h.execute(bufnr, id)
@@ -833,9 +824,9 @@ func (h *Engine) setStatus(bufnr int, id string, st buffer.Status, msg string) e
 	return err
 }
 
-func (h *Engine) SetStatus(bufnr, line int, status, msg string) (map[string]any, error) {
+func (h *Engine) SetStatus(bufnr, line int, status, msg string) (Reply, error) {
 	if busy, release := h.acquire(bufnr); busy != nil {
-		return busy, nil
+		return *busy, nil
 	} else {
 		defer release()
 	}
@@ -850,7 +841,7 @@ func (h *Engine) SetStatus(bufnr, line int, status, msg string) (map[string]any,
 }
 
 // Cancel cancels every running tool of the buffer (<C-c>).
-func (h *Engine) Cancel(bufnr int) (map[string]any, error) {
+func (h *Engine) Cancel(bufnr int) (Reply, error) {
 	h.mu.Lock()
 	n := 0
 	st := h.state(bufnr)
@@ -877,10 +868,10 @@ func (h *Engine) Cancel(bufnr int) (map[string]any, error) {
 	return reply("cancel", fmt.Sprintf("Cancelled %d running tool(s).", n), levelWarn), nil
 }
 
-func (h *Engine) CancelAt(bufnr, line int) (map[string]any, error) {
+func (h *Engine) CancelAt(bufnr, line int) (Reply, error) {
 	_, id, err := h.blockUnder(bufnr, line)
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -921,9 +912,9 @@ func (h *Engine) selection(bufnr int, fm *frontmatter.Result) func(name string) 
 
 // SetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.
-func (h *Engine) SetResult(bufnr int, id, text string, isError bool) (map[string]any, error) {
+func (h *Engine) SetResult(bufnr int, id, text string, isError bool) (Reply, error) {
 	if busy, release := h.acquire(bufnr); busy != nil {
-		return busy, nil
+		return *busy, nil
 	} else {
 		defer release()
 	}
@@ -989,9 +980,9 @@ func (h *Engine) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
 	return doc, "", nil
 }
 
-func noBlock(err error) (map[string]any, error) {
+func noBlock(err error) (Reply, error) {
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	return reply("none", "No tool block under the cursor.", levelWarn), nil
 }
@@ -1000,13 +991,13 @@ func noBlock(err error) (map[string]any, error) {
 // to a buffer, and none while a response streams or tools run: two steps
 // planned on the same text would run the same approved call twice. It
 // returns a "busy" reply, or the release function.
-func (h *Engine) acquire(bufnr int) (map[string]any, func()) {
+func (h *Engine) acquire(bufnr int) (*Reply, func()) {
 	return h.take(bufnr, true)
 }
 
 // acquireOne is acquire for a step on a single call (<M-CR>), which may run
 // while other calls of the buffer do.
-func (h *Engine) acquireOne(bufnr int) (map[string]any, func()) {
+func (h *Engine) acquireOne(bufnr int) (*Reply, func()) {
 	return h.take(bufnr, false)
 }
 
@@ -1014,7 +1005,7 @@ func (h *Engine) acquireOne(bufnr int) (map[string]any, func()) {
 // buffer to be written (a few milliseconds, usually) before it is refused.
 const stepWait = 3 * time.Second
 
-func (h *Engine) take(bufnr int, exclusive bool) (map[string]any, func()) {
+func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.state(bufnr)
@@ -1027,11 +1018,11 @@ func (h *Engine) take(bufnr int, exclusive bool) (map[string]any, func()) {
 	}
 	switch {
 	case st.streaming != nil:
-		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
+		return ptr(reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn)), nil
 	case exclusive && len(st.running) > 0:
-		return reply("busy", fmt.Sprintf("%d tool(s) still running in this buffer: wait, or press <C-c> to cancel them.", len(st.running)), levelWarn), nil
+		return ptr(reply("busy", fmt.Sprintf("%d tool(s) still running in this buffer: wait, or press <C-c> to cancel them.", len(st.running)), levelWarn)), nil
 	case st.cycling:
-		return reply("busy", "flemma is already working on this buffer; try again in a moment.", levelWarn), nil
+		return ptr(reply("busy", "flemma is already working on this buffer; try again in a moment.", levelWarn)), nil
 	}
 	st.cycling = true
 	return nil, func() {
@@ -1125,3 +1116,5 @@ func (h *Engine) protectGate(tu *buffer.ToolUse, out approval.Outcome, protected
 	return approval.Outcome{Decision: approval.RequireApproval, Resolver: protectedResolver,
 		Rule: fmt.Sprintf("writes %s, a protected path (%s): approve it yourself", path, rule)}
 }
+
+func ptr[T any](v T) *T { return &v }

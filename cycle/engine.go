@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"strings"
@@ -122,11 +123,17 @@ func (h *Engine) Connect(ed Editor, lua Lua) {
 	h.ed, h.lua = ed, lua
 }
 
-func (h *Engine) VersionInfo() (map[string]any, error) {
-	return map[string]any{"version": h.Version}, nil
+func (h *Engine) VersionInfo() (VersionReply, error) {
+	return VersionReply{Version: h.Version}, nil
 }
 
-func (h *Engine) Setup(raw map[string]any) error {
+// Setup installs the plugin's configuration, which the plugin sends as JSON
+// (lua/flemma/config.lua for_host).
+func (h *Engine) Setup(configJSON string) error {
+	var raw any
+	if err := json.Unmarshal([]byte(configJSON), &raw); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
 	cfg, err := decodeConfig(raw)
 	if err != nil {
 		return err
@@ -183,11 +190,8 @@ func (h *Engine) configure(cfg Config) error {
 	return nil
 }
 
-func (h *Engine) Health() (map[string]any, error) {
-	type line struct {
-		Level string `msgpack:"level"`
-		Text  string `msgpack:"text"`
-	}
+func (h *Engine) Health() (HealthReply, error) {
+	type line = HealthLine
 	var lines []line
 	names := h.Registry.Names()
 	lines = append(lines, line{"ok", fmt.Sprintf("%d tools registered: %s", len(names), strings.Join(names, ", "))})
@@ -219,7 +223,7 @@ func (h *Engine) Health() (map[string]any, error) {
 			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", name, src)})
 		}
 	}
-	return map[string]any{"version": h.Version, "lines": lines}, nil
+	return HealthReply{Version: h.Version, Lines: lines}, nil
 }
 
 func (h *Engine) resolverNames() string {
@@ -230,7 +234,7 @@ func (h *Engine) resolverNames() string {
 	return strings.Join(parts, ", ")
 }
 
-func (h *Engine) Tools(bufnr int, filter string) (map[string]any, error) {
+func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 	var b strings.Builder
 	for _, t := range h.Registry.Search(filter) {
 		s := t.Spec()
@@ -246,12 +250,12 @@ func (h *Engine) Tools(bufnr int, filter string) (map[string]any, error) {
 		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
 	}
 	if b.Len() == 0 {
-		return map[string]any{"text": fmt.Sprintf("no tools match %q", filter)}, nil
+		return text(fmt.Sprintf("no tools match %q", filter)), nil
 	}
-	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+	return text(strings.TrimRight(b.String(), "\n")), nil
 }
 
-func (h *Engine) Status(bufnr int) (map[string]any, error) {
+func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	s, err := h.snapshot(bufnr)
 	var fm *frontmatter.Result
 	if err == nil {
@@ -272,19 +276,19 @@ func (h *Engine) Status(bufnr int) (map[string]any, error) {
 	if cred {
 		credText = "from " + src
 	}
-	text := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%d thinking=%q cache_retention=%q\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
+	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%d thinking=%q cache_retention=%q\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
 		name, orNone(params.Model), credText, params.MaxTokens, params.Thinking, params.CacheRetention, auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
 	if usage != nil {
-		text += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
+		out += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
 	}
 	h.mu.Lock()
 	flushes, lastResult, read := st.lastFlushes, st.lastResult, st.linesRead
 	h.mu.Unlock()
-	out := map[string]any{"text": text, "last_flushes": flushes, "lines_read": read}
+	r := StatusReply{Text: out, LastFlushes: flushes, LinesRead: read}
 	if !lastResult.IsZero() {
-		out["last_result_unix_ns"] = lastResult.UnixNano()
+		r.LastResultUnixNS = lastResult.UnixNano()
 	}
-	return out, nil
+	return r, nil
 }
 
 func orNone(s string) string {
@@ -294,10 +298,10 @@ func orNone(s string) string {
 	return s
 }
 
-func (h *Engine) ToolList(bufnr int) (map[string]any, error) {
+func (h *Engine) ToolList(bufnr int) (Reply, error) {
 	s, err := h.snapshot(bufnr)
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	doc := parse(s.Lines)
 	var b strings.Builder
@@ -330,9 +334,9 @@ func (h *Engine) ToolList(bufnr int) (map[string]any, error) {
 	}
 	h.mu.Unlock()
 	if b.Len() == 0 {
-		return map[string]any{"text": "no tool calls in this buffer"}, nil
+		return text("no tool calls in this buffer"), nil
 	}
-	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+	return text(strings.TrimRight(b.String(), "\n")), nil
 }
 
 // Shutdown stops the engine's work before the host exits (Neovim closed

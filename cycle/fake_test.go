@@ -1,6 +1,7 @@
 package cycle
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -363,6 +364,10 @@ type testEnv struct {
 
 func newEnv(t *testing.T, setup map[string]any) *testEnv {
 	t.Helper()
+	// What the tests see does not depend on the machine's credentials.
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN"} {
+		t.Setenv(v, "")
+	}
 	reg := tools.NewRegistry()
 	reg.Have = tools.HaveRequirement
 	for _, tl := range tools.Builtins() {
@@ -380,7 +385,7 @@ func newEnv(t *testing.T, setup map[string]any) *testEnv {
 		raw[k] = v
 	}
 	env.raw = raw
-	if err := h.Setup(raw); err != nil {
+	if err := h.Setup(env.setupJSON()); err != nil {
 		t.Fatalf("setup: %v", err)
 	}
 	t.Cleanup(h.Shutdown)
@@ -394,7 +399,7 @@ func (env *testEnv) restart() {
 	env.h.Shutdown()
 	h := NewEngine("test", env.h.Log, env.h.Registry)
 	h.Connect(env.ed, env.lua)
-	if err := h.Setup(env.raw); err != nil {
+	if err := h.Setup(env.setupJSON()); err != nil {
 		env.t.Fatalf("setup: %v", err)
 	}
 	env.h = h
@@ -408,9 +413,7 @@ func (env *testEnv) press(bufnr int) (string, string) {
 	if err != nil {
 		env.t.Fatalf("cycle: %v", err)
 	}
-	phase, _ := res["phase"].(string)
-	msg, _ := res["message"].(string)
-	return phase, msg
+	return res.Phase, res.Message
 }
 
 // timestamp matches the times the cycle writes (journal start times).
@@ -436,15 +439,14 @@ func (env *testEnv) as(label string) *testEnv {
 
 // reply logs a handler's reply under the label given with as, and returns
 // its phase and message.
-func (env *testEnv) reply(res map[string]any, err error) (string, string) {
+func (env *testEnv) reply(res Reply, err error) (string, string) {
 	env.t.Helper()
 	if err != nil {
 		env.t.Fatalf("%s: %v", env.label, err)
 	}
-	phase, _ := res["phase"].(string)
-	msg, _ := res["message"].(string)
-	if text, ok := res["text"].(string); ok && msg == "" {
-		msg = text
+	phase, msg := res.Phase, res.Message
+	if msg == "" {
+		msg = res.Text
 	}
 	env.logf("--- %s → %s: %s", env.label, phase, msg)
 	return phase, msg
@@ -479,4 +481,13 @@ func (env *testEnv) golden() {
 
 func (env *testEnv) stateDir() string {
 	return env.raw["paths"].(map[string]any)["state"].(string)
+}
+
+// setupJSON is the setup table as the plugin sends it.
+func (env *testEnv) setupJSON() string {
+	b, err := json.Marshal(env.raw)
+	if err != nil {
+		env.t.Fatal(err)
+	}
+	return string(b)
 }

@@ -270,15 +270,15 @@ func (h *Engine) journalFinish(id journal.ID, status string, res tools.Result) {
 // Undo is :Flemma tool:undo: the files the call under the cursor changed
 // go back to what they were, each only while it still holds exactly what
 // the call wrote; the call's result then says so, for the model.
-func (h *Engine) Undo(bufnr, line int) (map[string]any, error) {
+func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 	if busy, release := h.acquire(bufnr); busy != nil {
-		return busy, nil
+		return *busy, nil
 	} else {
 		defer release()
 	}
 	s, err := h.snapshot(bufnr)
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	doc := parse(s.Lines)
 	tu, r := doc.BlockAt(line)
@@ -293,12 +293,12 @@ func (h *Engine) Undo(bufnr, line int) (map[string]any, error) {
 	defer cancel()
 	c, ok, err := jr.Latest(ctx, journalKey(bufnr, s.Name), tu.ID)
 	if err != nil {
-		return nil, fmt.Errorf("tool:undo: %w", err)
+		return Reply{}, fmt.Errorf("tool:undo: %w", err)
 	}
 	var changes []tools.Change
 	if ok && c.Changes != "" {
 		if err := json.Unmarshal([]byte(c.Changes), &changes); err != nil {
-			return nil, fmt.Errorf("tool:undo: the journal's record of %s: %w", tu.ID, err)
+			return Reply{}, fmt.Errorf("tool:undo: the journal's record of %s: %w", tu.ID, err)
 		}
 	}
 	if len(changes) == 0 {
@@ -329,7 +329,7 @@ func (h *Engine) Undo(bufnr, line int) (map[string]any, error) {
 
 // Resume is :Flemma tool:resume: the interrupted call under the cursor
 // runs again, as the user's decision.
-func (h *Engine) Resume(bufnr, line int) (map[string]any, error) {
+func (h *Engine) Resume(bufnr, line int) (Reply, error) {
 	doc, id, err := h.blockUnder(bufnr, line)
 	if err != nil || id == "" {
 		return noBlock(err)
@@ -342,15 +342,15 @@ func (h *Engine) Resume(bufnr, line int) (map[string]any, error) {
 
 // Discard is :Flemma tool:discard: the call under the cursor gets an
 // error result saying it was interrupted, and is resolved in the journal.
-func (h *Engine) Discard(bufnr, line int) (map[string]any, error) {
+func (h *Engine) Discard(bufnr, line int) (Reply, error) {
 	if busy, release := h.acquire(bufnr); busy != nil {
-		return busy, nil
+		return *busy, nil
 	} else {
 		defer release()
 	}
 	s, err := h.snapshot(bufnr)
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	doc := parse(s.Lines)
 	tu, r := doc.BlockAt(line)
@@ -382,28 +382,28 @@ func (h *Engine) Discard(bufnr, line int) (map[string]any, error) {
 
 // JournalLog is :Flemma tool:log: this buffer's calls and decisions from
 // the journal, as JSON lines (newest last).
-func (h *Engine) JournalLog(bufnr int) (map[string]any, error) {
+func (h *Engine) JournalLog(bufnr int) (Reply, error) {
 	jr := h.journal()
 	if jr == nil {
 		h.mu.Lock()
 		why := h.jerr
 		h.mu.Unlock()
-		return map[string]any{"text": fmt.Sprintf("no journal (%v)", why)}, nil
+		return text(fmt.Sprintf("no journal (%v)", why)), nil
 	}
 	s, err := h.snapshot(bufnr)
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	var b strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := jr.Export(ctx, &b, journal.Filter{Buffer: journalKey(bufnr, s.Name), Limit: 500}); err != nil {
-		return nil, fmt.Errorf("tool:log: %w", err)
+		return Reply{}, fmt.Errorf("tool:log: %w", err)
 	}
 	if b.Len() == 0 {
-		return map[string]any{"text": "the journal has nothing for this buffer yet"}, nil
+		return text("the journal has nothing for this buffer yet"), nil
 	}
-	return map[string]any{"text": strings.TrimRight(b.String(), "\n")}, nil
+	return text(strings.TrimRight(b.String(), "\n")), nil
 }
 
 // journalHealth is the journal's line in :checkhealth.

@@ -232,8 +232,13 @@ func fixSchema(s map[string]any) map[string]any {
 	return s
 }
 
-// DefineTools registers (or re-registers) tools defined in Lua.
-func (h *Engine) DefineTools(raw []any) (map[string]any, error) {
+// DefineTools registers (or re-registers) tools defined in Lua, sent as a
+// JSON list of definitions (flemma.tools _wire_all).
+func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
+	var raw []any
+	if err := json.Unmarshal([]byte(defsJSON), &raw); err != nil {
+		return DefineReply{}, fmt.Errorf("define_tools: %w", err)
+	}
 	var errs []string
 	for _, item := range raw {
 		b, err := json.Marshal(normalizeWith(item, false))
@@ -269,11 +274,7 @@ func (h *Engine) DefineTools(raw []any) (map[string]any, error) {
 		}
 		h.logf("registered Lua tool %s (%s)", spec.Name, spec.Source)
 	}
-	out := map[string]any{}
-	if len(errs) > 0 {
-		out["errors"] = errs
-	}
-	return out, nil
+	return DefineReply{Errors: errs}, nil
 }
 
 // ToolDone receives an async Lua tool's answer (a notification).
@@ -286,7 +287,7 @@ func (h *Engine) ToolDone(token string, res LuaResult) {
 // BenchRun runs one tool call through the executor and reports its result
 // and duration, without touching any buffer. It exists for the overhead
 // benchmark (e2e/BenchmarkLuaToolOverhead); it is not a user command.
-func (h *Engine) BenchRun(bufnr int, name, input string) (map[string]any, error) {
+func (h *Engine) BenchRun(bufnr int, name, input string) (BenchReply, error) {
 	res := h.exec.Run(context.Background(), tools.Call{ID: "bench", Tool: name, Bufnr: bufnr}, json.RawMessage(input))
-	return map[string]any{"content": res.Content, "is_error": res.IsError, "ns": res.Duration.Nanoseconds()}, nil
+	return BenchReply{Content: res.Content, IsError: res.IsError, NS: res.Duration.Nanoseconds()}, nil
 }

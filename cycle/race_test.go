@@ -67,7 +67,7 @@ func TestOverlappingPressesRunACallOnce(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			phases[i], _ = res["phase"].(string)
+			phases[i] = res.Phase
 		}()
 	}
 	wg.Wait()

@@ -101,13 +101,13 @@ func (h *Engine) backupDir() string {
 }
 
 // SandboxStatus is :Flemma sandbox:status.
-func (h *Engine) SandboxStatus(bufnr int) (map[string]any, error) {
+func (h *Engine) SandboxStatus(bufnr int) (Reply, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
 		return reply("none", "sandbox: "+err.Error(), levelError), nil
 	}
-	return map[string]any{"text": sb.Status()}, nil
+	return text(sb.Status()), nil
 }
 
 // bufferContext evaluates a buffer's frontmatter and returns it with Neovim's
@@ -122,68 +122,51 @@ func (h *Engine) bufferContext(bufnr int) (*frontmatter.Result, string, string) 
 }
 
 // SandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
-func (h *Engine) SandboxWritable(bufnr int, path string) (map[string]any, error) {
+func (h *Engine) SandboxWritable(bufnr int, path string) (WritableReply, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
-		return nil, err
+		return WritableReply{}, fmt.Errorf("sandbox_writable: %w", err)
 	}
-	return map[string]any{"writable": sb.IsPathWritable(path)}, nil
+	return WritableReply{Writable: sb.IsPathWritable(path)}, nil
 }
 
 // SandboxWrap backs ctx.sandbox.wrap_command for Lua tools.
-func (h *Engine) SandboxWrap(bufnr int, argv []string) (map[string]any, error) {
+func (h *Engine) SandboxWrap(bufnr int, argv []string) (WrapReply, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
-		return map[string]any{"error": err.Error()}, nil
+		return WrapReply{Error: err.Error()}, nil
 	}
 	out, err := sb.WrapCommand(argv)
 	if err != nil {
-		return map[string]any{"error": err.Error()}, nil
+		return WrapReply{Error: err.Error()}, nil
 	}
-	return map[string]any{"argv": out}, nil
+	return WrapReply{Argv: out}, nil
 }
 
 // Truncate backs ctx.truncate.truncate_head / truncate_tail.
-func (h *Engine) Truncate(which, text string, opts map[string]any) (map[string]any, error) {
+func (h *Engine) Truncate(which, content string, opts TruncateOpts) (TruncateReply, error) {
 	h.mu.Lock()
 	l := tools.Limits{MaxLines: h.cfg.Tools.Truncate.MaxLines, MaxBytes: h.cfg.Tools.Truncate.MaxBytes}
 	h.mu.Unlock()
-	if v, ok := opts["max_lines"]; ok {
-		l.MaxLines = toInt(v)
+	if opts.MaxLines != nil {
+		l.MaxLines = *opts.MaxLines
 	}
-	if v, ok := opts["max_bytes"]; ok {
-		l.MaxBytes = toInt(v)
+	if opts.MaxBytes != nil {
+		l.MaxBytes = *opts.MaxBytes
 	}
 	var t tools.Truncated
 	switch which {
 	case "head":
-		t = tools.TruncateHead(text, l)
+		t = tools.TruncateHead(content, l)
 	case "tail":
-		t = tools.TruncateTail(text, l)
+		t = tools.TruncateTail(content, l)
 	default:
-		return nil, fmt.Errorf("truncate: %q is neither head nor tail", which)
+		return TruncateReply{}, fmt.Errorf("truncate: %q is neither head nor tail", which)
 	}
-	return map[string]any{
-		"content": t.Content, "truncated": t.Truncated, "truncated_by": t.By,
-		"total_lines": t.TotalLines, "total_bytes": t.TotalBytes,
-		"output_lines": t.OutputLines, "output_bytes": t.OutputBytes,
-	}, nil
+	return TruncateReply{Content: t.Content, Truncated: t.Truncated, By: t.By,
+		TotalLines: t.TotalLines, TotalBytes: t.TotalBytes, OutputLines: t.OutputLines, OutputBytes: t.OutputBytes}, nil
 }
 
 func (h *Engine) FormatSize(n float64) (string, error) { return tools.FormatSize(int64(n)), nil }
-
-func toInt(v any) int {
-	switch x := v.(type) {
-	case int64:
-		return int(x)
-	case uint64:
-		return int(x)
-	case float64:
-		return int(x)
-	case int:
-		return x
-	}
-	return 0
-}

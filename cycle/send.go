@@ -108,10 +108,10 @@ func (h *Engine) toolDefs(bufnr int, fm *frontmatter.Result) []provider.ToolDef 
 
 // startSend is phase 3: the conversation goes to the provider and the
 // response streams into the buffer. auto is true when autopilot sends.
-func (h *Engine) startSend(bufnr int, auto bool) (map[string]any, error) {
+func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	s, err := h.snapshot(bufnr)
 	if err != nil {
-		return nil, err
+		return Reply{}, err
 	}
 	doc := parse(s.Lines)
 	for _, tu := range doc.ToolUses() {
@@ -174,7 +174,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (map[string]any, error) {
 	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines, tick: s.Tick, r: len(s.Lines), last: []string{}}
 	if err := sw.write(w.Lines(), false, true); err != nil {
 		h.endStream(bufnr)
-		return nil, err
+		return Reply{}, err
 	}
 	h.logf("send: %s model=%q, %d messages, %d tools", name, params.Model, len(msgs), len(req.Tools))
 	go h.stream(ctx, prov, req, w, sw)
@@ -417,9 +417,8 @@ func (h *Engine) autoCycleAs(bufnr int, auto bool) {
 		h.notify(err.Error(), levelError)
 		return
 	}
-	if msg, _ := res["message"].(string); msg != "" {
-		lvl, _ := res["level"].(int)
-		h.notify(msg, lvl)
+	if res.Message != "" {
+		h.notify(res.Message, res.Level)
 	}
 }
 
@@ -443,7 +442,7 @@ func (h *Engine) endStream(bufnr int) {
 	h.mu.Unlock()
 }
 
-func (h *Engine) Autopilot(action string) (map[string]any, error) {
+func (h *Engine) Autopilot(action string) (Reply, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch action {
@@ -463,7 +462,7 @@ func (h *Engine) Autopilot(action string) (map[string]any, error) {
 }
 
 // Switch is :Flemma switch <provider> [model] [key=value…].
-func (h *Engine) Switch(args string) (map[string]any, error) {
+func (h *Engine) Switch(args string) (Reply, error) {
 	words, err := shlex.Split(args)
 	if err != nil {
 		return reply("none", "switch: "+err.Error(), levelError), nil
@@ -520,4 +519,4 @@ func (h *Engine) Switch(args string) (map[string]any, error) {
 }
 
 // Send is phase 3 on the user's word (:Flemma send).
-func (h *Engine) Send(bufnr int) (map[string]any, error) { return h.startSend(bufnr, false) }
+func (h *Engine) Send(bufnr int) (Reply, error) { return h.startSend(bufnr, false) }

@@ -14,29 +14,6 @@ import (
 // plugin tells the user when an answer is late and offers to restart the
 // host (lua/flemma/host.lua).
 
-// asyncMethods are the handlers the plugin may call asynchronously.
-func (h *Host) asyncMethods() map[string]any {
-	return map[string]any{
-		"flemma.cycle":          h.Engine.Cycle,
-		"flemma.send":           h.Engine.Send,
-		"flemma.execute_at":     h.Engine.ExecuteAt,
-		"flemma.set_status":     h.Engine.SetStatus,
-		"flemma.set_result":     h.Engine.SetResult,
-		"flemma.cancel":         h.Engine.Cancel,
-		"flemma.cancel_at":      h.Engine.CancelAt,
-		"flemma.resume":         h.Engine.Resume,
-		"flemma.discard":        h.Engine.Discard,
-		"flemma.tool_list":      h.Engine.ToolList,
-		"flemma.tools":          h.Engine.Tools,
-		"flemma.status":         h.Engine.Status,
-		"flemma.journal_log":    h.Engine.JournalLog,
-		"flemma.undo":           h.Engine.Undo,
-		"flemma.sandbox_status": h.Engine.SandboxStatus,
-		"flemma.switch":         h.Engine.Switch,
-		"flemma.autopilot":      h.Engine.Autopilot,
-	}
-}
-
 // hAsync is the flemma.async notification. Notifications are served one at
 // a time, so the work goes to a goroutine at once.
 func (h *Host) hAsync(id int, method string, args []any) {
@@ -47,7 +24,7 @@ func (h *Host) hAsync(id int, method string, args []any) {
 			msg = err.Error()
 		}
 		if res == nil {
-			res = map[string]any{}
+			res = struct{}{} // an empty table for the plugin
 		}
 		if e := h.nv.ExecLua(`require("flemma.host")._reply(...)`, nil, id, res, msg); e != nil {
 			h.logf("answer %s (#%d): %v", method, id, e)
@@ -64,11 +41,11 @@ func (h *Host) callAsync(method string, args []any) (res any, err error) {
 			res, err = nil, fmt.Errorf("%s failed — see the log", method)
 		}
 	}()
-	fn, ok := h.asyncMethods()[method]
+	m, ok := h.async[method]
 	if !ok {
 		return nil, fmt.Errorf("unknown method %s", method)
 	}
-	v := reflect.ValueOf(fn)
+	v := reflect.ValueOf(m.Fn)
 	t := v.Type()
 	if len(args) != t.NumIn() {
 		return nil, fmt.Errorf("%s: %d arguments, want %d", method, len(args), t.NumIn())

@@ -14,7 +14,8 @@ import (
 // the adapters in nvim.go and exposed as msgpack-RPC handlers.
 type Host struct {
 	*cycle.Engine
-	nv *nvim.Nvim
+	nv    *nvim.Nvim
+	async map[string]cycle.Method // the methods flemma.async may call
 }
 
 // NewHost returns a host with default configuration and the given tools.
@@ -28,39 +29,23 @@ func (h *Host) logf(format string, args ...any) {
 	}
 }
 
-// Attach connects the engine to a Neovim and registers the handlers.
+// Attach connects the engine to a Neovim and registers its methods
+// (cycle.Methods): each synchronously, the user's actions also through the
+// flemma.async notification.
 func (h *Host) Attach(v *nvim.Nvim) error {
 	h.nv = v
 	h.Connect(editor{v}, luaCalls{v})
-	e := h.Engine
-	handlers := map[string]any{
-		"flemma.version":             e.VersionInfo,
-		"flemma.ping":                func() (string, error) { return "pong", nil },
-		"flemma.setup":               e.Setup,
-		"flemma.health":              e.Health,
-		"flemma.sandbox_writable":    e.SandboxWritable,
-		"flemma.sandbox_wrap":        e.SandboxWrap,
-		"flemma.truncate":            e.Truncate,
-		"flemma.format_size":         e.FormatSize,
-		"flemma.forget":              e.Forget,
-		"flemma.bench_run":           e.BenchRun,
-		"flemma.refresh":             e.Refresh,
-		"flemma.define_tools":        e.DefineTools,
-		"flemma.approval_register":   e.ApprovalRegister,
-		"flemma.approval_unregister": e.ApprovalUnregister,
-		"flemma.approval_list":       e.ApprovalList,
-		"flemma.tool_done":           e.ToolDone,
-		"flemma.async":               h.hAsync,
-	}
-	// The user's commands are also served synchronously (tests and
-	// scripts call them with rpcrequest).
-	for name, fn := range h.asyncMethods() {
-		handlers[name] = fn
-	}
-	for name, fn := range handlers {
-		if err := v.RegisterHandler(name, fn); err != nil {
-			return fmt.Errorf("register %s: %w", name, err)
+	h.async = map[string]cycle.Method{}
+	for _, m := range h.Methods() {
+		if err := v.RegisterHandler(m.Name, m.Fn); err != nil {
+			return fmt.Errorf("register %s: %w", m.Name, err)
 		}
+		if m.Async {
+			h.async[m.Name] = m
+		}
+	}
+	if err := v.RegisterHandler(cycle.MAsync, h.hAsync); err != nil {
+		return fmt.Errorf("register %s: %w", cycle.MAsync, err)
 	}
 	return nil
 }

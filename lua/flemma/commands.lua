@@ -1,4 +1,5 @@
 -- :Flemma <subcommand> [args]: dispatch and completion.
+local P = require("flemma.protocol")
 local M = {}
 
 local function notify(msg, level)
@@ -29,19 +30,19 @@ end
 
 M.subcommands = {
   send = function()
-    host_call("flemma.send", { buf() })
+    host_call(P.send, { buf() })
   end,
   cancel = function()
     require("flemma").cancel(buf())
   end,
   ["tool:execute"] = function()
-    host_call("flemma.execute_at", { buf(), line() })
+    host_call(P.execute_at, { buf(), line() })
   end,
   ["tool:approve"] = function()
-    host_call("flemma.set_status", { buf(), line(), "approved", "" })
+    host_call(P.set_status, { buf(), line(), "approved", "" })
   end,
   ["tool:reject"] = function(args)
-    host_call("flemma.set_status", { buf(), line(), "rejected", table.concat(args, " ") })
+    host_call(P.set_status, { buf(), line(), "rejected", table.concat(args, " ") })
   end,
   ["tool:result"] = function(args)
     local id = table.remove(args, 1)
@@ -49,7 +50,7 @@ M.subcommands = {
       notify("usage: :Flemma tool:result <id> <text>", vim.log.levels.WARN)
       return
     end
-    host_call("flemma.set_result", { buf(), id, table.concat(args, " "), false })
+    host_call(P.set_result, { buf(), id, table.concat(args, " "), false })
   end,
   ["tool:error"] = function(args)
     local id = table.remove(args, 1)
@@ -57,28 +58,28 @@ M.subcommands = {
       notify("usage: :Flemma tool:error <id> <text>", vim.log.levels.WARN)
       return
     end
-    host_call("flemma.set_result", { buf(), id, table.concat(args, " "), true })
+    host_call(P.set_result, { buf(), id, table.concat(args, " "), true })
   end,
   ["tool:cancel"] = function()
-    host_call("flemma.cancel_at", { buf(), line() })
+    host_call(P.cancel_at, { buf(), line() })
   end,
   ["tool:cancel-all"] = function()
     require("flemma").cancel(buf())
   end,
   ["tool:list"] = function()
-    show("flemma.tool_list", { buf() })
+    show(P.tool_list, { buf() })
   end,
   ["tool:resume"] = function()
-    host_call("flemma.resume", { buf(), line() })
+    host_call(P.resume, { buf(), line() })
   end,
   ["tool:undo"] = function()
-    host_call("flemma.undo", { buf(), line() })
+    host_call(P.undo, { buf(), line() })
   end,
   ["tool:discard"] = function()
-    host_call("flemma.discard", { buf(), line() })
+    host_call(P.discard, { buf(), line() })
   end,
   ["tool:log"] = function()
-    host_call("flemma.journal_log", { buf() }, function(res)
+    host_call(P.journal_log, { buf() }, function(res)
       if not res or type(res.text) ~= "string" then
         return
       end
@@ -93,21 +94,21 @@ M.subcommands = {
     end)
   end,
   tools = function(args)
-    show("flemma.tools", { buf(), args[1] or "" })
+    show(P.tools, { buf(), args[1] or "" })
   end,
   ["autopilot:enable"] = function()
     require("flemma.host").runtime.autopilot = "enable"
-    host_call("flemma.autopilot", { "enable" })
+    host_call(P.autopilot, { "enable" })
   end,
   ["autopilot:disable"] = function()
     require("flemma.host").runtime.autopilot = "disable"
-    host_call("flemma.autopilot", { "disable" })
+    host_call(P.autopilot, { "disable" })
   end,
   ["autopilot:status"] = function()
-    host_call("flemma.autopilot", { "status" })
+    host_call(P.autopilot, { "status" })
   end,
   ["sandbox:status"] = function()
-    show("flemma.sandbox_status", { buf() })
+    show(P.sandbox_status, { buf() })
   end,
   trust = function()
     require("flemma.trust").trust(buf())
@@ -117,14 +118,14 @@ M.subcommands = {
   end,
   switch = function(args)
     local spec = table.concat(args, " ")
-    host_call("flemma.switch", { spec }, function(res)
+    host_call(P.switch, { spec }, function(res)
       if res and res.phase == "switch" then
         require("flemma.host").runtime.switch = spec -- replayed into a restarted host
       end
     end)
   end,
   status = function()
-    show("flemma.status", { buf() })
+    show(P.status, { buf() })
   end,
   ["host:restart"] = function()
     local _, err = require("flemma.host").restart()

@@ -1,4 +1,5 @@
 -- :checkhealth flemma (works with 0.7's require("health") and 0.10's vim.health).
+local P = require("flemma.protocol")
 local M = {}
 
 local h = vim.health or require("health")
@@ -26,7 +27,7 @@ function M.check()
     return
   end
   ok("host binary: " .. argv[1])
-  local res, rerr = host.request("flemma.health")
+  local res, rerr = host.request(P.health)
   if not res then
     err("host does not answer: " .. tostring(rerr) .. " (log: " .. host.log_file(cfg) .. ")")
     return

@@ -1,5 +1,6 @@
 -- The host process: find the binary, start it with jobstart({rpc = true}),
 -- check the version handshake, and restart it on the next use after it died.
+local P = require("flemma.protocol")
 local M = {}
 
 local state = {
@@ -157,7 +158,7 @@ function M.ensure(cfg)
     return nil, string.format("could not start %s: %s", argv[1], ok and tostring(chan) or chan)
   end
   state.chan = chan
-  local hs_ok, info = pcall(vim.rpcrequest, chan, "flemma.version")
+  local hs_ok, info = pcall(vim.rpcrequest, chan, P.version)
   if not hs_ok or type(info) ~= "table" then
     M.stop()
     return nil, "host did not answer the version handshake: " .. tostring(info) .. " (log: " .. state.log_file .. ")"
@@ -176,7 +177,9 @@ function M.ensure(cfg)
     )
   end
   state.warned_exit = false
-  local sok, serr = pcall(vim.rpcrequest, chan, "flemma.setup", require("flemma").host_config())
+  local sok, serr = pcall(function()
+    return vim.rpcrequest(chan, P.setup, require("flemma").host_config())
+  end)
   if not sok then
     notify("host rejected the configuration: " .. tostring(serr))
   end
@@ -185,7 +188,9 @@ function M.ensure(cfg)
   local tools = require("flemma.tools")
   local defs = tools._wire_all()
   if #defs > 0 then
-    local dok, res = pcall(vim.rpcrequest, chan, "flemma.define_tools", defs)
+    local dok, res = pcall(function()
+      return vim.rpcrequest(chan, P.define_tools, vim.fn.json_encode(defs))
+    end)
     if not dok then
       notify("could not register tools: " .. tostring(res))
     elseif type(res) == "table" and type(res.errors) == "table" then
@@ -196,14 +201,14 @@ function M.ensure(cfg)
   end
   tools.load_modules()
   for _, r in ipairs(require("flemma.tools.approval")._wire_all()) do
-    pcall(vim.rpcrequest, chan, "flemma.approval_register", r)
+    pcall(vim.rpcrequest, chan, P.approval_register, r)
   end
   -- What the user changed at runtime outlives a restarted host.
   if M.runtime.switch then
-    pcall(vim.rpcrequest, chan, "flemma.switch", M.runtime.switch)
+    pcall(vim.rpcrequest, chan, P.switch, M.runtime.switch)
   end
   if M.runtime.autopilot then
-    pcall(vim.rpcrequest, chan, "flemma.autopilot", M.runtime.autopilot)
+    pcall(vim.rpcrequest, chan, P.autopilot, M.runtime.autopilot)
   end
   return chan
 end
@@ -286,7 +291,7 @@ function M.request_async(method, args, cb, retried)
     next_id = next_id + 1
     local id = next_id
     pending[id] = { method = method, args = args, cb = cb, started = vim.loop.now(), retried = retried, chan = chan }
-    local ok, e = pcall(vim.rpcnotify, chan, "flemma.async", id, method, args)
+    local ok, e = pcall(vim.rpcnotify, chan, P.async, id, method, args)
     if ok then
       if not watchdog then
         watchdog = vim.loop.new_timer()

@@ -1,5 +1,6 @@
 -- flemma: chat with language models in .chat buffers; the Go host does the
 -- work, this module wires keys and configuration to it.
+local P = require("flemma.protocol")
 local M = {}
 
 local cfg = nil -- resolved config; nil until setup() or first use
@@ -18,7 +19,7 @@ function M.setup(opts)
   end
   local running = require("flemma.host").running()
   if running then
-    local _, err = require("flemma.host").request("flemma.setup", M.host_config())
+    local _, err = require("flemma.host").request(P.setup, M.host_config())
     if err then
       notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
     end
@@ -42,8 +43,9 @@ function M.config()
   return cfg
 end
 
+--- The configuration as the host takes it: JSON (flemma.setup).
 function M.host_config()
-  return require("flemma.config").for_host(M.config())
+  return vim.fn.json_encode(require("flemma.config").for_host(M.config()))
 end
 
 --- Call the host without waiting and show the message its answer carries,
@@ -86,7 +88,7 @@ function M.cycle(bufnr)
   if vim.fn.mode():sub(1, 1) == "i" then
     vim.cmd("stopinsert")
   end
-  call("flemma.cycle", { bufnr })
+  call(P.cycle, { bufnr })
   return { phase = "sent" }
 end
 
@@ -94,13 +96,13 @@ end
 function M.execute_at_cursor(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local line = vim.api.nvim_win_get_cursor(0)[1]
-  call("flemma.execute_at", { bufnr, line })
+  call(P.execute_at, { bufnr, line })
 end
 
 --- Cancel running tools of a buffer (<C-c>).
 function M.cancel(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  call("flemma.cancel", { bufnr })
+  call(P.cancel, { bufnr })
 end
 
 --- Buffer-local keymaps for a chat buffer.
@@ -131,7 +133,7 @@ function M.attach(bufnr)
     local host = require("flemma.host")
     local chan = host._chan()
     if chan then
-      pcall(vim.rpcnotify, chan, "flemma.refresh", bufnr)
+      pcall(vim.rpcnotify, chan, P.refresh, bufnr)
     end
   end
   vim.api.nvim_create_autocmd("BufWipeout", {
@@ -142,7 +144,7 @@ function M.attach(bufnr)
       require("flemma.trust").forget(bufnr)
       local chan = require("flemma.host")._chan()
       if chan then
-        pcall(vim.rpcnotify, chan, "flemma.forget", bufnr)
+        pcall(vim.rpcnotify, chan, P.forget, bufnr)
       end
     end,
   })

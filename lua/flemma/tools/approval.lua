@@ -1,6 +1,7 @@
 -- require("flemma.tools.approval"): approval resolvers written in Lua. The
 -- chain lives in the host; a Lua resolver's resolve function stays here and
 -- the host calls it back when the chain reaches it.
+local P = require("flemma.protocol")
 local M = {}
 
 local resolvers = {} -- name -> { name, priority, description, resolve }
@@ -41,14 +42,14 @@ function M.register(name, def)
     error("(flemma) approval.register(" .. name .. "): priority must be a number", 2)
   end
   resolvers[name] = { name = name, priority = priority, description = def.description, resolve = def.resolve }
-  push("flemma.approval_register", wire(resolvers[name]))
+  push(P.approval_register, wire(resolvers[name]))
 end
 
 --- Remove a resolver (Lua-registered or built-in); true if it existed.
 function M.unregister(name)
   local had = resolvers[name] ~= nil
   resolvers[name] = nil
-  local res = push("flemma.approval_unregister", name)
+  local res = push(P.approval_unregister, name)
   if type(res) == "table" then
     return res.removed == true or had
   end
@@ -56,7 +57,7 @@ function M.unregister(name)
 end
 
 local function all()
-  local res, err = host().request("flemma.approval_list")
+  local res, err = host().request(P.approval_list)
   if err then
     error("(flemma) " .. err, 0)
   end

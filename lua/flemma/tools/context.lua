@@ -1,5 +1,6 @@
 -- The ExecutionContext a Lua tool's execute receives (seed 004): the stable
 -- contract tools code against, instead of requiring flemma internals.
+local P = require("flemma.protocol")
 local M = {}
 
 local Context = {}
@@ -56,11 +57,11 @@ M.namespaces = {
   sandbox = function(ctx)
     return {
       is_path_writable = function(p)
-        local res = host_call("flemma.sandbox_writable", ctx.bufnr, ctx.path.resolve(p))
+        local res = host_call(P.sandbox_writable, ctx.bufnr, ctx.path.resolve(p))
         return type(res) == "table" and res.writable == true
       end,
       wrap_command = function(argv)
-        local res = host_call("flemma.sandbox_wrap", ctx.bufnr, argv)
+        local res = host_call(P.sandbox_wrap, ctx.bufnr, argv)
         if type(res) == "table" and type(res.argv) == "table" then
           return res.argv
         end
@@ -71,7 +72,11 @@ M.namespaces = {
   truncate = function(ctx)
     local limits = require("flemma").config().tools.truncate or {}
     local function call(which, text, opts)
-      local res = host_call("flemma.truncate", which, text or "", opts or vim.empty_dict())
+      local o = vim.empty_dict()
+      if type(opts) == "table" then
+        o.max_lines, o.max_bytes = opts.max_lines, opts.max_bytes
+      end
+      local res = host_call(P.truncate, which, text or "", o)
       return res
     end
     return {
@@ -84,7 +89,7 @@ M.namespaces = {
         return call("tail", text, opts)
       end,
       format_size = function(n)
-        return host_call("flemma.format_size", n)
+        return host_call(P.format_size, n)
       end,
     }
   end,

@@ -1,6 +1,7 @@
 -- require("flemma.tools"): register custom tools. Definitions go to the host
 -- (schema, flags); execute and format_preview stay here and the host calls
 -- them back.
+local P = require("flemma.protocol")
 local M = {}
 
 local defs = {} -- name -> definition (functions included)
@@ -45,7 +46,12 @@ local function push(list)
   if not host.running() or #list == 0 then
     return
   end
-  local res, err = host.request("flemma.define_tools", list)
+  local ok, defs = pcall(vim.fn.json_encode, list)
+  if not ok then
+    notify("could not register tools: " .. tostring(defs), vim.log.levels.ERROR)
+    return
+  end
+  local res, err = host.request(P.define_tools, defs)
   if err then
     notify("could not register tools: " .. err, vim.log.levels.ERROR)
   elseif type(res) == "table" and type(res.errors) == "table" then
@@ -235,7 +241,7 @@ function M._execute(name, token, input, info)
       running[token] = nil
       local chan = require("flemma.host")._chan()
       if chan then
-        vim.rpcnotify(chan, "flemma.tool_done", token, normalize(res))
+        vim.rpcnotify(chan, P.tool_done, token, normalize(res))
       end
     end
     local ok, cancel = pcall(def.execute, input, ctx, callback)

@@ -1,0 +1,191 @@
+package cycle
+
+// The protocol between the plugin and the host: every method the plugin
+// calls and the shape of its answer. lua/flemma/protocol.lua declares the
+// same names; rpc registers Methods as msgpack-RPC handlers.
+//
+// One error rule: a failure of the host (the buffer could not be read, a
+// write kept failing, bad arguments) is an RPC error whose text starts with
+// the operation; everything the user should read about the outcome of an
+// action (nothing to do, busy, refused, done) is in the reply's Message with
+// its Level, and the Lua side shows it.
+
+// Method names.
+const (
+	MVersion            = "flemma.version"
+	MPing               = "flemma.ping"
+	MSetup              = "flemma.setup"
+	MHealth             = "flemma.health"
+	MAsync              = "flemma.async"
+	MCycle              = "flemma.cycle"
+	MSend               = "flemma.send"
+	MExecuteAt          = "flemma.execute_at"
+	MSetStatus          = "flemma.set_status"
+	MSetResult          = "flemma.set_result"
+	MCancel             = "flemma.cancel"
+	MCancelAt           = "flemma.cancel_at"
+	MResume             = "flemma.resume"
+	MDiscard            = "flemma.discard"
+	MUndo               = "flemma.undo"
+	MToolList           = "flemma.tool_list"
+	MTools              = "flemma.tools"
+	MStatus             = "flemma.status"
+	MJournalLog         = "flemma.journal_log"
+	MSandboxStatus      = "flemma.sandbox_status"
+	MSwitch             = "flemma.switch"
+	MAutopilot          = "flemma.autopilot"
+	MSandboxWritable    = "flemma.sandbox_writable"
+	MSandboxWrap        = "flemma.sandbox_wrap"
+	MTruncate           = "flemma.truncate"
+	MFormatSize         = "flemma.format_size"
+	MForget             = "flemma.forget"
+	MBenchRun           = "flemma.bench_run"
+	MRefresh            = "flemma.refresh"
+	MDefineTools        = "flemma.define_tools"
+	MApprovalRegister   = "flemma.approval_register"
+	MApprovalUnregister = "flemma.approval_unregister"
+	MApprovalList       = "flemma.approval_list"
+	MToolDone           = "flemma.tool_done"
+)
+
+// Method is one handler: Fn is a method of the engine, with the arguments
+// the plugin sends (ints, strings, bools, and the structs below) and
+// (reply, error) or error as results. Async methods are the user's actions:
+// the plugin sends them through the flemma.async notification so that a
+// key press never waits on the host.
+type Method struct {
+	Name  string
+	Fn    any
+	Async bool
+}
+
+// Methods is the engine's whole protocol (flemma.async itself is rpc's).
+func (h *Engine) Methods() []Method {
+	return []Method{
+		{MVersion, h.VersionInfo, false},
+		{MPing, func() (string, error) { return "pong", nil }, false},
+		{MSetup, h.Setup, false},
+		{MHealth, h.Health, false},
+		{MCycle, h.Cycle, true},
+		{MSend, h.Send, true},
+		{MExecuteAt, h.ExecuteAt, true},
+		{MSetStatus, h.SetStatus, true},
+		{MSetResult, h.SetResult, true},
+		{MCancel, h.Cancel, true},
+		{MCancelAt, h.CancelAt, true},
+		{MResume, h.Resume, true},
+		{MDiscard, h.Discard, true},
+		{MUndo, h.Undo, true},
+		{MToolList, h.ToolList, true},
+		{MTools, h.Tools, true},
+		{MStatus, h.Status, true},
+		{MJournalLog, h.JournalLog, true},
+		{MSandboxStatus, h.SandboxStatus, true},
+		{MSwitch, h.Switch, true},
+		{MAutopilot, h.Autopilot, true},
+		{MSandboxWritable, h.SandboxWritable, false},
+		{MSandboxWrap, h.SandboxWrap, false},
+		{MTruncate, h.Truncate, false},
+		{MFormatSize, h.FormatSize, false},
+		{MForget, h.Forget, false},
+		{MBenchRun, h.BenchRun, false},
+		{MRefresh, h.Refresh, false},
+		{MDefineTools, h.DefineTools, false},
+		{MApprovalRegister, h.ApprovalRegister, false},
+		{MApprovalUnregister, h.ApprovalUnregister, false},
+		{MApprovalList, h.ApprovalList, false},
+		{MToolDone, h.ToolDone, false},
+	}
+}
+
+// Reply answers a user's action (a key, a command). Phase names what
+// happened (categorize, execute, send, pending, busy, none, …); Message,
+// when set, is shown with Level (vim.log.levels); Text is a listing the
+// plugin shows whole (:Flemma tools, tool:list, tool:log, sandbox:status).
+type Reply struct {
+	Phase   string `msgpack:"phase,omitempty"`
+	Message string `msgpack:"message,omitempty"`
+	Level   int    `msgpack:"level,omitempty"`
+	Text    string `msgpack:"text,omitempty"`
+}
+
+func reply(phase, msg string, level int) Reply {
+	r := Reply{Phase: phase}
+	if msg != "" {
+		r.Message, r.Level = msg, level
+	}
+	return r
+}
+
+// text is a listing.
+func text(s string) Reply { return Reply{Text: s} }
+
+// StatusReply is :Flemma status, with counters the tests read.
+type StatusReply struct {
+	Text             string `msgpack:"text"`
+	LastFlushes      int    `msgpack:"last_flushes"`                  // buffer updates of the last response
+	LinesRead        int    `msgpack:"lines_read"`                    // lines received from Neovim for the buffer
+	LastResultUnixNS int64  `msgpack:"last_result_unix_ns,omitempty"` // when the last tool result was written
+}
+
+// VersionReply is the handshake.
+type VersionReply struct {
+	Version string `msgpack:"version"`
+}
+
+// HealthLine is one line of :checkhealth flemma.
+type HealthLine struct {
+	Level string `msgpack:"level"` // ok | info | warn | error
+	Text  string `msgpack:"text"`
+}
+
+// HealthReply is the host's part of :checkhealth flemma.
+type HealthReply struct {
+	Version string       `msgpack:"version"`
+	Lines   []HealthLine `msgpack:"lines"`
+}
+
+// DefineReply lists the Lua tool definitions that were refused.
+type DefineReply struct {
+	Errors []string `msgpack:"errors,omitempty"`
+}
+
+// UnregisterReply says whether a resolver was removed.
+type UnregisterReply struct {
+	Removed bool `msgpack:"removed"`
+}
+
+// BenchReply is one tool call's result and duration (the overhead benchmark).
+type BenchReply struct {
+	Content string `msgpack:"content"`
+	IsError bool   `msgpack:"is_error"`
+	NS      int64  `msgpack:"ns"`
+}
+
+// WritableReply backs ctx.sandbox.is_path_writable.
+type WritableReply struct {
+	Writable bool `msgpack:"writable"`
+}
+
+// WrapReply backs ctx.sandbox.wrap_command: the wrapped argv, or why not.
+type WrapReply struct {
+	Argv  []string `msgpack:"argv,omitempty"`
+	Error string   `msgpack:"error,omitempty"`
+}
+
+// TruncateOpts are ctx.truncate's options (nil: the configured limit).
+type TruncateOpts struct {
+	MaxLines *int `msgpack:"max_lines"`
+	MaxBytes *int `msgpack:"max_bytes"`
+}
+
+// TruncateReply is a truncation's result, as ctx.truncate returns it.
+type TruncateReply struct {
+	Content     string `msgpack:"content"`
+	Truncated   bool   `msgpack:"truncated"`
+	By          string `msgpack:"truncated_by"`
+	TotalLines  int    `msgpack:"total_lines"`
+	TotalBytes  int    `msgpack:"total_bytes"`
+	OutputLines int    `msgpack:"output_lines"`
+	OutputBytes int    `msgpack:"output_bytes"`
+}

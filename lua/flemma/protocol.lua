@@ -1,0 +1,40 @@
+-- The host's methods: every name the plugin calls (cycle/protocol.go in the
+-- host declares the same; a test checks that they agree). Replies are
+-- tables: a user's action answers { phase, message?, level?, text? }, the
+-- others as cycle/protocol.go describes.
+return {
+  version = "flemma.version",
+  ping = "flemma.ping",
+  setup = "flemma.setup", -- one argument: the configuration as JSON
+  health = "flemma.health",
+  async = "flemma.async", -- notification (id, method, args); answered by flemma.host._reply
+  cycle = "flemma.cycle",
+  send = "flemma.send",
+  execute_at = "flemma.execute_at",
+  set_status = "flemma.set_status",
+  set_result = "flemma.set_result",
+  cancel = "flemma.cancel",
+  cancel_at = "flemma.cancel_at",
+  resume = "flemma.resume",
+  discard = "flemma.discard",
+  undo = "flemma.undo",
+  tool_list = "flemma.tool_list",
+  tools = "flemma.tools",
+  status = "flemma.status",
+  journal_log = "flemma.journal_log",
+  sandbox_status = "flemma.sandbox_status",
+  switch = "flemma.switch",
+  autopilot = "flemma.autopilot",
+  sandbox_writable = "flemma.sandbox_writable",
+  sandbox_wrap = "flemma.sandbox_wrap",
+  truncate = "flemma.truncate",
+  format_size = "flemma.format_size",
+  forget = "flemma.forget",
+  bench_run = "flemma.bench_run",
+  refresh = "flemma.refresh",
+  define_tools = "flemma.define_tools", -- one argument: the definitions as JSON
+  approval_register = "flemma.approval_register",
+  approval_unregister = "flemma.approval_unregister",
+  approval_list = "flemma.approval_list",
+  tool_done = "flemma.tool_done",
+}
