@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -406,5 +407,132 @@ func TestUnusableJournal(t *testing.T) {
 	}
 	if res, _ := env.h.JournalLog(1); !strings.Contains(res.Text, "no journal") {
 		t.Errorf("log without a journal: %+v", res)
+	}
+}
+
+// defineLua registers Lua tools by name (input: any object).
+func (env *testEnv) defineLua(names ...string) {
+	env.t.Helper()
+	var defs []any
+	for _, n := range names {
+		defs = append(defs, map[string]any{"name": n, "description": n, "input_schema": map[string]any{"type": "object", "properties": []any{}}, "enabled": true})
+	}
+	b, _ := json.Marshal(defs)
+	if res, err := env.h.DefineTools(string(b)); err != nil || len(res.Errors) > 0 {
+		env.t.Fatalf("define: %+v %v", res, err)
+	}
+}
+
+// Lua tools that answer later, fail with partial output, or break: each
+// ends as a result the model can read.
+func TestLuaToolOutcomes(t *testing.T) {
+	env := newEnv(t, with(noSandbox(), script(t,
+		turn{calls: []call{{"toolu_later", "later", map[string]any{"n": nil}}, {"toolu_fail", "failing", map[string]any{}}, {"toolu_broken", "broken", map[string]any{}}}},
+		turn{text: "ok"},
+	), map[string]any{"tools": map[string]any{"auto_approve": []any{"later", "failing", "broken"}, "max_concurrent": 0}}))
+	env.defineLua("later", "failing", "broken")
+	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
+	env.press(1)
+	env.ed.waitText(t, 1, "partial")
+	env.ed.wait(t, 1, "the three Lua tools called", func(*fakeBuf) bool {
+		env.lua.mu.Lock()
+		defer env.lua.mu.Unlock()
+		return len(env.lua.tokens) == 3
+	})
+	// The answer of the async tool arrives (flemma.tool_done); a late or
+	// unknown one is ignored.
+	for _, tk := range env.lua.tokens {
+		env.h.ToolDone(tk, LuaResult{Success: true, Output: []any{"done", 1}})
+	}
+	env.h.ToolDone("no-such-token", LuaResult{Success: true})
+	env.ed.waitText(t, 1, "ok")
+	env.ed.waitIdle(t, env.h, 1)
+	got := env.ed.String(1)
+	for _, want := range []string{"[\n  \"done\",\n  1\n]", "it failed", `{"partial":true}`, "Tool 'broken' failed"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+}
+
+// The user edits the buffer while a response streams (another plugin, or
+// :set modifiable): the response finds its place again and goes on.
+func TestEditWhileStreaming(t *testing.T) {
+	env := newEnv(t, with(noSandbox(), script(t, turn{text: strings.Repeat("word ", 200)})))
+	p := env.raw["providers"].(map[string]any)["replay"].(map[string]any)["file"].(string)
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte("delay: 1ms\n"+string(b)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
+	var once sync.Once
+	env.ed.beforeApply = func(bufnr int) {
+		env.ed.mu.Lock()
+		streaming := len(env.ed.bufs[bufnr].lines) > 2
+		env.ed.mu.Unlock()
+		if streaming {
+			once.Do(func() {
+				env.ed.mu.Lock()
+				env.ed.bufs[bufnr].modifiable = true
+				env.ed.mu.Unlock()
+				if err := env.ed.edit(bufnr, 0, 0, "a line above"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	env.press(1)
+	env.ed.waitIdle(t, env.h, 1)
+	got := env.ed.String(1)
+	if !strings.HasPrefix(got, "a line above\n@You:\nhi\n") || strings.Count(got, "word") != 200 {
+		t.Fatalf("the response or the edit was lost:\n%s", got)
+	}
+}
+
+// <C-c> on one running call (tool:cancel) and the running indicator that
+// refreshes show while it runs.
+func TestCancelOneRunningCall(t *testing.T) {
+	env := newEnv(t, noSandbox())
+	env.userApproves(1, "sleep 30")
+	env.press(1)
+	env.ed.wait(t, 1, "the running indicator", func(b *fakeBuf) bool {
+		for _, m := range b.marks {
+			if strings.Contains(m.Text, "running") {
+				return true
+			}
+		}
+		return false
+	})
+	env.h.Refresh(1)
+	env.as("tool:cancel on the call").reply(env.h.CancelAt(1, resultLine(env, 1, "toolu_f1")))
+	env.ed.waitText(t, 1, "User aborted tool execution.")
+	env.ed.waitIdle(t, env.h, 1)
+}
+
+// A frontmatter narrows the buffer's tools, concurrency and turns; it
+// cannot select a tool setup leaves disabled unless the user trusts it.
+func TestFrontmatterOptions(t *testing.T) {
+	env := newEnv(t, noSandbox())
+	fm := "```lua\nflemma.opt.tools = { \"bash\", \"calculator_async\" }\nflemma.opt.tools.max_concurrent = 1\nflemma.opt.tools.autopilot = { enabled = false, max_turns = 3 }\n```\n@You:\nhi\n"
+	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, fm)
+	st, err := env.h.Status(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.Text, "tools in this buffer: bash\n") || !strings.Contains(st.Text, "autopilot: false") {
+		t.Errorf("untrusted frontmatter:\n%s", st.Text)
+	}
+	env.ed.mu.Lock()
+	env.ed.bufs[1].trusted = true
+	env.ed.mu.Unlock()
+	st, _ = env.h.Status(1)
+	if !strings.Contains(st.Text, "tools in this buffer: bash, calculator_async\n") {
+		t.Errorf("trusted frontmatter:\n%s", st.Text)
+	}
+	env.h.mu.Lock()
+	conc, turns := env.h.maxConcurrentFor(1), env.h.maxTurnsFor(1)
+	env.h.mu.Unlock()
+	if conc != 1 || turns != 3 {
+		t.Errorf("max_concurrent %d, max_turns %d", conc, turns)
 	}
 }

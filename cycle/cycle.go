@@ -536,7 +536,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		limit = len(jobs)
 	}
 
-	go func() {
+	h.background(bufnr, func() {
 		sem := make(chan struct{}, limit)
 		var wg sync.WaitGroup
 		stop := make(chan struct{})
@@ -580,7 +580,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		if continueCycle && autopilot && !disarmed {
 			h.autoCycle(bufnr)
 		}
-	}()
+	})
 }
 
 func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string) {
@@ -1032,7 +1032,7 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 		st.queued = false
 		h.mu.Unlock()
 		if queued {
-			go h.autoCycleAs(bufnr, false)
+			h.background(bufnr, func() { h.autoCycleAs(bufnr, false) })
 		}
 	}
 }

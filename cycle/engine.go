@@ -70,6 +70,7 @@ type bufState struct {
 	writeMu     *sync.Mutex             // one result write at a time
 	kept        map[string]tools.Result // finished results whose block changed while they ran
 	notes       map[string]string       // tool id -> why it waits (a diagnostic on its header)
+	background  int                     // goroutines working on the buffer (a response, jobs, a queued step)
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -109,6 +110,31 @@ func NewEngine(version string, logger *log.Logger, reg *tools.Registry) *Engine 
 		h.logf("default configuration: %v", err)
 	}
 	return h
+}
+
+// background runs fn in a goroutine counted as the buffer's work (Busy).
+func (h *Engine) background(bufnr int, fn func()) {
+	h.mu.Lock()
+	st := h.state(bufnr)
+	st.background++
+	h.mu.Unlock()
+	go func() {
+		defer func() {
+			h.mu.Lock()
+			st.background--
+			h.mu.Unlock()
+		}()
+		fn()
+	}()
+}
+
+// Busy reports whether anything works on a buffer: a step, a response,
+// running tools, or the step autopilot or a queued press is about to take.
+func (h *Engine) Busy(bufnr int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.bufs[bufnr]
+	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0)
 }
 
 func (h *Engine) logf(format string, args ...any) {

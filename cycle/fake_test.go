@@ -172,13 +172,7 @@ func (f *fakeEditor) waitText(t *testing.T, bufnr int, s string) {
 func (f *fakeEditor) waitIdle(t *testing.T, h *Engine, bufnr int) {
 	t.Helper()
 	f.wait(t, bufnr, "idle", func(b *fakeBuf) bool {
-		if !b.modifiable {
-			return false
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		st := h.bufs[bufnr]
-		return st == nil || len(st.running) == 0 && st.streaming == nil && !st.cycling
+		return b.modifiable && !h.Busy(bufnr)
 	})
 }
 
@@ -316,6 +310,7 @@ type fakeLua struct {
 	decisions map[string]string // resolver name -> decision ("" = pass)
 	calls     []string          // "kind name tool"
 	previews  map[string]string // tool -> custom preview
+	tokens    []string          // of every Lua tool call
 }
 
 func (l *fakeLua) Resolve(kind, name, tool string, input map[string]any, ctx ResolveContext) (ResolveAnswer, error) {
@@ -333,6 +328,17 @@ func (l *fakeLua) Resolve(kind, name, tool string, input map[string]any, ctx Res
 }
 
 func (l *fakeLua) ExecuteTool(name, token string, input any, info ToolInfo) (LuaResponse, error) {
+	l.mu.Lock()
+	l.tokens = append(l.tokens, token)
+	l.mu.Unlock()
+	switch name {
+	case "later": // an async tool: it answers through ToolDone
+		return LuaResponse{Status: "started"}, nil
+	case "failing":
+		return LuaResponse{Status: "done", Result: &LuaResult{Success: false, Error: "it failed", Output: map[string]any{"partial": true}}}, nil
+	case "broken":
+		return LuaResponse{Status: "internal", Error: "attempt to index a nil value"}, nil
+	}
 	return LuaResponse{Status: "done", Result: &LuaResult{Success: true, Output: fmt.Sprintf("lua %s ran in %s", name, info.Cwd)}}, nil
 }
 

@@ -177,7 +177,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		return Reply{}, err
 	}
 	h.logf("send: %s model=%q, %d messages, %d tools", name, params.Model, len(msgs), len(req.Tools))
-	go h.stream(ctx, prov, req, w, sw)
+	h.background(bufnr, func() { h.stream(ctx, prov, req, w, sw) })
 	return reply("send", "", 0), nil
 }
 
