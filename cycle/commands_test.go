@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -534,5 +535,31 @@ func TestFrontmatterOptions(t *testing.T) {
 	env.h.mu.Unlock()
 	if conc != 1 || turns != 3 {
 		t.Errorf("max_concurrent %d, max_turns %d", conc, turns)
+	}
+}
+
+// :Flemma tools says what the cycle does: for a call the model makes, the
+// decision it shows is the one the cycle makes (with the sandbox resolver
+// when bubblewrap works here, without when it does not).
+func TestToolsListingMatchesTheCycle(t *testing.T) {
+	env := newEnv(t, with(script(t, turn{calls: []call{bashCall}}, turn{text: "ok"}),
+		map[string]any{"tools": map[string]any{"autopilot": map[string]any{"enabled": false}}}))
+	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
+	res, err := env.h.Tools(1, "bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := regexp.MustCompile(`approval: (\w+)`).FindStringSubmatch(res.Text)
+	if listed == nil {
+		t.Fatalf("no approval in %q", res.Text)
+	}
+	env.press(1) // the response with the call
+	env.ed.waitIdle(t, env.h, 1)
+	env.press(1) // categorize
+	env.ed.waitIdle(t, env.h, 1)
+	ran := strings.Contains(env.ed.String(1), "hi\n```")
+	pending := strings.Contains(env.ed.String(1), "status=pending")
+	if listed[1] == "approve" && !ran || listed[1] == "require_approval" && (ran || !pending) || listed[1] != "approve" && listed[1] != "require_approval" {
+		t.Fatalf(":Flemma tools says %s; the cycle did:\n%s", listed[1], env.ed.String(1))
 	}
 }

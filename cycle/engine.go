@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flemma-dev/flemma/approval"
+	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/journal"
 	"github.com/flemma-dev/flemma/provider"
@@ -261,19 +262,32 @@ func (h *Engine) resolverNames() string {
 }
 
 func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
+	// The same answers the cycle uses: the buffer's tools (setup narrowed
+	// by its frontmatter) and the approval chain with the buffer's
+	// frontmatter and sandbox, for a call the model makes in this session
+	// with no input (rules on the input, such as bash(git *) or protected
+	// paths, can still change the decision for a given call).
+	fm, _, _ := h.bufferContext(bufnr)
+	inBuffer := h.bufferTools(bufnr, fm)
+	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
 	var b strings.Builder
 	for _, t := range h.Registry.Search(filter) {
 		s := t.Spec()
 		status := "enabled"
-		if !s.Enabled {
+		switch {
+		case len(h.Registry.Missing(t)) > 0:
+			status = "hidden: missing " + strings.Join(h.Registry.Missing(t), ", ")
+		case !inBuffer[s.Name] && !s.Enabled:
 			status = "disabled by default"
+		case !inBuffer[s.Name]:
+			status = "not selected in this buffer (flemma.opt.tools)"
 		}
-		if miss := h.Registry.Missing(t); len(miss) > 0 {
-			status = "hidden: missing " + strings.Join(miss, ", ")
-		}
-		out := h.chain.Decide(context.Background(), approval.Call{Tool: h.Registry.ApprovalName(s.Name), Bufnr: bufnr, Capabilities: s.Capabilities, Input: map[string]any{}})
+		out := h.chain.Decide(ctx, h.approvalCall(bufnr, &buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
 		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), out)
 		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
+	}
+	if b.Len() > 0 {
+		b.WriteString("(approval: for a call the model makes in this session; calls found in the file always ask)\n")
 	}
 	if b.Len() == 0 {
 		return text(fmt.Sprintf("no tools match %q", filter)), nil

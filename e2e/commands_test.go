@@ -75,3 +75,45 @@ func TestSwitchAndStatus(t *testing.T) {
 		}
 	})
 }
+
+// highlights.tool_preview decides how previews look: a group to link to, and
+// it survives a :colorscheme.
+func TestToolPreviewHighlight(t *testing.T) {
+	eachNvim(t, `{ highlights = { tool_preview = "ErrorMsg" } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "hl.chat", "@You:\nhi\n")
+		check := func(when string) {
+			var same bool
+			if err := s.Lua(&same, `return vim.fn.synIDtrans(vim.fn.hlID("FlemmaToolPreview")) == vim.fn.synIDtrans(vim.fn.hlID("ErrorMsg"))`); err != nil {
+				t.Fatal(err)
+			}
+			if !same {
+				t.Errorf("%s: FlemmaToolPreview is not ErrorMsg", when)
+			}
+		}
+		check("after setup")
+		press(t, s, ":colorscheme default<CR>")
+		check("after :colorscheme")
+	})
+}
+
+// A typo in setup() is reported, with the key it was probably meant to be,
+// and the rest of the configuration still applies.
+func TestUnknownSetupKeysWarn(t *testing.T) {
+	eachNvim(t, `{ provder = "openai", tools = { auto_aprove = { "bash" }, presets = { ["$mine"] = { approve = { "ls" } } } }, parameters = { anthropic = { anything = 1 } }, sandbox = { netwrk = false } }`, func(t *testing.T, s *nvimtest.Session) {
+		m := s.Messages()
+		for _, want := range []string{
+			"unknown option provder (did you mean provider?)",
+			"unknown option tools.auto_aprove (did you mean tools.auto_approve?)",
+			"unknown option sandbox.netwrk (did you mean sandbox.network?)",
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("no %q in the messages:\n%s", want, m)
+			}
+		}
+		for _, quiet := range []string{"$mine", "anything"} {
+			if strings.Contains(m, quiet) {
+				t.Errorf("a key of the user's own (%s) was reported:\n%s", quiet, m)
+			}
+		}
+	})
+}

@@ -24,8 +24,8 @@ type Env struct {
 	Reads *ReadLog
 	// RequireRead makes edit refuse a file the model never read in this
 	// conversation, and write refuse to replace one (seed 001's stricter
-	// rule). Off by default: only a file that changed since it was read
-	// is refused; a file the model never read may be edited or replaced.
+	// rule). Off: only a file that changed since it was read is refused.
+	// Not a user option (the host leaves it off); for embedders.
 	RequireRead bool
 	// BackupDir is where write and edit keep the previous content of every
 	// file they change, for Undo (see backup.go). The host passes
@@ -51,13 +51,14 @@ type Env struct {
 	// DefaultTimeout is tools.default_timeout (30 s): bash's timeout when the
 	// model gives none.
 	DefaultTimeout time.Duration
-	// MaxTimeout caps the timeout a model may ask bash for (300 s).
+	// MaxTimeout caps the timeout a model may ask bash for (zero:
+	// DefaultMaxTimeout, 300 s). Not a user option; for embedders.
 	MaxTimeout time.Duration
-	// Exclude is tools.grep.exclude / tools.find.exclude: names never
-	// searched (default DefaultExclude).
+	// Exclude are the names grep and find never search (nil:
+	// DefaultExclude). Not a user option; for embedders.
 	Exclude []string
-	// Cwd, when set, is the directory tools work in (tools.<name>.cwd,
-	// already expanded). Default: the buffer's directory, else Neovim's cwd.
+	// Cwd, when set, is the directory tools work in. Empty (the host's
+	// case): the buffer's directory, else Neovim's cwd.
 	Cwd string
 	// OutputDir is where the full output of a truncated result is saved:
 	// the host's private folder from NewOutputDir. Default: os.TempDir()

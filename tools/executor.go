@@ -23,9 +23,8 @@ import (
 // enforces the timeout, contains panics and turns every failure into a
 // Result the model can read.
 type Executor struct {
-	Registry       *Registry
-	DefaultTimeout time.Duration
-	Logf           func(format string, args ...any)
+	Registry *Registry
+	Logf     func(format string, args ...any)
 	// ReleaseAfter: when the calls that ran together allocated more than
 	// this many bytes (a large output, a large Lua result), the last of
 	// them to finish has the garbage collected and the freed memory
@@ -114,10 +113,7 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 		timeout = call.Timeout
 	}
 	if timeout <= 0 {
-		timeout = e.DefaultTimeout
-	}
-	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = DefaultToolTimeout // the host always sets the call's (tools.default_timeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -144,6 +144,7 @@ local checks = {
   ["host.cmd"] = { "string", "table", "nil" },
   ["host.log_file"] = { "string", "nil" },
   ["host.timeout"] = { "number" },
+  ["highlights.tool_preview"] = { "string", "table" },
 }
 
 local function get(t, path)
@@ -156,13 +157,92 @@ local function get(t, path)
   return t
 end
 
+-- Options whose default is nil (so they are not keys of M.defaults).
+local nil_defaults = {
+  ["model"] = true,
+  ["parameters.max_tokens"] = true,
+  ["parameters.temperature"] = true,
+  ["parameters.thinking"] = true,
+  ["parameters.cache_retention"] = true,
+  ["host.cmd"] = true,
+  ["host.log_file"] = true,
+}
+
+-- Tables whose keys are the user's own: names of presets, providers,
+-- provider parameters, environment variables.
+local open_maps = {
+  ["tools.presets"] = true,
+  ["tools.bash.env"] = true,
+  ["parameters.anthropic"] = true,
+  ["parameters.openai"] = true,
+  ["parameters.vertex"] = true,
+  ["providers"] = true,
+}
+
+local function distance(a, b)
+  if math.abs(#a - #b) > 2 then
+    return 3
+  end
+  local prev = {}
+  for j = 0, #b do
+    prev[j] = j
+  end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+--- Warnings for keys of user that flemma does not know, with the closest
+--- known key when one is near (a typo such as auto_aprove).
+local function unknown_keys(user, defaults, path, out)
+  if type(user) ~= "table" or is_list(user) or open_maps[path] or list_keys[path] then
+    return out
+  end
+  for k, v in pairs(user) do
+    local key = path == "" and tostring(k) or (path .. "." .. tostring(k))
+    local known = type(defaults) == "table" and defaults[k] ~= nil or nil_defaults[key]
+    if not known then
+      local best, best_d = nil, 3
+      local candidates = {}
+      for dk in pairs(type(defaults) == "table" and defaults or {}) do
+        candidates[#candidates + 1] = tostring(dk)
+      end
+      for nk in pairs(nil_defaults) do
+        local parent, name = nk:match("^(.-)%.?([^.]+)$")
+        if parent == path then
+          candidates[#candidates + 1] = name
+        end
+      end
+      for _, c in ipairs(candidates) do
+        local d = distance(tostring(k), c)
+        if d < best_d then
+          best, best_d = c, d
+        end
+      end
+      local hint = best and string.format(" (did you mean %s?)", path == "" and best or (path .. "." .. best)) or ""
+      table.insert(out, string.format("unknown option %s%s: it is ignored", key, hint))
+    elseif type(defaults) == "table" then
+      unknown_keys(v, defaults[k], key, out)
+    end
+  end
+  return out
+end
+
 --- Merge user options over the defaults and validate them.
----@return table config, string[] errors
+---@return table config, string[] errors, string[] warnings
 function M.resolve(user)
   local errors = {}
   if user ~= nil and type(user) ~= "table" then
-    return vim.deepcopy(M.defaults), { "setup() expects a table, got " .. type(user) }
+    return vim.deepcopy(M.defaults), { "setup() expects a table, got " .. type(user) }, {}
   end
+  local warnings = unknown_keys(user or {}, M.defaults, "", {})
+  table.sort(warnings)
   local cfg = merge(M.defaults, user or {}, "")
   for path, spec in pairs(checks) do
     local v = get(cfg, path)
@@ -185,7 +265,7 @@ function M.resolve(user)
     cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
   end
   table.sort(errors)
-  return cfg, errors
+  return cfg, errors, warnings
 end
 
 --- The part of the config the host needs, in a shape msgpack can carry:

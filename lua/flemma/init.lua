@@ -12,17 +12,51 @@ end
 --- Optional: merge and validate options, and send them to the host if it is
 --- already running (otherwise they go with the first start).
 function M.setup(opts)
-  local resolved, errors = require("flemma.config").resolve(opts)
+  local resolved, errors, warnings = require("flemma.config").resolve(opts)
   cfg = resolved
   if #errors > 0 then
     notify("invalid setup options:\n" .. table.concat(errors, "\n"), vim.log.levels.ERROR)
   end
+  if warnings and #warnings > 0 then
+    notify(table.concat(warnings, "\n"), vim.log.levels.WARN)
+  end
+  M.apply_highlights()
   local running = require("flemma.host").running()
   if running then
     local _, err = require("flemma.host").request(P.setup, M.host_config())
     if err then
       notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
     end
+  end
+end
+
+--- highlights.tool_preview: a highlight group to link FlemmaToolPreview to
+--- ("Comment", the default link plugin/flemma.lua sets), a "#rrggbb" colour,
+--- or a table of attributes for nvim_set_hl. Applied at setup() and again
+--- after every :colorscheme.
+function M.apply_highlights()
+  local hl = (M.config().highlights or {}).tool_preview
+  local ok, err = pcall(function()
+    if type(hl) == "table" then
+      vim.api.nvim_set_hl(0, "FlemmaToolPreview", hl)
+    elseif type(hl) == "string" and hl:match("^#%x%x%x%x%x%x$") then
+      vim.api.nvim_set_hl(0, "FlemmaToolPreview", { fg = hl })
+    elseif type(hl) == "string" and hl ~= "" and hl ~= "Comment" then
+      vim.cmd("highlight! link FlemmaToolPreview " .. hl)
+    end
+  end)
+  if not ok then
+    notify("highlights.tool_preview: " .. tostring(err), vim.log.levels.WARN)
+  end
+  if not M._hl_autocmd then
+    M._hl_autocmd = true
+    vim.api.nvim_create_autocmd("ColorScheme", {
+      group = vim.api.nvim_create_augroup("flemma_highlights", { clear = true }),
+      desc = "flemma: re-apply highlights.tool_preview",
+      callback = function()
+        M.apply_highlights()
+      end,
+    })
   end
 end
 
