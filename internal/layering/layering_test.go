@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,14 +83,80 @@ func TestPurePackages(t *testing.T) {
 	}
 }
 
+// layers is the map of the module: for every package, the packages of ours
+// it may import. Dependencies point one way — from the Neovim boundary
+// (rpc) through the engine (cycle) to the I/O packages (tools, journal,
+// provider) and the pure ones (buffer, trust, approval, frontmatter,
+// preview) — and a new package must be placed here before it can be built
+// into the host.
+var layers = map[string][]string{
+	"buffer":                 {},
+	"trust":                  {"buffer"},
+	"approval":               {},
+	"frontmatter":            {},
+	"preview":                {},
+	"journal":                {},
+	"provider":               {"buffer"},
+	"tools/internal/procsup": {},
+	"tools":                  {"approval", "buffer", "preview", "tools/internal/procsup"},
+	"cycle":                  {"approval", "buffer", "frontmatter", "journal", "preview", "provider", "tools", "trust"},
+	"rpc":                    {"cycle", "tools"},
+	"cmd/flemma-host":        {"journal", "rpc", "tools"},
+	"cmd/flemma-demo":        {"internal/nvimtest"},
+	"internal/nvimtest":      {},
+	"internal/chatgen":       {},
+	"internal/layering":      {},
+	"e2e":                    {"internal/chatgen", "internal/nvimtest"},
+}
+
+// TestEveryPackageHasItsPlace: each package imports only what the table
+// allows, and every package of the module is in the table.
+func TestEveryPackageHasItsPlace(t *testing.T) {
+	var dirs []string
+	err := filepath.WalkDir(root(), func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && path != root() && (strings.HasPrefix(name, ".") || name == "testdata" || name == "lua" || name == "docs") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".go") {
+			rel, _ := filepath.Rel(root(), filepath.Dir(path))
+			if len(dirs) == 0 || dirs[len(dirs)-1] != rel {
+				dirs = append(dirs, rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		allowed, ok := layers[dir]
+		if !ok {
+			t.Errorf("package %s is not in the layering table (internal/layering/layering_test.go)", dir)
+			continue
+		}
+		for file, paths := range imports(t, dir) {
+			for _, path := range paths {
+				ours, isOurs := strings.CutPrefix(path, module)
+				if isOurs && !slices.Contains(allowed, ours) {
+					t.Errorf("%s/%s imports %s, which the layering table does not allow", dir, file, ours)
+				}
+			}
+		}
+	}
+}
+
 func TestOnlyRPCTalksToNeovimOnlyProviderTalksHTTP(t *testing.T) {
-	for _, pkg := range []string{"buffer", "approval", "frontmatter", "preview", "trust", "tools", "provider", "rpc", "cmd/flemma-host"} {
+	for pkg := range layers {
 		for file, paths := range imports(t, pkg) {
 			for _, path := range paths {
-				if strings.HasPrefix(path, "github.com/neovim/go-client") && pkg != "rpc" && pkg != "cmd/flemma-host" {
+				if strings.HasPrefix(path, "github.com/neovim/go-client") && pkg != "rpc" && pkg != "cmd/flemma-host" && pkg != "internal/nvimtest" && pkg != "e2e" && pkg != "cmd/flemma-demo" {
 					t.Errorf("%s/%s imports %s: only rpc talks to Neovim", pkg, file, path)
 				}
-				if path == "net/http" && pkg != "provider" {
+				if path == "net/http" && pkg != "provider" && pkg != "e2e" {
 					t.Errorf("%s/%s imports net/http: only provider talks HTTP", pkg, file)
 				}
 			}
