@@ -530,9 +530,8 @@ func TestFrontmatterOptions(t *testing.T) {
 	if !strings.Contains(st.Text, "tools in this buffer: bash, calculator_async\n") {
 		t.Errorf("trusted frontmatter:\n%s", st.Text)
 	}
-	env.h.mu.Lock()
-	conc, turns := env.h.maxConcurrentFor(1), env.h.maxTurnsFor(1)
-	env.h.mu.Unlock()
+	eff := env.h.effective(1, nil)
+	conc, turns := eff.MaxConcurrent, eff.MaxTurns
 	if conc != 1 || turns != 3 {
 		t.Errorf("max_concurrent %d, max_turns %d", conc, turns)
 	}

@@ -51,7 +51,7 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 			setup.Tools = append(setup.Tools, t.Spec().Name)
 		}
 	}
-	if list, ok := cfg.autoApproveList(); ok {
+	if list, ok := cfg.AutoApproveList(); ok {
 		setup.AutoApprove = list
 	}
 	for name := range cfg.Tools.Presets {
@@ -358,7 +358,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
-		enabled := h.selection(bufnr, fm)
+		eff := h.effective(bufnr, fm)
 		var edits []buffer.Edit
 		add := func(e buffer.Edit, err error) {
 			if err != nil {
@@ -408,7 +408,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 					parseOnly = append(parseOnly, tu.ID)
 					continue
 				}
-				if !enabled(tu.Name) {
+				if _, known := h.Registry.Get(tu.Name); known && !eff.HasTool(tu.Name) {
 					add(buffer.ReplaceResult(doc, s.Lines, tu.ID, fmt.Sprintf("Tool '%s' is not enabled in this buffer (see flemma.opt.tools).", tu.Name), true, ""))
 					continue
 				}
@@ -507,10 +507,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 	if firstPending != "" || only != "" {
 		return reply("pending", "", 0), nil
 	}
-	h.mu.Lock()
-	autopilot := h.autopilotFor(bufnr)
-	h.mu.Unlock()
-	if resolved > 0 && !auto && !autopilot {
+	if resolved > 0 && !auto && !h.effective(bufnr, nil).Autopilot {
 		// The results are in: the user may want to add a word before the
 		// conversation goes on (phase 3 is the next press).
 		return reply("resolved", "All tool calls have results. Press <C-]> again to send.", levelInfo), nil
@@ -529,8 +526,8 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		ctxs[i] = ctx
 		st.running[j.id] = cancel
 	}
-	limit := h.maxConcurrentFor(bufnr)
-	cursorMode := h.cfg.Tools.CursorAfterResult
+	eff := h.effectiveLocked(bufnr, nil)
+	limit, cursorMode := eff.MaxConcurrent, eff.CursorAfterResult
 	h.mu.Unlock()
 	if limit <= 0 {
 		limit = len(jobs)
@@ -575,7 +572,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		// changed it while the tools ran.
 		h.mu.Lock()
 		disarmed := h.state(bufnr).disarmed
-		autopilot := h.autopilotFor(bufnr)
+		autopilot := h.effectiveLocked(bufnr, nil).Autopilot
 		h.mu.Unlock()
 		if continueCycle && autopilot && !disarmed {
 			h.autoCycle(bufnr)
@@ -626,7 +623,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		}
 	}
 	h.mu.Lock()
-	call.Timeout = secs(h.cfg.Tools.DefaultTimeout)
+	call.Timeout = h.effectiveLocked(bufnr, nil).DefaultTimeout
 	ran := h.trustOf(bufnr).ledger.Get(j.id)
 	h.mu.Unlock()
 	// Known to have started before it starts: a restarted host or a
@@ -900,15 +897,6 @@ func (h *Engine) mode() string {
 	return h.cfg.Tools.Mode
 }
 
-// selection reports whether a tool may run in a buffer (bufferTools).
-// Unknown tools pass: they fail later with "Unknown tool".
-func (h *Engine) selection(bufnr int, fm *frontmatter.Result) func(name string) bool {
-	set := h.bufferTools(bufnr, fm)
-	return func(name string) bool {
-		_, known := h.Registry.Get(name)
-		return !known || set[name]
-	}
-}
 
 // SetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.

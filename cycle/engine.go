@@ -2,7 +2,6 @@ package cycle
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/journal"
+	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 )
@@ -32,11 +32,11 @@ type Engine struct {
 	chain *approval.Chain
 
 	mu                sync.Mutex
-	cfg               Config
+	cfg               options.Config
+	rt                options.Runtime // :Flemma switch and :Flemma autopilot
 	presets           *approval.Presets
 	bufs              map[int]*bufState
 	mirrors           map[int]*mirror
-	autopilotOverride *bool          // :Flemma autopilot:enable|disable
 	reads             *tools.ReadLog // what the model read, per buffer (stale-file protection)
 	outputDir         string         // private folder for full outputs of truncated results
 	outputCleanup     func()         // removes it at shutdown
@@ -107,7 +107,7 @@ func NewEngine(version string, logger *log.Logger, reg *tools.Registry) *Engine 
 		h.logf("no private output folder (%v); full outputs go to the temp dir", err)
 	}
 	h.chain = approval.NewChain(h.logf)
-	if err := h.configure(defaultConfig()); err != nil {
+	if err := h.configure(options.DefaultConfig()); err != nil {
 		h.logf("default configuration: %v", err)
 	}
 	return h
@@ -157,11 +157,7 @@ func (h *Engine) VersionInfo() (VersionReply, error) {
 // Setup installs the plugin's configuration, which the plugin sends as JSON
 // (lua/flemma/config.lua for_host).
 func (h *Engine) Setup(configJSON string) error {
-	var raw any
-	if err := json.Unmarshal([]byte(configJSON), &raw); err != nil {
-		return fmt.Errorf("setup: %w", err)
-	}
-	cfg, err := decodeConfig(raw)
+	cfg, err := options.Decode(configJSON)
 	if err != nil {
 		return err
 	}
@@ -169,7 +165,7 @@ func (h *Engine) Setup(configJSON string) error {
 }
 
 // configure installs a configuration: the approval chain is rebuilt from it.
-func (h *Engine) configure(cfg Config) error {
+func (h *Engine) configure(cfg options.Config) error {
 	user := map[string]approval.PresetDef{}
 	for name, p := range cfg.Tools.Presets {
 		user[name] = approval.PresetDef{Approve: p.Approve, Deny: p.Deny}
@@ -184,12 +180,12 @@ func (h *Engine) configure(cfg Config) error {
 		AutoApproveSandboxed: cfg.Tools.AutoApproveSandboxed == nil || *cfg.Tools.AutoApproveSandboxed,
 		Presets:              presets,
 	}
-	if list, ok := cfg.autoApproveList(); ok {
+	if list, ok := cfg.AutoApproveList(); ok {
 		setup.AutoApprove = list
-	} else if path, ok := cfg.autoApproveModule(); ok {
+	} else if path, ok := cfg.AutoApproveModule(); ok {
 		setup.Modules = []approval.Resolver{&approval.FuncResolver{N: path, P: approval.ConfigPriority,
 			Desc: "tools.auto_approve module " + path, Fn: h.luaResolve("module", path)}}
-	} else if cfg.autoApproveIsFunction() {
+	} else if cfg.AutoApproveIsFunction() {
 		setup.AutoApproveFunc = h.luaResolve("config", "tools.auto_approve")
 	} else {
 		msgs = append(msgs, "tools.auto_approve must be a list, a function or a module path")
@@ -268,7 +264,7 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 	// with no input (rules on the input, such as bash(git *) or protected
 	// paths, can still change the decision for a given call).
 	fm, _, _ := h.bufferContext(bufnr)
-	inBuffer := h.bufferTools(bufnr, fm)
+	eff := h.effective(bufnr, fm)
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
 	var b strings.Builder
 	for _, t := range h.Registry.Search(filter) {
@@ -277,9 +273,9 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 		switch {
 		case len(h.Registry.Missing(t)) > 0:
 			status = "hidden: missing " + strings.Join(h.Registry.Missing(t), ", ")
-		case !inBuffer[s.Name] && !s.Enabled:
+		case !eff.HasTool(s.Name) && !s.Enabled:
 			status = "disabled by default"
-		case !inBuffer[s.Name]:
+		case !eff.HasTool(s.Name):
 			status = "not selected in this buffer (flemma.opt.tools)"
 		}
 		out := h.chain.Decide(ctx, h.approvalCall(bufnr, &buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
@@ -301,14 +297,15 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	if err == nil {
 		fm = h.evalFrontmatter(bufnr, parse(s.Lines))
 	}
-	name, params, _ := h.request(fm)
+	eff := h.effective(bufnr, fm)
+	name, params, _ := h.request(eff)
+	auto := eff.Autopilot
 	h.mu.Lock()
-	auto := h.autopilotFor(bufnr)
 	st := h.state(bufnr)
 	usage, turns := st.lastUsage, st.turns
 	h.mu.Unlock()
 	var tools []string
-	for _, d := range h.toolDefs(bufnr, fm) {
+	for _, d := range h.toolDefs(eff) {
 		tools = append(tools, d.Name)
 	}
 	cred, src := provider.Credentials(name, nil)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/tools"
 )
 
@@ -130,7 +131,7 @@ func luaOutput(res LuaResult) (tools.Output, error) {
 		}
 		return tools.Output{}, errors.New(msg)
 	}
-	switch out := normalize(res.Output).(type) {
+	switch out := options.NormalizeLua(res.Output, true).(type) {
 	case nil:
 		return tools.Output{Text: ""}, nil
 	case string:
@@ -143,7 +144,7 @@ func luaOutput(res LuaResult) (tools.Output, error) {
 }
 
 func outputText(v any) string {
-	switch x := normalize(v).(type) {
+	switch x := options.NormalizeLua(v, true).(type) {
 	case nil:
 		return ""
 	case string:
@@ -241,7 +242,7 @@ func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
 	}
 	var errs []string
 	for _, item := range raw {
-		b, err := json.Marshal(normalizeWith(item, false))
+		b, err := json.Marshal(options.NormalizeLua(item, false))
 		if err != nil {
 			errs = append(errs, err.Error())
 			continue

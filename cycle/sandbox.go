@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/tools"
 )
 
@@ -13,11 +14,15 @@ import (
 // refuses anything else).
 func (h *Engine) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
 	h.mu.Lock()
-	c := h.cfg.Sandbox
-	paths := h.cfg.Paths
+	cfg := h.cfg
 	h.mu.Unlock()
+	c, paths := cfg.Sandbox, cfg.Paths
 	sc := tools.DefaultSandboxConfig()
-	sc.Enabled = c.Enabled == nil || *c.Enabled
+	b := options.Buffer{}
+	if fm != nil {
+		b.FM = &fm.Opts
+	}
+	sc.Enabled = options.Resolve(cfg, options.Runtime{}, b).SandboxEnabled
 	if c.Backend != "" {
 		sc.Backend = c.Backend
 	}
@@ -33,9 +38,6 @@ func (h *Engine) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
 	}
 	if c.Network != nil {
 		sc.Network = *c.Network
-	}
-	if fm != nil && fm.Opts.SandboxEnabled != nil && *fm.Opts.SandboxEnabled {
-		sc.Enabled = true
 	}
 	// A policy may not approve writing flemma's own state (the trust
 	// store, the journal) or Neovim's configuration.

@@ -11,7 +11,7 @@ import (
 	"github.com/google/shlex"
 
 	"github.com/flemma-dev/flemma/buffer"
-	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/trust"
 )
@@ -19,83 +19,19 @@ import (
 // flushEvery bounds buffer updates while a response streams in.
 const flushEvery = 16 * time.Millisecond
 
-// request is the provider, model and parameters of one send: setup, then
-// :Flemma switch, then the buffer's frontmatter.
-func (h *Engine) request(fm *frontmatter.Result) (string, provider.Params, provider.Config) {
-	h.mu.Lock()
-	cfg := h.cfg
-	h.mu.Unlock()
-	name := cfg.Provider
-	p := provider.Params{Model: cfg.Model, MaxTokens: cfg.Parameters.MaxTokens, Temperature: cfg.Parameters.Temperature,
-		CacheRetention: cfg.Parameters.CacheRetention, Thinking: thinkingString(cfg.Parameters.Thinking)}
-	sections := map[string]map[string]any{"anthropic": cfg.Parameters.Anthropic, "openai": cfg.Parameters.OpenAI, "vertex": cfg.Parameters.Vertex}
-	if fm != nil {
-		o := fm.Opts
-		if o.Provider != nil {
-			name = *o.Provider
-		}
-		if o.Model != nil {
-			p.Model = *o.Model
-		}
-		if o.MaxTokens != nil {
-			p.MaxTokens = *o.MaxTokens
-		}
-		if o.Temperature != nil {
-			p.Temperature = o.Temperature
-		}
-		if o.Thinking != nil {
-			p.Thinking = *o.Thinking
-		}
-		if o.CacheRetention != nil {
-			p.CacheRetention = *o.CacheRetention
-		}
-		for sec, m := range map[string]map[string]any{"anthropic": o.Anthropic, "openai": o.OpenAI, "vertex": o.Vertex} {
-			if m == nil {
-				continue
-			}
-			merged := map[string]any{}
-			for k, v := range sections[sec] {
-				merged[k] = v
-			}
-			for k, v := range m {
-				merged[k] = v
-			}
-			sections[sec] = merged
-		}
-	}
-	p.Extra = sections[name]
-	pc := provider.Config{}
-	if c, ok := cfg.Providers[name]; ok {
-		pc.BaseURL, pc.ReplayFile, pc.Project, pc.Location = c.BaseURL, c.File, c.Project, c.Location
-	}
-	return name, p, pc
+// request is the provider, model and parameters of one send, from the
+// buffer's effective options.
+func (h *Engine) request(e options.Effective) (string, provider.Params, provider.Config) {
+	p := provider.Params{Model: e.Model, MaxTokens: e.MaxTokens, Temperature: e.Temperature,
+		CacheRetention: e.CacheRetention, Thinking: e.Thinking, Extra: e.Extra}
+	pc := provider.Config{BaseURL: e.Endpoint.BaseURL, ReplayFile: e.Endpoint.ReplayFile, Project: e.Endpoint.Project, Location: e.Endpoint.Location}
+	return e.Provider, p, pc
 }
 
-func thinkingString(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case bool:
-		if !x {
-			return "off"
-		}
-		return "medium"
-	case float64:
-		return strconv.Itoa(int(x))
-	case string:
-		return x
-	}
-	return fmt.Sprint(v)
-}
-
-// toolDefs are the tools a buffer sends (bufferTools); none when
-// tools.mode is disabled.
-func (h *Engine) toolDefs(bufnr int, fm *frontmatter.Result) []provider.ToolDef {
-	if h.mode() == "disabled" {
-		return nil
-	}
+// toolDefs are the definitions of the tools a buffer sends.
+func (h *Engine) toolDefs(e options.Effective) []provider.ToolDef {
 	var out []provider.ToolDef
-	for _, n := range toolNames(h.bufferTools(bufnr, fm)) {
+	for _, n := range e.Tools {
 		t, ok := h.Registry.Lookup(n)
 		if !ok {
 			continue
@@ -133,7 +69,8 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if fm.Blocking() {
 		return h.blocked(bufnr, diagnostics(doc, fm, h.notesOf(bufnr)))
 	}
-	name, params, pcfg := h.request(fm)
+	eff := h.effective(bufnr, fm)
+	name, params, pcfg := h.request(eff)
 	system, msgs, err := provider.FromDocument(doc, name)
 	if err != nil {
 		return reply("send", "Cannot send: "+err.Error(), levelError), nil
@@ -149,7 +86,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		// Say so before touching the buffer.
 		return reply("send", fmt.Sprintf("%s: no credential: set %s in the environment Neovim starts from. Nothing was sent.", name, src), levelError), nil
 	}
-	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(bufnr, fm), Params: params}
+	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	h.mu.Lock()
@@ -385,10 +322,10 @@ func (h *Engine) receivedRecords(bufnr int, final []string, ids map[string]bool)
 
 // autopilotContinue chains the next cycle after a response with tool calls.
 func (h *Engine) autopilotContinue(bufnr int) {
+	eff := h.effective(bufnr, nil)
+	on, max := eff.Autopilot, eff.MaxTurns
 	h.mu.Lock()
 	st := h.state(bufnr)
-	on := h.autopilotFor(bufnr)
-	max := h.maxTurnsFor(bufnr)
 	if !on || st.disarmed {
 		h.mu.Unlock()
 		return
@@ -448,17 +385,14 @@ func (h *Engine) Autopilot(action string) (Reply, error) {
 	switch action {
 	case "enable", "disable":
 		on := action == "enable"
-		h.autopilotOverride = &on
+		h.rt.Autopilot = &on
 	case "status":
 	default:
 		return reply("none", "usage: :Flemma autopilot:enable|disable|status", levelWarn), nil
 	}
-	state := "enabled"
-	if !h.cfg.autopilot() && h.autopilotOverride == nil || h.autopilotOverride != nil && !*h.autopilotOverride {
-		state = "disabled"
-	}
-	max := h.cfg.Tools.Autopilot.MaxTurns
-	return reply("autopilot", fmt.Sprintf("Autopilot %s (max_turns %d; a buffer's flemma.opt.tools.autopilot overrides this).", state, max), levelInfo), nil
+	e := options.Resolve(h.cfg, h.rt, options.Buffer{})
+	state := map[bool]string{true: "enabled", false: "disabled"}[e.Autopilot]
+	return reply("autopilot", fmt.Sprintf("Autopilot %s (max_turns %d; a buffer's flemma.opt.tools.autopilot overrides this).", state, e.MaxTurns), levelInfo), nil
 }
 
 // Switch is :Flemma switch <provider> [model] [key=value…].
@@ -480,14 +414,15 @@ func (h *Engine) Switch(args string) (Reply, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	cfg := h.cfg
-	cfg.Provider = name
-	cfg.Model = ""
+	rt := h.rt
+	rt.Provider = name
+	model := ""
 	rest := words[1:]
 	if len(rest) > 0 && !strings.Contains(rest[0], "=") {
-		cfg.Model = rest[0]
+		model = rest[0]
 		rest = rest[1:]
 	}
+	rt.Model = &model
 	for _, kv := range rest {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -499,23 +434,23 @@ func (h *Engine) Switch(args string) (Reply, error) {
 			if err != nil {
 				return reply("none", "switch: max_tokens must be a number", levelError), nil
 			}
-			cfg.Parameters.MaxTokens = n
+			rt.MaxTokens = &n
 		case "temperature":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				return reply("none", "switch: temperature must be a number", levelError), nil
 			}
-			cfg.Parameters.Temperature = &f
+			rt.Temperature = &f
 		case "thinking":
-			cfg.Parameters.Thinking = v
+			rt.Thinking = &v
 		case "cache_retention":
-			cfg.Parameters.CacheRetention = v
+			rt.CacheRetention = &v
 		default:
 			return reply("none", fmt.Sprintf("switch: unknown parameter %q (max_tokens, temperature, thinking, cache_retention)", k), levelError), nil
 		}
 	}
-	h.cfg = cfg
-	return reply("switch", fmt.Sprintf("Provider %s, model %s.", cfg.Provider, orNone(cfg.Model)), levelInfo), nil
+	h.rt = rt
+	return reply("switch", fmt.Sprintf("Provider %s, model %s.", name, orNone(model)), levelInfo), nil
 }
 
 // Send is phase 3 on the user's word (:Flemma send).

@@ -56,6 +56,7 @@ func TestPurePackages(t *testing.T) {
 		"frontmatter": {"github.com/yuin/gopher-lua"},
 		"preview":     {"github.com/mattn/go-runewidth"},
 		"trust":       nil,
+		"options":     nil,
 	}
 	for pkg, allowed := range pure {
 		for file, paths := range imports(t, pkg) {
@@ -96,10 +97,11 @@ var layers = map[string][]string{
 	"frontmatter":            {},
 	"preview":                {},
 	"journal":                {},
+	"options":                {"frontmatter"},
 	"provider":               {"buffer"},
 	"tools/internal/procsup": {},
 	"tools":                  {"approval", "buffer", "preview", "tools/internal/procsup"},
-	"cycle":                  {"approval", "buffer", "frontmatter", "journal", "preview", "provider", "tools", "trust"},
+	"cycle":                  {"approval", "buffer", "frontmatter", "journal", "options", "preview", "provider", "tools", "trust"},
 	"rpc":                    {"cycle", "tools"},
 	"cmd/flemma-host":        {"journal", "rpc", "tools"},
 	"cmd/flemma-demo":        {"internal/nvimtest"},

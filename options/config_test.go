@@ -1,4 +1,4 @@
-package cycle
+package options
 
 import (
 	"reflect"
@@ -28,14 +28,15 @@ func TestDecodeConfig(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decodeConfig(%v) error: %v", tt.raw, err)
 			}
-			list, isList := c.autoApproveList()
+			list, isList := c.AutoApproveList()
 			if isList != tt.isList || (tt.isList && !reflect.DeepEqual(list, tt.wantList)) {
 				t.Errorf("autoApproveList = %v, %v; want %v, %v", list, isList, tt.wantList, tt.isList)
 			}
-			if got := c.maxConcurrent(); got != tt.maxConc {
+			e := Resolve(c, Runtime{}, Buffer{})
+			if got := e.MaxConcurrent; got != tt.maxConc {
 				t.Errorf("maxConcurrent = %d, want %d", got, tt.maxConc)
 			}
-			if got := c.autopilot(); got != tt.autopilot {
+			if got := e.Autopilot; got != tt.autopilot {
 				t.Errorf("autopilot = %v, want %v", got, tt.autopilot)
 			}
 		})

@@ -1,13 +1,14 @@
-package cycle
+package options
 
 import (
 	"encoding/json"
 	"fmt"
 )
 
-// Config is the part of the Lua setup() table the host uses. It arrives as a
-// msgpack map and is decoded through JSON so Lua's empty tables and numbers
-// are forgiving.
+// Config is the part of the Lua setup() table the host uses
+// (lua/flemma/config.lua holds the defaults a user reads; the few Go
+// defaults below are for a host that was never sent a setup). It arrives as
+// JSON; Lua's empty tables are forgiven (Decode).
 type Config struct {
 	Provider   string `json:"provider"`
 	Model      string `json:"model"`
@@ -73,7 +74,8 @@ type presetJSON struct {
 	Deny    []string `json:"deny"`
 }
 
-func defaultConfig() Config {
+// DefaultConfig is the configuration before the plugin sends its setup.
+func DefaultConfig() Config {
 	var c Config
 	c.Provider = "anthropic"
 	c.Tools.Mode = "enabled"
@@ -84,9 +86,18 @@ func defaultConfig() Config {
 	return c
 }
 
-// decodeConfig turns the msgpack-decoded setup table into a Config.
+// Decode reads the setup the plugin sends (JSON).
+func Decode(configJSON string) (Config, error) {
+	var raw any
+	if err := json.Unmarshal([]byte(configJSON), &raw); err != nil {
+		return DefaultConfig(), fmt.Errorf("setup: %w", err)
+	}
+	return decodeConfig(raw)
+}
+
+// decodeConfig turns the decoded setup table into a Config.
 func decodeConfig(raw any) (Config, error) {
-	c := defaultConfig()
+	c := DefaultConfig()
 	b, err := json.Marshal(normalize(raw))
 	if err != nil {
 		return c, fmt.Errorf("setup: %w", err)
@@ -100,22 +111,22 @@ func decodeConfig(raw any) (Config, error) {
 // normalize makes msgpack values JSON-marshalable: map[any]any keys become
 // strings and Lua's empty tables (sent as empty arrays) become null so they
 // decode into maps and slices alike.
-func normalize(v any) any { return normalizeWith(v, true) }
+func normalize(v any) any { return NormalizeLua(v, true) }
 
-// normalizeWith is normalize; emptyToNull false keeps empty arrays (a JSON
+// NormalizeLua is normalize; emptyToNull false keeps empty arrays (a JSON
 // Schema's `required = {}` must stay a list).
-func normalizeWith(v any, emptyToNull bool) any {
+func NormalizeLua(v any, emptyToNull bool) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = normalizeWith(e, emptyToNull)
+			out[k] = NormalizeLua(e, emptyToNull)
 		}
 		return out
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[fmt.Sprint(k)] = normalizeWith(e, emptyToNull)
+			out[fmt.Sprint(k)] = NormalizeLua(e, emptyToNull)
 		}
 		return out
 	case []any:
@@ -124,7 +135,7 @@ func normalizeWith(v any, emptyToNull bool) any {
 		}
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = normalizeWith(e, emptyToNull)
+			out[i] = NormalizeLua(e, emptyToNull)
 		}
 		return out
 	default:
@@ -132,21 +143,10 @@ func normalizeWith(v any, emptyToNull bool) any {
 	}
 }
 
-func (c *Config) maxConcurrent() int {
-	if c.Tools.MaxConcurrent == nil {
-		return 2
-	}
-	return *c.Tools.MaxConcurrent
-}
-
-func (c *Config) autopilot() bool {
-	return c.Tools.Autopilot.Enabled == nil || *c.Tools.Autopilot.Enabled
-}
-
-// autoApproveList returns the setup auto_approve when it is a list, and
+// AutoApproveList returns the setup auto_approve when it is a list, and
 // whether it was one. A string is a module path; {__lua_function=true} a Lua
 // function (both are called back in Neovim).
-func (c *Config) autoApproveList() ([]string, bool) {
+func (c *Config) AutoApproveList() ([]string, bool) {
 	var list []string
 	if len(c.Tools.AutoApprove) == 0 || string(c.Tools.AutoApprove) == "null" {
 		return []string{}, true
@@ -157,8 +157,8 @@ func (c *Config) autoApproveList() ([]string, bool) {
 	return list, true
 }
 
-// autoApproveModule returns the module path when auto_approve is a string.
-func (c *Config) autoApproveModule() (string, bool) {
+// AutoApproveModule returns the module path when auto_approve is a string.
+func (c *Config) AutoApproveModule() (string, bool) {
 	var path string
 	if err := json.Unmarshal(c.Tools.AutoApprove, &path); err != nil || path == "" {
 		return "", false
@@ -166,8 +166,8 @@ func (c *Config) autoApproveModule() (string, bool) {
 	return path, true
 }
 
-// autoApproveIsFunction reports the {__lua_function = true} marker.
-func (c *Config) autoApproveIsFunction() bool {
+// AutoApproveIsFunction reports the {__lua_function = true} marker.
+func (c *Config) AutoApproveIsFunction() bool {
 	var m struct {
 		Fn bool `json:"__lua_function"`
 	}

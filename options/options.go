@@ -1,0 +1,267 @@
+// Package options is the one option model of the host: the setup the plugin
+// sends (Config), what the user changed in this session (Runtime: :Flemma
+// switch, :Flemma autopilot), what a buffer brings (its frontmatter and
+// whether the user trusts it), and the one function that makes the
+// effective options of a buffer out of them (Resolve).
+//
+// Precedence: setup, then the session's changes, then the buffer's
+// frontmatter. A frontmatter is the file's, and the file may come from
+// anyone: unless the user trusts the buffer it can only narrow — select
+// fewer tools, lower limits, turn autopilot off, turn the sandbox on —
+// never enable a tool setup leaves disabled, raise a limit or turn
+// autopilot on (issue 11, class 5; SPEC §5a). :Flemma autopilot:disable is
+// the user's word: no frontmatter undoes it.
+//
+// The defaults a user reads live in lua/flemma/config.lua only; the Go
+// defaults here serve a host that was never sent a setup.
+//
+// The package is pure: it imports no I/O and no other package of the host
+// but frontmatter's option type.
+package options
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/flemma-dev/flemma/frontmatter"
+)
+
+// Runtime is what the user changed in this session; nil/"" = unchanged.
+type Runtime struct {
+	Provider       string   // :Flemma switch <provider>
+	Model          *string  // :Flemma switch <provider> [model] ("" = the provider's default)
+	MaxTokens      *int     // :Flemma switch … max_tokens=
+	Temperature    *float64 // … temperature=
+	Thinking       *string  // … thinking=
+	CacheRetention *string  // … cache_retention=
+	Autopilot      *bool    // :Flemma autopilot:enable|disable
+}
+
+// Buffer is what a buffer brings.
+type Buffer struct {
+	// FM is the buffer's frontmatter options (nil: none, or not evaluated).
+	FM *frontmatter.Options
+	// Trusted: the user trusts the buffer (:Flemma trust, a new buffer,
+	// a file saved from a trusted one).
+	Trusted bool
+	// Usable are the tools that are usable here and enabled by default
+	// (the registry's answer).
+	Usable []string
+}
+
+// Effective are the options of one buffer now.
+type Effective struct {
+	Provider       string
+	Model          string
+	MaxTokens      int
+	Temperature    *float64
+	Thinking       string
+	CacheRetention string
+	// Extra are the provider-specific parameters of Provider
+	// (parameters.<provider>, then the frontmatter's).
+	Extra    map[string]any
+	Endpoint Endpoint
+
+	Mode string // tools.mode: enabled | parse_only | disabled
+	// Tools are the tools the buffer may use and sends, sorted (none when
+	// Mode is disabled).
+	Tools []string
+	// Refused are tools an untrusted frontmatter selected that setup
+	// leaves disabled (they are not in Tools).
+	Refused           []string
+	MaxConcurrent     int // 0 = unlimited
+	Autopilot         bool
+	MaxTurns          int
+	DefaultTimeout    time.Duration
+	CursorAfterResult string // result | stay | next
+	// SandboxEnabled: setup's sandbox.enabled, or the frontmatter turned
+	// it on.
+	SandboxEnabled bool
+}
+
+// Endpoint is providers.<name> of setup.
+type Endpoint struct {
+	BaseURL, ReplayFile, Project, Location string
+}
+
+// Resolve returns the effective options of a buffer.
+func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
+	e := Effective{
+		Provider:          cfg.Provider,
+		Model:             cfg.Model,
+		MaxTokens:         cfg.Parameters.MaxTokens,
+		Temperature:       cfg.Parameters.Temperature,
+		Thinking:          thinkingString(cfg.Parameters.Thinking),
+		CacheRetention:    cfg.Parameters.CacheRetention,
+		Mode:              cfg.Tools.Mode,
+		MaxConcurrent:     2,
+		Autopilot:         cfg.Tools.Autopilot.Enabled == nil || *cfg.Tools.Autopilot.Enabled,
+		MaxTurns:          cfg.Tools.Autopilot.MaxTurns,
+		DefaultTimeout:    time.Duration(cfg.Tools.DefaultTimeout * float64(time.Second)),
+		CursorAfterResult: cfg.Tools.CursorAfterResult,
+		SandboxEnabled:    cfg.Sandbox.Enabled == nil || *cfg.Sandbox.Enabled,
+	}
+	if e.Mode == "" {
+		e.Mode = "enabled"
+	}
+	if e.CursorAfterResult == "" {
+		e.CursorAfterResult = "result"
+	}
+	if e.DefaultTimeout <= 0 {
+		e.DefaultTimeout = 30 * time.Second
+	}
+	if cfg.Tools.MaxConcurrent != nil {
+		e.MaxConcurrent = *cfg.Tools.MaxConcurrent
+	}
+	if e.MaxTurns <= 0 {
+		e.MaxTurns = 100
+	}
+	sections := map[string]map[string]any{"anthropic": cfg.Parameters.Anthropic, "openai": cfg.Parameters.OpenAI, "vertex": cfg.Parameters.Vertex}
+
+	// The session's changes.
+	if rt.Provider != "" {
+		e.Provider = rt.Provider
+	}
+	set(&e.Model, rt.Model)
+	set(&e.MaxTokens, rt.MaxTokens)
+	if rt.Temperature != nil {
+		e.Temperature = rt.Temperature
+	}
+	set(&e.Thinking, rt.Thinking)
+	set(&e.CacheRetention, rt.CacheRetention)
+	if rt.Autopilot != nil {
+		e.Autopilot = *rt.Autopilot
+	}
+
+	// The buffer's frontmatter.
+	if o := b.FM; o != nil {
+		set(&e.Provider, o.Provider)
+		set(&e.Model, o.Model)
+		set(&e.MaxTokens, o.MaxTokens)
+		if o.Temperature != nil {
+			e.Temperature = o.Temperature
+		}
+		set(&e.Thinking, o.Thinking)
+		set(&e.CacheRetention, o.CacheRetention)
+		for sec, m := range map[string]map[string]any{"anthropic": o.Anthropic, "openai": o.OpenAI, "vertex": o.Vertex} {
+			if m != nil {
+				sections[sec] = merged(sections[sec], m)
+			}
+		}
+		if o.MaxConcurrent != nil {
+			e.MaxConcurrent = narrowOr(b.Trusted, e.MaxConcurrent, *o.MaxConcurrent)
+		}
+		if o.MaxTurns != nil && *o.MaxTurns > 0 {
+			e.MaxTurns = narrowOr(b.Trusted, e.MaxTurns, *o.MaxTurns)
+		}
+		// Untrusted, a frontmatter may only turn autopilot off; and
+		// :Flemma autopilot:disable is the user's word.
+		userOff := rt.Autopilot != nil && !*rt.Autopilot
+		if o.Autopilot != nil && !userOff && (!*o.Autopilot || b.Trusted) {
+			e.Autopilot = *o.Autopilot
+		}
+		if o.SandboxEnabled != nil && *o.SandboxEnabled {
+			e.SandboxEnabled = true
+		}
+	}
+	e.Extra = sections[e.Provider]
+	if p, ok := cfg.Providers[e.Provider]; ok {
+		e.Endpoint = Endpoint{BaseURL: p.BaseURL, ReplayFile: p.File, Project: p.Project, Location: p.Location}
+	}
+	e.Tools, e.Refused = selectTools(b)
+	if e.Mode == "disabled" {
+		e.Tools = nil
+	}
+	return e
+}
+
+// selectTools: every usable tool enabled by default, or the frontmatter's
+// flemma.opt.tools selection. An untrusted selection is limited to the
+// tools enabled by default; a trusted one may opt in tools disabled by
+// default (seed 004).
+func selectTools(b Buffer) (tools, refused []string) {
+	usable := map[string]bool{}
+	for _, n := range b.Usable {
+		usable[n] = true
+	}
+	if b.FM == nil || b.FM.Tools == nil {
+		tools = append([]string{}, b.Usable...)
+	} else {
+		tools = []string{}
+		for _, n := range b.FM.Tools {
+			if usable[n] || b.Trusted {
+				tools = append(tools, n)
+			} else {
+				refused = append(refused, n)
+			}
+		}
+	}
+	sort.Strings(tools)
+	return dedup(tools), refused
+}
+
+// HasTool reports whether a tool is among the buffer's.
+func (e Effective) HasTool(name string) bool {
+	i := sort.SearchStrings(e.Tools, name)
+	return i < len(e.Tools) && e.Tools[i] == name
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func merged(base, over map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
+
+// narrowOr is the file's limit when the user trusts it, else the stricter
+// of the two (0 = unlimited).
+func narrowOr(trusted bool, setup, file int) int {
+	switch {
+	case trusted, setup <= 0:
+		return file
+	case file <= 0:
+		return setup
+	}
+	return min(setup, file)
+}
+
+func dedup(s []string) []string {
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// thinkingString is parameters.thinking as the providers take it: a level,
+// "off" (false), or a budget.
+func thinkingString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case bool:
+		if !x {
+			return "off"
+		}
+		return "medium"
+	case float64:
+		return strconv.Itoa(int(x))
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}

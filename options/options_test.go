@@ -1,0 +1,159 @@
+package options
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/flemma-dev/flemma/frontmatter"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func setup(t *testing.T, js string) Config {
+	t.Helper()
+	c, err := Decode(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The one precedence function, in one table: setup, then the session's
+// :Flemma switch/autopilot, then the buffer's frontmatter, which narrows
+// unless the user trusts the buffer.
+func TestResolve(t *testing.T) {
+	usable := []string{"bash", "edit", "ls", "read"}
+	tests := []struct {
+		name  string
+		setup string
+		rt    Runtime
+		fm    *frontmatter.Options
+		trust bool
+		check func(t *testing.T, e Effective)
+	}{
+		{"defaults", `{}`, Runtime{}, nil, false, func(t *testing.T, e Effective) {
+			want := Effective{Provider: "anthropic", Mode: "enabled", Tools: usable, MaxConcurrent: 2, Autopilot: true, MaxTurns: 100,
+				DefaultTimeout: 30e9, CursorAfterResult: "result", SandboxEnabled: true}
+			if !reflect.DeepEqual(e, want) {
+				t.Errorf("got  %+v\nwant %+v", e, want)
+			}
+		}},
+		{"switch over setup", `{"provider":"anthropic","model":"m1","parameters":{"max_tokens":10,"thinking":false}}`,
+			Runtime{Provider: "openai", Model: ptr("gpt"), MaxTokens: ptr(20)}, nil, false, func(t *testing.T, e Effective) {
+				if e.Provider != "openai" || e.Model != "gpt" || e.MaxTokens != 20 || e.Thinking != "off" {
+					t.Errorf("%+v", e)
+				}
+			}},
+		{"frontmatter over switch", `{}`, Runtime{Provider: "openai", Model: ptr("gpt")},
+			&frontmatter.Options{Model: ptr("fm-model"), Thinking: ptr("high"), Temperature: ptr(0.2)}, false, func(t *testing.T, e Effective) {
+				if e.Provider != "openai" || e.Model != "fm-model" || e.Thinking != "high" || *e.Temperature != 0.2 {
+					t.Errorf("%+v", e)
+				}
+			}},
+		{"provider sections merge, the buffer's provider's endpoint", `{"parameters":{"openai":{"a":1,"b":1}},"providers":{"openai":{"base_url":"http://x"}}}`,
+			Runtime{}, &frontmatter.Options{Provider: ptr("openai"), OpenAI: map[string]any{"b": 2}}, false, func(t *testing.T, e Effective) {
+				if !reflect.DeepEqual(e.Extra, map[string]any{"a": float64(1), "b": 2}) || e.Endpoint.BaseURL != "http://x" {
+					t.Errorf("extra %v endpoint %+v", e.Extra, e.Endpoint)
+				}
+			}},
+		{"untrusted selection narrows", `{}`, Runtime{}, &frontmatter.Options{Tools: []string{"read", "calculator", "ls"}}, false, func(t *testing.T, e Effective) {
+			if !reflect.DeepEqual(e.Tools, []string{"ls", "read"}) || !reflect.DeepEqual(e.Refused, []string{"calculator"}) {
+				t.Errorf("tools %v refused %v", e.Tools, e.Refused)
+			}
+		}},
+		{"trusted selection opts in", `{}`, Runtime{}, &frontmatter.Options{Tools: []string{"read", "calculator"}}, true, func(t *testing.T, e Effective) {
+			if !reflect.DeepEqual(e.Tools, []string{"calculator", "read"}) || e.Refused != nil {
+				t.Errorf("tools %v refused %v", e.Tools, e.Refused)
+			}
+		}},
+		{"empty selection", `{}`, Runtime{}, &frontmatter.Options{Tools: []string{}}, false, func(t *testing.T, e Effective) {
+			if len(e.Tools) != 0 || e.HasTool("bash") {
+				t.Errorf("tools %v", e.Tools)
+			}
+		}},
+		{"disabled mode sends no tools", `{"tools":{"mode":"disabled"}}`, Runtime{}, nil, false, func(t *testing.T, e Effective) {
+			if e.Tools != nil || e.Mode != "disabled" {
+				t.Errorf("%+v", e)
+			}
+		}},
+		{"limits: untrusted lowers only", `{"tools":{"max_concurrent":4,"autopilot":{"max_turns":10}}}`, Runtime{},
+			&frontmatter.Options{MaxConcurrent: ptr(8), MaxTurns: ptr(50)}, false, func(t *testing.T, e Effective) {
+				if e.MaxConcurrent != 4 || e.MaxTurns != 10 {
+					t.Errorf("%+v", e)
+				}
+			}},
+		{"limits: untrusted 0 (unlimited) does not lift", `{"tools":{"max_concurrent":4}}`, Runtime{},
+			&frontmatter.Options{MaxConcurrent: ptr(0)}, false, func(t *testing.T, e Effective) {
+				if e.MaxConcurrent != 4 {
+					t.Errorf("%+v", e)
+				}
+			}},
+		{"limits: untrusted lower wins", `{"tools":{"max_concurrent":0,"autopilot":{"max_turns":10}}}`, Runtime{},
+			&frontmatter.Options{MaxConcurrent: ptr(1), MaxTurns: ptr(3)}, false, func(t *testing.T, e Effective) {
+				if e.MaxConcurrent != 1 || e.MaxTurns != 3 {
+					t.Errorf("%+v", e)
+				}
+			}},
+		{"limits: trusted raises", `{"tools":{"max_concurrent":4,"autopilot":{"max_turns":10}}}`, Runtime{},
+			&frontmatter.Options{MaxConcurrent: ptr(8), MaxTurns: ptr(50)}, true, func(t *testing.T, e Effective) {
+				if e.MaxConcurrent != 8 || e.MaxTurns != 50 {
+					t.Errorf("%+v", e)
+				}
+			}},
+		{"autopilot: untrusted can turn it off", `{}`, Runtime{}, &frontmatter.Options{Autopilot: ptr(false)}, false, func(t *testing.T, e Effective) {
+			if e.Autopilot {
+				t.Error("on")
+			}
+		}},
+		{"autopilot: untrusted cannot turn it on", `{"tools":{"autopilot":{"enabled":false}}}`, Runtime{}, &frontmatter.Options{Autopilot: ptr(true)}, false, func(t *testing.T, e Effective) {
+			if e.Autopilot {
+				t.Error("on")
+			}
+		}},
+		{"autopilot: trusted can turn it on", `{"tools":{"autopilot":{"enabled":false}}}`, Runtime{}, &frontmatter.Options{Autopilot: ptr(true)}, true, func(t *testing.T, e Effective) {
+			if !e.Autopilot {
+				t.Error("off")
+			}
+		}},
+		{"autopilot: the user's disable beats a trusted file", `{}`, Runtime{Autopilot: ptr(false)}, &frontmatter.Options{Autopilot: ptr(true)}, true, func(t *testing.T, e Effective) {
+			if e.Autopilot {
+				t.Error("on")
+			}
+		}},
+		{"autopilot: the user's enable beats setup, not a file's off", `{"tools":{"autopilot":{"enabled":false}}}`, Runtime{Autopilot: ptr(true)}, &frontmatter.Options{Autopilot: ptr(false)}, false, func(t *testing.T, e Effective) {
+			if e.Autopilot {
+				t.Error("on")
+			}
+		}},
+		{"autopilot: the user's enable beats setup", `{"tools":{"autopilot":{"enabled":false}}}`, Runtime{Autopilot: ptr(true)}, nil, false, func(t *testing.T, e Effective) {
+			if !e.Autopilot {
+				t.Error("off")
+			}
+		}},
+		{"sandbox: a file turns it on, never off", `{"sandbox":{"enabled":false}}`, Runtime{}, &frontmatter.Options{SandboxEnabled: ptr(true)}, false, func(t *testing.T, e Effective) {
+			if !e.SandboxEnabled {
+				t.Error("off")
+			}
+		}},
+		{"timeouts and cursor", `{"tools":{"default_timeout":2.5,"cursor_after_result":"next"}}`, Runtime{}, nil, false, func(t *testing.T, e Effective) {
+			if e.DefaultTimeout != 2500e6 || e.CursorAfterResult != "next" {
+				t.Errorf("%+v", e)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, Resolve(setup(t, tt.setup), tt.rt, Buffer{FM: tt.fm, Trusted: tt.trust, Usable: usable}))
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	if _, err := Decode(`{"tools":`); err == nil || !strings.HasPrefix(err.Error(), "setup:") {
+		t.Errorf("bad JSON: %v", err)
+	}
+	if _, err := Decode(`{"tools":{"max_concurrent":"lots"}}`); err == nil {
+		t.Error("a string max_concurrent was accepted")
+	}
+}
