@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/flemma-dev/flemma/approval"
+	"github.com/flemma-dev/flemma/tools"
 )
 
 // lua/flemma/protocol.lua and the M* constants of protocol.go name the
@@ -67,5 +70,13 @@ func TestProtocolFilesAgree(t *testing.T) {
 		if !served[n] {
 			t.Errorf("%s is declared but not served", n)
 		}
+	}
+}
+
+// tools and approval name the sandbox capability alike (neither imports the
+// other: tools declares it on bash, approval's sandbox resolver reads it).
+func TestCapabilityNamesAgree(t *testing.T) {
+	if tools.CapSandboxed != approval.CapSandboxed {
+		t.Errorf("tools.CapSandboxed = %q, approval.CapSandboxed = %q", tools.CapSandboxed, approval.CapSandboxed)
 	}
 }

@@ -1,9 +1,9 @@
 package preview
 
 import (
-	"strconv"
-
 	"github.com/mattn/go-runewidth"
+
+	"github.com/flemma-dev/flemma/internal/size"
 )
 
 // Options adjusts one Format call. The zero value is ready to use.
@@ -192,19 +192,4 @@ func isASCIIBytes(b []byte) bool {
 // with KB, MB or GB, binary multiples, no space: 5 → "5B", 1536 → "1.5KB",
 // 51200 → "50.0KB", 12345 → "12.1KB", 3<<20 → "3.0MB". Sizes of 1 TiB and
 // more stay in GB; negative counts print as "<n>B".
-func FormatSize(n int64) string {
-	const (
-		kib = 1 << 10
-		mib = 1 << 20
-		gib = 1 << 30
-	)
-	switch {
-	case n < kib:
-		return strconv.FormatInt(n, 10) + "B"
-	case n < mib:
-		return strconv.FormatFloat(float64(n)/kib, 'f', 1, 64) + "KB"
-	case n < gib:
-		return strconv.FormatFloat(float64(n)/mib, 'f', 1, 64) + "MB"
-	}
-	return strconv.FormatFloat(float64(n)/gib, 'f', 1, 64) + "GB"
-}
+func FormatSize(n int64) string { return size.Format(n) }

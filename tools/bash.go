@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flemma-dev/flemma/approval"
 	"io"
 	"os"
 	"os/exec"
@@ -32,7 +31,7 @@ func Bash() Tool {
 			"Output is truncated to the last 2000 lines or 50KB, whichever comes first; the full output is then saved " +
 			"to a temporary file named in the notice. A non-zero exit code makes the call fail, with the code shown. " +
 			"Commands that wait for input get none (stdin is /dev/null).",
-		Capabilities: []string{approval.CapSandboxed, CapSideEffects},
+		Capabilities: []string{CapSandboxed, CapSideEffects},
 		Truncates:    true,
 		Tags:         []string{"shell", "command"},
 		Async:        true,

@@ -43,6 +43,11 @@ type Spec struct {
 // auto-approved.
 const CapSideEffects = "side_effects"
 
+// CapSandboxed marks a tool whose calls the sandbox confines (bash): the
+// sandbox resolver may approve them when a working backend enforces the
+// sandbox. approval.CapSandboxed is the same name (a test in cycle checks).
+const CapSandboxed = "can_auto_approve_if_sandboxed"
+
 // Call identifies one tool call and the buffer it belongs to.
 type Call struct {
 	ID     string

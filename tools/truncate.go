@@ -2,7 +2,7 @@ package tools
 
 import (
 	"fmt"
-	"github.com/flemma-dev/flemma/preview"
+	"github.com/flemma-dev/flemma/internal/size"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,8 +139,8 @@ func TruncateLine(line string, max int) string {
 }
 
 // FormatSize formats a byte count the way previews and notices show it
-// ("5B", "2.3KB", "1.0MB"); it is preview.FormatSize, so both always agree.
-func FormatSize(n int64) string { return preview.FormatSize(n) }
+// ("5B", "2.3KB", "1.0MB"); previews use the same function (internal/size).
+func FormatSize(n int64) string { return size.Format(n) }
 
 // TruncateWithOverflow truncates text (head or tail first, as direction
 // says) and, when anything was cut, saves the full text with save and adds
