@@ -271,8 +271,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 			} else if mode == "parse_only" {
 				st = buffer.StatusPending
 			} else {
-				out := h.gate(bufnr, key, tu, h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm)))
-				out = h.protectGate(tu, out, protected)
+				out := h.gate(bufnr, key, tu, h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm)), protected)
 				outcomes[tu.ID] = out
 				h.logf("approval %s (%s): %s", tu.Name, tu.ID, out)
 				st, who = statusFor(out.Decision), out.String()
@@ -703,11 +702,12 @@ func (h *Engine) writeResult(bufnr int, id string, res tools.Result, cursorMode 
 		if err != nil {
 			return nil, ApplyOpts{}, err
 		}
-		opts := ApplyOpts{Join: true}
-		if h.running(bufnr) > 1 {
-			locked := false
-			opts.Modifiable = &locked
-		}
+		// The buffer stays locked while other calls run; the last result
+		// unlocks it in the same write, so text the user sees appear can
+		// be typed after at once (the step's own unlock comes a moment
+		// later, after its bookkeeping).
+		modifiable := h.running(bufnr) <= 1
+		opts := ApplyOpts{Join: true, Modifiable: &modifiable}
 		if cursorMode != "stay" {
 			opts.CursorID = id
 			opts.CursorAtEnd = cursorMode == "next"
@@ -897,7 +897,6 @@ func (h *Engine) mode() string {
 	return h.cfg.Tools.Mode
 }
 
-
 // SetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.
 func (h *Engine) SetResult(bufnr int, id, text string, isError bool) (Reply, error) {
@@ -1025,84 +1024,46 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 	}
 }
 
-// originResolver names the check that keeps calls found in a file from
-// being auto-approved; journalResolver the one that keeps interrupted calls
-// (the journal knows they started) from running again by themselves.
-const (
-	originResolver  = "urn:flemma:approval:origin"
-	journalResolver = "urn:flemma:approval:journal"
-)
-
-// gate turns an approval into require_approval when a policy may not
-// approve this call (issue 11; SPEC §5a):
-//
-//   - the call did not arrive from the provider in this session as a
-//     structured tool call with exactly this content: it was in the file
-//     when it was loaded (a .chat file from someone else), typed or pasted,
-//     or its input changed since. Policies approve what the model asks for
-//     in a conversation you run, not what a file brings along. A buffer the
-//     user trusts (:Flemma trust, a new buffer, a file saved from a trusted
-//     buffer) and tools.auto_approve_file_calls = true lift this;
-//   - the call already ran in this session and its result is missing (the
-//     buffer was reloaded, or flemma crashed), or the journal says it
-//     started (in an earlier session, or in another Neovim) and did not
-//     finish: it never runs again silently.
-func (h *Engine) gate(bufnr int, key string, tu *buffer.ToolUse, out approval.Outcome) approval.Outcome {
+// gate passes the chain's outcome through approval.Gate with what the host
+// knows of the call: whether the journal says it was interrupted, whether
+// it already ran in this session, whether it arrived from the provider (a
+// call found in a file, typed or pasted, or changed since, did not), whether
+// the user lets the policy decide the file's calls, and the protected path it
+// writes, if any. protected is asked only for such a path.
+func (h *Engine) gate(bufnr int, key string, tu *buffer.ToolUse, out approval.Outcome, protected func(string) (string, bool)) approval.Outcome {
 	if out.Decision != approval.Approve {
 		return out
 	}
+	f := approval.Facts{Protected: protected, Writes: h.writesPath(tu)}
 	if c, p := h.history(bufnr, key, tu); p == pastInterrupted || p == pastElsewhere {
-		h.logf("approval %s (%s): %s, but %s; asking", tu.Name, tu.ID, out, interruptedRule(c, p))
-		h.note(bufnr, tu.ID, "flemma: "+interruptedRule(c, p))
-		return approval.Outcome{Decision: approval.RequireApproval, Resolver: journalResolver, Rule: interruptedRule(c, p)}
+		f.Interrupted = interruptedRule(c, p)
+		h.note(bufnr, tu.ID, "flemma: "+f.Interrupted)
 	}
 	h.mu.Lock()
 	bt := h.trustOf(bufnr)
-	ran := bt.ledger.Ran(tu.ID)
-	trusted := h.cfg.Tools.AutoApproveFileCalls || bt.trusted || bt.ledger.FromProvider(tu)
+	f.Ran = bt.ledger.Ran(tu.ID)
+	f.FromProvider = bt.ledger.FromProvider(tu)
+	f.FileCallsAllowed = h.cfg.Tools.AutoApproveFileCalls || bt.trusted
 	h.mu.Unlock()
-	switch {
-	case ran:
-		h.logf("approval %s (%s): %s, but it already ran in this session; asking", tu.Name, tu.ID, out)
-		return approval.Outcome{Decision: approval.RequireApproval, Resolver: originResolver,
-			Rule: "it already ran in this session and its result is missing: approve it again to re-run it"}
-	case !trusted:
-		h.logf("approval %s (%s): %s, but the call was not received from the provider in this session; asking", tu.Name, tu.ID, out)
-		return approval.Outcome{Decision: approval.RequireApproval, Resolver: originResolver,
-			Rule: "call found in the file, not received from the provider: approve it yourself (or :Flemma trust the file)"}
+	got := approval.Gate(out, f)
+	if got != out {
+		h.logf("approval %s (%s): %s, but %s; asking", tu.Name, tu.ID, out, got.Rule)
 	}
-	return out
+	return got
 }
 
-// protectedResolver names the check that keeps policies from approving
-// writes to protected paths.
-const protectedResolver = "urn:flemma:approval:protected"
-
-// protectGate turns an approval into require_approval when the call would
-// write to a protected path (.git/config and hooks, shell start-up files,
-// .envrc, editor configurations that run code, the buffer's own file,
-// flemma's state): whatever the policy, the user decides those (issue 11,
-// class 9). It looks at tools that declare side effects and take a "path";
-// bash is confined by the sandbox instead (protected paths are read-only
-// in it unless the user approved the call).
-func (h *Engine) protectGate(tu *buffer.ToolUse, out approval.Outcome, protected func(string) (string, bool)) approval.Outcome {
-	if out.Decision != approval.Approve || tu.Input == nil {
-		return out
-	}
-	path, ok := tu.Input["path"].(string)
-	if !ok || path == "" {
-		return out
+// writesPath is the "path" a call of a tool with side effects writes ("" for
+// other tools, and for bash, which the sandbox confines instead: protected
+// paths are read-only in it unless the user approved the call).
+func (h *Engine) writesPath(tu *buffer.ToolUse) string {
+	path, _ := tu.Input["path"].(string)
+	if path == "" {
+		return ""
 	}
 	if t, ok := h.Registry.Get(tu.Name); ok && !slices.Contains(t.Spec().Capabilities, tools.CapSideEffects) {
-		return out
+		return ""
 	}
-	rule, isProtected := protected(path)
-	if !isProtected {
-		return out
-	}
-	h.logf("approval %s (%s): %s, but %s is a protected path (%s); asking", tu.Name, tu.ID, out, path, rule)
-	return approval.Outcome{Decision: approval.RequireApproval, Resolver: protectedResolver,
-		Rule: fmt.Sprintf("writes %s, a protected path (%s): approve it yourself", path, rule)}
+	return path
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -31,21 +31,21 @@ type Engine struct {
 	fm    *frontmatter.Evaluator
 	chain *approval.Chain
 
-	mu                sync.Mutex
-	cfg               options.Config
-	rt                options.Runtime // :Flemma switch and :Flemma autopilot
-	presets           *approval.Presets
-	bufs              map[int]*bufState
-	mirrors           map[int]*mirror
-	reads             *tools.ReadLog // what the model read, per buffer (stale-file protection)
-	outputDir         string         // private folder for full outputs of truncated results
-	outputCleanup     func()         // removes it at shutdown
-	luaWait           waiters
-	refresh           refresher
-	bufFM             map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
-	outcomes          map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
-	trust             map[int]*bufTrust                   // what in each buffer counts as the user's
-	pins              map[int]*tools.RootPins             // identity of each buffer's writable roots
+	mu            sync.Mutex
+	cfg           options.Config
+	rt            options.Runtime // :Flemma switch and :Flemma autopilot
+	presets       *approval.Presets
+	bufs          map[int]*bufState
+	mirrors       map[int]*mirror
+	reads         *tools.ReadLog // what the model read, per buffer (stale-file protection)
+	outputDir     string         // private folder for full outputs of truncated results
+	outputCleanup func()         // removes it at shutdown
+	luaWait       waiters
+	refresh       refresher
+	bufFM         map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
+	outcomes      map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
+	trust         map[int]*bufTrust                   // what in each buffer counts as the user's
+	pins          map[int]*tools.RootPins             // identity of each buffer's writable roots
 
 	jr      *journal.Journal // the crash-recovery journal, nil when unusable
 	jpath   string           // where it is (or would be)
@@ -353,8 +353,8 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 		state := "no result"
 		if r := doc.Result(tu.ID); r != nil {
 			switch {
-			case running[tu.ID]:
-				state = "running"
+			case running[tu.ID] && r.Status != "":
+				state = "running" // (a written result is a result, even a moment before the step ends)
 			case r.Status != "":
 				state = string(r.Status)
 			case r.IsError:

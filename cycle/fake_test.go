@@ -32,6 +32,9 @@ type fakeEditor struct {
 	// beforeApply, when set, runs (without the lock) before each Apply: a
 	// test's way to be the user typing between a step's read and its write.
 	beforeApply func(bufnr int)
+	// afterApply, when set, runs with the lock held after each applied
+	// write: what the user would see at that instant.
+	afterApply func(bufnr int, b *fakeBuf)
 }
 
 type fakeBuf struct {
@@ -234,6 +237,9 @@ func (f *fakeEditor) Apply(bufnr, tick int, edits []LineEdit, opts ApplyOpts) (A
 	}
 	for _, r := range opts.Records {
 		b.records[r.ID] = r
+	}
+	if f.afterApply != nil {
+		f.afterApply(bufnr, b)
 	}
 	return ApplyResult{OK: true, Tick: b.tick}, nil
 }

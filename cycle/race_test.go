@@ -1,6 +1,7 @@
 package cycle
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -157,4 +158,44 @@ func resultLine(env *testEnv, bufnr int, id string) int {
 	}
 	env.t.Fatalf("no result block of %s", id)
 	return 0
+}
+
+// The last result and the unlock arrive in one write: text the user sees
+// appear can be typed after at once (a user who typed right after the last
+// result met E21 while the step finished its bookkeeping).
+func TestLastResultUnlocksInTheSameWrite(t *testing.T) {
+	env := newEnv(t, with(noSandbox(), map[string]any{"tools": map[string]any{"autopilot": map[string]any{"enabled": false}}}))
+	text := "@You:\nhi\n\n@Assistant:\n" +
+		"**Tool Use:** `bash` (`toolu_a`)\n\n```json\n{\"command\": \"echo first\", \"label\": \"a\"}\n```\n\n" +
+		"**Tool Use:** `bash` (`toolu_b`)\n\n```json\n{\"command\": \"sleep 0.2; echo second\", \"label\": \"b\"}\n```\n"
+	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, text)
+	env.press(1)
+	for range 2 {
+		env.ed.replace(t, 1, "```flemma:tool status=pending", "```flemma:tool status=approved")
+	}
+	var seen []string
+	env.ed.afterApply = func(bufnr int, b *fakeBuf) {
+		all := strings.Join(b.lines, "\n")
+		results := strings.Count(all, "first\n```") + strings.Count(all, "second\n```")
+		seen = append(seen, fmt.Sprintf("%d results, modifiable %v", results, b.modifiable))
+	}
+	env.press(1)
+	env.ed.waitIdle(t, env.h, 1)
+	env.ed.mu.Lock()
+	defer env.ed.mu.Unlock()
+	var firstBoth string
+	for _, s := range seen {
+		if strings.HasPrefix(s, "2 results") {
+			firstBoth = s
+			break
+		}
+	}
+	if firstBoth != "2 results, modifiable true" {
+		t.Fatalf("the write of the last result: %q (all writes: %q)", firstBoth, seen)
+	}
+	for _, s := range seen {
+		if strings.HasPrefix(s, "1 results") && strings.HasSuffix(s, "true") {
+			t.Fatalf("unlocked while a call still ran: %q", seen)
+		}
+	}
 }
