@@ -23,6 +23,7 @@ lint: check-go
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:" $$out >&2; exit 1; fi
 	$(GO) vet ./...
+	@scripts/lint-lua.sh
 
 # Every test: unit, golden, fuzz seed corpora, and the end-to-end tests against
 # every provisioned Neovim. With CI set, a missing Neovim fails the run.

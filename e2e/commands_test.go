@@ -117,3 +117,27 @@ func TestUnknownSetupKeysWarn(t *testing.T) {
 		}
 	})
 }
+
+// Every key of setup() is checked against the type of its default, and a key
+// set to false is no key at all.
+func TestSetupTypesChecked(t *testing.T) {
+	eachNvim(t, `{ tools = { truncate = { max_lines = "many" } }, sandbox = { writable = "." }, keymaps = { cancel = false } }`, func(t *testing.T, s *nvimtest.Session) {
+		m := s.Messages()
+		for _, want := range []string{"tools.truncate.max_lines: expected number, got string", "sandbox.writable: expected table, got string"} {
+			if !strings.Contains(m, want) {
+				t.Errorf("no %q in the messages:\n%s", want, m)
+			}
+		}
+		if strings.Contains(m, "keymaps.cancel") {
+			t.Errorf("keymaps.cancel = false was reported:\n%s", m)
+		}
+		mustOpen(t, s, "k.chat", "@You:\nhi\n")
+		var mapped string
+		if err := s.Lua(&mapped, `return vim.fn.maparg("<C-c>", "n")`); err != nil {
+			t.Fatal(err)
+		}
+		if mapped != "" {
+			t.Errorf("<C-c> is mapped although keymaps.cancel = false: %q", mapped)
+		}
+	})
+}

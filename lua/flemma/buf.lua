@@ -89,7 +89,8 @@ function M.snapshot(bufnr, have)
   local tick = vim.api.nvim_buf_get_changedtick(bufnr)
   local count = vim.api.nvim_buf_line_count(bufnr)
   local t = track(bufnr)
-  local delta, first, tail, lines = false, 0, 0, nil
+  local delta, first, tail = false, 0, 0
+  local lines
   if t and have and have >= 0 and have == t.base then
     delta = true
     first = math.min(t.first, count)
@@ -256,7 +257,7 @@ function M.event(pattern, data)
 end
 
 function M.notify(msg, level)
-  vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
+  require("flemma.notify").now(msg, level)
 end
 
 --- Buffers flemma has made read-only while it works on them.

@@ -2,9 +2,7 @@
 local P = require("flemma.protocol")
 local M = {}
 
-local function notify(msg, level)
-  vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
-end
+local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
 -- Call the host without waiting; then_(res) runs with its answer.
 local function host_call(method, args, then_)

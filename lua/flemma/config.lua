@@ -3,6 +3,8 @@
 local M = {}
 
 ---@class flemma.Config
+-- The lists below are grouped by kind, several per line.
+-- stylua: ignore
 M.defaults = {
   provider = "anthropic", -- :Flemma switch changes it at runtime
   model = nil,
@@ -145,6 +147,14 @@ local checks = {
   ["host.log_file"] = { "string", "nil" },
   ["host.timeout"] = { "number" },
   ["highlights.tool_preview"] = { "string", "table" },
+  ["model"] = { "string", "nil" },
+  ["keymaps.send"] = { "string", "boolean" }, -- false: no key
+  ["keymaps.tool_execute"] = { "string", "boolean" },
+  ["keymaps.cancel"] = { "string", "boolean" },
+  ["parameters.max_tokens"] = { "number", "nil" },
+  ["parameters.temperature"] = { "number", "nil" },
+  ["parameters.thinking"] = { "string", "number", "boolean", "nil" },
+  ["parameters.cache_retention"] = { "string", "nil", one_of = { "short", "long", "none" } },
 }
 
 local function get(t, path)
@@ -244,6 +254,21 @@ function M.resolve(user)
   local warnings = unknown_keys(user or {}, M.defaults, "", {})
   table.sort(warnings)
   local cfg = merge(M.defaults, user or {}, "")
+  -- Every other key has the type of its default.
+  local function same_type(def, path)
+    for k, d in pairs(def) do
+      local key = path == "" and k or (path .. "." .. k)
+      if not checks[key] and not open_maps[key] then
+        local v = get(cfg, key)
+        if type(d) == "table" and not is_list(d) and type(v) == "table" then
+          same_type(d, key)
+        elseif v ~= nil and type(v) ~= type(d) then
+          table.insert(errors, string.format("%s: expected %s, got %s", key, type(d), type(v)))
+        end
+      end
+    end
+  end
+  same_type(M.defaults, "")
   for path, spec in pairs(checks) do
     local v = get(cfg, path)
     local ok = false
@@ -254,7 +279,7 @@ function M.resolve(user)
     end
     if not ok then
       table.insert(errors, string.format("%s: expected %s, got %s", path, table.concat(spec, " or "), type(v)))
-    elseif spec.one_of and not vim.tbl_contains(spec.one_of, v) then
+    elseif spec.one_of and v ~= nil and not vim.tbl_contains(spec.one_of, v) then
       table.insert(
         errors,
         string.format("%s: expected one of %s, got %q", path, table.concat(spec.one_of, ", "), tostring(v))

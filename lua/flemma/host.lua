@@ -16,11 +16,7 @@ local function plugin_root()
   return vim.fn.fnamemodify(src, ":p:h:h:h")
 end
 
-local function notify(msg, level)
-  vim.schedule(function()
-    vim.notify("(flemma) " .. msg, level or vim.log.levels.ERROR)
-  end)
-end
+local notify = require("flemma.notify").new(vim.log.levels.ERROR, true)
 
 --- The log file the host writes to.
 function M.log_file(cfg)
@@ -52,8 +48,7 @@ function M.find(cfg)
   if on_path ~= "" then
     return { on_path }
   end
-  return nil,
-    "flemma-host not found: run `make build` in " .. plugin_root() .. " (or set host.cmd in setup())"
+  return nil, "flemma-host not found: run `make build` in " .. plugin_root() .. " (or set host.cmd in setup())"
 end
 
 local pending = {} -- id -> { method, cb, started (ms), warned }
@@ -260,9 +255,9 @@ local function check_late()
     if not p.warned and now - p.started > late_after then
       p.warned = true
       local pid = state.chan and vim.fn.jobpid(state.chan) or "?"
-      vim.notify(
+      require("flemma.notify").now(
         string.format(
-          "(flemma) the host has not answered %s for %d s (pid %s): it may be hung. :Flemma host:restart stops and restarts it.",
+          "the host has not answered %s for %d s (pid %s): it may be hung. :Flemma host:restart stops and restarts it.",
           p.method,
           math.floor((now - p.started) / 1000),
           tostring(pid)

@@ -5,9 +5,7 @@ local M = {}
 
 local cfg = nil -- resolved config; nil until setup() or first use
 
-local function notify(msg, level)
-  vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
-end
+local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
 --- Optional: merge and validate options, and send them to the host if it is
 --- already running (otherwise they go with the first start).
@@ -146,7 +144,7 @@ function M.attach(bufnr)
   require("flemma.trust").get(bufnr)
   local km = M.config().keymaps
   local function map(modes, lhs, fn, desc)
-    if lhs and lhs ~= "" then
+    if type(lhs) == "string" and lhs ~= "" then
       vim.keymap.set(modes, lhs, fn, { buffer = bufnr, silent = true, desc = "flemma: " .. desc })
     end
   end
@@ -175,6 +173,9 @@ function M.attach(bufnr)
     buffer = bufnr,
     desc = "flemma: forget the buffer's host state",
     callback = function()
+      -- The buffer's autocommands go with it, and so does its group (the
+      -- resize autocommand in it is not buffer-local).
+      pcall(vim.api.nvim_del_augroup_by_id, group)
       require("flemma.trust").forget(bufnr)
       local chan = require("flemma.host")._chan()
       if chan then
@@ -199,7 +200,8 @@ function M.attach(bufnr)
       refresh()
     end,
   })
-  local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" } or { "VimResized", "WinScrolled" }
+  local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" }
+    or { "VimResized", "WinScrolled" }
   vim.api.nvim_create_autocmd(resize, {
     group = group,
     desc = "flemma: re-cut tool previews to the window width",

@@ -18,9 +18,7 @@ local bufs = {} -- bufnr -> { gen, trusted, origin = lines|nil, digest = table|n
 local store = nil -- path -> { sha256, time }, read lazily
 local max_entries = 1000
 
-local function notify(msg, level)
-  vim.notify("(flemma) " .. msg, level or vim.log.levels.INFO)
-end
+local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
 function M.store_path()
   return require("flemma").state_dir() .. "/trust.json"

@@ -1,2 +1,3 @@
--- The version the Lua side expects of the host; `make build` keeps them equal.
+-- The version the Lua side expects of the host (cmd/flemma-host says the
+-- same; TestVersionMatchesTheLuaSide checks it).
 return "0.1.0"

@@ -69,7 +69,7 @@ M.namespaces = {
       end,
     }
   end,
-  truncate = function(ctx)
+  truncate = function(_)
     local limits = require("flemma").config().tools.truncate or {}
     local function call(which, text, opts)
       local o = vim.empty_dict()

@@ -10,11 +10,7 @@ local running = {} -- token -> cancel function of an async execution
 local sources = { pending = 0, generation = 0, waiters = {} }
 local modules_loaded = false
 
-local function notify(msg, level)
-  vim.schedule(function()
-    vim.notify("(flemma) " .. msg, level or vim.log.levels.WARN)
-  end)
-end
+local notify = require("flemma.notify").new(vim.log.levels.WARN, true)
 
 -- A non-empty list (an empty table is not an array of definitions).
 local function is_list(t)
@@ -46,12 +42,12 @@ local function push(list)
   if not host.running() or #list == 0 then
     return
   end
-  local ok, defs = pcall(vim.fn.json_encode, list)
+  local ok, encoded = pcall(vim.fn.json_encode, list)
   if not ok then
-    notify("could not register tools: " .. tostring(defs), vim.log.levels.ERROR)
+    notify("could not register tools: " .. tostring(encoded), vim.log.levels.ERROR)
     return
   end
-  local res, err = host.request(P.define_tools, defs)
+  local res, err = host.request(P.define_tools, encoded)
   if err then
     notify("could not register tools: " .. err, vim.log.levels.ERROR)
   elseif type(res) == "table" and type(res.errors) == "table" then

@@ -1,0 +1,4 @@
+-- luacheck configuration for the plugin's Lua (make lint).
+std = "luajit"
+globals = { "vim" }
+max_line_length = false
