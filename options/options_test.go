@@ -157,3 +157,14 @@ func TestDecodeErrors(t *testing.T) {
 		t.Error("a string max_concurrent was accepted")
 	}
 }
+
+// Resolve runs several times per press (categorize, execute, send, status).
+func BenchmarkResolve(b *testing.B) {
+	cfg, _ := Decode(`{"tools":{"max_concurrent":4},"parameters":{"anthropic":{"x":1}}}`)
+	buf := Buffer{FM: &frontmatter.Options{Tools: []string{"read", "ls"}, MaxTurns: ptr(5), Anthropic: map[string]any{"y": 2}},
+		Usable: []string{"bash", "edit", "find", "grep", "ls", "read", "write"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		Resolve(cfg, Runtime{}, buf)
+	}
+}
