@@ -358,6 +358,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 			return nil, opts, errBlocked
 		}
 		eff := h.effective(bufnr, fm)
+		h.logRefused(bufnr, eff)
 		var edits []buffer.Edit
 		add := func(e buffer.Edit, err error) {
 			if err != nil {
@@ -517,6 +518,8 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 // startJobs runs approved tools in the background, at most max_concurrent
 // at a time, with the buffer locked until the last one finishes.
 func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
+	eff := h.effective(bufnr, nil)
+	limit, cursorMode := eff.MaxConcurrent, eff.CursorAfterResult
 	h.mu.Lock()
 	st := h.state(bufnr)
 	ctxs := make([]context.Context, len(jobs))
@@ -525,8 +528,6 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		ctxs[i] = ctx
 		st.running[j.id] = cancel
 	}
-	eff := h.effectiveLocked(bufnr, nil)
-	limit, cursorMode := eff.MaxConcurrent, eff.CursorAfterResult
 	h.mu.Unlock()
 	if limit <= 0 {
 		limit = len(jobs)
@@ -569,9 +570,9 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		}
 		// Decided now, not at the start: <C-c> or :Flemma autopilot may have
 		// changed it while the tools ran.
+		autopilot := h.effective(bufnr, nil).Autopilot
 		h.mu.Lock()
 		disarmed := h.state(bufnr).disarmed
-		autopilot := h.effectiveLocked(bufnr, nil).Autopilot
 		h.mu.Unlock()
 		if continueCycle && autopilot && !disarmed {
 			h.autoCycle(bufnr)
@@ -621,8 +622,8 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 			return
 		}
 	}
+	call.Timeout = h.effective(bufnr, nil).DefaultTimeout
 	h.mu.Lock()
-	call.Timeout = h.effectiveLocked(bufnr, nil).DefaultTimeout
 	ran := h.trustOf(bufnr).ledger.Get(j.id)
 	h.mu.Unlock()
 	// Known to have started before it starts: a restarted host or a

@@ -8,27 +8,28 @@ import (
 // effective is the buffer's options now (package options: setup, then this
 // session's :Flemma switch/autopilot, then the buffer's frontmatter, which
 // can only narrow unless the user trusts the buffer). fm nil: the latest
-// evaluated frontmatter of the buffer. Call without h.mu held.
+// evaluated frontmatter of the buffer. Call without h.mu held: the
+// registry's answer (which may look for programs) is taken first.
 func (h *Engine) effective(bufnr int, fm *frontmatter.Result) options.Effective {
+	usable := h.usableTools()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.effectiveLocked(bufnr, fm)
-}
-
-// effectiveLocked is effective with h.mu held.
-func (h *Engine) effectiveLocked(bufnr int, fm *frontmatter.Result) options.Effective {
 	if fm == nil {
 		fm = h.bufFM[bufnr]
 	}
-	b := options.Buffer{Trusted: h.trustOf(bufnr).trusted, Usable: h.usableTools()}
+	b := options.Buffer{Trusted: h.trustOf(bufnr).trusted, Usable: usable}
 	if fm != nil {
 		b.FM = &fm.Opts
 	}
-	e := options.Resolve(h.cfg, h.rt, b)
+	return options.Resolve(h.cfg, h.rt, b)
+}
+
+// logRefused notes, where the selection is acted on (execute, send), the
+// tools an untrusted frontmatter selected and setup leaves disabled.
+func (h *Engine) logRefused(bufnr int, e options.Effective) {
 	for _, n := range e.Refused {
 		h.logf("buffer %d: flemma.opt.tools selects %s, which setup leaves disabled; an untrusted file cannot enable it", bufnr, n)
 	}
-	return e
 }
 
 // usableTools are the registry's tools enabled by default and usable here.

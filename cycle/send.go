@@ -70,6 +70,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		return h.blocked(bufnr, diagnostics(doc, fm, h.notesOf(bufnr)))
 	}
 	eff := h.effective(bufnr, fm)
+	h.logRefused(bufnr, eff)
 	name, params, pcfg := h.request(eff)
 	system, msgs, err := provider.FromDocument(doc, name)
 	if err != nil {

@@ -99,7 +99,7 @@ func TestToolPreviewHighlight(t *testing.T) {
 // A typo in setup() is reported, with the key it was probably meant to be,
 // and the rest of the configuration still applies.
 func TestUnknownSetupKeysWarn(t *testing.T) {
-	eachNvim(t, `{ provder = "openai", tools = { auto_aprove = { "bash" }, presets = { ["$mine"] = { approve = { "ls" } } } }, parameters = { anthropic = { anything = 1 } }, sandbox = { netwrk = false } }`, func(t *testing.T, s *nvimtest.Session) {
+	eachNvim(t, `{ provder = "openai", tools = { auto_aprove = { "bash" }, presets = { ["$mine"] = { approve = { "ls" } } }, my_tool = { level = 3 } }, parameters = { anthropic = { anything = 1 } }, sandbox = { netwrk = false } }`, func(t *testing.T, s *nvimtest.Session) {
 		m := s.Messages()
 		for _, want := range []string{
 			"unknown option provder (did you mean provider?)",
@@ -110,7 +110,7 @@ func TestUnknownSetupKeysWarn(t *testing.T) {
 				t.Errorf("no %q in the messages:\n%s", want, m)
 			}
 		}
-		for _, quiet := range []string{"$mine", "anything"} {
+		for _, quiet := range []string{"$mine", "anything", "my_tool"} {
 			if strings.Contains(m, quiet) {
 				t.Errorf("a key of the user's own (%s) was reported:\n%s", quiet, m)
 			}
@@ -121,9 +121,9 @@ func TestUnknownSetupKeysWarn(t *testing.T) {
 // Every key of setup() is checked against the type of its default, and a key
 // set to false is no key at all.
 func TestSetupTypesChecked(t *testing.T) {
-	eachNvim(t, `{ tools = { truncate = { max_lines = "many" } }, sandbox = { writable = "." }, keymaps = { cancel = false } }`, func(t *testing.T, s *nvimtest.Session) {
+	eachNvim(t, `{ tools = { truncate = { max_lines = "many" } }, sandbox = { writable = "." }, keymaps = { cancel = false }, highlights = 5 }`, func(t *testing.T, s *nvimtest.Session) {
 		m := s.Messages()
-		for _, want := range []string{"tools.truncate.max_lines: expected number, got string", "sandbox.writable: expected table, got string"} {
+		for _, want := range []string{"tools.truncate.max_lines: expected number, got string", "sandbox.writable: expected table, got string", "highlights: expected table, got number (the default is used)"} {
 			if !strings.Contains(m, want) {
 				t.Errorf("no %q in the messages:\n%s", want, m)
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,11 +258,20 @@ func (s *Sandbox) bwrapArgv(bwrap string, argv []string) []string {
 // mount hides what an earlier one put at or under its path.
 func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, plan *maskPlan) []string {
 	out := []string{bwrap, "--ro-bind", "/", "/"}
-	for _, d := range plan.early {
+	// The private temporary folders first, then what is bound back inside
+	// them (the home, the working folder), then the other early masks
+	// ($XDG_RUNTIME_DIR, /run/user), which may lie inside what was bound
+	// back.
+	for _, d := range plan.private {
 		out = append(out, "--tmpfs", d)
 	}
 	for _, d := range plan.rebind {
 		out = append(out, "--ro-bind", d, d)
+	}
+	for _, d := range plan.early {
+		if !slices.Contains(plan.private, d) {
+			out = append(out, "--tmpfs", d)
+		}
 	}
 	for _, r := range s.roots {
 		if fd, ok := fds[r]; ok {

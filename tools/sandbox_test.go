@@ -181,8 +181,11 @@ func TestBwrapArgv(t *testing.T) {
 				t.Errorf("argv lacks %q:\n%s", frag, s)
 			}
 		}
-		if fi, err := os.Stat("/run/user"); err == nil && fi.IsDir() && !strings.HasPrefix(s, "/usr/bin/bwrap --ro-bind / / --tmpfs /run/user ") {
-			t.Errorf("/run/user not hidden before the roots: %s", s)
+		if fi, err := os.Stat("/run/user"); err == nil && fi.IsDir() {
+			hide, bind := strings.Index(s, " --tmpfs /run/user "), strings.Index(s, " --bind ")
+			if hide < 0 || bind >= 0 && hide > bind {
+				t.Errorf("/run/user not hidden before the roots: %s", s)
+			}
 		}
 		if strings.Contains(s, "/nonexistent-root") {
 			t.Errorf("a missing root was bound: %s", s)

@@ -113,8 +113,12 @@ func (s *Sandbox) planMasks() *maskPlan {
 			p.early = append(p.early, t)
 			p.private = append(p.private, t)
 			p.seen[t] = true
-			if home := canonicalOr(s.home); s.home != "" && within(home, t) && home != t {
-				p.rebind = append(p.rebind, home)
+			// The home directory and the folder the command works in stay
+			// visible (read-only) when they lie inside it.
+			for _, keep := range []string{canonicalOr(s.home), canonicalOr(s.base)} {
+				if keep != "" && keep != "." && within(keep, t) && keep != t && !s.insideRoot(keep) && !slices.Contains(p.rebind, keep) {
+					p.rebind = append(p.rebind, keep)
+				}
 			}
 		}
 	}
@@ -836,7 +840,8 @@ func (p *maskPlan) finish(s *Sandbox) {
 		return out
 	}
 	p.tmpfs, p.null = outsidePrivate(p.tmpfs), outsidePrivate(p.null)
-	p.early, p.ro, p.tmpfs, p.null = exists(p.early), exists(p.ro), exists(p.tmpfs), exists(p.null)
+	p.early, p.ro, p.tmpfs, p.null, p.rebind = exists(p.early), exists(p.ro), exists(p.tmpfs), exists(p.null), exists(p.rebind)
+	p.private = exists(p.private)
 	p.ro = dedupRoots(p.ro)
 	sort.Strings(p.tmpfs)
 	p.tmpfs = dedupRoots(p.tmpfs)

@@ -245,3 +245,52 @@ func vanish(t *testing.T) {
 		}
 	}
 }
+
+// TestBwrapPrivateTmpKeepsMasks: with the home directory inside /tmp (so
+// it is bound back on top of the private /tmp), what was hidden inside it
+// — $XDG_RUNTIME_DIR here — stays hidden: the home is bound back before the
+// other early masks, not after.
+func TestBwrapPrivateTmpKeepsMasks(t *testing.T) {
+	requireBwrap(t)
+	home := canonicalOr(t.TempDir())
+	t.Setenv("HOME", home)
+	xdg := filepath.Join(home, "run")
+	if err := os.MkdirAll(xdg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", xdg)
+	for path, text := range map[string]string{filepath.Join(home, "visible.txt"): "here", filepath.Join(xdg, "secret"): "SECRET"} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFixture(t)
+	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath}, Network: true})
+	res := f.run("bash", map[string]any{"command": "cat ~/visible.txt; cat $XDG_RUNTIME_DIR/secret 2>/dev/null || cat " + filepath.Join(xdg, "secret") + " 2>&1; true"})
+	if !strings.Contains(res.Content, "here") {
+		t.Errorf("the home directory is not readable:\n%s", res.Content)
+	}
+	if strings.Contains(res.Content, "SECRET") {
+		t.Errorf("$XDG_RUNTIME_DIR inside the home became visible again:\n%s", res.Content)
+	}
+}
+
+// TestBwrapPrivateTmpKeepsTheWorkingFolder: a chat file's folder in /tmp
+// that is not a writable root stays readable for bash (it runs there), only
+// read-only, although the rest of /tmp is a private empty folder.
+func TestBwrapPrivateTmpKeepsTheWorkingFolder(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	other := canonicalOr(t.TempDir())
+	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{other}, Network: true})
+	if err := os.WriteFile(filepath.Join(f.dir, "notes.txt"), []byte("notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run("bash", map[string]any{"command": "pwd; cat notes.txt; touch new.txt 2>&1; true"})
+	if !strings.Contains(res.Content, f.dir) || !strings.Contains(res.Content, "notes") {
+		t.Errorf("the working folder is not there for bash:\n%s", res.Content)
+	}
+	if exists(filepath.Join(f.dir, "new.txt")) {
+		t.Errorf("the working folder, not a writable root, was writable")
+	}
+}

@@ -157,6 +157,14 @@ local checks = {
   ["parameters.cache_retention"] = { "string", "nil", one_of = { "short", "long", "none" } },
 }
 
+local function set(t, path, value)
+  local parts = vim.split(path, ".", { plain = true })
+  for i = 1, #parts - 1 do
+    t = t[parts[i]]
+  end
+  t[parts[#parts]] = value
+end
+
 local function get(t, path)
   for part in path:gmatch("[^.]+") do
     if type(t) ~= "table" then
@@ -235,11 +243,16 @@ local function unknown_keys(user, defaults, path, out)
           best, best_d = c, d
         end
       end
+      if path == "tools" and type(v) == "table" and not best then
+        -- tools.<name> = { … } is a tool's own configuration (ctx:get_config()).
+        goto continue
+      end
       local hint = best and string.format(" (did you mean %s?)", path == "" and best or (path .. "." .. best)) or ""
       table.insert(out, string.format("unknown option %s%s: it is ignored", key, hint))
     elseif type(defaults) == "table" then
       unknown_keys(v, defaults[k], key, out)
     end
+    ::continue::
   end
   return out
 end
@@ -263,7 +276,8 @@ function M.resolve(user)
         if type(d) == "table" and not is_list(d) and type(v) == "table" then
           same_type(d, key)
         elseif v ~= nil and type(v) ~= type(d) then
-          table.insert(errors, string.format("%s: expected %s, got %s", key, type(d), type(v)))
+          table.insert(errors, string.format("%s: expected %s, got %s (the default is used)", key, type(d), type(v)))
+          set(cfg, key, vim.deepcopy(d))
         end
       end
     end

@@ -21,7 +21,12 @@ function M.setup(opts)
   M.apply_highlights()
   local running = require("flemma.host").running()
   if running then
-    local _, err = require("flemma.host").request(P.setup, M.host_config())
+    local ok, js = pcall(M.host_config)
+    if not ok then
+      notify("the configuration cannot be sent to the host: " .. tostring(js), vim.log.levels.ERROR)
+      return
+    end
+    local _, err = require("flemma.host").request(P.setup, js)
     if err then
       notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
     end

@@ -74,7 +74,11 @@ M.namespaces = {
     local function call(which, text, opts)
       local o = vim.empty_dict()
       if type(opts) == "table" then
-        o.max_lines, o.max_bytes = opts.max_lines, opts.max_bytes
+        local function int(x)
+          x = tonumber(x)
+          return x and math.floor(x) or nil
+        end
+        o.max_lines, o.max_bytes = int(opts.max_lines), int(opts.max_bytes)
       end
       local res = host_call(P.truncate, which, text or "", o)
       return res
