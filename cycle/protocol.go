@@ -6,9 +6,10 @@ package cycle
 //
 // One error rule: a failure of the host (the buffer could not be read, a
 // write kept failing, bad arguments) is an RPC error whose text starts with
-// the operation; everything the user should read about the outcome of an
-// action (nothing to do, busy, refused, done) is in the reply's Message with
-// its Level, and the Lua side shows it.
+// the operation ("cycle: read buffer 3: …"; rpc adds the prefix to every
+// handler); everything the user should read about the outcome of an action
+// (nothing to do, busy, refused, done) is in the reply's Message with its
+// Level, and the Lua side shows it.
 
 // Method names.
 const (

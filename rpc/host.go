@@ -37,6 +37,7 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 	h.Connect(editor{v}, luaCalls{v})
 	h.async = map[string]cycle.Method{}
 	for _, m := range h.Methods() {
+		m.Fn = withOp(m.Name, m.Fn)
 		if err := v.RegisterHandler(m.Name, m.Fn); err != nil {
 			return fmt.Errorf("register %s: %w", m.Name, err)
 		}
