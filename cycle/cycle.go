@@ -589,6 +589,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 			}
 			delete(st.running, j.id)
 			delete(st.started, j.id)
+			delete(st.ended, j.id)
 		}
 		h.mu.Unlock()
 	}()
@@ -636,6 +637,14 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	jid := h.journalStart(bufnr, s.Name, j)
 	res := h.exec.Run(ctx, call, j.input)
+	h.mu.Lock()
+	if st := h.bufs[bufnr]; st != nil {
+		if st.ended == nil {
+			st.ended = map[string]bool{}
+		}
+		st.ended[j.id] = true // only its result is left to write
+	}
+	h.mu.Unlock()
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
 	if h.closingNow() {
 		h.logf("tool %s (%s) stopped by the host's shutdown: left unfinished (interrupted) in the journal", j.name, j.id)
@@ -999,7 +1008,17 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 	st := h.state(bufnr)
 	// Another step is being planned and written (autopilot's, or a queued
 	// press): wait for it rather than refuse the user's action.
-	for deadline := time.Now().Add(stepWait); st.cycling && st.streaming == nil && time.Now().Before(deadline); {
+	// So are calls that ended and are writing their results: a user who
+	// acts on the result they just saw must not be told it still runs.
+	finishing := func() bool {
+		for id := range st.running {
+			if !st.ended[id] {
+				return false
+			}
+		}
+		return len(st.running) > 0
+	}
+	for deadline := time.Now().Add(stepWait); (st.cycling && st.streaming == nil || exclusive && finishing()) && time.Now().Before(deadline); {
 		h.mu.Unlock()
 		time.Sleep(2 * time.Millisecond)
 		h.mu.Lock()

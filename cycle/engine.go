@@ -72,6 +72,7 @@ type bufState struct {
 	kept        map[string]tools.Result // finished results whose block changed while they ran
 	notes       map[string]string       // tool id -> why it waits (a diagnostic on its header)
 	background  int                     // goroutines working on the buffer (a response, jobs, a queued step)
+	ended       map[string]bool         // running calls that ended and are writing their result
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.

@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -198,4 +199,45 @@ func TestLastResultUnlocksInTheSameWrite(t *testing.T) {
 			t.Fatalf("unlocked while a call still ran: %q", seen)
 		}
 	}
+}
+
+// A command on a call right after its result appears (tool:undo here) is
+// not refused as "still running": the call ended, only its bookkeeping was
+// left (a make test run failed on it).
+func TestCommandRightAfterTheResult(t *testing.T) {
+	env := newEnv(t, noSandbox())
+	if err := os.WriteFile(filepath.Join(env.dir, "notes.txt"), []byte("before\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := "@You:\nhi\n\n@Assistant:\n**Tool Use:** `write` (`toolu_w`)\n\n```json\n{\"path\": \"notes.txt\", \"content\": \"after\\n\", \"label\": \"w\"}\n```\n"
+	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, text)
+	env.press(1)
+	env.ed.replace(t, 1, "```flemma:tool status=pending", "```flemma:tool status=approved")
+	replies := make(chan Reply, 1)
+	var once sync.Once
+	env.ed.afterApply = func(bufnr int, b *fakeBuf) {
+		if strings.Contains(strings.Join(b.lines, "\n"), "Successfully wrote") {
+			once.Do(func() {
+				line := 0
+				for i, l := range b.lines {
+					if strings.HasPrefix(l, "**Tool Result:** `toolu_w`") {
+						line = i + 1
+					}
+				}
+				go func() {
+					res, err := env.h.Undo(bufnr, line)
+					if err != nil {
+						t.Error(err)
+					}
+					replies <- res
+				}()
+			})
+		}
+	}
+	env.press(1)
+	res := <-replies
+	if res.Phase != "undo" {
+		t.Fatalf("tool:undo right after the result: %+v", res)
+	}
+	env.ed.waitIdle(t, env.h, 1)
 }
