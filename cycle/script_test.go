@@ -20,6 +20,8 @@ type call struct {
 type turn struct {
 	text  string
 	calls []call
+	stop  string // the stop reason (default end_turn, or tool_use with calls)
+	cut   string // raw arguments of a last call cut inside its input
 }
 
 func sseEvent(b *strings.Builder, v map[string]any) {
@@ -45,9 +47,17 @@ func (tr turn) sse() string {
 		sseEvent(&b, map[string]any{"type": "content_block_stop", "index": i})
 		i++
 	}
+	if tr.cut != "" {
+		sseEvent(&b, map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": "toolu_cut", "name": "bash", "input": map[string]any{}}})
+		sseEvent(&b, map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": tr.cut}})
+		sseEvent(&b, map[string]any{"type": "content_block_stop", "index": i})
+	}
 	stop := "end_turn"
 	if len(tr.calls) > 0 {
 		stop = "tool_use"
+	}
+	if tr.stop != "" {
+		stop = tr.stop
 	}
 	sseEvent(&b, map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 7}})
 	sseEvent(&b, map[string]any{"type": "message_stop"})

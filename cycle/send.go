@@ -294,6 +294,13 @@ loop:
 	if usage != nil {
 		h.notify(fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens), levelInfo)
 	}
+	if cut := w.Cut(); cut != "" {
+		// Cut at the output limit, filtered, or ended inside a tool call:
+		// its calls get error results on the next press, and autopilot
+		// does not go on by itself.
+		h.notify(cut+" Autopilot stops here: press <C-]> to go on.", levelWarn)
+		return
+	}
 	if toolUses > 0 {
 		h.autopilotContinue(sw.bufnr)
 	}

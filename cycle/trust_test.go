@@ -119,3 +119,28 @@ func TestFrontmatterOnlyNarrows(t *testing.T) {
 	env.show(1, "after the loop")
 	env.golden()
 }
+
+// Issue 14, stop reasons: a response cut at max_tokens inside a tool call
+// is marked in the buffer, none of its calls runs (not even a complete one
+// before the cut, which the policy would approve), and autopilot stops and
+// says why.
+func TestTruncatedResponseRunsNothing(t *testing.T) {
+	complete := call{"toolu_ok", "bash", map[string]any{"command": "echo run >> runs", "label": "counting"}}
+	env := newEnv(t, with(noSandbox(), script(t,
+		turn{text: "Let me look.", calls: []call{complete}, cut: `{"command": "echo run >> runs`, stop: "max_tokens"},
+	), map[string]any{"tools": map[string]any{"auto_approve": []any{"bash"}}}))
+	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
+	env.press(1)
+	env.ed.wait(t, 1, "the warning", func(*fakeBuf) bool {
+		return strings.Contains(strings.Join(env.ed.notes, "\n"), "Autopilot stops here")
+	})
+	env.ed.waitIdle(t, env.h, 1)
+	env.show(1, "the cut response")
+	env.as("press").reply(env.h.Cycle(1))
+	env.ed.waitIdle(t, env.h, 1)
+	if env.runs() != 0 {
+		t.Fatal("a call of a cut response ran")
+	}
+	env.show(1, "its calls answered, nothing run")
+	env.golden()
+}

@@ -371,7 +371,8 @@ func (p *anthropicParser) handle(_ string, data []byte) error {
 		}
 		switch b.typ {
 		case "tool_use":
-			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: b.id, Name: internalName(b.name), Input: objectJSON([]byte(b.json.String()))}})
+			raw := []byte(b.json.String())
+			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: b.id, Name: internalName(b.name), Input: objectJSON(raw), Incomplete: incompleteJSON(raw)}})
 		case "thinking":
 			if b.sig.Len() > 0 {
 				p.emit(Event{Kind: EventThinkingSignature, Signature: b.sig.String(), Provider: "anthropic"})

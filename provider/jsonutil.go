@@ -62,6 +62,13 @@ func encodeOrdered(m map[string]any, trailing ...string) ([]byte, error) {
 
 // objectJSON validates raw as a JSON object and returns it compacted; any
 // other input (empty, invalid, not an object) gives "{}".
+// incompleteJSON reports streamed arguments that are not a whole JSON
+// object (none at all is a call without arguments: complete).
+func incompleteJSON(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && (raw[0] != '{' || !json.Valid(raw))
+}
+
 func objectJSON(raw []byte) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {

@@ -296,6 +296,7 @@ type openaiItem struct {
 	Name      string `json:"name"`
 	CallID    string `json:"call_id"`
 	Arguments string `json:"arguments"`
+	Status    string `json:"status"` // "incomplete" when the response was cut inside it
 }
 
 func (p *openaiParser) done() bool { return p.finished }
@@ -330,7 +331,8 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 		switch it.Type {
 		case "function_call":
 			p.toolUsed = true
-			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: it.CallID, Name: internalName(it.Name), Input: objectJSON([]byte(it.Arguments))}})
+			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: it.CallID, Name: internalName(it.Name), Input: objectJSON([]byte(it.Arguments)),
+				Incomplete: incompleteJSON([]byte(it.Arguments)) || it.Status == "incomplete"}})
 		case "reasoning":
 			p.emit(Event{Kind: EventThinkingSignature, Signature: base64.StdEncoding.EncodeToString(compactJSON(ev.Item)), Provider: "openai"})
 		}

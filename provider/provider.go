@@ -52,6 +52,10 @@ type Thinking struct {
 type ToolUse struct {
 	ID, Name string
 	Input    json.RawMessage
+	// Incomplete: the arguments the provider streamed are not a whole
+	// JSON object (the response was cut inside the call). Input is then
+	// "{}" and the call must never run.
+	Incomplete bool
 }
 
 // ToolResult is the completed result of a tool call.

@@ -385,5 +385,10 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 		return nil
 	}
 	flushUsage()
+	switch cand.FinishReason {
+	case "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS":
+		// The model's tool call was not valid: nothing was blocked.
+		return &Error{Provider: "vertex", Message: "The model produced an invalid tool call (" + cand.FinishReason + "); nothing of it was run. Press <C-]> to send again."}
+	}
 	return &Error{Provider: "vertex", Message: "Response blocked by Vertex AI (" + cand.FinishReason + ")"}
 }

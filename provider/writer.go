@@ -44,6 +44,9 @@ type Writer struct {
 
 	thinking []*thinkBlock // blocks not yet written, in arrival order
 	open     *thinkBlock   // the block receiving thinking deltas
+
+	stop       string   // the stop reason of EventDone
+	incomplete []string // tool calls whose input was cut ("name (id)")
 }
 
 type thinkBlock struct {
@@ -77,6 +80,9 @@ func (w *Writer) Add(e Event) {
 		if e.ToolUse != nil {
 			w.block(toolUseBlock(e.ToolUse))
 			w.afterTh = false
+			if e.ToolUse.Incomplete {
+				w.incomplete = append(w.incomplete, e.ToolUse.Name+" ("+e.ToolUse.ID+")")
+			}
 		}
 	case EventThinking:
 		if w.open == nil {
@@ -97,8 +103,34 @@ func (w *Writer) Add(e Event) {
 		b.content.WriteString(e.Text)
 		w.thinking = append(w.thinking, b)
 	case EventDone:
+		w.stop = e.StopReason
 		w.flushThinking(true)
 	}
+}
+
+// Cut says why a response that ended normally must still not be taken as
+// whole ("" when it may): it stopped at the output limit, was stopped by a
+// content filter or left incomplete, or a tool call's input was cut. Finish
+// then ends it with the abort marker and this message, so that none of its
+// tool calls runs (the cycle gives every call of an aborted message an
+// error result) and the model reads on the next send what happened.
+func (w *Writer) Cut() string {
+	calls := ""
+	if len(w.incomplete) > 0 {
+		calls = " The input of " + strings.Join(w.incomplete, ", ") + " is incomplete."
+	}
+	switch w.stop {
+	case "max_tokens":
+		return "Response cut at the output limit (max_tokens): none of its tool calls was run." + calls
+	case "content_filter", "safety", "recitation":
+		return "Response stopped by the provider's content filter (" + w.stop + "): none of its tool calls was run." + calls
+	case "incomplete":
+		return "Response left incomplete by the provider: none of its tool calls was run." + calls
+	}
+	if calls != "" {
+		return "Response ended inside a tool call: none of its tool calls was run." + calls
+	}
+	return ""
 }
 
 // Lines returns the lines written so far: the placeholder marker alone
@@ -130,6 +162,9 @@ func (w *Writer) Finish(interrupted bool) []string {
 	if interrupted {
 		return w.abort(AbortedByUser)
 	}
+	if cut := w.Cut(); cut != "" {
+		return w.abort(cut)
+	}
 	w.flushThinking(true)
 	return w.prompt()
 }
@@ -156,6 +191,8 @@ func (w *Writer) abort(message string) []string {
 	if !w.started {
 		return nil
 	}
+	// The message may name the model's calls: it must stay one comment.
+	message = cut(strings.ReplaceAll(collapseSpace(buffer.Sanitize(message)), "-->", "->"), 400)
 	w.block("<!-- flemma:aborted: " + message + " -->\n")
 	return w.prompt()
 }
