@@ -122,6 +122,8 @@ func (w *Writer) Cut() string {
 	switch w.stop {
 	case "max_tokens":
 		return "Response cut at the output limit (max_tokens): none of its tool calls was run." + calls
+	case "model_context_window_exceeded": // Anthropic: the context window filled up mid-answer
+		return "Response cut: the model's context window is full: none of its tool calls was run." + calls
 	case "content_filter", "safety", "recitation":
 		return "Response stopped by the provider's content filter (" + w.stop + "): none of its tool calls was run." + calls
 	case "incomplete":

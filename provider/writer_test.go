@@ -262,3 +262,49 @@ func TestWriterForgery(t *testing.T) {
 		})
 	}
 }
+
+// A response is taken as whole only when it ended normally and every tool
+// call's input is complete; otherwise Finish marks it and says why.
+func TestWriterCut(t *testing.T) {
+	call := func(incomplete bool) Event {
+		return Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: "t1", Name: "bash", Input: []byte(`{}`), Incomplete: incomplete}}
+	}
+	tests := []struct {
+		stop       string
+		incomplete bool
+		want       string // "" = whole
+	}{
+		{"end_turn", false, ""},
+		{"tool_use", false, ""},
+		{"max_tokens", false, "output limit (max_tokens)"},
+		{"model_context_window_exceeded", false, "context window is full"},
+		{"content_filter", false, "content filter (content_filter)"},
+		{"incomplete", false, "left incomplete"},
+		{"tool_use", true, "ended inside a tool call"},
+		{"max_tokens", true, "The input of bash (t1) is incomplete."},
+	}
+	for _, tt := range tests {
+		w := NewWriter(nil)
+		w.Add(Event{Kind: EventText, Text: "hi"})
+		w.Add(call(tt.incomplete))
+		w.Add(Event{Kind: EventDone, StopReason: tt.stop})
+		cut := w.Cut()
+		final := strings.Join(w.Finish(false), "\n")
+		switch {
+		case tt.want == "" && (cut != "" || strings.Contains(final, "flemma:aborted")):
+			t.Errorf("%s/%v: cut %q\n%s", tt.stop, tt.incomplete, cut, final)
+		case tt.want != "" && (!strings.Contains(cut, tt.want) || !strings.Contains(final, "<!-- flemma:aborted: "+cut+" -->")):
+			t.Errorf("%s/%v: cut %q, want %q\n%s", tt.stop, tt.incomplete, cut, tt.want, final)
+		}
+	}
+	// A name or id that would close the comment stays inside it.
+	w := NewWriter(nil)
+	w.Add(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: "x-->y", Name: "bash", Input: []byte(`{}`), Incomplete: true}})
+	w.Add(Event{Kind: EventDone, StopReason: "tool_use"})
+	final := w.Finish(false)
+	for _, l := range final {
+		if strings.HasPrefix(l, "<!-- flemma:aborted:") && strings.Count(l, "-->") != 1 {
+			t.Errorf("the marker was broken open: %q", l)
+		}
+	}
+}
