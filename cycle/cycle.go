@@ -400,6 +400,15 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 				}
 				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
 			case buffer.StatusApproved:
+				if msg, aborted := abortedMessage(doc, tu); aborted && content == "" {
+					// A call of a response that was cut or interrupted never
+					// runs, whoever approved it: its input may be incomplete.
+					if msg == "" {
+						msg = "Response interrupted by the user."
+					}
+					add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
+					continue
+				}
 				if content != "" {
 					protected = append(protected, fmt.Sprintf("%s (line %d)", tu.ID, r.HeaderLine))
 					continue
@@ -528,6 +537,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		ctxs[i] = ctx
 		st.running[j.id] = cancel
 	}
+	st.jobsPending++ // until the jobs' goroutine decided whether autopilot goes on
 	h.mu.Unlock()
 	if limit <= 0 {
 		limit = len(jobs)
@@ -572,7 +582,8 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		// changed it while the tools ran.
 		autopilot := h.effective(bufnr, nil).Autopilot
 		h.mu.Lock()
-		disarmed := h.state(bufnr).disarmed
+		disarmed := st.disarmed
+		st.jobsPending--
 		h.mu.Unlock()
 		if continueCycle && autopilot && !disarmed {
 			h.autoCycle(bufnr)
@@ -637,14 +648,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	jid := h.journalStart(bufnr, s.Name, j)
 	res := h.exec.Run(ctx, call, j.input)
-	h.mu.Lock()
-	if st := h.bufs[bufnr]; st != nil {
-		if st.ended == nil {
-			st.ended = map[string]bool{}
-		}
-		st.ended[j.id] = true // only its result is left to write
-	}
-	h.mu.Unlock()
+	h.markEnded(bufnr, j.id)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
 	if h.closingNow() {
 		h.logf("tool %s (%s) stopped by the host's shutdown: left unfinished (interrupted) in the journal", j.name, j.id)
@@ -739,6 +743,19 @@ func (h *Engine) writeResult(bufnr int, id string, res tools.Result, cursorMode 
 		h.mu.Unlock()
 	}
 	return err
+}
+
+// markEnded notes that a running call ended: only its result is left to
+// write (an exclusive action waits for that instead of refusing).
+func (h *Engine) markEnded(bufnr int, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if st := h.bufs[bufnr]; st != nil && st.running[id] != nil {
+		if st.ended == nil {
+			st.ended = map[string]bool{}
+		}
+		st.ended[id] = true
+	}
 }
 
 // writeLock is the buffer's result-write mutex.
@@ -948,6 +965,7 @@ func (h *Engine) placeResult(bufnr int, id, text string, isError bool, lang stri
 
 // writeFailure writes an error result for a call that could not start.
 func (h *Engine) writeFailure(bufnr int, id, msg string) {
+	h.markEnded(bufnr, id)
 	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		if doc.Result(id) == nil {
 			return nil, ApplyOpts{}, fmt.Errorf("result block of %s not found", id)
@@ -1016,7 +1034,7 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 				return false
 			}
 		}
-		return len(st.running) > 0
+		return len(st.running) > 0 || st.jobsPending > 0
 	}
 	for deadline := time.Now().Add(stepWait); (st.cycling && st.streaming == nil || exclusive && finishing()) && time.Now().Before(deadline); {
 		h.mu.Unlock()

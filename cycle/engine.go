@@ -73,6 +73,7 @@ type bufState struct {
 	notes       map[string]string       // tool id -> why it waits (a diagnostic on its header)
 	background  int                     // goroutines working on the buffer (a response, jobs, a queued step)
 	ended       map[string]bool         // running calls that ended and are writing their result
+	jobsPending int                     // job batches that have not yet decided whether autopilot goes on
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.

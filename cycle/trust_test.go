@@ -136,6 +136,17 @@ func TestTruncatedResponseRunsNothing(t *testing.T) {
 	})
 	env.ed.waitIdle(t, env.h, 1)
 	env.show(1, "the cut response")
+	// <M-CR> on the complete call of the cut response does not run it either.
+	useLine := 0
+	for i, l := range env.ed.text(1) {
+		if strings.Contains(l, "(`toolu_ok`)") {
+			useLine = i + 1
+		}
+	}
+	env.as("<M-CR> on the complete call").reply(env.h.ExecuteAt(1, useLine))
+	if env.runs() != 0 {
+		t.Fatal("<M-CR> ran a call of a cut response")
+	}
 	env.as("press").reply(env.h.Cycle(1))
 	env.ed.waitIdle(t, env.h, 1)
 	if env.runs() != 0 {

@@ -347,8 +347,12 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 				if r.IncompleteDetails != nil && r.IncompleteDetails.Reason != "" {
 					stop = r.IncompleteDetails.Reason
 				}
-				if stop == "max_output_tokens" {
+				switch stop {
+				case "max_output_tokens":
 					stop = "max_tokens"
+				case "content_filter":
+				default:
+					stop = "incomplete" // any other reason: not a whole response
 				}
 			}
 			if u := r.Usage; u != nil {

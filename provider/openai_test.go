@@ -113,6 +113,8 @@ func openaiStreams() map[string]string {
 		event(obj{"type": "response.refusal.delta", "output_index": 0, "item_id": "msg_o8", "content_index": 0, "delta": "I can't help"}).
 		event(obj{"type": "response.refusal.delta", "output_index": 0, "item_id": "msg_o8", "content_index": 0, "delta": " with that."}).
 		oDone("response.completed", 10, 0, 6, 0)
+	s["incomplete_other_reason"] = new(sse).oStart("resp_o9").oMessage(0, "msg_o9", "Stopped for a reason we do not know").
+		event(obj{"type": "response.incomplete", "response": obj{"status": "incomplete", "incomplete_details": obj{"reason": "something_new"}}})
 	s["invalid_arguments"] = new(sse).oStart("resp_o7").oCall(0, "fc_o7", "call_Bad01", "bash", `{"command": "ec`).oDone("response.completed", 10, 0, 5, 0)
 	out := map[string]string{}
 	for k, v := range s {

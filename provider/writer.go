@@ -194,7 +194,11 @@ func (w *Writer) abort(message string) []string {
 		return nil
 	}
 	// The message may name the model's calls: it must stay one comment.
-	message = cut(strings.ReplaceAll(collapseSpace(buffer.Sanitize(message)), "-->", "->"), 400)
+	message = collapseSpace(buffer.Sanitize(message))
+	for strings.Contains(message, "--") { // "-->" and "--!>" close an HTML comment
+		message = strings.ReplaceAll(message, "--", "-")
+	}
+	message = cut(message, 400)
 	w.block("<!-- flemma:aborted: " + message + " -->\n")
 	return w.prompt()
 }
