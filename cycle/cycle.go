@@ -46,11 +46,7 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 	cfg := h.cfg
 	h.mu.Unlock()
 	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: []string{"$default", "$readonly", "$standard"}, Providers: provider.Names()}
-	for _, t := range h.Registry.All() {
-		if t.Spec().Enabled && len(h.Registry.Missing(t)) == 0 {
-			setup.Tools = append(setup.Tools, t.Spec().Name)
-		}
-	}
+	setup.Tools = h.usableTools()
 	if list, ok := cfg.AutoApproveList(); ok {
 		setup.AutoApprove = list
 	}
@@ -567,7 +563,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 			go func(ctx context.Context, j job) {
 				defer wg.Done()
 				defer func() { <-sem }()
-				h.runOne(ctx, bufnr, j, cursorMode)
+				h.runOne(ctx, bufnr, j, cursorMode, eff.DefaultTimeout)
 			}(ctxs[i], j)
 		}
 		wg.Wait()
@@ -591,7 +587,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	})
 }
 
-func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string) {
+func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string, timeout time.Duration) {
 	defer func() {
 		h.mu.Lock()
 		if st := h.bufs[bufnr]; st != nil {
@@ -634,7 +630,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 			return
 		}
 	}
-	call.Timeout = h.effective(bufnr, nil).DefaultTimeout
+	call.Timeout = timeout
 	h.mu.Lock()
 	ran := h.trustOf(bufnr).ledger.Get(j.id)
 	h.mu.Unlock()

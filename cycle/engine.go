@@ -140,6 +140,9 @@ func (h *Engine) Busy(bufnr int) bool {
 	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0)
 }
 
+// Logf writes to the host's log (rpc logs through it too).
+func (h *Engine) Logf(format string, args ...any) { h.logf(format, args...) }
+
 func (h *Engine) logf(format string, args ...any) {
 	if h.Log != nil {
 		h.Log.Printf(format, args...)

@@ -27,7 +27,7 @@ func (h *Host) hAsync(id int, method string, args []any) {
 			res = struct{}{} // an empty table for the plugin
 		}
 		if e := h.nv.ExecLua(`require("flemma.host")._reply(...)`, nil, id, res, msg); e != nil {
-			h.logf("answer %s (#%d): %v", method, id, e)
+			h.Logf("answer %s (#%d): %v", method, id, e)
 		}
 	}()
 }
@@ -37,7 +37,7 @@ func (h *Host) hAsync(id int, method string, args []any) {
 func (h *Host) callAsync(method string, args []any) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			h.logf("%s panicked: %v", method, p)
+			h.Logf("%s panicked: %v", method, p)
 			res, err = nil, fmt.Errorf("%s failed — see the log", method)
 		}
 	}()

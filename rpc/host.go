@@ -23,12 +23,6 @@ func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
 	return &Host{Engine: cycle.NewEngine(version, logger, reg)}
 }
 
-func (h *Host) logf(format string, args ...any) {
-	if h.Log != nil {
-		h.Log.Printf(format, args...)
-	}
-}
-
 // Attach connects the engine to a Neovim and registers its methods
 // (cycle.Methods): each synchronously, the user's actions also through the
 // flemma.async notification.
