@@ -41,6 +41,10 @@ local function highlights()
   vim.cmd("highlight default link FlemmaToolPreview Comment")
   vim.cmd("highlight default link FlemmaToolRunning DiagnosticInfo")
   vim.cmd("highlight default link FlemmaLocked WarningMsg")
+  -- The user's highlights.tool_preview, once flemma is set up.
+  if package.loaded["flemma"] then
+    require("flemma").apply_highlights()
+  end
 end
 highlights()
 vim.api.nvim_create_autocmd("ColorScheme", {

@@ -175,16 +175,16 @@ local function get(t, path)
   return t
 end
 
--- Options whose default is nil (so they are not keys of M.defaults).
-local nil_defaults = {
-  ["model"] = true,
-  ["parameters.max_tokens"] = true,
-  ["parameters.temperature"] = true,
-  ["parameters.thinking"] = true,
-  ["parameters.cache_retention"] = true,
-  ["host.cmd"] = true,
-  ["host.log_file"] = true,
-}
+-- Options whose default is nil (so they are not keys of M.defaults): the
+-- checks that allow nil.
+local nil_defaults = {}
+for path, spec in pairs(checks) do
+  for _, ty in ipairs(spec) do
+    if ty == "nil" then
+      nil_defaults[path] = true
+    end
+  end
+end
 
 -- Tables whose keys are the user's own: names of presets, providers,
 -- provider parameters, environment variables.

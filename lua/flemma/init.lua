@@ -35,8 +35,8 @@ end
 
 --- highlights.tool_preview: a highlight group to link FlemmaToolPreview to
 --- ("Comment", the default link plugin/flemma.lua sets), a "#rrggbb" colour,
---- or a table of attributes for nvim_set_hl. Applied at setup() and again
---- after every :colorscheme.
+--- or a table of attributes for nvim_set_hl. Applied at setup() and, by
+--- plugin/flemma.lua's ColorScheme autocommand, after every :colorscheme.
 function M.apply_highlights()
   local hl = (M.config().highlights or {}).tool_preview
   local ok, err = pcall(function()
@@ -50,16 +50,6 @@ function M.apply_highlights()
   end)
   if not ok then
     notify("highlights.tool_preview: " .. tostring(err), vim.log.levels.WARN)
-  end
-  if not M._hl_autocmd then
-    M._hl_autocmd = true
-    vim.api.nvim_create_autocmd("ColorScheme", {
-      group = vim.api.nvim_create_augroup("flemma_highlights", { clear = true }),
-      desc = "flemma: re-apply highlights.tool_preview",
-      callback = function()
-        M.apply_highlights()
-      end,
-    })
   end
 end
 
