@@ -292,3 +292,44 @@ func TestNoDoubleExecution(t *testing.T) {
 		}
 	})
 }
+
+// A response cut at max_tokens inside a tool call: the buffer says so, the
+// user is told, autopilot stops, and none of its calls runs — not even the
+// complete one the policy approves. The next press answers them with the
+// reason, and the model gets it.
+func TestCutResponseRunsNothing(t *testing.T) {
+	cut := strings.Replace(sse("Let me compute.",
+		[3]string{"toolu_c1", "calculator", `{"expression": "6*7", "label": null}`},
+		[3]string{"toolu_c2", "calculator", `{"expression": "1+`}),
+		`"stop_reason":"tool_use"`, `"stop_reason":"max_tokens"`, 1)
+	f := &fakeAnthropic{turns: []string{cut, sse("Understood.")}}
+	eachNvimSend(t, f, `, tools = { auto_approve = { "calculator" } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "cut.chat", question)
+		press(t, s, "<C-]>")
+		marker := "<!-- flemma:aborted: Response cut at the output limit (max_tokens): none of its tool calls was run. The input of calculator (toolu_c2) is incomplete. -->"
+		if got, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, marker) }); err != nil {
+			t.Fatalf("no marker:\n%s", got)
+		}
+		if _, err := s.Wait(10*time.Second, func(string) bool { return strings.Contains(s.Messages(), "Autopilot stops here") }); err != nil {
+			t.Fatalf("no warning:\n%s", s.Messages())
+		}
+		if strings.Contains(text(t, s), "**Tool Result:**") {
+			t.Fatalf("autopilot went on:\n%s", text(t, s))
+		}
+		press(t, s, "<C-]>")
+		got, err := s.Wait(15*time.Second, func(x string) bool { return strings.Contains(x, "Understood.") })
+		if err != nil {
+			t.Fatalf("buffer:\n%s", got)
+		}
+		if strings.Contains(got, "```\n42\n```") || strings.Count(got, "(error)") != 2 {
+			t.Errorf("a call of the cut response ran, or lacks its error result:\n%s", got)
+		}
+		f.mu.Lock()
+		second := f.bodies[len(f.bodies)-1]
+		f.mu.Unlock()
+		b, _ := json.Marshal(second["messages"])
+		if !strings.Contains(string(b), "max_tokens") {
+			t.Errorf("the model is not told why: %s", b)
+		}
+	})
+}
