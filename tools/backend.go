@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // backendProbe is the result of detecting bubblewrap, once per process.
@@ -38,11 +40,21 @@ var (
 // command actually runs under it with the namespaces the sandbox uses, else
 // "none". why explains the outcome in words fit for :checkhealth.
 func DetectBackend() (name string, ok bool, why string) {
-	probeOnce.Do(func() { probe = detectBwrap("bwrap") })
-	if probe.ok {
-		return "bwrap", true, probe.why
+	p := current()
+	if p.ok {
+		return "bwrap", true, p.why
 	}
-	return "none", false, probe.why
+	return "none", false, p.why
+}
+
+// current is what the probe found (once per process), or a missing
+// bubblewrap when a test says so (testhook.NoBwrap).
+func current() backendProbe {
+	probeOnce.Do(func() { probe = detectBwrap("bwrap") })
+	if testhook.NoBwrap != "" {
+		return backendProbe{why: testhook.NoBwrap}
+	}
+	return probe
 }
 
 func detectBwrap(exe string) backendProbe {
@@ -190,16 +202,16 @@ func (s *Sandbox) wrap(argv []string, byFD bool) ([]string, []*os.File, error) {
 		return argv, nil, nil
 	}
 	DetectBackend()
-	if !probe.ok {
+	if !current().ok {
 		if s.cfg.Backend == "bwrap" {
-			return nil, nil, fmt.Errorf("sandbox.backend is \"bwrap\" but it is not usable: %s", probe.why)
+			return nil, nil, fmt.Errorf("sandbox.backend is \"bwrap\" but it is not usable: %s", current().why)
 		}
 		return argv, nil, nil
 	}
-	if !s.cfg.Network && !probe.netIso {
+	if !s.cfg.Network && !current().netIso {
 		return nil, nil, fmt.Errorf("sandbox.network is off but network namespaces are unavailable here")
 	}
-	if !probe.capDrop && os.Geteuid() == 0 {
+	if !current().capDrop && os.Geteuid() == 0 {
 		return nil, nil, fmt.Errorf("bubblewrap here cannot drop capabilities (--cap-drop), and flemma runs as root: a sandboxed command could undo the sandbox")
 	}
 	var files []*os.File
@@ -218,14 +230,14 @@ func (s *Sandbox) wrap(argv []string, byFD bool) ([]string, []*os.File, error) {
 		if f == nil {
 			continue
 		}
-		if byFD && probe.bindFD {
+		if byFD && current().bindFD {
 			files = append(files, f)
 			fds[r] = 2 + len(files)
 		} else {
 			f.Close()
 		}
 	}
-	return s.bwrapArgs(probe.path, argv, fds, s.planMasks()), files, nil
+	return s.bwrapArgs(current().path, argv, fds, s.planMasks()), files, nil
 }
 
 // openRoot opens the writable root r (canonical) without following any
@@ -237,7 +249,7 @@ func (s *Sandbox) openRoot(r string) (*os.File, error) {
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	case errors.Is(err, errPathChanged) || errors.Is(err, syscall.ENOTDIR):
+	case errors.Is(err, ErrPathChanged) || errors.Is(err, syscall.ENOTDIR):
 		return nil, fmt.Errorf("the writable root %s was replaced (a part of its path is now a symlink or not a folder): refusing to run the command", r)
 	default:
 		return nil, fmt.Errorf("cannot open the writable root %s: %v", r, err)
@@ -298,17 +310,21 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	if s.cfg.Network {
 		out = append(out, "--share-net")
 	}
-	if probe.capDrop || probe.path == "" {
+	if current().capDrop || current().path == "" {
 		out = append(out, "--cap-drop", "ALL")
 	}
 	out = append(out, "--die-with-parent", "--new-session")
 	return append(out, argv...)
 }
 
-// probeBindFD reports whether this bubblewrap binds by descriptor.
-func probeBindFD() bool {
+// NetworkNamespaces reports whether bubblewrap can give a command its own
+// network namespace here (sandbox.network off needs it).
+func NetworkNamespaces() bool { return current().netIso }
+
+// BindsByFD reports whether this bubblewrap binds by descriptor.
+func BindsByFD() bool {
 	DetectBackend()
-	return probe.bindFD
+	return current().bindFD
 }
 
 // Status describes the sandbox for :Flemma sandbox:status and

@@ -39,22 +39,6 @@ import (
 // a quarter of the size limit) is refused: nothing is written, and the
 // model is told why.
 
-// Change is what a tool did to one file, with what Undo needs to take it
-// back. The host keeps it (e.g. in its journal) with the call.
-type Change struct {
-	// Path is the file, absolute with symlinks resolved.
-	Path string `json:"path"`
-	// Before is the SHA-256 (hex) of the content before the change, the
-	// name of its backup; BackupAbsent when the file did not exist; ""
-	// when no backup was kept (backups turned off).
-	Before string `json:"before"`
-	// After is the SHA-256 (hex) of the content the tool wrote.
-	After string `json:"after"`
-}
-
-// BackupAbsent is Change.Before for a file the tool created.
-const BackupAbsent = "absent"
-
 // Defaults of the backup store (Env.BackupMaxBytes, Env.BackupMaxAge).
 const (
 	DefaultBackupMaxBytes = 256 << 20
@@ -369,13 +353,13 @@ func backupRefusal(path string, err error) error {
 	switch {
 	case errors.As(err, &big):
 		reason = big.Error()
-	case fsReason(err) != "":
-		reason = fsReason(err)
+	case FSReason(err) != "":
+		reason = FSReason(err)
 	default:
 		reason = err.Error()
 		var eb *errBackup
 		if errors.As(err, &eb) {
-			if r := fsReason(eb.err); r != "" {
+			if r := FSReason(eb.err); r != "" {
 				reason = r
 			}
 		}
@@ -413,12 +397,12 @@ func Undo(rec Change, backupDir string) error {
 	if rec.Before != BackupAbsent && !isBlobName(rec.Before) {
 		return fmt.Errorf("cannot undo the change of %s: the record's backup name %q is not valid", p, rec.Before)
 	}
-	cur, err := openNoFollow(p)
+	cur, err := OpenNoFollow(p)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return fmt.Errorf("cannot undo the change of %s: %w (it no longer exists)", p, ErrUndoChanged)
-		case errors.Is(err, errPathChanged):
+		case errors.Is(err, ErrPathChanged):
 			return fmt.Errorf("cannot undo the change of %s: a folder on its path is now a symbolic link; nothing was restored", p)
 		}
 		return fmt.Errorf("cannot undo the change of %s: %v", p, err)
@@ -432,8 +416,8 @@ func Undo(rec Change, backupDir string) error {
 		return fmt.Errorf("cannot undo the change of %s: %w; nothing was restored", p, ErrUndoChanged)
 	}
 	if rec.Before == BackupAbsent {
-		if err := removeIfUnchanged(p, stamp); err != nil {
-			if errors.Is(err, errChangedMeanwhile) {
+		if err := RemoveIfUnchanged(p, stamp); err != nil {
+			if errors.Is(err, ErrChangedMeanwhile) {
 				return fmt.Errorf("cannot undo the change of %s: %w; nothing was restored", p, ErrUndoChanged)
 			}
 			return fmt.Errorf("cannot undo the change of %s: removing the file the tool created: %v", p, err)
@@ -449,8 +433,8 @@ func Undo(rec Change, backupDir string) error {
 	if err != nil {
 		return fmt.Errorf("cannot undo the change of %s: %w", p, err)
 	}
-	if err := writeFileAtomic(p, data, false, rootRef{}, prior{check: true, stamp: stamp}); err != nil {
-		if errors.Is(err, errChangedMeanwhile) {
+	if err := WriteFileAtomic(p, data, false, RootRef{}, Prior{check: true, stamp: stamp}); err != nil {
+		if errors.Is(err, ErrChangedMeanwhile) {
 			return fmt.Errorf("cannot undo the change of %s: %w; nothing was restored", p, ErrUndoChanged)
 		}
 		return fmt.Errorf("cannot undo the change of %s: %v", p, err)
@@ -468,7 +452,7 @@ func readBackup(backupDir, name string) ([]byte, error) {
 	defer dir.close()
 	f, err := dir.open(name)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) || errors.Is(err, errNotRegular) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) || errors.Is(err, ErrNotRegular) {
 			return nil, ErrBackupGone
 		}
 		return nil, fmt.Errorf("reading the backup: %v", err)
@@ -487,25 +471,25 @@ func readBackup(backupDir, name string) ([]byte, error) {
 // readStamped reads the open file f to w, hashing it, and returns its
 // stamp, checked to be the same before and after the read (else
 // errChangedMeanwhile: it was being written).
-func readStamped(f *os.File, w io.Writer) (fileStamp, [sha256.Size]byte, int64, error) {
+func readStamped(f *os.File, w io.Writer) (FileStamp, [sha256.Size]byte, int64, error) {
 	var sum [sha256.Size]byte
-	before, err := stampFile(f)
+	before, err := StampFile(f)
 	if err != nil {
-		return fileStamp{}, sum, 0, err
+		return FileStamp{}, sum, 0, err
 	}
 	h := sha256.New()
 	buf := copyBufs.Get().(*[]byte)
 	n, err := io.CopyBuffer(io.MultiWriter(w, h), onlyReader{f}, *buf)
 	copyBufs.Put(buf)
 	if err != nil {
-		return fileStamp{}, sum, n, err
+		return FileStamp{}, sum, n, err
 	}
-	after, err := stampFile(f)
+	after, err := StampFile(f)
 	if err != nil {
-		return fileStamp{}, sum, n, err
+		return FileStamp{}, sum, n, err
 	}
 	if after != before {
-		return fileStamp{}, sum, n, errChangedMeanwhile
+		return FileStamp{}, sum, n, ErrChangedMeanwhile
 	}
 	copy(sum[:], h.Sum(nil))
 	return after, sum, n, nil

@@ -43,7 +43,7 @@ func openBackupDir(dir string) (*backupDir, error) {
 	if err != nil {
 		return nil, backupError(err)
 	}
-	pfd, err := openDir(cp, false, rootRef{})
+	pfd, err := openDir(cp, false, RootRef{})
 	if err != nil {
 		return nil, backupError(err)
 	}
@@ -51,7 +51,7 @@ func openBackupDir(dir string) (*backupDir, error) {
 	if err := syscall.Mkdirat(pfd, base, 0o700); err != nil && !errors.Is(err, syscall.EEXIST) {
 		return nil, backupError(err)
 	}
-	fd, err := openatDir(pfd, base)
+	fd, err := OpenatDir(pfd, base)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, backupError(fmt.Errorf("the backup directory %s is a symbolic link or not a folder: refusing to use it", dir))
@@ -107,7 +107,7 @@ type backupStat struct {
 
 // stat describes the entry name without following a symlink.
 func (d *backupDir) stat(name string) (backupStat, error) {
-	fd, err := syscall.Openat(d.fd, name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Openat(d.fd, name, OPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return backupStat{}, err
 	}
@@ -146,10 +146,10 @@ func (d *backupDir) names() ([]string, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
-	ents, _, err := dirFD(fd).entries(nil)
+	ents, _, err := DirFD(fd).Entries(nil)
 	names := make([]string, len(ents))
 	for i, e := range ents {
-		names[i] = e.name
+		names[i] = e.Name
 	}
 	return names, err
 }
@@ -168,7 +168,7 @@ func (d *backupDir) open(name string) (*os.File, error) {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		syscall.Close(fd)
-		return nil, errNotRegular
+		return nil, ErrNotRegular
 	}
 	if err := syscall.SetNonblock(fd, false); err != nil {
 		syscall.Close(fd)

@@ -99,7 +99,7 @@ func (d *backupDir) stat(name string) (backupStat, error) {
 
 func (d *backupDir) touch(name string) error {
 	if st, err := d.stat(name); err != nil || !st.regular {
-		return errNotRegular
+		return ErrNotRegular
 	}
 	now := time.Now()
 	return os.Chtimes(d.join(name), now, now)
@@ -118,7 +118,7 @@ func (d *backupDir) open(name string) (*os.File, error) {
 	if st, err := d.stat(name); err != nil {
 		return nil, err
 	} else if !st.regular {
-		return nil, errNotRegular
+		return nil, ErrNotRegular
 	}
 	return os.Open(d.join(name))
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 func hexSum(s string) string {
@@ -67,8 +69,8 @@ func TestWriteChangedDuringWrite(t *testing.T) {
 			if c.name == "existing" {
 				f.write("c.txt", "original")
 			}
-			testHookBeforeRename = func(string) { os.WriteFile(p, []byte("someone else's, longer"), 0o644) }
-			defer func() { testHookBeforeRename = nil }()
+			testhook.BeforeRename = func(string) { os.WriteFile(p, []byte("someone else's, longer"), 0o644) }
+			defer func() { testhook.BeforeRename = nil }()
 			in := map[string]any{"path": "c.txt", "content": "mine"}
 			if c.tool == "edit" {
 				in = map[string]any{"path": "c.txt", "oldText": "original", "newText": "mine"}

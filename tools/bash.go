@@ -64,21 +64,21 @@ func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
 		return Output{}, errors.New("No command provided")
 	}
 	env := call.Env
-	def, max := env.timeouts()
+	def, max := env.Timeouts()
 	timeout := def
 	if in.Timeout != nil && *in.Timeout > 0 {
 		timeout = time.Duration(*in.Timeout * float64(time.Second))
 	}
 	timeout = min(timeout, max)
 
-	sb, err := env.sandbox(call)
+	sb, err := env.SandboxFor(call)
 	if err != nil {
 		return Output{}, fmt.Errorf("Sandbox error: %v", err)
 	}
 	// The writable roots are bound by descriptor when bubblewrap can: a
 	// root replaced after the check (by a command running meanwhile)
 	// cannot redirect the bind.
-	argv, files, err := sb.WrapCommandFiles([]string{env.shell(), "-c", in.Command})
+	argv, files, err := sb.WrapCommandFiles([]string{env.ShellOrDefault(), "-c", in.Command})
 	if err != nil {
 		return Output{}, fmt.Errorf("Sandbox error: %v", err)
 	}
@@ -97,16 +97,16 @@ func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
 	if err != nil {
 		return Output{}, &Internal{Err: err}
 	}
-	proc, err := startTree(argv, env.WorkDir(call), env.commandEnv(), pw, files) // stderr interleaved with stdout
+	proc, err := StartTree(argv, env.WorkDir(call), env.CommandEnv(), pw, files) // stderr interleaved with stdout
 	pw.Close()
 	closeFiles()
 	if err != nil {
 		pr.Close()
-		reason := fsReason(err)
+		reason := FSReason(err)
 		switch {
 		case errors.Is(err, exec.ErrNotFound):
 			reason = argv[0] + " not found"
-		case errors.Is(err, errShuttingDown):
+		case errors.Is(err, ErrShuttingDown):
 			reason = err.Error()
 		}
 		if reason == "" {
@@ -126,13 +126,13 @@ func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
 	defer timer.Stop()
 	timedOut, canceled := false, false
 	select {
-	case <-proc.done:
+	case <-proc.Done():
 	case <-timer.C:
 		timedOut = true
-		proc.stop(killGrace)
+		proc.Stop(killGrace)
 	case <-ctx.Done():
 		canceled = true
-		proc.stop(killGrace)
+		proc.Stop(killGrace)
 	}
 	// Once the tree is gone nothing holds the pipe; should a process have
 	// escaped, read what it wrote so far, then stop reading.
@@ -148,28 +148,28 @@ func runBash(ctx context.Context, call Call, in BashInput) (Output, error) {
 	}
 
 	text := Finish(strings.TrimRight(out.String(), " \t\r\n"), env)
-	save := func(full string) (string, error) { return SaveFullOutput(env.outputDir(), call, full) }
+	save := func(full string) (string, error) { return SaveFullOutput(env.OutputDirOrDefault(), call, full) }
 	if timedOut {
 		msg := "Command timed out after " + formatSeconds(timeout) + " seconds."
 		if text != "" {
-			msg = TruncateWithOverflow(text, true, env.limits(), save) + "\n\n" + msg
+			msg = TruncateWithOverflow(text, true, env.Limits(), save) + "\n\n" + msg
 		}
 		return Output{}, errors.New(msg)
 	}
 	if text == "" {
 		text = "(no output)"
 	} else {
-		text = TruncateWithOverflow(text, true, env.limits(), save)
+		text = TruncateWithOverflow(text, true, env.Limits(), save)
 	}
-	<-proc.done
-	if proc.err != nil {
-		return Output{}, &Internal{Err: proc.err}
-	}
-	switch st := proc.status; {
-	case st.signal != "":
-		return Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)", text, st.signal)
-	case st.code != 0:
-		return Output{}, fmt.Errorf("%s\n\nCommand exited with code %d", text, st.code)
+	<-proc.Done()
+	code, signal, err := proc.Exit()
+	switch {
+	case err != nil:
+		return Output{}, &Internal{Err: err}
+	case signal != "":
+		return Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)", text, signal)
+	case code != 0:
+		return Output{}, fmt.Errorf("%s\n\nCommand exited with code %d", text, code)
 	}
 	return Output{Text: text}, nil
 }

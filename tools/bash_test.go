@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 func TestBash(t *testing.T) {
@@ -163,7 +165,7 @@ func TestBashCancelKillsGroup(t *testing.T) {
 	cancel()
 	res := <-done
 	want(t, "cancel", res, false, "User aborted tool execution.")
-	if groupAlive(pgid) {
+	if GroupAlive(pgid) {
 		t.Errorf("process group %d still has running processes after cancel", pgid)
 	}
 	// Orphaned, killed sleeps are zombies until PID 1 reaps them; then the
@@ -255,7 +257,7 @@ func TestBwrapConfinesWrites(t *testing.T) {
 }
 
 func TestBwrapHidesSSH(t *testing.T) {
-	home := canonicalOr(t.TempDir())
+	home := CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
 	os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("PRIVATE KEY"), 0o600)
@@ -287,7 +289,7 @@ func TestBwrapNetwork(t *testing.T) {
 	on := bwrapFixture(t, true)
 	want(t, "network on", on.run("bash", map[string]any{"command": cmd}), true, "connected")
 	off := bwrapFixture(t, false)
-	if !probe.netIso {
+	if !NetworkNamespaces() {
 		t.Skip("network namespaces are unavailable here")
 	}
 	res := off.run("bash", map[string]any{"command": cmd})
@@ -338,9 +340,8 @@ func TestBwrapRequiredButMissing(t *testing.T) {
 	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath}, Network: true})
 	if _, ok, _ := DetectBackend(); ok {
 		// Simulate a machine without bubblewrap through a probe result.
-		saved := probe
-		probe = backendProbe{why: "bubblewrap (bwrap) not found on PATH"}
-		defer func() { probe = saved }()
+		testhook.NoBwrap = "bubblewrap (bwrap) not found on PATH"
+		defer func() { testhook.NoBwrap = "" }()
 	}
 	want(t, "required", f.run("bash", map[string]any{"command": "echo"}), false, "Sandbox error: sandbox.backend is \"bwrap\" but it is not usable: bubblewrap (bwrap) not found on PATH")
 }

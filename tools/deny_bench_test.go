@@ -33,7 +33,7 @@ func BenchmarkDeniedEntry(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		for _, e := range ents {
-			if sb.deniedEntry(e.abs, e.name, e.dir) {
+			if sb.DeniedEntry(e.abs, e.name, e.dir) {
 				n++
 			}
 		}

@@ -111,21 +111,21 @@ func (l Limits) withDefaults() Limits {
 // protection must work even when the host does not configure it.
 var defaultReads = NewReadLog()
 
-func (e *Env) limits() Limits {
+func (e *Env) Limits() Limits {
 	if e == nil {
 		return Limits{}.withDefaults()
 	}
 	return e.Truncate.withDefaults()
 }
 
-func (e *Env) reads() *ReadLog {
+func (e *Env) ReadsOrDefault() *ReadLog {
 	if e == nil || e.Reads == nil {
 		return defaultReads
 	}
 	return e.Reads
 }
 
-func (e *Env) shell() string {
+func (e *Env) ShellOrDefault() string {
 	if e == nil || e.Shell == "" {
 		return DefaultShell
 	}
@@ -139,14 +139,14 @@ func (e *Env) environ() []string {
 	return e.Environ
 }
 
-func (e *Env) exclude() []string {
+func (e *Env) ExcludeOrDefault() []string {
 	if e == nil || e.Exclude == nil {
 		return DefaultExclude
 	}
 	return e.Exclude
 }
 
-func (e *Env) timeouts() (def, max time.Duration) {
+func (e *Env) Timeouts() (def, max time.Duration) {
 	def, max = DefaultToolTimeout, DefaultMaxTimeout
 	if e != nil && e.DefaultTimeout > 0 {
 		def = e.DefaultTimeout
@@ -160,7 +160,7 @@ func (e *Env) timeouts() (def, max time.Duration) {
 	return def, max
 }
 
-func (e *Env) outputDir() string {
+func (e *Env) OutputDirOrDefault() string {
 	if e == nil || e.OutputDir == "" {
 		return os.TempDir()
 	}
@@ -174,7 +174,7 @@ func (e *Env) outputDir() string {
 func (e *Env) envDeny() []string {
 	deny := DefaultEnvDeny
 	if e != nil && e.Sandbox != nil {
-		deny = e.Sandbox.cfg.EnvDeny
+		deny = e.Sandbox.Config().EnvDeny
 	}
 	var extra []string
 	for _, kv := range e.environ() {
@@ -189,9 +189,9 @@ func (e *Env) envDeny() []string {
 	return append(append([]string(nil), deny...), extra...)
 }
 
-// sandbox returns the sandbox of the call, building the default one when the
+// SandboxFor returns the SandboxFor of the call, building the default one when the
 // host gave none. With Protect it is a copy that enforces protected paths.
-func (e *Env) sandbox(call Call) (*Sandbox, error) {
+func (e *Env) SandboxFor(call Call) (*Sandbox, error) {
 	var sb *Sandbox
 	if e != nil && e.Sandbox != nil {
 		sb = e.Sandbox
@@ -201,19 +201,17 @@ func (e *Env) sandbox(call Call) (*Sandbox, error) {
 			return nil, err
 		}
 	}
-	if e != nil && e.Protect && !sb.protect {
-		c := *sb
-		c.protect = true
-		sb = &c
+	if e != nil && e.Protect {
+		sb = sb.WithProtect()
 	}
 	return sb, nil
 }
 
-// commandEnv is the environment of a command: the base environment without
+// CommandEnv is the environment of a command: the base environment without
 // the variables that name a socket of the user (SocketEnv, always) and
 // those env_deny matches, plus tools.bash.env (set by the user, so kept
 // even when it names one of them).
-func (e *Env) commandEnv() []string {
+func (e *Env) CommandEnv() []string {
 	env := ScrubEnv(ScrubEnv(e.environ(), SocketEnv), e.envDeny())
 	if e != nil {
 		for k, v := range e.ExtraEnv {
@@ -221,29 +219,6 @@ func (e *Env) commandEnv() []string {
 		}
 	}
 	return env
-}
-
-// SocketEnv are the variables that lead a command to a socket of the user
-// — Neovim's RPC socket (nvim --server $NVIM --remote-expr 'system(…)'
-// runs outside every sandbox), agents, buses, displays, container engines,
-// terminal multiplexers and terminals with remote control — or to their
-// folders. They are removed from the environment of every command,
-// sandboxed or not, whatever env_deny says; under bubblewrap the sockets
-// are hidden as well (see WrapCommand).
-var SocketEnv = []string{
-	"NVIM", "NVIM_LISTEN_ADDRESS", "NVIM_SERVER",
-	"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "GNOME_KEYRING_CONTROL", "GNOME_KEYRING_PID",
-	"DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "DBUS_STARTER_ADDRESS", "DBUS_STARTER_BUS_TYPE",
-	"XDG_RUNTIME_DIR", "SESSION_MANAGER", "XDG_SESSION_COOKIE",
-	"DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET", "XAUTHORITY", "XAUTHLOCALHOSTNAME",
-	"SWAYSOCK", "I3SOCK", "HYPRLAND_INSTANCE_SIGNATURE", "NIRI_SOCKET",
-	"PULSE_SERVER", "PIPEWIRE_REMOTE",
-	"DOCKER_HOST", "DOCKER_CONTEXT", "CONTAINER_HOST", "CONTAINER_CONNECTION", "PODMAN_HOST",
-	"CONTAINERD_ADDRESS", "BUILDKIT_HOST", "LIMA_INSTANCE", "COLIMA_*",
-	"TMUX", "TMUX_PANE", "TMUX_TMPDIR", "STY", "WINDOW", "ZELLIJ", "ZELLIJ_*", "BYOBU_*",
-	"KITTY_LISTEN_ON", "KITTY_PUBLIC_KEY", "WEZTERM_UNIX_SOCKET", "WEZTERM_PANE", "ALACRITTY_SOCKET",
-	"VSCODE_IPC_HOOK*", "VSCODE_GIT_IPC_HANDLE", "VSCODE_GIT_ASKPASS_*", "JETBRAINS_REMOTE_*",
-	"EMACS_SOCKET_NAME", "EMACS_SERVER_FILE", "INSIDE_EMACS",
 }
 
 // credentialURL reports whether v holds a URL with a password in it
@@ -306,31 +281,4 @@ func (e *Env) WorkDir(call Call) string {
 		return "/"
 	}
 	return wd
-}
-
-// ResolvePath makes a path from tool input absolute and clean: `~` and
-// `~/…` are the home directory, a relative path is joined onto base. It does
-// not touch the filesystem (the sandbox resolves symlinks).
-func ResolvePath(p, base string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			p = filepath.Join(home, p[1:])
-		}
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(base, p)
-	}
-	return filepath.Clean(p)
-}
-
-// displayPath shows an absolute path relative to dir when it lies under it,
-// else as is.
-func displayPath(abs, dir string) string {
-	if abs == dir {
-		return "."
-	}
-	if rel, ok := strings.CutPrefix(abs, dir); ok && (strings.HasPrefix(rel, "/") || dir == "/") {
-		return strings.TrimPrefix(rel, "/")
-	}
-	return abs
 }

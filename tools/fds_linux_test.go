@@ -3,9 +3,10 @@ package tools
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // TestCommandNoLeakedDescriptors: a command gets stdin, stdout and stderr
@@ -23,15 +24,15 @@ func TestCommandNoLeakedDescriptors(t *testing.T) {
 	defer syscall.Close(fd)
 	// As if inherited: the host marks what it inherited once, before its
 	// first command.
-	inheritOnce = sync.Once{}
+	testhook.ForgetInherited()
 	for _, supervised := range []bool{true, false} {
 		t.Run(fmt.Sprintf("supervised=%v", supervised), func(t *testing.T) {
 			backends(t, func(t *testing.T, f *fixture) {
 				if f.env.Sandbox.Backend() == "bwrap" {
 					// Two roots: two descriptors for bubblewrap.
-					other := canonicalOr(t.TempDir())
+					other := CanonicalOr(t.TempDir())
 					f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNBufferPath, other}, Network: true})
-					if probeBindFD() {
+					if BindsByFD() {
 						argv, files, err := f.env.Sandbox.WrapCommandFiles([]string{"true"})
 						for _, fl := range files {
 							fl.Close()
@@ -42,8 +43,8 @@ func TestCommandNoLeakedDescriptors(t *testing.T) {
 					}
 				}
 				if !supervised {
-					supervisorDisabled = true
-					defer func() { supervisorDisabled = false }()
+					testhook.NoSupervisor = true
+					defer func() { testhook.NoSupervisor = false }()
 				}
 				// ls opens /proc/self/fd itself: 3 is that listing.
 				res := f.run("bash", map[string]any{"command": "exec ls -1 /proc/self/fd"})

@@ -8,40 +8,32 @@ import (
 	"syscall"
 )
 
-// errNotRegular: the path is a FIFO, device or socket; reading it could
-// block forever.
-var errNotRegular = errors.New("not a regular file")
-
 // checkedWrite resolves a write/edit target and asks the sandbox; with
 // Env.Protect a protected path is refused too. The error is model-facing
 // and names the rule that refused the path. root is the writable root
 // holding the path, for the identity re-check just before the write.
-func checkedWrite(call Call, verb, input string) (resolved string, root rootRef, err error) {
-	sb, err := call.Env.sandbox(call)
+func checkedWrite(call Call, verb, input string) (resolved string, root RootRef, err error) {
+	sb, err := call.Env.SandboxFor(call)
 	if err != nil {
-		return "", rootRef{}, fmt.Errorf("Sandbox error: %v", err)
+		return "", RootRef{}, fmt.Errorf("Sandbox error: %v", err)
 	}
 	abs := ResolvePath(input, call.Env.WorkDir(call))
 	resolved, err = sb.CheckWrite(abs)
 	if err != nil {
-		return "", rootRef{}, pathError(err, verb, input, sb)
+		return "", RootRef{}, pathError(err, verb, input, sb)
 	}
-	if sb.protect {
+	if sb.Protecting() {
 		if rule, ok := sb.Protected(abs); ok {
-			return "", rootRef{}, fmt.Errorf("Sandbox: %s denied – %s is a protected path (rule %q): a change there can make code run later, so only the user may approve it; ask the user to approve this call", verb, input, rule)
+			return "", RootRef{}, fmt.Errorf("Sandbox: %s denied – %s is a protected path (rule %q): a change there can make code run later, so only the user may approve it; ask the user to approve this call", verb, input, rule)
 		}
 	}
-	if sb.cfg.Enabled {
-		if r, id, ok := sb.rootOf(resolved); ok {
-			root = rootRef{path: r, id: id, ok: true}
-		}
-	}
+	root, _ = sb.WriteRoot(resolved)
 	return resolved, root, nil
 }
 
 // checkedRead resolves a path to read or list and asks the sandbox.
 func checkedRead(call Call, input string) (string, error) {
-	sb, err := call.Env.sandbox(call)
+	sb, err := call.Env.SandboxFor(call)
 	if err != nil {
 		return "", fmt.Errorf("Sandbox error: %v", err)
 	}
@@ -73,7 +65,7 @@ func pathError(err error, verb, input string, sb *Sandbox) error {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return fmt.Errorf("File not found: %s", input)
 	}
-	if r := fsReason(err); r != "" {
+	if r := FSReason(err); r != "" {
 		return fmt.Errorf("Cannot resolve path %s: %s", input, r)
 	}
 	return &Internal{Err: err}
@@ -82,7 +74,7 @@ func pathError(err error, verb, input string, sb *Sandbox) error {
 // ioError words a failure to read or write a file whose path passed the
 // sandbox: "Cannot <what> file: <reason>".
 func ioError(what string, err error) error {
-	if r := fsReason(err); r != "" {
+	if r := FSReason(err); r != "" {
 		return fmt.Errorf("Cannot %s file: %s", what, r)
 	}
 	return &Internal{Err: err}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // TestRead pins reference §7.2 and §12 #47.
@@ -117,7 +119,7 @@ func TestWrite(t *testing.T) {
 // all refused, nothing created or changed outside the root.
 func TestWriteEscapes(t *testing.T) {
 	f := newFixture(t)
-	home := canonicalOr(t.TempDir())
+	home := CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	victim := filepath.Join(f.outside, "victim.txt")
 	os.WriteFile(victim, []byte("original"), 0o644)
@@ -180,9 +182,9 @@ func TestWriteSymlinkSwap(t *testing.T) {
 			if stage == "after check" {
 				testHookAfterCheck = swap
 			} else {
-				testHookBeforeRename = swap
+				testhook.BeforeRename = swap
 			}
-			defer func() { testHookAfterCheck, testHookBeforeRename = nil, nil }()
+			defer func() { testHookAfterCheck, testhook.BeforeRename = nil, nil }()
 			in := map[string]any{"path": "sub/file.txt", "content": "pwned"}
 			if tool == "edit" {
 				in = map[string]any{"path": "sub/file.txt", "oldText": "original", "newText": "pwned"}
@@ -284,7 +286,7 @@ func TestLs(t *testing.T) {
 	f.write("alpha/deeper/x.txt", "")
 	os.Mkdir(filepath.Join(f.dir, "Zeta"), 0o755)
 	os.Symlink(filepath.Join(f.dir, "alpha"), filepath.Join(f.dir, "link-dir"))
-	home := canonicalOr(t.TempDir())
+	home := CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	os.WriteFile(filepath.Join(home, "in-home.txt"), nil, 0o644)
 
@@ -321,7 +323,7 @@ func TestLs(t *testing.T) {
 // are named.
 func TestReadEscapes(t *testing.T) {
 	f := newFixture(t)
-	home := canonicalOr(t.TempDir())
+	home := CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	key := filepath.Join(home, ".ssh", "id_rsa")
 	os.MkdirAll(filepath.Dir(key), 0o700)

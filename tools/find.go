@@ -58,18 +58,18 @@ func runFind(ctx context.Context, call Call, in FindInput) (Output, error) {
 	if !isDir {
 		return Output{}, fmt.Errorf("Not a directory: %s (find searches directories; use read for a file)", *in.Path)
 	}
-	sb, _ := call.Env.sandbox(call)
+	sb, _ := call.Env.SandboxFor(call)
 	byPath := strings.Contains(pattern, "/")
-	kind, lit := classifyGlob(pattern)
+	kind, lit := ClassifyGlob(pattern)
 	var found []string
 	limited := false
-	w := &walker{ctx: ctx, sb: sb, exclude: newExcludes(call.Env.exclude()), root: root}
+	w := &walker{ctx: ctx, sb: sb, exclude: newExcludes(call.Env.ExcludeOrDefault()), root: root}
 	w.visit = func(_ *walkDir, _, abs string) bool {
 		var ok bool
 		if byPath {
 			ok, _ = doublestar.Match(pattern, strings.TrimPrefix(abs[len(root):], "/"))
 		} else {
-			ok = matchGlob(kind, lit, pattern, path.Base(abs))
+			ok = MatchGlob(kind, lit, pattern, path.Base(abs))
 		}
 		if ok {
 			if len(found) == limit {
@@ -84,7 +84,7 @@ func runFind(ctx context.Context, call Call, in FindInput) (Output, error) {
 	if w.rootErr != nil {
 		return Output{}, searchError(input, w.rootErr)
 	}
-	work := canonicalOr(call.Env.WorkDir(call))
+	work := CanonicalOr(call.Env.WorkDir(call))
 	for i, f := range found {
 		found[i] = TruncateLine(displayPath(f, work), MaxLineBytes)
 	}
@@ -99,7 +99,7 @@ func runFind(ctx context.Context, call Call, in FindInput) (Output, error) {
 	if len(found) == 0 {
 		return Output{Text: "No files found matching pattern."}, nil
 	}
-	t := TruncateHead(text, call.Env.limits())
+	t := TruncateHead(text, call.Env.Limits())
 	switch {
 	case limited:
 		return Output{Text: t.Content + fmt.Sprintf("\n\n[Results limited to %d entries. Narrow your pattern for more specific results.]", limit)}, nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // openDir opens the directory at dir (absolute and canonical) without
@@ -17,7 +19,7 @@ import (
 // When root is set, the component at root.path must still be the
 // directory root.id names (the writable root was not replaced by another
 // directory), else errRootReplaced.
-func openDir(dir string, create bool, root rootRef) (int, error) {
+func openDir(dir string, create bool, root RootRef) (int, error) {
 	fd, err := syscall.Open("/", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
@@ -34,16 +36,16 @@ func openDir(dir string, create bool, root rootRef) (int, error) {
 			continue
 		}
 		at += "/" + c
-		nfd, err := openatDir(fd, c)
+		nfd, err := OpenatDir(fd, c)
 		if errors.Is(err, syscall.ENOENT) && create {
 			if err = syscall.Mkdirat(fd, c, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
-				nfd, err = openatDir(fd, c)
+				nfd, err = OpenatDir(fd, c)
 			}
 		}
 		syscall.Close(fd)
 		if err != nil {
 			if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
-				return -1, errPathChanged
+				return -1, ErrPathChanged
 			}
 			return -1, err
 		}
@@ -65,7 +67,7 @@ func checkID(fd int, id fileID) error {
 		return err
 	}
 	if uint64(st.Dev) != id.dev || uint64(st.Ino) != id.ino {
-		return errRootReplaced
+		return ErrRootReplaced
 	}
 	return nil
 }
@@ -73,7 +75,7 @@ func checkID(fd int, id fileID) error {
 // openDirID opens the directory dir (canonical) without following any
 // symlink, and returns it with its identity.
 func openDirID(dir string) (*os.File, fileID, error) {
-	fd, err := openDir(dir, false, rootRef{})
+	fd, err := openDir(dir, false, RootRef{})
 	if err != nil {
 		return nil, fileID{}, err
 	}
@@ -85,7 +87,7 @@ func openDirID(dir string) (*os.File, fileID, error) {
 	return os.NewFile(uintptr(fd), dir), fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
 }
 
-func openatDir(fd int, name string) (int, error) {
+func OpenatDir(fd int, name string) (int, error) {
 	for {
 		nfd, err := syscall.Openat(fd, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 		if err != syscall.EINTR {
@@ -94,15 +96,15 @@ func openatDir(fd int, name string) (int, error) {
 	}
 }
 
-// openNoFollow opens the regular file at the canonical path p for reading,
+// OpenNoFollow opens the regular file at the canonical path p for reading,
 // following no symlink on the way (see openDir).
-func openNoFollow(p string) (*os.File, error) {
-	return openNoFollowIn(p, rootRef{})
+func OpenNoFollow(p string) (*os.File, error) {
+	return OpenNoFollowIn(p, RootRef{})
 }
 
-// openNoFollowIn is openNoFollow where the writable root root (when set)
+// OpenNoFollowIn is openNoFollow where the writable root root (when set)
 // must still be the directory the sandbox resolved (see openDir).
-func openNoFollowIn(p string, root rootRef) (*os.File, error) {
+func OpenNoFollowIn(p string, root RootRef) (*os.File, error) {
 	dfd, err := openDir(filepath.Dir(p), false, root)
 	if err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func openNoFollowIn(p string, root rootRef) (*os.File, error) {
 	fd, err := syscall.Openat(dfd, filepath.Base(p), syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, errPathChanged
+			return nil, ErrPathChanged
 		}
 		return nil, err
 	}
@@ -125,10 +127,10 @@ func openNoFollowIn(p string, root rootRef) (*os.File, error) {
 	case syscall.S_IFREG:
 	case syscall.S_IFDIR:
 		syscall.Close(fd)
-		return nil, errIsDir
+		return nil, ErrIsDir
 	default:
 		syscall.Close(fd)
-		return nil, errNotRegular
+		return nil, ErrNotRegular
 	}
 	if err := syscall.SetNonblock(fd, false); err != nil {
 		syscall.Close(fd)
@@ -137,7 +139,7 @@ func openNoFollowIn(p string, root rootRef) (*os.File, error) {
 	return os.NewFile(uintptr(fd), p), nil
 }
 
-// writeFileAtomic replaces or creates the file at the canonical path p with
+// WriteFileAtomic replaces or creates the file at the canonical path p with
 // data. The directory is opened without following symlinks (openDir,
 // creating it when mkdirs), the data goes to a temporary file in that
 // directory, and the temporary file is renamed over the name — so a reader
@@ -149,7 +151,7 @@ func openNoFollowIn(p string, root rootRef) (*os.File, error) {
 // An existing file keeps its permission bits. want, when it checks, is what
 // must be at p just before the rename (see prior); otherwise nothing is
 // renamed and the error is errChangedMeanwhile.
-func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prior) (err error) {
+func WriteFileAtomic(p string, data []byte, mkdirs bool, root RootRef, want Prior) (err error) {
 	dir, name := filepath.Dir(p), filepath.Base(p)
 	dfd, err := openDir(dir, mkdirs, root)
 	if err != nil {
@@ -167,7 +169,7 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prio
 		if err == nil {
 			switch st.Mode & syscall.S_IFMT {
 			case syscall.S_IFDIR:
-				return errIsDir
+				return ErrIsDir
 			case syscall.S_IFREG:
 				keep, mode = true, st.Mode&0o777
 			}
@@ -197,15 +199,15 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prio
 	if err != nil {
 		return err
 	}
-	if testHookBeforeRename != nil {
-		testHookBeforeRename(p)
+	if testhook.BeforeRename != nil {
+		testhook.BeforeRename(p)
 	}
 	var held, now syscall.Stat_t
 	if err = syscall.Fstat(dfd, &held); err != nil {
 		return err
 	}
 	if err = syscall.Stat(dir, &now); err != nil || held.Dev != now.Dev || held.Ino != now.Ino {
-		err = errPathChanged
+		err = ErrPathChanged
 		return err
 	}
 	if want.check {
@@ -220,7 +222,7 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prio
 				syscall.Unlinkat(dfd, tmp)
 				return nil
 			case errors.Is(err, syscall.EEXIST):
-				err = errChangedMeanwhile
+				err = ErrChangedMeanwhile
 				return err
 			case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOSYS),
 				errors.Is(err, syscall.EMLINK), errors.Is(err, syscall.EXDEV):
@@ -234,45 +236,45 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prio
 }
 
 // checkPrior compares what is at name in the directory dfd with want.
-func checkPrior(dfd int, name string, want prior) error {
+func checkPrior(dfd int, name string, want Prior) error {
 	st, err := statAt(dfd, name)
 	switch {
 	case want.absent && errors.Is(err, syscall.ENOENT):
 		return nil
 	case want.absent && err == nil:
-		return errChangedMeanwhile
+		return ErrChangedMeanwhile
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ELOOP):
-		return errChangedMeanwhile
+		return ErrChangedMeanwhile
 	case err != nil:
 		return err
 	case st != want.stamp:
-		return errChangedMeanwhile
+		return ErrChangedMeanwhile
 	}
 	return nil
 }
 
 // statAt is the stamp of the entry name of dfd, not following a symlink
 // (an O_PATH descriptor: no read permission needed, nothing blocks).
-func statAt(dfd int, name string) (fileStamp, error) {
-	fd, err := syscall.Openat(dfd, name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+func statAt(dfd int, name string) (FileStamp, error) {
+	fd, err := syscall.Openat(dfd, name, OPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return fileStamp{}, err
+		return FileStamp{}, err
 	}
 	defer syscall.Close(fd)
 	return stampFD(fd)
 }
 
 // stampFD is the stamp of the open file fd.
-func stampFD(fd int) (fileStamp, error) {
+func stampFD(fd int) (FileStamp, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		return fileStamp{}, err
+		return FileStamp{}, err
 	}
 	return stampOf(&st), nil
 }
 
-func stampOf(st *syscall.Stat_t) fileStamp {
-	return fileStamp{
+func stampOf(st *syscall.Stat_t) FileStamp {
+	return FileStamp{
 		id:    fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)},
 		mode:  uint32(st.Mode),
 		size:  int64(st.Size),
@@ -281,11 +283,11 @@ func stampOf(st *syscall.Stat_t) fileStamp {
 	}
 }
 
-// stampFile is the stamp of an open file.
-func stampFile(f *os.File) (fileStamp, error) {
+// StampFile is the stamp of an open file.
+func StampFile(f *os.File) (FileStamp, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		return fileStamp{}, err
+		return FileStamp{}, err
 	}
 	return stampOf(&st), nil
 }
@@ -308,17 +310,17 @@ func linkat(olddfd int, oldname string, newdfd int, newname string) error {
 	return nil
 }
 
-// removeIfUnchanged removes the file at the canonical path p, following no
+// RemoveIfUnchanged removes the file at the canonical path p, following no
 // symlink on the way, if it is still the file want describes (else
 // errChangedMeanwhile).
-func removeIfUnchanged(p string, want fileStamp) error {
-	dfd, err := openDir(filepath.Dir(p), false, rootRef{})
+func RemoveIfUnchanged(p string, want FileStamp) error {
+	dfd, err := openDir(filepath.Dir(p), false, RootRef{})
 	if err != nil {
 		return err
 	}
 	defer syscall.Close(dfd)
 	name := filepath.Base(p)
-	if err := checkPrior(dfd, name, prior{check: true, stamp: want}); err != nil {
+	if err := checkPrior(dfd, name, Prior{check: true, stamp: want}); err != nil {
 		return err
 	}
 	return syscall.Unlinkat(dfd, name)

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // On systems without the openat family in package syscall the same
@@ -17,7 +19,7 @@ func verifyNoSymlinks(p string) error {
 	for q := p; ; q = filepath.Dir(q) {
 		fi, err := os.Lstat(q)
 		if err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return errPathChanged
+			return ErrPathChanged
 		}
 		if filepath.Dir(q) == q {
 			return nil
@@ -25,17 +27,17 @@ func verifyNoSymlinks(p string) error {
 	}
 }
 
-func openNoFollow(p string) (*os.File, error) {
-	return openNoFollowIn(p, rootRef{})
+func OpenNoFollow(p string) (*os.File, error) {
+	return OpenNoFollowIn(p, RootRef{})
 }
 
-func openNoFollowIn(p string, root rootRef) (*os.File, error) {
+func OpenNoFollowIn(p string, root RootRef) (*os.File, error) {
 	if err := verifyNoSymlinks(p); err != nil {
 		return nil, err
 	}
 	if root.ok {
 		if id, ok := statID(root.path); !ok || id != root.id {
-			return nil, errRootReplaced
+			return nil, ErrRootReplaced
 		}
 	}
 	fi, err := os.Stat(p)
@@ -43,22 +45,22 @@ func openNoFollowIn(p string, root rootRef) (*os.File, error) {
 		return nil, err
 	}
 	if fi.IsDir() {
-		return nil, errIsDir
+		return nil, ErrIsDir
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, errNotRegular
+		return nil, ErrNotRegular
 	}
 	return os.Open(p)
 }
 
-func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prior) (err error) {
+func WriteFileAtomic(p string, data []byte, mkdirs bool, root RootRef, want Prior) (err error) {
 	dir, name := filepath.Dir(p), filepath.Base(p)
 	if err := verifyNoSymlinks(dir); err != nil {
 		return err
 	}
 	if root.ok {
 		if id, ok := statID(root.path); !ok || id != root.id {
-			return errRootReplaced
+			return ErrRootReplaced
 		}
 	}
 	if mkdirs {
@@ -70,7 +72,7 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prio
 	hasMode := false
 	if fi, err := os.Lstat(p); err == nil {
 		if fi.IsDir() {
-			return errIsDir
+			return ErrIsDir
 		}
 		if fi.Mode().IsRegular() {
 			keep, hasMode = fi.Mode().Perm(), true
@@ -101,15 +103,15 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prio
 	if err != nil {
 		return err
 	}
-	if testHookBeforeRename != nil {
-		testHookBeforeRename(p)
+	if testhook.BeforeRename != nil {
+		testhook.BeforeRename(p)
 	}
 	if err = verifyNoSymlinks(dir); err != nil {
 		return err
 	}
 	if root.ok {
 		if id, ok := statID(root.path); !ok || id != root.id {
-			return errRootReplaced
+			return ErrRootReplaced
 		}
 	}
 	if want.check {
@@ -124,7 +126,7 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prio
 				return nil
 			}
 			if errors.Is(err, fs.ErrExist) {
-				err = errChangedMeanwhile
+				err = ErrChangedMeanwhile
 				return err
 			}
 		}
@@ -132,19 +134,19 @@ func writeFileAtomic(p string, data []byte, mkdirs bool, root rootRef, want prio
 	return os.Rename(tmp, p)
 }
 
-func checkPrior(p string, want prior) error {
+func checkPrior(p string, want Prior) error {
 	fi, err := os.Lstat(p)
 	switch {
 	case want.absent && errors.Is(err, fs.ErrNotExist):
 		return nil
 	case want.absent && err == nil:
-		return errChangedMeanwhile
+		return ErrChangedMeanwhile
 	case errors.Is(err, fs.ErrNotExist):
-		return errChangedMeanwhile
+		return ErrChangedMeanwhile
 	case err != nil:
 		return err
 	case fi.Mode()&os.ModeSymlink != 0 || stampInfo(p, fi) != want.stamp:
-		return errChangedMeanwhile
+		return ErrChangedMeanwhile
 	}
 	return nil
 }
@@ -152,24 +154,24 @@ func checkPrior(p string, want prior) error {
 // stampInfo is the stamp of the file at p (described by fi). Without
 // fstat's change time, an in-place rewrite that keeps the size and sets the
 // modification time back goes unnoticed.
-func stampInfo(p string, fi os.FileInfo) fileStamp {
+func stampInfo(p string, fi os.FileInfo) FileStamp {
 	id, _ := statID(p)
-	return fileStamp{id: id, mode: uint32(fi.Mode()), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	return FileStamp{id: id, mode: uint32(fi.Mode()), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
-func stampFile(f *os.File) (fileStamp, error) {
+func StampFile(f *os.File) (FileStamp, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return fileStamp{}, err
+		return FileStamp{}, err
 	}
 	return stampInfo(f.Name(), fi), nil
 }
 
-func removeIfUnchanged(p string, want fileStamp) error {
+func RemoveIfUnchanged(p string, want FileStamp) error {
 	if err := verifyNoSymlinks(filepath.Dir(p)); err != nil {
 		return err
 	}
-	if err := checkPrior(p, prior{check: true, stamp: want}); err != nil {
+	if err := checkPrior(p, Prior{check: true, stamp: want}); err != nil {
 		return err
 	}
 	return os.Remove(p)

@@ -74,18 +74,18 @@ func runGrep(ctx context.Context, call Call, in GrepInput) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	sb, _ := call.Env.sandbox(call)
+	sb, _ := call.Env.SandboxFor(call)
 	// Only the matches the output can show (one line each) keep their
 	// text; the others are counted.
-	keep := call.Env.limits().MaxLines
-	matches, total, limited, binaryRoot, err := grepSearch(ctx, root, isDir, sb, call.Env.exclude(), globs, m, limit, keep)
+	keep := call.Env.Limits().MaxLines
+	matches, total, limited, binaryRoot, err := grepSearch(ctx, root, isDir, sb, call.Env.ExcludeOrDefault(), globs, m, limit, keep)
 	if err != nil {
 		return Output{}, searchError(input, err)
 	}
 	if binaryRoot {
 		return Output{}, fmt.Errorf("%s is a binary file; grep skips binary files (use read to see its type)", input)
 	}
-	work := canonicalOr(call.Env.WorkDir(call))
+	work := CanonicalOr(call.Env.WorkDir(call))
 	lines := make([]string, len(matches))
 	for i, mt := range matches {
 		lines[i] = TruncateLine(displayPath(mt.file, work)+":"+strconv.Itoa(mt.line)+":"+mt.text, MaxLineBytes)
@@ -100,7 +100,7 @@ func runGrep(ctx context.Context, call Call, in GrepInput) (Output, error) {
 	if len(matches) == 0 {
 		return Output{Text: "No matches found."}, nil
 	}
-	t := TruncateHead(text, call.Env.limits())
+	t := TruncateHead(text, call.Env.Limits())
 	footer := fmt.Sprintf("%d matches", total)
 	if limited {
 		footer += ", limit reached"
@@ -111,7 +111,7 @@ func runGrep(ctx context.Context, call Call, in GrepInput) (Output, error) {
 	}
 	switch {
 	case shown < total && t.Truncated && t.By == "bytes":
-		footer += fmt.Sprintf("; showing the first %d (%s limit)", shown, FormatSize(int64(call.Env.limits().MaxBytes)))
+		footer += fmt.Sprintf("; showing the first %d (%s limit)", shown, FormatSize(int64(call.Env.Limits().MaxBytes)))
 	case shown < total:
 		footer += fmt.Sprintf("; showing the first %d", shown)
 	}
@@ -134,20 +134,13 @@ func timedOut(what, partial string, started time.Time, ctx context.Context) erro
 
 // searchError words a search root that could not be opened.
 func searchError(input string, err error) error {
-	if errors.Is(err, errRootChanged) || errors.Is(err, errNotFile) {
+	if errors.Is(err, errRootChanged) || errors.Is(err, ErrNotFile) {
 		return fmt.Errorf("Cannot search %s: %v", input, err)
 	}
-	if r := fsReason(err); r != "" {
+	if r := FSReason(err); r != "" {
 		return fmt.Errorf("Cannot search %s: %s", input, r)
 	}
 	return &Internal{Err: err}
-}
-
-func canonicalOr(p string) string {
-	if c, err := canonical(p); err == nil {
-		return c
-	}
-	return p
 }
 
 // grepSearch searches root and returns the first min(limit, keep) matches
@@ -162,11 +155,11 @@ func grepSearch(ctx context.Context, root string, isDir bool, sb *Sandbox, exclu
 		if testHookBeforeOpen != nil {
 			testHookBeforeOpen(root)
 		}
-		d, err := openRootDir(filepath.Dir(root))
+		d, err := OpenRootDir(filepath.Dir(root))
 		if err != nil {
 			return nil, 0, false, false, walkOpenError(err)
 		}
-		defer d.close()
+		defer d.Close()
 		s := newSearcher(m, keep)
 		found, n, binary, err := s.searchFile(d, filepath.Base(root), root, limit+1, nil)
 		if err != nil {
@@ -419,11 +412,11 @@ func newSearcher(m *matcher, keep int) *searcher {
 // (binary is true and out is returned unchanged). The file is read in
 // chunks cut at line ends, so its size does not matter; a line longer than
 // grepMaxLine is searched in its first grepMaxLine bytes.
-func (s *searcher) searchFile(dir dirFD, name, path string, max int, out []grepMatch) ([]grepMatch, int, bool, error) {
+func (s *searcher) searchFile(dir DirFD, name, path string, max int, out []grepMatch) ([]grepMatch, int, bool, error) {
 	if testHookBeforeOpen != nil {
 		testHookBeforeOpen(path)
 	}
-	f, err := dir.openRegular(name)
+	f, err := dir.OpenRegular(name)
 	if err != nil {
 		return out, 0, false, err
 	}

@@ -22,8 +22,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	dir := canonicalOr(t.TempDir())
-	outside := canonicalOr(t.TempDir())
+	dir := CanonicalOr(t.TempDir())
+	outside := CanonicalOr(t.TempDir())
 	f := &fixture{t: t, dir: dir, outside: outside}
 	f.setSandbox(SandboxConfig{Enabled: true, Backend: "none", Writable: []string{URNBufferPath}, Network: true})
 	r := NewRegistry()

@@ -15,21 +15,12 @@ import (
 // decides; `!` re-includes.
 type ignoreRule struct {
 	pat      string // doublestar pattern (braces escaped: gitignore has none)
-	kind     globKind
+	kind     GlobKind
 	lit      string
 	negate   bool
 	dirOnly  bool
 	anchored bool
 }
-
-type globKind uint8
-
-const (
-	globAny    globKind = iota // general doublestar match
-	globLit                    // exact name
-	globSuffix                 // *lit
-	globPrefix                 // lit*
-)
 
 // ignoreFrame is the rules of one directory: .git/info/exclude (at a repo
 // root), then .gitignore, then .ignore (later rules take precedence, as in
@@ -69,37 +60,10 @@ func parseIgnore(data []byte) []ignoreRule {
 			continue
 		}
 		r.pat = line
-		r.kind, r.lit = classifyGlob(line)
+		r.kind, r.lit = ClassifyGlob(line)
 		rules = append(rules, r)
 	}
 	return rules
-}
-
-// classifyGlob finds the fast forms of a base-name glob.
-func classifyGlob(p string) (globKind, string) {
-	const meta = `*?[{\`
-	switch {
-	case !strings.ContainsAny(p, meta):
-		return globLit, p
-	case p[0] == '*' && !strings.ContainsAny(p[1:], meta):
-		return globSuffix, p[1:]
-	case p[len(p)-1] == '*' && !strings.ContainsAny(p[:len(p)-1], meta):
-		return globPrefix, p[:len(p)-1]
-	}
-	return globAny, ""
-}
-
-func matchGlob(kind globKind, lit, pat, s string) bool {
-	switch kind {
-	case globLit:
-		return s == lit
-	case globSuffix:
-		return strings.HasSuffix(s, lit)
-	case globPrefix:
-		return strings.HasPrefix(s, lit)
-	}
-	ok, _ := doublestar.Match(pat, s)
-	return ok
 }
 
 // ignored reports whether the entry abs (named name) is ignored by the
@@ -117,7 +81,7 @@ func ignored(frames []ignoreFrame, abs, name string, isDir bool) bool {
 				rel := strings.TrimPrefix(abs[len(fr.base):], "/")
 				ok, _ = doublestar.Match(r.pat, rel)
 			} else {
-				ok = matchGlob(r.kind, r.lit, r.pat, name)
+				ok = MatchGlob(r.kind, r.lit, r.pat, name)
 			}
 			if ok {
 				return !r.negate
@@ -134,13 +98,13 @@ const maxIgnoreFile = 16 << 20
 // dir) that its listing says exist, after the rules of exclude (the
 // repository's .git/info/exclude). Ignore files are opened relative to d and
 // never through a symlink.
-func loadIgnoreFrame(d dirFD, dir string, hasGitignore, hasIgnore bool, exclude []byte) (ignoreFrame, bool) {
+func loadIgnoreFrame(d DirFD, dir string, hasGitignore, hasIgnore bool, exclude []byte) (ignoreFrame, bool) {
 	fr := ignoreFrame{base: dir}
 	if exclude != nil {
 		fr.rules = append(fr.rules, parseIgnore(exclude)...)
 	}
 	read := func(name string) {
-		if data, err := d.readFile(name, maxIgnoreFile); err == nil {
+		if data, err := d.ReadFile(name, maxIgnoreFile); err == nil {
 			fr.rules = append(fr.rules, parseIgnore(data)...)
 		}
 	}
@@ -182,18 +146,18 @@ func ancestorFrames(root string) []ignoreFrame {
 	} else {
 		chain = []string{repo}
 	}
-	d, err := openRootDir(repo)
+	d, err := OpenRootDir(repo)
 	if err != nil {
 		return nil
 	}
-	defer func() { d.close() }()
+	defer func() { d.Close() }()
 	var exclude []byte
-	if g, err := d.openDir(".git"); err == nil {
-		if info, err := g.openDir("info"); err == nil {
-			exclude, _ = info.readFile("exclude", maxIgnoreFile)
-			info.close()
+	if g, err := d.OpenDir(".git"); err == nil {
+		if info, err := g.OpenDir("info"); err == nil {
+			exclude, _ = info.ReadFile("exclude", maxIgnoreFile)
+			info.Close()
 		}
-		g.close()
+		g.Close()
 	}
 	if exclude == nil {
 		exclude = []byte{}
@@ -202,11 +166,11 @@ func ancestorFrames(root string) []ignoreFrame {
 	for i := len(chain) - 1; i >= 0; i-- {
 		dir := chain[i]
 		if i < len(chain)-1 {
-			next, err := d.openDir(filepath.Base(dir))
+			next, err := d.OpenDir(filepath.Base(dir))
 			if err != nil {
 				break
 			}
-			d.close()
+			d.Close()
 			d = next
 		}
 		excl := []byte(nil)

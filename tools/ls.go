@@ -50,7 +50,7 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 	if testHookBeforeOpen != nil {
 		testHookBeforeOpen(resolved)
 	}
-	root, err := openRootDir(resolved)
+	root, err := OpenRootDir(resolved)
 	if err != nil {
 		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrNotExist) {
 			return Output{}, fmt.Errorf("Directory not found: %s", in.Path)
@@ -60,7 +60,7 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 		}
 		return Output{}, ioError("list", err)
 	}
-	defer root.close()
+	defer root.Close()
 	depth := 1
 	if in.MaxDepth != nil {
 		depth = int(math.Max(1, math.Floor(*in.MaxDepth)))
@@ -70,7 +70,7 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 	if in.Limit != nil {
 		limit = int(math.Max(1, math.Floor(*in.Limit)))
 	}
-	sb, _ := call.Env.sandbox(call)
+	sb, _ := call.Env.SandboxFor(call)
 
 	type level struct {
 		rel, abs string
@@ -97,11 +97,11 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 				continue // replaced by a symlink since the listing, or unreadable
 			}
 		}
-		var entries []dirEntry
-		entries, buf, err = d.entries(buf)
+		var entries []DirEntry
+		entries, buf, err = d.Entries(buf)
 		if err != nil {
 			if d != root {
-				d.close()
+				d.Close()
 			}
 			if lv.depth == 1 {
 				return Output{}, ioError("list", err)
@@ -113,29 +113,29 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 				more = true
 				break
 			}
-			rel, abs := lv.rel+e.name, lv.abs+"/"+e.name
+			rel, abs := lv.rel+e.Name, lv.abs+"/"+e.Name
 			if lv.abs == "/" {
-				abs = "/" + e.name
+				abs = "/" + e.Name
 			}
-			if e.typ == entrySymlink {
-				if d.isDirFollow(e.name) {
+			if e.Type == EntrySymlink {
+				if d.IsDirFollow(e.Name) {
 					dirs = append(dirs, rel+"/")
 				} else {
 					files = append(files, rel)
 				}
 				continue // never followed
 			}
-			if e.typ != entryDir {
+			if e.Type != EntryDir {
 				files = append(files, rel)
 				continue
 			}
 			dirs = append(dirs, rel+"/")
-			if lv.depth < depth && (sb == nil || !sb.deniedEntry(abs, e.name, true)) {
+			if lv.depth < depth && (sb == nil || !sb.DeniedEntry(abs, e.Name, true)) {
 				queue = append(queue, level{rel + "/", abs, lv.depth + 1})
 			}
 		}
 		if d != root {
-			d.close()
+			d.Close()
 		}
 	}
 	if len(dirs)+len(files) == 0 {
@@ -157,7 +157,7 @@ func runLs(ctx context.Context, call Call, in LsInput) (Output, error) {
 		lines = append(lines, TruncateLine(s, MaxLineBytes))
 	}
 	n := len(lines)
-	t := TruncateHead(Finish(strings.Join(lines, "\n"), call.Env), call.Env.limits())
+	t := TruncateHead(Finish(strings.Join(lines, "\n"), call.Env), call.Env.Limits())
 	footer := fmt.Sprintf("%d entries", n)
 	if depth > 1 {
 		footer += fmt.Sprintf(", depth=%d", depth)

@@ -27,7 +27,7 @@ func deadPid(t *testing.T) int {
 // folders of hosts that are gone are removed at the next start, nothing
 // else is; cleanup removes the host's own.
 func TestNewOutputDir(t *testing.T) {
-	tmp := canonicalOr(t.TempDir())
+	tmp := CanonicalOr(t.TempDir())
 	t.Setenv("TMPDIR", tmp)
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "precious"), []byte("keep"), 0o600)
@@ -125,7 +125,7 @@ func TestNewOutputDir(t *testing.T) {
 // TestNewOutputDirBounded: one start removes at most outputSweepMax
 // folders; the next start goes on.
 func TestNewOutputDirBounded(t *testing.T) {
-	tmp := canonicalOr(t.TempDir())
+	tmp := CanonicalOr(t.TempDir())
 	t.Setenv("TMPDIR", tmp)
 	saved := outputSweepMax
 	outputSweepMax = 3

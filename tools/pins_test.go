@@ -11,12 +11,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // TestSandboxRefusesHomeRoots is issue 11 #4: "/", the home directory and
 // its ancestors are never writable roots, and the sandbox says why.
 func TestSandboxRefusesHomeRoots(t *testing.T) {
-	base := canonicalOr(t.TempDir())
+	base := CanonicalOr(t.TempDir())
 	home := filepath.Join(base, "users", "me")
 	proj := filepath.Join(home, "proj")
 	os.MkdirAll(proj, 0o755)
@@ -48,7 +50,7 @@ func TestSandboxRefusesHomeRoots(t *testing.T) {
 // buffer's directory (a writable root) by a symlink; from the next call on
 // the symlink's target would have been writable.
 func TestRootPinsSwap(t *testing.T) {
-	base := canonicalOr(t.TempDir())
+	base := CanonicalOr(t.TempDir())
 	home := filepath.Join(base, "home")
 	elsewhere := filepath.Join(home, "Documents") // not home itself: only the pin catches it
 	chats := filepath.Join(base, "proj", "chats")
@@ -121,7 +123,7 @@ func TestRootPinsSwap(t *testing.T) {
 
 // TestRootPinsConcurrent: pins are shared by the calls of one buffer.
 func TestRootPinsConcurrent(t *testing.T) {
-	dir := canonicalOr(t.TempDir())
+	dir := CanonicalOr(t.TempDir())
 	pins := NewRootPins()
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
@@ -181,7 +183,7 @@ func TestWriteRootSwap(t *testing.T) {
 // it verified by descriptor, so a swap after the wrap changes nothing.
 func TestBwrapRootSwap(t *testing.T) {
 	requireBwrap(t)
-	base := canonicalOr(t.TempDir())
+	base := CanonicalOr(t.TempDir())
 	root := filepath.Join(base, "root")
 	outside := filepath.Join(base, "outside")
 	os.MkdirAll(root, 0o755)
@@ -215,7 +217,7 @@ func TestBwrapRootSwap(t *testing.T) {
 	// Swapped after the wrap, before bwrap mounts: with descriptors the
 	// verified directory is bound (or bwrap refuses the swapped
 	// destination); never the symlink's target.
-	if !probeBindFD() {
+	if !BindsByFD() {
 		t.Skip("this bubblewrap has no --bind-fd")
 	}
 	argv, files, err := sb.WrapCommandFiles([]string{"sh", "-c", "echo hi > " + root + "/x"})
@@ -249,12 +251,12 @@ func TestBwrapRootSwapAfterWrap(t *testing.T) {
 	for _, supervised := range []bool{true, false} {
 		t.Run(fmt.Sprintf("supervised=%v", supervised), func(t *testing.T) {
 			f := bwrapFixture(t, true)
-			if !probeBindFD() {
+			if !BindsByFD() {
 				t.Skip("this bubblewrap has no --bind-fd: roots are bound by path, re-checked just before the start")
 			}
 			if !supervised {
-				supervisorDisabled = true
-				defer func() { supervisorDisabled = false }()
+				testhook.NoSupervisor = true
+				defer func() { testhook.NoSupervisor = false }()
 			}
 			f.write("keep.txt", "verified")
 			// A relative link, which resolves inside bubblewrap's new root

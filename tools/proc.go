@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // A command's process tree is the command and every process it starts,
@@ -63,8 +65,8 @@ func statusOf(ws syscall.WaitStatus) exitStatus {
 	return exitStatus{code: ws.ExitStatus()}
 }
 
-// tree is one running command and everything it started.
-type tree struct {
+// Tree is one running command and everything it started.
+type Tree struct {
 	cmd  *exec.Cmd // the supervisor, or (unsupervised) the command itself
 	plat treePlatform
 	done chan struct{} // closed when the tree is gone and waited for
@@ -74,24 +76,42 @@ type tree struct {
 	err    error // the command's end could not be known
 }
 
+// Done is closed when the tree is gone and waited for.
+func (t *Tree) Done() <-chan struct{} { return t.done }
+
+// Exit is how the command ended, once Done is closed: its exit code (-1 when
+// a signal killed it, then signal names it, "signal: killed"), or err when
+// its end could not be known.
+func (t *Tree) Exit() (code int, signal string, err error) {
+	return t.status.code, t.status.signal, t.err
+}
+
 var (
 	liveMu       sync.Mutex
-	liveTrees    = map[*tree]struct{}{}
+	liveTrees    = map[*Tree]struct{}{}
 	shuttingDown bool
 )
 
-// errShuttingDown refuses commands once KillAll has been called.
-var errShuttingDown = errors.New("the host is shutting down")
+func init() {
+	testhook.ResetShutdown = func() {
+		liveMu.Lock()
+		shuttingDown = false
+		liveMu.Unlock()
+	}
+}
+
+// ErrShuttingDown refuses commands once KillAll has been called.
+var ErrShuttingDown = errors.New("the host is shutting down")
 
 // killWait is how long kill waits for a tree to be gone before it falls back
 // to signalling what it can reach directly.
 var killWait = 3 * time.Second
 
-// startTree starts argv (argv[0] is looked up in PATH) in dir with env,
+// StartTree starts argv (argv[0] is looked up in PATH) in dir with env,
 // stdin /dev/null and stdout and stderr on out, and files as its
-// descriptors 3, 4, … in this order (the caller closes them once startTree
+// descriptors 3, 4, … in this order (the caller closes them once StartTree
 // returned).
-func startTree(argv []string, dir string, env []string, out *os.File, files []*os.File) (*tree, error) {
+func StartTree(argv []string, dir string, env []string, out *os.File, files []*os.File) (*Tree, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, err
@@ -103,9 +123,9 @@ func startTree(argv []string, dir string, env []string, out *os.File, files []*o
 	liveMu.Lock()
 	defer liveMu.Unlock()
 	if shuttingDown {
-		return nil, errShuttingDown
+		return nil, ErrShuttingDown
 	}
-	t := &tree{done: make(chan struct{})}
+	t := &Tree{done: make(chan struct{})}
 	if err := t.start(path, argv, dir, env, out, files); err != nil {
 		return nil, err
 	}
@@ -120,9 +140,9 @@ func startTree(argv []string, dir string, env []string, out *os.File, files []*o
 	return t, nil
 }
 
-// stop ends the tree: SIGTERM to every process, SIGKILL to what is left
+// Stop ends the tree: SIGTERM to every process, SIGKILL to what is left
 // after grace. It returns when the tree is gone (or kill gave up).
-func (t *tree) stop(grace time.Duration) {
+func (t *Tree) Stop(grace time.Duration) {
 	t.terminate()
 	select {
 	case <-t.done:
@@ -134,7 +154,7 @@ func (t *tree) stop(grace time.Duration) {
 
 // kill SIGKILLs every process of the tree and returns when the tree is gone,
 // or after killWait and a last direct attempt.
-func (t *tree) kill() {
+func (t *Tree) kill() {
 	t.killNow()
 	select {
 	case <-t.done:
@@ -157,7 +177,7 @@ func (t *tree) kill() {
 func KillAll() {
 	liveMu.Lock()
 	shuttingDown = true
-	ts := make([]*tree, 0, len(liveTrees))
+	ts := make([]*Tree, 0, len(liveTrees))
 	for t := range liveTrees {
 		ts = append(ts, t)
 	}

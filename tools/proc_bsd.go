@@ -16,16 +16,16 @@ type treePlatform struct {
 	terminating atomic.Bool
 }
 
-func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
 	return t.startGroup(path, argv, dir, env, out, files)
 }
 
-func (t *tree) wait()       { t.waitGroup() }
-func (t *tree) terminate()  { t.terminateGroup() }
-func (t *tree) killNow()    { t.killGroup() }
-func (t *tree) killDirect() { t.killGroup() }
+func (t *Tree) wait()       { t.waitGroup() }
+func (t *Tree) terminate()  { t.terminateGroup() }
+func (t *Tree) killNow()    { t.killGroup() }
+func (t *Tree) killDirect() { t.killGroup() }
 
 func groupSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-// groupAlive reports whether the process group pgid has any member.
-func groupAlive(pgid int) bool { return groupExists(pgid) }
+// GroupAlive reports whether the process group pgid has any member.
+func GroupAlive(pgid int) bool { return groupExists(pgid) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flemma-dev/flemma/tools/internal/procsup"
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // The host's side of the supervisor (package procsup; see proc.go for why
@@ -29,15 +30,12 @@ type treePlatform struct {
 	terminating atomic.Bool
 }
 
-// supervisorDisabled runs commands unsupervised (tests of the fallback).
-var supervisorDisabled bool
-
 // errNoSupervisor: the supervisor could not run; the command runs
 // unsupervised.
 var errNoSupervisor = errors.New("supervisor unavailable")
 
-func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
-	if !supervisorDisabled {
+func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+	if !testhook.NoSupervisor {
 		err := t.startSupervised(path, argv, dir, env, out, files)
 		if !errors.Is(err, errNoSupervisor) {
 			return err
@@ -49,7 +47,7 @@ func (t *tree) start(path string, argv []string, dir string, env []string, out *
 // startSupervised starts the supervisor with the control socket as its
 // descriptor 3 and files as 4, 5, …; it hands them on to the command as 3,
 // 4, … (see package procsup).
-func (t *tree) startSupervised(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+func (t *Tree) startSupervised(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoSupervisor, err)
@@ -109,7 +107,7 @@ func (t *tree) startSupervised(path string, argv []string, dir string, env []str
 	return nil
 }
 
-func (t *tree) wait() {
+func (t *Tree) wait() {
 	if t.plat.ctl == nil {
 		t.waitGroup()
 		return
@@ -132,12 +130,12 @@ func (t *tree) wait() {
 	ctl.Close()
 }
 
-func (t *tree) send(b byte) {
+func (t *Tree) send(b byte) {
 	t.plat.ctl.SetWriteDeadline(time.Now().Add(time.Second))
 	t.plat.ctl.Write([]byte{b}) // fails once the supervisor is gone
 }
 
-func (t *tree) terminate() {
+func (t *Tree) terminate() {
 	if t.plat.ctl == nil {
 		t.terminateGroup()
 		return
@@ -145,7 +143,7 @@ func (t *tree) terminate() {
 	t.send(procsup.Terminate)
 }
 
-func (t *tree) killNow() {
+func (t *Tree) killNow() {
 	if t.plat.ctl == nil {
 		t.killGroup()
 		return
@@ -155,7 +153,7 @@ func (t *tree) killNow() {
 
 // killDirect is the last resort when the supervisor does not finish: the
 // host kills the supervisor's subtree itself, then the supervisor.
-func (t *tree) killDirect() {
+func (t *Tree) killDirect() {
 	if t.plat.ctl == nil {
 		t.killGroup()
 		return
@@ -190,10 +188,10 @@ func groupSysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// groupAlive reports whether a process of the group pgid is still running.
+// GroupAlive reports whether a process of the group pgid is still running.
 // Zombies do not count: orphans of a killed command may wait a while for
 // their new parent to reap them, and they are already dead.
-func groupAlive(pgid int) bool {
+func GroupAlive(pgid int) bool {
 	if !groupExists(pgid) {
 		return false
 	}

@@ -11,7 +11,7 @@ import (
 
 type treePlatform struct{}
 
-func (t *tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
 	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: out, Stderr: out, ExtraFiles: files}
 	if err := cmd.Start(); err != nil {
 		return err
@@ -20,10 +20,10 @@ func (t *tree) start(path string, argv []string, dir string, env []string, out *
 	return nil
 }
 
-func (t *tree) wait()       { t.status, t.err = exitStatusOf(t.cmd.Wait()) }
-func (t *tree) terminate()  { t.cmd.Process.Kill() }
-func (t *tree) killNow()    { t.cmd.Process.Kill() }
-func (t *tree) killDirect() { t.cmd.Process.Kill() }
+func (t *Tree) wait()       { t.status, t.err = exitStatusOf(t.cmd.Wait()) }
+func (t *Tree) terminate()  { t.cmd.Process.Kill() }
+func (t *Tree) killNow()    { t.cmd.Process.Kill() }
+func (t *Tree) killDirect() { t.cmd.Process.Kill() }
 
 // closeInheritedOnExec: descriptors cannot be marked here.
 func closeInheritedOnExec() {}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flemma-dev/flemma/tools/internal/procsup"
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // The tests of this file start sleeps whose argument is a marker unique to
@@ -205,8 +206,8 @@ func TestBashStatusThroughSupervisor(t *testing.T) {
 // TestBashUnsupervisedFallback: without the supervisor (other systems) the
 // command still runs, times out and is cancelled as a process group.
 func TestBashUnsupervisedFallback(t *testing.T) {
-	supervisorDisabled = true
-	defer func() { supervisorDisabled = false }()
+	testhook.NoSupervisor = true
+	defer func() { testhook.NoSupervisor = false }()
 	shortGrace(t)
 	f := newFixture(t)
 	want(t, "echo", f.run("bash", map[string]any{"command": "echo hi; echo $PPID > ppid"}), true, "hi")
@@ -228,11 +229,7 @@ func TestBashUnsupervisedFallback(t *testing.T) {
 // TestKillAll: KillAll kills the running commands' trees and refuses new
 // commands.
 func TestKillAll(t *testing.T) {
-	defer func() {
-		liveMu.Lock()
-		shuttingDown = false
-		liveMu.Unlock()
-	}()
+	defer testhook.ResetShutdown()
 	f := newFixture(t)
 	ms := markers(detachingMarkers)
 	done := runDetaching(t, f, context.Background(), map[string]any{"command": detachingCommand(ms, true)}, ms)

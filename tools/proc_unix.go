@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
 // The unsupervised form of a process tree (other Unix systems, or Linux
@@ -22,7 +24,7 @@ import (
 // on Linux the command gets SIGKILL when the thread that forked it ends
 // (Pdeathsig), and a thread of the Go runtime can end when a goroutine
 // locked to it returns.
-func (t *tree) startGroup(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+func (t *Tree) startGroup(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
 	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: out, Stderr: out, ExtraFiles: files, SysProcAttr: groupSysProcAttr()}
 	started := make(chan error, 1)
 	waited := make(chan error, 1)
@@ -47,25 +49,25 @@ func (t *tree) startGroup(path string, argv []string, dir string, env []string, 
 // waitGroup waits for the command, then for its process group to be empty:
 // after a normal exit what is left of the group is killed at once; after
 // terminate the group has until kill. It gives up after a bound.
-func (t *tree) waitGroup() {
+func (t *Tree) waitGroup() {
 	t.status, t.err = exitStatusOf(<-t.plat.waited)
 	pgid := t.cmd.Process.Pid
 	for deadline := time.Now().Add(killWait + 2*time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if !t.plat.terminating.Load() {
 			syscall.Kill(-pgid, syscall.SIGKILL)
 		}
-		if !groupAlive(pgid) {
+		if !GroupAlive(pgid) {
 			return
 		}
 	}
 }
 
-func (t *tree) terminateGroup() {
+func (t *Tree) terminateGroup() {
 	t.plat.terminating.Store(true)
 	syscall.Kill(-t.cmd.Process.Pid, syscall.SIGTERM)
 }
 
-func (t *tree) killGroup() {
+func (t *Tree) killGroup() {
 	t.plat.terminating.Store(false)
 	syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL)
 }
@@ -78,6 +80,8 @@ func groupExists(pgid int) bool {
 }
 
 var inheritOnce sync.Once
+
+func init() { testhook.ForgetInherited = func() { inheritOnce = sync.Once{} } }
 
 // closeInheritedOnExec marks every descriptor this process inherited from
 // its parent close-on-exec (Go opens all of its own so), once, before the

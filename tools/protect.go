@@ -151,7 +151,7 @@ func readHooksPath(config, top string) string {
 	if !filepath.IsAbs(value) {
 		value = filepath.Join(top, value)
 	}
-	return canonicalOr(filepath.Clean(value))
+	return CanonicalOr(filepath.Clean(value))
 }
 
 // readSmall reads at most max bytes of a regular file, never following a
@@ -178,7 +178,7 @@ func openNoFollowLoose(p string) (*os.File, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, errNotRegular
+		return nil, ErrNotRegular
 	}
 	return os.Open(p)
 }

@@ -13,7 +13,7 @@ import (
 // worktree, in a home directory.
 func protectedProject(t *testing.T) (home, proj string) {
 	t.Helper()
-	home = canonicalOr(t.TempDir())
+	home = CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	proj = filepath.Join(home, "proj")
 	for name, content := range map[string]string{

@@ -47,12 +47,12 @@ func runRead(ctx context.Context, call Call, in ReadInput) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	f, err := openNoFollow(resolved)
+	f, err := OpenNoFollow(resolved)
 	if err != nil {
 		switch {
-		case errors.Is(err, os.ErrNotExist), errors.Is(err, errNotRegular):
+		case errors.Is(err, os.ErrNotExist), errors.Is(err, ErrNotRegular):
 			return Output{}, fmt.Errorf("File not found: %s", in.Path)
-		case errors.Is(err, errIsDir):
+		case errors.Is(err, ErrIsDir):
 			return Output{}, fmt.Errorf("File not found: %s is a directory (use ls to list it)", in.Path)
 		}
 		return Output{}, ioError("read", err)
@@ -77,7 +77,7 @@ func runRead(ctx context.Context, call Call, in ReadInput) (Output, error) {
 	if in.Limit != nil {
 		limit = int(math.Max(1, math.Floor(*in.Limit)))
 	}
-	lim := call.Env.limits()
+	lim := call.Env.Limits()
 	r, err := readLines(ctx, io.MultiReader(bytes.NewReader(head), f), start, limit, lim)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -85,7 +85,7 @@ func runRead(ctx context.Context, call Call, in ReadInput) (Output, error) {
 		}
 		return Output{}, ioError("read", err)
 	}
-	call.Env.reads().Record(call.Bufnr, resolved, r.sum)
+	call.Env.ReadsOrDefault().Record(call.Bufnr, resolved, r.sum)
 
 	if r.total == 0 && start == 1 {
 		return Output{Text: "(empty file)"}, nil

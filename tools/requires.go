@@ -136,11 +136,11 @@ func sandboxWorks(sc SandboxConfig) bool {
 	}
 	DetectBackend()
 	switch {
-	case !probe.ok:
+	case !current().ok:
 		return false
-	case !sc.Network && !probe.netIso:
+	case !sc.Network && !current().netIso:
 		return false
-	case !probe.capDrop && os.Geteuid() == 0:
+	case !current().capDrop && os.Geteuid() == 0:
 		return false
 	}
 	return true

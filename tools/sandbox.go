@@ -136,7 +136,7 @@ type denyRule struct {
 	pat      string // folded, absolute doublestar pattern
 	kind     denyKind
 	lit      string // denyDirName: the name; denyBase: the base-name glob; denySub*: the sub-path
-	baseKind globKind
+	baseKind GlobKind
 	baseLit  string // denyBase: fast form of lit
 	prefix   string // denyPath: the literal folded start of pat (a match must start with it)
 	raw      string // denyPath: the pattern with ~ expanded, not folded (for literal look-ups)
@@ -146,7 +146,7 @@ type denyRule struct {
 type allowRule struct {
 	glob string
 	pat  string
-	kind globKind
+	kind GlobKind
 	lit  string
 }
 
@@ -271,7 +271,7 @@ func homeDirs(home string) []string {
 		if h == "" {
 			return
 		}
-		c := canonicalOr(filepath.Clean(h))
+		c := CanonicalOr(filepath.Clean(h))
 		for _, o := range out {
 			if o == c {
 				return
@@ -307,6 +307,17 @@ func homeRefusal(c string, homes []string) string {
 // filled in.
 func (s *Sandbox) Config() SandboxConfig { return s.cfg }
 
+// WithProtect returns the sandbox enforcing protected paths (Env.Protect):
+// s itself when it already does, else a copy that does.
+func (s *Sandbox) WithProtect() *Sandbox {
+	if s.protect {
+		return s
+	}
+	c := *s
+	c.protect = true
+	return &c
+}
+
 // Enabled reports whether the policy is enforced at all.
 func (s *Sandbox) Enabled() bool { return s.cfg.Enabled }
 
@@ -330,6 +341,24 @@ func (s *Sandbox) rootOf(p string) (string, fileID, bool) {
 	}
 	return "", fileID{}, false
 }
+
+// WriteRoot is the writable root that holds the canonical path resolved,
+// with the identity it had when the sandbox resolved it, for a write that
+// must go through it; false when the sandbox is disabled or no root holds it.
+func (s *Sandbox) WriteRoot(resolved string) (RootRef, bool) {
+	if !s.cfg.Enabled {
+		return RootRef{}, false
+	}
+	r, id, ok := s.rootOf(resolved)
+	if !ok {
+		return RootRef{}, false
+	}
+	return RootRef{path: r, id: id, ok: true}, true
+}
+
+// Protecting reports whether the sandbox refuses protected paths to
+// policy-approved calls (WithProtect).
+func (s *Sandbox) Protecting() bool { return s.protect }
 
 // Resolve makes p absolute (see ResolvePath) against the buffer's directory,
 // or Neovim's cwd for unnamed buffers.
@@ -441,7 +470,7 @@ func (s *Sandbox) matchRules(rules []denyRule, f string, exceptions bool) *denyR
 		case denyDirName:
 			ok = strings.Contains(f+"/", "/"+r.lit+"/")
 		case denyBase:
-			ok = matchGlob(r.baseKind, r.baseLit, r.lit, base)
+			ok = MatchGlob(r.baseKind, r.baseLit, r.lit, base)
 		case denySubpath:
 			ok = strings.HasSuffix(f, "/"+r.lit)
 		case denySubtree:
@@ -466,18 +495,18 @@ func (s *Sandbox) matchRules(rules []denyRule, f string, exceptions bool) *denyR
 func (s *Sandbox) excepted(base string) bool {
 	for i := range s.allow {
 		a := &s.allow[i]
-		if matchGlob(a.kind, a.lit, a.pat, base) {
+		if MatchGlob(a.kind, a.lit, a.pat, base) {
 			return true
 		}
 	}
 	return false
 }
 
-// deniedEntry is the walkers' fast form of deniedBy for one directory entry
+// DeniedEntry is the walkers' fast form of deniedBy for one directory entry
 // (abs is its absolute path, name its base name): the entry itself matches
 // a deny rule. The walkers never descend into a denied folder, so the
 // rules need not look at the components above the entry.
-func (s *Sandbox) deniedEntry(abs, name string, isDir bool) bool {
+func (s *Sandbox) DeniedEntry(abs, name string, isDir bool) bool {
 	if !s.cfg.Enabled || len(s.deny) == 0 {
 		return false
 	}
@@ -512,11 +541,11 @@ func newRuleSet(rules []denyRule) ruleSet {
 			if _, dup := rs.dirNames[r.lit]; !dup {
 				rs.dirNames[r.lit] = i
 			}
-		case r.kind == denyBase && r.baseKind == globLit:
+		case r.kind == denyBase && r.baseKind == GlobLit:
 			if _, dup := rs.lits[r.baseLit]; !dup {
 				rs.lits[r.baseLit] = i
 			}
-		case r.kind == denyBase && (r.baseKind == globSuffix || r.baseKind == globPrefix):
+		case r.kind == denyBase && (r.baseKind == GlobSuffix || r.baseKind == GlobPrefix):
 			rs.affixes = append(rs.affixes, i)
 		case r.kind == denyBase:
 			rs.globs = append(rs.globs, i)
@@ -574,14 +603,14 @@ func (s *Sandbox) entryRule(rs *ruleSet, abs, name string, isDir, exceptions boo
 	}
 	for _, i := range rs.affixes {
 		r := &rs.rules[i]
-		if r.baseKind == globSuffix && strings.HasSuffix(fname, r.baseLit) || r.baseKind == globPrefix && strings.HasPrefix(fname, r.baseLit) {
+		if r.baseKind == GlobSuffix && strings.HasSuffix(fname, r.baseLit) || r.baseKind == GlobPrefix && strings.HasPrefix(fname, r.baseLit) {
 			if r := base(r); r != nil {
 				return r
 			}
 		}
 	}
 	for _, i := range rs.globs {
-		if r := &rs.rules[i]; matchGlob(r.baseKind, r.baseLit, r.lit, fname) {
+		if r := &rs.rules[i]; MatchGlob(r.baseKind, r.baseLit, r.lit, fname) {
 			if r := base(r); r != nil {
 				return r
 			}
@@ -674,7 +703,7 @@ func compileDeny(g, home string) (denyRule, error) {
 			r.kind, r.lit = denySubtree, sub
 		case !strings.Contains(mid, "/"):
 			r.kind, r.lit = denyBase, mid
-			r.baseKind, r.baseLit = classifyGlob(mid)
+			r.baseKind, r.baseLit = ClassifyGlob(mid)
 		case !strings.ContainsAny(mid, meta):
 			r.kind, r.lit = denySubpath, mid
 		}
@@ -722,7 +751,7 @@ func compileAllow(g string) (allowRule, error) {
 		return allowRule{}, fmt.Errorf("invalid sandbox.deny_read exception %q", g)
 	}
 	a := allowRule{glob: g, pat: pat}
-	a.kind, a.lit = classifyGlob(pat)
+	a.kind, a.lit = ClassifyGlob(pat)
 	return a, nil
 }
 

@@ -49,7 +49,7 @@ func BenchmarkWrapCommand(b *testing.B) {
 	if _, ok, why := DetectBackend(); !ok {
 		b.Skip(why)
 	}
-	home := canonicalOr(b.TempDir())
+	home := CanonicalOr(b.TempDir())
 	b.Setenv("HOME", home)
 	proj := wrapBenchTree(b, home)
 	sb, err := NewSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNCwd}}, proj, "")

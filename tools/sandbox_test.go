@@ -11,8 +11,8 @@ import (
 
 // TestNewSandboxRoots pins reference §12 #56.
 func TestNewSandboxRoots(t *testing.T) {
-	cwd := canonicalOr(t.TempDir())
-	bufDir := canonicalOr(t.TempDir())
+	cwd := CanonicalOr(t.TempDir())
+	bufDir := CanonicalOr(t.TempDir())
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(bufDir, link); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestNewSandboxRoots(t *testing.T) {
 		t.Errorf("bad deny glob accepted")
 	}
 	sb, _ := NewSandbox(DefaultSandboxConfig(), cwd, "")
-	if !slices.Contains(sb.Roots(), canonicalOr(os.TempDir())) && !slices.ContainsFunc(sb.Roots(), func(r string) bool { return within(canonicalOr(os.TempDir()), r) }) {
+	if !slices.Contains(sb.Roots(), CanonicalOr(os.TempDir())) && !slices.ContainsFunc(sb.Roots(), func(r string) bool { return within(CanonicalOr(os.TempDir()), r) }) {
 		t.Errorf("default roots %v lack the temp dir", sb.Roots())
 	}
 }
@@ -63,12 +63,12 @@ func TestNewSandboxRoots(t *testing.T) {
 // TestSandboxChecks is the table of escape attempts: every one must be
 // refused, naming the rule.
 func TestSandboxChecks(t *testing.T) {
-	home := canonicalOr(t.TempDir())
+	home := CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
 	os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("KEY"), 0o600)
-	root := canonicalOr(t.TempDir())
-	outside := canonicalOr(t.TempDir())
+	root := CanonicalOr(t.TempDir())
+	outside := CanonicalOr(t.TempDir())
 	os.Symlink(outside, filepath.Join(root, "out-link"))
 	os.Symlink(filepath.Join(home, ".ssh", "id_rsa"), filepath.Join(root, "notes.txt"))
 	os.WriteFile(filepath.Join(root, "ok.txt"), []byte("ok"), 0o644)
@@ -161,10 +161,10 @@ func TestFoldPath(t *testing.T) {
 // changed by issue 11: every namespace, no capabilities, the session's
 // socket folders hidden before the roots are bound.
 func TestBwrapArgv(t *testing.T) {
-	home := canonicalOr(t.TempDir())
+	home := CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
-	root := canonicalOr(t.TempDir())
+	root := CanonicalOr(t.TempDir())
 	for _, network := range []bool{true, false} {
 		sb, _ := NewSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{URNCwd, "/nonexistent-root"}, Network: network}, root, "")
 		argv := sb.bwrapArgv("/usr/bin/bwrap", []string{"bash", "-c", "echo hi"})

@@ -75,7 +75,7 @@ type maskPlan struct {
 func (s *Sandbox) planMasks() *maskPlan {
 	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}}
 	p.temps = []string{"/tmp"}
-	if t := canonicalOr(os.TempDir()); t != "/tmp" {
+	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
 		p.temps = append(p.temps, t)
 	}
 	isRoot := map[string]bool{}
@@ -115,7 +115,7 @@ func (s *Sandbox) planMasks() *maskPlan {
 			p.seen[t] = true
 			// The home directory and the folder the command works in stay
 			// visible (read-only) when they lie inside it.
-			for _, keep := range []string{canonicalOr(s.home), canonicalOr(s.base)} {
+			for _, keep := range []string{CanonicalOr(s.home), CanonicalOr(s.base)} {
 				if keep != "" && keep != "." && within(keep, t) && keep != t && !s.insideRoot(keep) && !slices.Contains(p.rebind, keep) {
 					p.rebind = append(p.rebind, keep)
 				}
@@ -148,7 +148,7 @@ func (s *Sandbox) planMasks() *maskPlan {
 		}
 		s.scanTree(p, r, true, isRoot, &budget, scanRootEntries)
 	}
-	if home := canonicalOr(s.home); s.home != "" && home != "/" && !s.insideRoot(home) {
+	if home := CanonicalOr(s.home); s.home != "" && home != "/" && !s.insideRoot(home) {
 		b := scanHomeEntries
 		for _, d := range homeSkip {
 			p.skip[home+"/"+d] = true
@@ -189,7 +189,7 @@ func (s *Sandbox) safeToHide(d string) bool {
 			return false
 		}
 	}
-	if s.home != "" && within(canonicalOr(s.home), d) {
+	if s.home != "" && within(CanonicalOr(s.home), d) {
 		return false
 	}
 	return d != "/"
@@ -351,7 +351,7 @@ func (s *Sandbox) scanMatch(sr scanRules, rel []*denyRule, fdir, fname string, i
 			if isDir && fname == r.lit {
 				return true
 			}
-		} else if matchGlob(r.baseKind, r.baseLit, r.lit, fname) && !(exceptions && s.excepted(fname)) {
+		} else if MatchGlob(r.baseKind, r.baseLit, r.lit, fname) && !(exceptions && s.excepted(fname)) {
 			return true
 		}
 	}
@@ -903,7 +903,7 @@ func socketPathsFromEnv(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || val == "" || !envDenied(name, SocketEnv) {
+		if !ok || val == "" || !EnvDenied(name, SocketEnv) {
 			continue
 		}
 		for _, part := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ';' }) {

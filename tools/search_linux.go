@@ -20,12 +20,12 @@ import (
 // (no poller registration, no finalizer): grep opens tens of thousands.
 type searchFD int
 
-// dirFD is an open directory of a walk.
-type dirFD int
+// DirFD is an open directory of a walk.
+type DirFD int
 
 // O_PATH is the same on every Linux architecture but missing from package
 // syscall on some.
-const oPath = 0x200000
+const OPath = 0x200000
 
 func retryEINTR(f func() (int, error)) (int, error) {
 	for {
@@ -36,23 +36,23 @@ func retryEINTR(f func() (int, error)) (int, error) {
 	}
 }
 
-// openRootDir opens the directory at p (absolute, canonical) following no
+// OpenRootDir opens the directory at p (absolute, canonical) following no
 // symlink on the way: each component is opened from the one before with
 // O_DIRECTORY|O_NOFOLLOW, starting at "/".
-func openRootDir(p string) (dirFD, error) {
+func OpenRootDir(p string) (DirFD, error) {
 	fd, err := retryEINTR(func() (int, error) {
 		return syscall.Open("/", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	})
 	if err != nil {
 		return -1, err
 	}
-	d := dirFD(fd)
+	d := DirFD(fd)
 	for _, c := range strings.Split(p, "/") {
 		if c == "" || c == "." {
 			continue
 		}
-		sub, err := d.openDir(c)
-		d.close()
+		sub, err := d.OpenDir(c)
+		d.Close()
 		if err != nil {
 			return -1, err
 		}
@@ -61,9 +61,9 @@ func openRootDir(p string) (dirFD, error) {
 	return d, nil
 }
 
-// openDir opens the subdirectory name of d; a symlink (ELOOP) or a
+// OpenDir opens the subdirectory name of d; a symlink (ELOOP) or a
 // non-directory (ENOTDIR) there is refused.
-func (d dirFD) openDir(name string) (dirFD, error) {
+func (d DirFD) OpenDir(name string) (DirFD, error) {
 	if name == ".." {
 		return -1, syscall.EINVAL
 	}
@@ -73,15 +73,15 @@ func (d dirFD) openDir(name string) (dirFD, error) {
 	if err != nil {
 		return -1, err
 	}
-	return dirFD(fd), nil
+	return DirFD(fd), nil
 }
 
-func (d dirFD) close() { syscall.Close(int(d)) }
+func (d DirFD) Close() { syscall.Close(int(d)) }
 
-// openRegular opens the regular file name of d for reading: a symlink there
+// OpenRegular opens the regular file name of d for reading: a symlink there
 // fails (ELOOP), anything but a regular file fails with errNotFile (the
 // open does not block: O_NONBLOCK).
-func (d dirFD) openRegular(name string) (searchFD, error) {
+func (d DirFD) OpenRegular(name string) (searchFD, error) {
 	fd, err := retryEINTR(func() (int, error) {
 		return syscall.Openat(int(d), name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	})
@@ -92,17 +92,17 @@ func (d dirFD) openRegular(name string) (searchFD, error) {
 	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		syscall.Close(fd)
 		if err == nil {
-			err = errNotFile
+			err = ErrNotFile
 		}
 		return -1, err
 	}
 	return searchFD(fd), nil
 }
 
-// readFile reads the regular file name of d (ignore files), at most max
+// ReadFile reads the regular file name of d (ignore files), at most max
 // bytes; a symlink is not followed.
-func (d dirFD) readFile(name string, max int) ([]byte, error) {
-	f, err := d.openRegular(name)
+func (d DirFD) ReadFile(name string, max int) ([]byte, error) {
+	f, err := d.OpenRegular(name)
 	if err != nil {
 		return nil, err
 	}
@@ -121,26 +121,26 @@ func (d dirFD) readFile(name string, max int) ([]byte, error) {
 
 // statType is the type of the entry name of d, not following a symlink (for
 // file systems whose listings do not say).
-func (d dirFD) statType(name string) entryType {
+func (d DirFD) statType(name string) EntryType {
 	fd, err := retryEINTR(func() (int, error) {
-		return syscall.Openat(int(d), name, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		return syscall.Openat(int(d), name, OPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	})
 	if err != nil {
-		return entryOther
+		return EntryOther
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if syscall.Fstat(fd, &st) != nil {
-		return entryOther
+		return EntryOther
 	}
 	return modeType(st.Mode)
 }
 
 // statFollow reports whether the entry name of d is, or is a symlink to, a
 // directory.
-func (d dirFD) isDirFollow(name string) bool {
+func (d DirFD) IsDirFollow(name string) bool {
 	fd, err := retryEINTR(func() (int, error) {
-		return syscall.Openat(int(d), name, oPath|syscall.O_CLOEXEC, 0)
+		return syscall.Openat(int(d), name, OPath|syscall.O_CLOEXEC, 0)
 	})
 	if err != nil {
 		return false
@@ -150,25 +150,25 @@ func (d dirFD) isDirFollow(name string) bool {
 	return syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 }
 
-func modeType(m uint32) entryType {
+func modeType(m uint32) EntryType {
 	switch m & syscall.S_IFMT {
 	case syscall.S_IFDIR:
-		return entryDir
+		return EntryDir
 	case syscall.S_IFREG:
-		return entryFile
+		return EntryFile
 	case syscall.S_IFLNK:
-		return entrySymlink
+		return EntrySymlink
 	}
-	return entryOther
+	return EntryOther
 }
 
-// entries lists d sorted by name, without "." and "..". buf is scratch
+// Entries lists d sorted by name, without "." and "..". buf is scratch
 // space for getdents, returned for reuse.
-func (d dirFD) entries(buf []byte) ([]dirEntry, []byte, error) {
+func (d DirFD) Entries(buf []byte) ([]DirEntry, []byte, error) {
 	if len(buf) < 32<<10 {
 		buf = make([]byte, 32<<10)
 	}
-	var out []dirEntry
+	var out []DirEntry
 	for {
 		n, err := retryEINTR(func() (int, error) { return syscall.Getdents(int(d), buf) })
 		if err != nil {
@@ -196,23 +196,23 @@ func (d dirFD) entries(buf []byte) ([]dirEntry, []byte, error) {
 			if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
 				continue
 			}
-			e := dirEntry{name: string(name)}
+			e := DirEntry{Name: string(name)}
 			switch typ {
 			case syscall.DT_DIR:
-				e.typ = entryDir
+				e.Type = EntryDir
 			case syscall.DT_REG:
-				e.typ = entryFile
+				e.Type = EntryFile
 			case syscall.DT_LNK:
-				e.typ = entrySymlink
+				e.Type = EntrySymlink
 			case syscall.DT_UNKNOWN:
-				e.typ = d.statType(e.name)
+				e.Type = d.statType(e.Name)
 			default:
-				e.typ = entryOther
+				e.Type = EntryOther
 			}
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out, buf, nil
 }
 

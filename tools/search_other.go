@@ -17,17 +17,17 @@ import (
 
 type searchFD struct{ f *os.File }
 
-type dirFD struct{ path string }
+type DirFD struct{ path string }
 
-func openRootDir(p string) (dirFD, error) {
+func OpenRootDir(p string) (DirFD, error) {
 	p = filepath.Clean(p)
 	for q := p; ; q = filepath.Dir(q) {
 		fi, err := os.Lstat(q)
 		if err != nil {
-			return dirFD{}, err
+			return DirFD{}, err
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
-			return dirFD{}, errSymlink
+			return DirFD{}, ErrSymlink
 		}
 		if filepath.Dir(q) == q {
 			break
@@ -35,45 +35,45 @@ func openRootDir(p string) (dirFD, error) {
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return dirFD{}, err
+		return DirFD{}, err
 	}
 	if !fi.IsDir() {
-		return dirFD{}, errNotDir
+		return DirFD{}, errNotDir
 	}
-	return dirFD{p}, nil
+	return DirFD{p}, nil
 }
 
 var errNotDir = &os.PathError{Op: "open", Err: os.ErrInvalid}
 
-func (d dirFD) join(name string) string { return filepath.Join(d.path, name) }
+func (d DirFD) join(name string) string { return filepath.Join(d.path, name) }
 
-func (d dirFD) openDir(name string) (dirFD, error) {
+func (d DirFD) OpenDir(name string) (DirFD, error) {
 	fi, err := os.Lstat(d.join(name))
 	if err != nil {
-		return dirFD{}, err
+		return DirFD{}, err
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
-		return dirFD{}, errSymlink
+		return DirFD{}, ErrSymlink
 	}
 	if !fi.IsDir() {
-		return dirFD{}, errNotDir
+		return DirFD{}, errNotDir
 	}
-	return dirFD{d.join(name)}, nil
+	return DirFD{d.join(name)}, nil
 }
 
-func (d dirFD) close() {}
+func (d DirFD) Close() {}
 
-func (d dirFD) openRegular(name string) (searchFD, error) {
+func (d DirFD) OpenRegular(name string) (searchFD, error) {
 	p := d.join(name)
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return searchFD{}, err
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
-		return searchFD{}, errSymlink
+		return searchFD{}, ErrSymlink
 	}
 	if !fi.Mode().IsRegular() {
-		return searchFD{}, errNotFile
+		return searchFD{}, ErrNotFile
 	}
 	f, err := os.Open(p)
 	if err != nil {
@@ -81,13 +81,13 @@ func (d dirFD) openRegular(name string) (searchFD, error) {
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return searchFD{}, errNotFile
+		return searchFD{}, ErrNotFile
 	}
 	return searchFD{f}, nil
 }
 
-func (d dirFD) readFile(name string, max int) ([]byte, error) {
-	f, err := d.openRegular(name)
+func (d DirFD) ReadFile(name string, max int) ([]byte, error) {
+	f, err := d.OpenRegular(name)
 	if err != nil {
 		return nil, err
 	}
@@ -95,28 +95,28 @@ func (d dirFD) readFile(name string, max int) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f.f, int64(max)))
 }
 
-func (d dirFD) isDirFollow(name string) bool {
+func (d DirFD) IsDirFollow(name string) bool {
 	fi, err := os.Stat(d.join(name))
 	return err == nil && fi.IsDir()
 }
 
-func (d dirFD) entries(buf []byte) ([]dirEntry, []byte, error) {
+func (d DirFD) Entries(buf []byte) ([]DirEntry, []byte, error) {
 	ents, err := os.ReadDir(d.path)
-	out := make([]dirEntry, 0, len(ents))
+	out := make([]DirEntry, 0, len(ents))
 	for _, e := range ents {
 		t := e.Type()
-		typ := entryOther
+		typ := EntryOther
 		switch {
 		case t.IsDir():
-			typ = entryDir
+			typ = EntryDir
 		case t.IsRegular():
-			typ = entryFile
+			typ = EntryFile
 		case t&os.ModeSymlink != 0:
-			typ = entrySymlink
+			typ = EntrySymlink
 		}
-		out = append(out, dirEntry{e.Name(), typ})
+		out = append(out, DirEntry{e.Name(), typ})
 	}
-	slices.SortFunc(out, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b DirEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out, buf, err
 }
 

@@ -17,7 +17,7 @@ import (
 // project inside it, and makes it $HOME. It returns home and the project.
 func secretHome(t *testing.T) (string, string) {
 	t.Helper()
-	home := canonicalOr(t.TempDir())
+	home := CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	proj := filepath.Join(home, "src", "proj")
 	files := map[string]string{
@@ -149,7 +149,7 @@ func TestEnvDenyDefaults(t *testing.T) {
 		"GIT_ASKPASS=/bin/a", "HTTP_PROXY=http://proxy:3128", "GOPROXY=https://proxy.golang.org", "MANPATH=/m",
 		"XDG_SESSION_TYPE=tty", "DESKTOP_SESSION=x", "KUBECONFIG_DIR=/k", "SSL_CERT_FILE=/etc/ssl/c.pem",
 	}
-	env := (&Env{Environ: append(append([]string{}, removed...), kept...)}).commandEnv()
+	env := (&Env{Environ: append(append([]string{}, removed...), kept...)}).CommandEnv()
 	got := map[string]bool{}
 	for _, kv := range env {
 		got[kv] = true

@@ -89,10 +89,10 @@ func scratchOutsideTmp(t *testing.T) string {
 	for _, base := range []string{"/var/tmp", "/dev/shm"} {
 		if d, err := os.MkdirTemp(base, "flemma-xdg-"); err == nil {
 			t.Cleanup(func() { os.RemoveAll(d) })
-			return canonicalOr(d)
+			return CanonicalOr(d)
 		}
 	}
-	return canonicalOr(t.TempDir())
+	return CanonicalOr(t.TempDir())
 }
 
 // TestBwrapHidesSockets is issue 11 #3: a unix socket of the user — in a
@@ -157,7 +157,7 @@ func TestCommandEnvDropsSockets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := (&Env{Sandbox: sb, Environ: base}).commandEnv()
+		env := (&Env{Sandbox: sb, Environ: base}).CommandEnv()
 		got := strings.Join(env, "\n")
 		for _, kv := range socketVars {
 			name, _, _ := strings.Cut(kv, "=")
@@ -170,7 +170,7 @@ func TestCommandEnvDropsSockets(t *testing.T) {
 		}
 	}
 	// The user may still set one explicitly (tools.bash.env).
-	env := (&Env{Environ: base, ExtraEnv: map[string]string{"DISPLAY": ":1"}}).commandEnv()
+	env := (&Env{Environ: base, ExtraEnv: map[string]string{"DISPLAY": ":1"}}).CommandEnv()
 	if !strings.Contains(strings.Join(env, "\n"), "DISPLAY=:1") {
 		t.Errorf("tools.bash.env DISPLAY dropped")
 	}
@@ -205,7 +205,7 @@ func TestBwrapSocketFolderVanishes(t *testing.T) {
 	requireBwrap(t)
 	t.Run("home outside /tmp", func(t *testing.T) { vanish(t) })
 	t.Run("home inside /tmp", func(t *testing.T) {
-		home := canonicalOr(t.TempDir())
+		home := CanonicalOr(t.TempDir())
 		t.Setenv("HOME", home)
 		if err := os.WriteFile(filepath.Join(home, "visible.txt"), []byte("here"), 0o600); err != nil {
 			t.Fatal(err)
@@ -252,7 +252,7 @@ func vanish(t *testing.T) {
 // other early masks, not after.
 func TestBwrapPrivateTmpKeepsMasks(t *testing.T) {
 	requireBwrap(t)
-	home := canonicalOr(t.TempDir())
+	home := CanonicalOr(t.TempDir())
 	t.Setenv("HOME", home)
 	xdg := filepath.Join(home, "run")
 	if err := os.MkdirAll(xdg, 0o700); err != nil {
@@ -281,7 +281,7 @@ func TestBwrapPrivateTmpKeepsMasks(t *testing.T) {
 func TestBwrapPrivateTmpKeepsTheWorkingFolder(t *testing.T) {
 	requireBwrap(t)
 	f := newFixture(t)
-	other := canonicalOr(t.TempDir())
+	other := CanonicalOr(t.TempDir())
 	f.setSandbox(SandboxConfig{Enabled: true, Backend: "bwrap", Writable: []string{other}, Network: true})
 	if err := os.WriteFile(filepath.Join(f.dir, "notes.txt"), []byte("notes"), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,11 +2,12 @@ package tools
 
 import (
 	"fmt"
-	"github.com/flemma-dev/flemma/internal/size"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/flemma-dev/flemma/internal/size"
 )
 
 // Truncated is the result of TruncateHead or TruncateTail (reference §8.2).

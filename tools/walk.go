@@ -43,7 +43,7 @@ type walker struct {
 }
 
 type excludeRule struct {
-	kind globKind
+	kind GlobKind
 	lit  string
 	pat  string
 }
@@ -61,7 +61,7 @@ func newExcludes(names []string) []excludeRule {
 		if n == "" || !doublestar.ValidatePattern(n) {
 			continue
 		}
-		k, lit := classifyGlob(n)
+		k, lit := ClassifyGlob(n)
 		out = append(out, excludeRule{k, lit, n})
 	}
 	return out
@@ -69,7 +69,7 @@ func newExcludes(names []string) []excludeRule {
 
 func (w *walker) excluded(name string) bool {
 	for _, e := range w.exclude {
-		if matchGlob(e.kind, e.lit, e.pat, name) {
+		if MatchGlob(e.kind, e.lit, e.pat, name) {
 			return true
 		}
 	}
@@ -107,12 +107,12 @@ func (w *walker) globOK(abs, name string, isDir bool) bool {
 // to open an entry of it: the walker while it lists and descends, and grep's
 // workers until they have opened its files (one reference each).
 type walkDir struct {
-	fd   dirFD
+	fd   DirFD
 	abs  string
 	refs atomic.Int32
 }
 
-func newWalkDir(fd dirFD, abs string) *walkDir {
+func newWalkDir(fd DirFD, abs string) *walkDir {
 	d := &walkDir{fd: fd, abs: abs}
 	d.refs.Store(1)
 	return d
@@ -122,37 +122,14 @@ func (d *walkDir) retain() { d.refs.Add(1) }
 
 func (d *walkDir) release() {
 	if d.refs.Add(-1) == 0 {
-		d.fd.close()
+		d.fd.Close()
 	}
-}
-
-// entryType is what a directory entry is, as listed.
-type entryType uint8
-
-const (
-	entryOther entryType = iota // device, FIFO, socket, unknown
-	entryFile
-	entryDir
-	entrySymlink
-)
-
-type dirEntry struct {
-	name string
-	typ  entryType
 }
 
 // testHookBeforeOpen, when set, is called with the path of every directory
 // a walk (grep, find, ls) is about to open and every file grep is about to
 // open, after the listing that found it: tests swap things in there.
 var testHookBeforeOpen func(abs string)
-
-// errNotFile: a walk found something else than a regular file where it
-// opens one.
-var errNotFile = errors.New("not a regular file")
-
-// errSymlink: a path-based walk (systems without openat) found a symlink
-// where it opens a directory or a file.
-var errSymlink = errors.New("is a symlink")
 
 // errRootChanged: the search root could not be opened without following a
 // symlink — it changed after it was checked.
@@ -165,7 +142,7 @@ func (w *walker) walk() bool {
 	if testHookBeforeOpen != nil {
 		testHookBeforeOpen(w.root)
 	}
-	fd, err := openRootDir(w.root)
+	fd, err := OpenRootDir(w.root)
 	if err != nil {
 		w.rootErr = walkOpenError(err)
 		return true
@@ -174,7 +151,7 @@ func (w *walker) walk() bool {
 }
 
 func walkOpenError(err error) error {
-	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, errSymlink) {
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, ErrSymlink) {
 		return errRootChanged
 	}
 	return err
@@ -187,14 +164,14 @@ func (w *walker) dir(d *walkDir) bool {
 	if w.ctx.Err() != nil {
 		return false
 	}
-	entries, buf, err := d.fd.entries(w.buf)
+	entries, buf, err := d.fd.Entries(w.buf)
 	w.buf = buf
 	if err != nil {
 		return true // unreadable directories are skipped, as ripgrep does
 	}
 	hasGit, hasIgn := false, false
 	for _, e := range entries {
-		switch e.name {
+		switch e.Name {
 		case ".gitignore":
 			hasGit = true
 		case ".ignore":
@@ -214,12 +191,12 @@ func (w *walker) dir(d *walkDir) bool {
 		}
 	}()
 	for _, e := range entries {
-		name := e.name
+		name := e.Name
 		if name[0] == '.' || w.excluded(name) {
 			continue
 		}
-		isDir := e.typ == entryDir
-		if !isDir && e.typ != entryFile {
+		isDir := e.Type == EntryDir
+		if !isDir && e.Type != EntryFile {
 			continue // symlinks are not followed; devices, FIFOs, sockets are not files
 		}
 		abs := d.abs + "/" + name
@@ -229,7 +206,7 @@ func (w *walker) dir(d *walkDir) bool {
 		if len(w.frames) > 0 && ignored(w.frames, abs, name, isDir) {
 			continue
 		}
-		if w.sb != nil && w.sb.deniedEntry(abs, name, isDir) {
+		if w.sb != nil && w.sb.DeniedEntry(abs, name, isDir) {
 			continue
 		}
 		if !w.globOK(abs, name, isDir) {
@@ -239,7 +216,7 @@ func (w *walker) dir(d *walkDir) bool {
 			if testHookBeforeOpen != nil {
 				testHookBeforeOpen(abs)
 			}
-			sub, err := d.fd.openDir(name)
+			sub, err := d.fd.OpenDir(name)
 			if err != nil {
 				continue // replaced by a symlink or a file since the listing, or unreadable
 			}
@@ -257,12 +234,12 @@ func (w *walker) dir(d *walkDir) bool {
 
 // openRel opens the directory rel (slash-separated, below d) one component
 // at a time, never through a symlink.
-func openRel(d dirFD, rel string) (dirFD, error) {
+func openRel(d DirFD, rel string) (DirFD, error) {
 	cur := d
 	for _, c := range strings.Split(strings.Trim(rel, "/"), "/") {
-		next, err := cur.openDir(c)
+		next, err := cur.OpenDir(c)
 		if cur != d {
-			cur.close()
+			cur.Close()
 		}
 		if err != nil {
 			return next, err
@@ -317,3 +294,15 @@ type notFoundError string
 func (e notFoundError) Error() string { return "Path not found: " + string(e) }
 
 func pathNotFound(p string) error { return notFoundError(p) }
+
+// displayPath shows an absolute path relative to dir when it lies under it,
+// else as is.
+func displayPath(abs, dir string) string {
+	if abs == dir {
+		return "."
+	}
+	if rel, ok := strings.CutPrefix(abs, dir); ok && (strings.HasPrefix(rel, "/") || dir == "/") {
+		return strings.TrimPrefix(rel, "/")
+	}
+	return abs
+}

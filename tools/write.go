@@ -56,11 +56,11 @@ func runWrite(_ context.Context, call Call, in WriteInput) (Output, error) {
 	if testHookAfterCheck != nil {
 		testHookAfterCheck(resolved)
 	}
-	reads := call.Env.reads()
+	reads := call.Env.ReadsOrDefault()
 	cfg := call.Env.backups()
-	want := prior{check: true, absent: true}
+	want := Prior{check: true, absent: true}
 	before := BackupAbsent
-	cur, err := openNoFollowIn(resolved, root)
+	cur, err := OpenNoFollowIn(resolved, root)
 	switch {
 	case err == nil:
 		st, staged, err := stageCurrent(cfg, cur)
@@ -78,14 +78,14 @@ func runWrite(_ context.Context, call Call, in WriteInput) (Output, error) {
 		if before, err = staged.commit(); err != nil {
 			return Output{}, backupRefusal(in.Path, err)
 		}
-		want = prior{check: true, stamp: st}
+		want = Prior{check: true, stamp: st}
 	case errors.Is(err, os.ErrNotExist):
 		// A new file (or a new folder): nothing to back up.
 	default:
 		return Output{}, ioError("write", err)
 	}
 	data := []byte(in.Content)
-	if err := writeFileAtomic(resolved, data, true, root, want); err != nil {
+	if err := WriteFileAtomic(resolved, data, true, root, want); err != nil {
 		return Output{}, ioError("write", err)
 	}
 	after := sha256.Sum256(data)
@@ -99,22 +99,22 @@ func runWrite(_ context.Context, call Call, in WriteInput) (Output, error) {
 // stageCurrent stages a backup of the open file f, the one a tool is about
 // to replace, and returns its stamp (the same before and after the read,
 // else errChangedMeanwhile).
-func stageCurrent(cfg backupConfig, f *os.File) (fileStamp, *stagedBackup, error) {
-	before, err := stampFile(f)
+func stageCurrent(cfg backupConfig, f *os.File) (FileStamp, *stagedBackup, error) {
+	before, err := StampFile(f)
 	if err != nil {
-		return fileStamp{}, nil, err
+		return FileStamp{}, nil, err
 	}
 	st, err := stageBackup(cfg, f)
 	if err != nil {
-		return fileStamp{}, nil, err
+		return FileStamp{}, nil, err
 	}
-	after, err := stampFile(f)
+	after, err := StampFile(f)
 	if err == nil && after != before {
-		err = errChangedMeanwhile
+		err = ErrChangedMeanwhile
 	}
 	if err != nil {
 		st.discard()
-		return fileStamp{}, nil, err
+		return FileStamp{}, nil, err
 	}
 	return after, st, nil
 }
@@ -167,10 +167,10 @@ func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	f, err := openNoFollowIn(resolved, root)
+	f, err := OpenNoFollowIn(resolved, root)
 	if err != nil {
 		switch {
-		case errors.Is(err, os.ErrNotExist), errors.Is(err, errNotRegular), errors.Is(err, errIsDir):
+		case errors.Is(err, os.ErrNotExist), errors.Is(err, ErrNotRegular), errors.Is(err, ErrIsDir):
 			return Output{}, fmt.Errorf("File not found: %s", in.Path)
 		}
 		return Output{}, ioError("read", err)
@@ -182,7 +182,7 @@ func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
 		return Output{}, ioError("read", err)
 	}
 	data := buf.Bytes()
-	reads := call.Env.reads()
+	reads := call.Env.ReadsOrDefault()
 	if err := staleRefusal(call, reads, resolved, sum, in.Path, "edit", "editing"); err != nil {
 		return Output{}, err
 	}
@@ -215,7 +215,7 @@ func runEdit(_ context.Context, call Call, in EditInput) (Output, error) {
 	if err != nil {
 		return Output{}, backupRefusal(in.Path, err)
 	}
-	if err := writeFileAtomic(resolved, out, false, root, prior{check: true, stamp: stamp}); err != nil {
+	if err := WriteFileAtomic(resolved, out, false, root, Prior{check: true, stamp: stamp}); err != nil {
 		return Output{}, ioError("write", err)
 	}
 	after := sha256.Sum256(out)
@@ -240,3 +240,6 @@ func countOverlapping(b, sub []byte) int {
 	}
 	return n
 }
+
+// testHookAfterCheck is called between the sandbox check and the write.
+var testHookAfterCheck func(resolved string)
