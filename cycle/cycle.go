@@ -15,6 +15,7 @@ import (
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 	"github.com/flemma-dev/flemma/trust"
 )
 
@@ -175,7 +176,7 @@ func (h *Engine) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Res
 	sc := h.sandboxConfig(fm)
 	c.Env.SandboxEnabled = sc.Enabled
 	if sc.Enabled {
-		_, ok, _ := tools.DetectBackend()
+		_, ok, _ := sandbox.DetectBackend()
 		c.Env.SandboxAvailable = ok && sc.Backend != "none"
 	}
 	if fm == nil {
@@ -247,7 +248,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		// costs the budget, not 500 deadlines (issue 11, class 10). A call
 		// the function could not decide in time asks.
 		ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
-		var sb *tools.Sandbox // built when a call writes to a path
+		var sb *sandbox.Sandbox // built when a call writes to a path
 		protected := func(path string) (string, bool) {
 			if sb == nil {
 				var err error

@@ -6,9 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/flemma-dev/flemma/tools/sandbox"
 	lua "github.com/yuin/gopher-lua"
-
-	"github.com/flemma-dev/flemma/tools"
 )
 
 // The Lua defaults (lua/flemma/config.lua) are what a user reads and what
@@ -24,22 +23,22 @@ func TestLuaDefaultsMatchGo(t *testing.T) {
 	if err := L.DoFile(path); err != nil {
 		t.Fatalf("load %s: %v", path, err)
 	}
-	sandbox := L.GetField(L.GetField(L.Get(-1), "defaults"), "sandbox")
+	luaSandbox := L.GetField(L.GetField(L.Get(-1), "defaults"), "sandbox")
 	list := func(key string) []string {
 		var out []string
-		L.GetField(sandbox, key).(*lua.LTable).ForEach(func(_, v lua.LValue) { out = append(out, v.String()) })
+		L.GetField(luaSandbox, key).(*lua.LTable).ForEach(func(_, v lua.LValue) { out = append(out, v.String()) })
 		return out
 	}
-	if got := list("deny_read"); !reflect.DeepEqual(got, tools.DefaultDenyRead) {
-		t.Errorf("config.lua sandbox.deny_read = %q\nGo DefaultDenyRead = %q", got, tools.DefaultDenyRead)
+	if got := list("deny_read"); !reflect.DeepEqual(got, sandbox.DefaultDenyRead) {
+		t.Errorf("config.lua sandbox.deny_read = %q\nGo DefaultDenyRead = %q", got, sandbox.DefaultDenyRead)
 	}
-	if got := list("env_deny"); !reflect.DeepEqual(got, tools.DefaultEnvDeny) {
-		t.Errorf("config.lua sandbox.env_deny = %q\nGo DefaultEnvDeny = %q", got, tools.DefaultEnvDeny)
+	if got := list("env_deny"); !reflect.DeepEqual(got, sandbox.DefaultEnvDeny) {
+		t.Errorf("config.lua sandbox.env_deny = %q\nGo DefaultEnvDeny = %q", got, sandbox.DefaultEnvDeny)
 	}
-	if got := list("writable"); !reflect.DeepEqual(got, tools.DefaultWritable) {
-		t.Errorf("config.lua sandbox.writable = %q\nGo DefaultWritable = %q", got, tools.DefaultWritable)
+	if got := list("writable"); !reflect.DeepEqual(got, sandbox.DefaultWritable) {
+		t.Errorf("config.lua sandbox.writable = %q\nGo DefaultWritable = %q", got, sandbox.DefaultWritable)
 	}
-	if got := L.GetField(sandbox, "network"); got != lua.LBool(tools.DefaultSandboxConfig().Network) {
-		t.Errorf("config.lua sandbox.network = %v, Go default %v", got, tools.DefaultSandboxConfig().Network)
+	if got := L.GetField(luaSandbox, "network"); got != lua.LBool(sandbox.DefaultConfig().Network) {
+		t.Errorf("config.lua sandbox.network = %v, Go default %v", got, sandbox.DefaultConfig().Network)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
 // Engine is the host's work for one editor: the per-buffer state, the
@@ -45,7 +46,7 @@ type Engine struct {
 	bufFM         map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
 	outcomes      map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
 	trust         map[int]*bufTrust                   // what in each buffer counts as the user's
-	pins          map[int]*tools.RootPins             // identity of each buffer's writable roots
+	pins          map[int]*sandbox.RootPins           // identity of each buffer's writable roots
 
 	jr      *journal.Journal // the crash-recovery journal, nil when unusable
 	jpath   string           // where it is (or would be)
@@ -99,11 +100,11 @@ func NewEngine(version string, logger *log.Logger, reg *tools.Registry) *Engine 
 		mirrors:  map[int]*mirror{},
 		outcomes: map[int]map[string]approval.Outcome{},
 		trust:    map[int]*bufTrust{},
-		pins:     map[int]*tools.RootPins{},
+		pins:     map[int]*sandbox.RootPins{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
-	if dir, cleanup, err := tools.NewOutputDir(); err == nil {
+	if dir, cleanup, err := sandbox.NewOutputDir(); err == nil {
 		h.outputDir, h.outputCleanup = dir, cleanup
 	} else {
 		h.logf("no private output folder (%v); full outputs go to the temp dir", err)
@@ -201,7 +202,7 @@ func (h *Engine) configure(cfg options.Config) error {
 	h.presets = presets
 	h.mu.Unlock()
 	h.openJournal(cfg.Paths.State)
-	tools.DefaultFeatures.Configure(h.sandboxConfig(nil))
+	sandbox.DefaultFeatures.Configure(h.sandboxConfig(nil))
 
 	// Built-in resolvers are replaced; resolvers registered from Lua stay.
 	for _, r := range h.chain.All() {
@@ -233,7 +234,7 @@ func (h *Engine) Health() (HealthReply, error) {
 		lines = append(lines, line{"warn", "hidden tools: " + strings.Join(hidden, "; ")})
 	}
 	lines = append(lines, line{"info", fmt.Sprintf("approval resolvers: %s", h.resolverNames())})
-	if name, ok, why := tools.DetectBackend(); ok {
+	if name, ok, why := sandbox.DetectBackend(); ok {
 		lines = append(lines, line{"ok", fmt.Sprintf("sandbox backend: %s (works)", name)})
 	} else {
 		lines = append(lines, line{"warn", fmt.Sprintf("no working sandbox backend (%s): bash is never auto-approved by the sandbox resolver", why)})

@@ -16,6 +16,8 @@ import (
 
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/builtin"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
 // fakeEditor is an Editor over in-memory buffers, with what
@@ -381,8 +383,8 @@ func newEnv(t *testing.T, setup map[string]any) *testEnv {
 		t.Setenv(v, "")
 	}
 	reg := tools.NewRegistry()
-	reg.Have = tools.HaveRequirement
-	for _, tl := range tools.Builtins() {
+	reg.Have = sandbox.HaveRequirement
+	for _, tl := range builtin.All() {
 		reg.MustAdd(tl)
 	}
 	logw := io.Discard

@@ -14,6 +14,7 @@ import (
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/journal"
 	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/builtin"
 	"github.com/flemma-dev/flemma/trust"
 )
 
@@ -307,7 +308,7 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 	var done, failed []string
 	for i := len(changes) - 1; i >= 0; i-- {
 		ch := changes[i]
-		if err := tools.Undo(ch, h.backupDir()); err != nil {
+		if err := builtin.Undo(ch, h.backupDir()); err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", ch.Path, err))
 			continue
 		}

@@ -7,17 +7,18 @@ import (
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
 // sandboxConfig is the setup's sandbox, with the buffer's frontmatter able
 // only to turn it on (never off, never wider: the frontmatter package
 // refuses anything else).
-func (h *Engine) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
+func (h *Engine) sandboxConfig(fm *frontmatter.Result) sandbox.Config {
 	h.mu.Lock()
 	cfg := h.cfg
 	h.mu.Unlock()
 	c, paths := cfg.Sandbox, cfg.Paths
-	sc := tools.DefaultSandboxConfig()
+	sc := sandbox.DefaultConfig()
 	b := options.Buffer{}
 	if fm != nil {
 		b.FM = &fm.Opts
@@ -52,7 +53,7 @@ func (h *Engine) sandboxConfig(fm *frontmatter.Result) tools.SandboxConfig {
 // sandbox builds the buffer's sandbox for its cwd and file: its writable
 // roots are checked against the buffer's pins (a root swapped for a link
 // elsewhere is refused), and its own .chat file is protected.
-func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath string) (*tools.Sandbox, error) {
+func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath string) (*sandbox.Sandbox, error) {
 	sc := h.sandboxConfig(fm)
 	if bufferPath != "" {
 		sc.Protected = append(sc.Protected, bufferPath)
@@ -60,11 +61,11 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 	h.mu.Lock()
 	pins := h.pins[bufnr]
 	if pins == nil {
-		pins = tools.NewRootPins()
+		pins = sandbox.NewRootPins()
 		h.pins[bufnr] = pins
 	}
 	h.mu.Unlock()
-	return tools.NewSandbox(sc, cwd, bufferPath, tools.WithRootPins(pins))
+	return sandbox.New(sc, cwd, bufferPath, sandbox.WithRootPins(pins))
 }
 
 // callEnv is the per-call configuration of the built-ins. protect is set

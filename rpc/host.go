@@ -8,6 +8,7 @@ import (
 
 	"github.com/flemma-dev/flemma/cycle"
 	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
 // Host serves one Neovim: the cycle's engine, connected to Neovim through
@@ -49,5 +50,5 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 // process started, before it exits.
 func (h *Host) Shutdown() {
 	h.Engine.Shutdown()
-	tools.KillAll()
+	sandbox.KillAll()
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
 // Env is the per-call configuration of the built-in tools. The host builds
@@ -14,8 +16,8 @@ import (
 // defaults of SPEC §12. Env is read-only once a call has started.
 type Env struct {
 	// Sandbox is the policy and backend for this buffer. Nil means
-	// NewSandbox(DefaultSandboxConfig(), call.Cwd, call.Buffer).
-	Sandbox *Sandbox
+	// sandbox.New(sandbox.DefaultConfig(), call.Cwd, call.Buffer).
+	Sandbox *sandbox.Sandbox
 	// Truncate holds tools.truncate (2000 lines, 51200 bytes by default).
 	Truncate Limits
 	// Reads remembers what the model read, per conversation, for the
@@ -172,7 +174,7 @@ func (e *Env) OutputDirOrDefault() string {
 // carries a credential in a URL (scheme://user:password@host), whatever
 // their names.
 func (e *Env) envDeny() []string {
-	deny := DefaultEnvDeny
+	deny := sandbox.DefaultEnvDeny
 	if e != nil && e.Sandbox != nil {
 		deny = e.Sandbox.Config().EnvDeny
 	}
@@ -191,13 +193,13 @@ func (e *Env) envDeny() []string {
 
 // SandboxFor returns the SandboxFor of the call, building the default one when the
 // host gave none. With Protect it is a copy that enforces protected paths.
-func (e *Env) SandboxFor(call Call) (*Sandbox, error) {
-	var sb *Sandbox
+func (e *Env) SandboxFor(call Call) (*sandbox.Sandbox, error) {
+	var sb *sandbox.Sandbox
 	if e != nil && e.Sandbox != nil {
 		sb = e.Sandbox
 	} else {
 		var err error
-		if sb, err = NewSandbox(DefaultSandboxConfig(), call.Cwd, call.Buffer); err != nil {
+		if sb, err = sandbox.New(sandbox.DefaultConfig(), call.Cwd, call.Buffer); err != nil {
 			return nil, err
 		}
 	}
@@ -212,7 +214,7 @@ func (e *Env) SandboxFor(call Call) (*Sandbox, error) {
 // those env_deny matches, plus tools.bash.env (set by the user, so kept
 // even when it names one of them).
 func (e *Env) CommandEnv() []string {
-	env := ScrubEnv(ScrubEnv(e.environ(), SocketEnv), e.envDeny())
+	env := sandbox.ScrubEnv(sandbox.ScrubEnv(e.environ(), sandbox.SocketEnv), e.envDeny())
 	if e != nil {
 		for k, v := range e.ExtraEnv {
 			env = append(env, k+"="+v)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
 // Finish makes tool output safe to enter the buffer: terminal control
@@ -15,7 +16,7 @@ import (
 func Finish(text string, env *Env) string {
 	text = buffer.Sanitize(text)
 	if env == nil {
-		return Redact(text, nil, DefaultEnvDeny)
+		return Redact(text, nil, sandbox.DefaultEnvDeny)
 	}
 	env.redactOnce.Do(func() { env.redactor = newRedactor(env.secretEnv(), env.envDeny()) })
 	if env.redactor == nil {
@@ -43,7 +44,7 @@ func newRedactor(environ []string, deny []string) *strings.Replacer {
 	var secrets []string
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if !ok || len(val) < minSecretLen || seen[val] || !EnvDenied(name, deny) {
+		if !ok || len(val) < minSecretLen || seen[val] || !sandbox.EnvDenied(name, deny) {
 			continue
 		}
 		seen[val] = true

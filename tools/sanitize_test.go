@@ -1,26 +1,15 @@
 package tools
 
 import (
-	"slices"
 	"testing"
-)
 
-func TestScrubEnv(t *testing.T) {
-	env := []string{"PATH=/bin", "OPENAI_API_KEY=sk-1", "GITHUB_TOKEN=ghp", "my_db_password=x", "AWS_REGION=eu", "HOME=/h", "KEYBOARD=us", "NOEQUALS"}
-	got := ScrubEnv(env, DefaultEnvDeny)
-	want := []string{"PATH=/bin", "HOME=/h", "KEYBOARD=us", "NOEQUALS"}
-	if !slices.Equal(got, want) {
-		t.Errorf("ScrubEnv = %v, want %v", got, want)
-	}
-	if got := ScrubEnv(env, []string{}); len(got) != len(env) {
-		t.Errorf("empty deny list scrubbed %v", got)
-	}
-}
+	"github.com/flemma-dev/flemma/tools/sandbox"
+)
 
 func TestRedact(t *testing.T) {
 	env := []string{"OPENAI_API_KEY=sk-abcdef123456", "SHORT_TOKEN=abc", "EDITOR_NAME=visible-value", "MY_SECRET=sk-abcdef"}
 	in := "key sk-abcdef123456 and sk-abcdef and abc and visible-value"
-	got := Redact(in, env, DefaultEnvDeny)
+	got := Redact(in, env, sandbox.DefaultEnvDeny)
 	want := "key [redacted] and [redacted] and abc and visible-value"
 	if got != want {
 		t.Errorf("Redact = %q, want %q", got, want)
@@ -37,19 +26,5 @@ func TestFinish(t *testing.T) {
 	}
 	if got := Finish("plain", nil); got != "plain" {
 		t.Errorf("Finish(nil env) = %q", got)
-	}
-}
-
-func TestWildMatchFold(t *testing.T) {
-	for _, tt := range []struct {
-		pat, name string
-		want      bool
-	}{
-		{"*_KEY", "OPENAI_API_KEY", true}, {"*_KEY", "openai_api_key", true}, {"*_KEY", "KEYBOARD", false},
-		{"AWS_*", "AWS_", true}, {"AWS_*", "XAWS_A", false}, {"A?C", "abc", true}, {"*", "", true}, {"*_*_*", "A_B_C", true},
-	} {
-		if got := wildMatchFold(tt.pat, tt.name); got != tt.want {
-			t.Errorf("wildMatchFold(%q, %q) = %v", tt.pat, tt.name, got)
-		}
 	}
 }

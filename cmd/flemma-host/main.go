@@ -17,6 +17,8 @@ import (
 
 	"github.com/flemma-dev/flemma/rpc"
 	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/builtin"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
 // version is the host's version; the Lua side checks it in the handshake
@@ -32,7 +34,7 @@ func main() {
 
 func run() int {
 	// Commands the host starts must not read its environment (API keys) from /proc/<pid>/environ.
-	_ = tools.HardenProcess()
+	_ = sandbox.HardenProcess()
 	// stdout is the RPC stream: keep it, and send everything else that might
 	// print (gopher-lua's print included) to stderr.
 	stdout := os.Stdout
@@ -57,8 +59,8 @@ func run() int {
 	logger.Printf("flemma-host %s starting (pid %d)", version, os.Getpid())
 
 	reg := tools.NewRegistry()
-	reg.Have = tools.HaveRequirement
-	for _, t := range tools.Builtins() {
+	reg.Have = sandbox.HaveRequirement
+	for _, t := range builtin.All() {
 		reg.MustAdd(t)
 	}
 	host := rpc.NewHost(version, logger, reg)

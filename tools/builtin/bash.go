@@ -1,0 +1,226 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/sandbox"
+)
+
+// BashInput is the input of bash (reference §7.1).
+type BashInput struct {
+	Command string   `json:"command" desc:"The shell command to run"`
+	Label   string   `json:"label" desc:"A short human-readable label for this operation"`
+	Timeout *float64 `json:"timeout" desc:"Timeout in seconds (default: 30)"`
+}
+
+// Bash is the bash built-in: `<shell> -c <command>` in the chat file's
+// directory, stdout and stderr merged, the environment scrubbed of secrets,
+// under bubblewrap when the sandbox is enabled and works. The output is
+// tail-truncated and the full output saved to a file named in the notice.
+func Bash() tools.Tool {
+	return tools.Typed(tools.Spec{
+		Name: "bash",
+		Description: "Run a shell command (bash -c) in the chat file's directory; stdout and stderr are merged. " +
+			"Output is truncated to the last 2000 lines or 50KB, whichever comes first; the full output is then saved " +
+			"to a temporary file named in the notice. A non-zero exit code makes the call fail, with the code shown. " +
+			"Commands that wait for input get none (stdin is /dev/null).",
+		Capabilities: []string{tools.CapSandboxed, tools.CapSideEffects},
+		Truncates:    true,
+		Tags:         []string{"shell", "command"},
+		Async:        true,
+		Enabled:      true,
+		// bash enforces its own timeout (the input's, else
+		// tools.default_timeout, capped by Env.MaxTimeout) so that it can
+		// report it in the reference's words; the executor's deadline is
+		// only a backstop.
+		Timeout: 24 * time.Hour,
+	}, runBash)
+}
+
+// testHookAfterWrap is called between wrapping the command for the sandbox
+// and starting it (tests of a root swapped in between).
+var testHookAfterWrap func()
+
+// killGrace is how long a command's processes may take to exit after
+// SIGTERM (on timeout or cancellation) before they get SIGKILL.
+var killGrace = time.Second
+
+// Output capture bounds: the first captureHead bytes and the last
+// captureTail bytes are kept; what lies between is counted and dropped.
+const (
+	captureHead = 8 << 20
+	captureTail = 8 << 20
+)
+
+func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, error) {
+	if strings.TrimSpace(in.Command) == "" {
+		return tools.Output{}, errors.New("No command provided")
+	}
+	env := call.Env
+	def, max := env.Timeouts()
+	timeout := def
+	if in.Timeout != nil && *in.Timeout > 0 {
+		timeout = time.Duration(*in.Timeout * float64(time.Second))
+	}
+	timeout = min(timeout, max)
+
+	sb, err := env.SandboxFor(call)
+	if err != nil {
+		return tools.Output{}, fmt.Errorf("Sandbox error: %v", err)
+	}
+	// The writable roots are bound by descriptor when bubblewrap can: a
+	// root replaced after the check (by a command running meanwhile)
+	// cannot redirect the bind.
+	argv, files, err := sb.WrapCommandFiles([]string{env.ShellOrDefault(), "-c", in.Command})
+	if err != nil {
+		return tools.Output{}, fmt.Errorf("Sandbox error: %v", err)
+	}
+	closeFiles := func() {
+		for _, f := range files {
+			f.Close()
+		}
+		files = nil
+	}
+	defer closeFiles()
+	if testHookAfterWrap != nil {
+		testHookAfterWrap()
+	}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return tools.Output{}, &tools.Internal{Err: err}
+	}
+	proc, err := sandbox.StartTree(argv, env.WorkDir(call), env.CommandEnv(), pw, files) // stderr interleaved with stdout
+	pw.Close()
+	closeFiles()
+	if err != nil {
+		pr.Close()
+		reason := sandbox.FSReason(err)
+		switch {
+		case errors.Is(err, exec.ErrNotFound):
+			reason = argv[0] + " not found"
+		case errors.Is(err, sandbox.ErrShuttingDown):
+			reason = err.Error()
+		}
+		if reason == "" {
+			return tools.Output{}, &tools.Internal{Err: err}
+		}
+		return tools.Output{}, fmt.Errorf("Failed to start command: %s", reason)
+	}
+
+	var out capture
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(&out, pr)
+		close(copied)
+	}()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	timedOut, canceled := false, false
+	select {
+	case <-proc.Done():
+	case <-timer.C:
+		timedOut = true
+		proc.Stop(killGrace)
+	case <-ctx.Done():
+		canceled = true
+		proc.Stop(killGrace)
+	}
+	// Once the tree is gone nothing holds the pipe; should a process have
+	// escaped, read what it wrote so far, then stop reading.
+	select {
+	case <-copied:
+	case <-time.After(250 * time.Millisecond):
+		pr.Close()
+		<-copied
+	}
+	pr.Close()
+	if canceled {
+		return tools.Output{}, ctx.Err()
+	}
+
+	text := tools.Finish(strings.TrimRight(out.String(), " \t\r\n"), env)
+	save := func(full string) (string, error) { return tools.SaveFullOutput(env.OutputDirOrDefault(), call, full) }
+	if timedOut {
+		msg := "Command timed out after " + formatSeconds(timeout) + " seconds."
+		if text != "" {
+			msg = tools.TruncateWithOverflow(text, true, env.Limits(), save) + "\n\n" + msg
+		}
+		return tools.Output{}, errors.New(msg)
+	}
+	if text == "" {
+		text = "(no output)"
+	} else {
+		text = tools.TruncateWithOverflow(text, true, env.Limits(), save)
+	}
+	<-proc.Done()
+	code, signal, err := proc.Exit()
+	switch {
+	case err != nil:
+		return tools.Output{}, &tools.Internal{Err: err}
+	case signal != "":
+		return tools.Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)", text, signal)
+	case code != 0:
+		return tools.Output{}, fmt.Errorf("%s\n\nCommand exited with code %d", text, code)
+	}
+	return tools.Output{Text: text}, nil
+}
+
+func formatSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// capture is the output of a command, bounded: the first captureHead bytes,
+// then a sliding window of the last captureTail bytes.
+type capture struct {
+	mu      sync.Mutex
+	head    []byte
+	tail    []byte
+	dropped int64
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	if room := captureHead - len(c.head); room > 0 && len(c.tail) == 0 {
+		k := min(room, len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) > 0 {
+		c.tail = append(c.tail, p...)
+		if len(c.tail) > 2*captureTail {
+			drop := len(c.tail) - captureTail
+			c.dropped += int64(drop)
+			c.tail = append(c.tail[:0], c.tail[drop:]...)
+		}
+	}
+	return n, nil
+}
+
+func (c *capture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tail := c.tail
+	dropped := c.dropped
+	if len(tail) > captureTail {
+		dropped += int64(len(tail) - captureTail)
+		tail = tail[len(tail)-captureTail:]
+	}
+	if dropped == 0 {
+		return string(c.head) + string(tail)
+	}
+	return string(c.head) + fmt.Sprintf("\n[… %s of output omitted …]\n", tools.FormatSize(dropped)) + string(tail)
+}

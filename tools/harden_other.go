@@ -1,7 +1,0 @@
-//go:build !linux
-
-package tools
-
-// HardenProcess does nothing here: there is no /proc/<pid>/environ to
-// protect (Linux only).
-func HardenProcess() error { return nil }

@@ -1,0 +1,406 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/flemma-dev/flemma/tools/internal/testhook"
+)
+
+// backendProbe is the result of detecting bubblewrap, once per process.
+type backendProbe struct {
+	path    string // absolute path of bwrap
+	ok      bool   // a trivial command ran under it
+	netIso  bool   // --unshare-net works too
+	capDrop bool   // --cap-drop ALL is accepted
+	bindFD  bool   // --bind-fd exists (bubblewrap 0.8.0 and later)
+	version string
+	why     string // why it is not usable, or a short description when it is
+}
+
+var (
+	probeOnce sync.Once
+	probe     backendProbe
+)
+
+// DetectBackend finds the command sandbox of this machine, once per process
+// (the result is cached): "bwrap" when bubblewrap is installed and a trivial
+// command actually runs under it with the namespaces the sandbox uses, else
+// "none". why explains the outcome in words fit for :checkhealth.
+func DetectBackend() (name string, ok bool, why string) {
+	p := current()
+	if p.ok {
+		return "bwrap", true, p.why
+	}
+	return "none", false, p.why
+}
+
+// current is what the probe found (once per process), or a missing
+// bubblewrap when a test says so (testhook.NoBwrap).
+func current() backendProbe {
+	probeOnce.Do(func() { probe = detectBwrap("bwrap") })
+	if testhook.NoBwrap != "" {
+		return backendProbe{why: testhook.NoBwrap}
+	}
+	return probe
+}
+
+func detectBwrap(exe string) backendProbe {
+	if runtime.GOOS != "linux" {
+		return backendProbe{why: "bubblewrap needs Linux (user namespaces); there is no command sandbox for " + runtime.GOOS}
+	}
+	path, err := exec.LookPath(exe)
+	if err != nil {
+		return backendProbe{why: "bubblewrap (bwrap) not found on PATH; install it (e.g. apt install bubblewrap)"}
+	}
+	p := backendProbe{path: path}
+	if out, err := exec.Command(path, "--version").Output(); err == nil {
+		p.version = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command(path, "--help").CombinedOutput(); err == nil || len(out) > 0 {
+		p.bindFD = strings.Contains(string(out), "--bind-fd")
+	}
+	run := func(extra ...string) (string, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		args := append(append([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}, bwrapUnshare...), extra...)
+		args = append(args, "--die-with-parent", "--new-session", "true")
+		var stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			msg := strings.TrimSpace(stderr.String())
+			if msg == "" {
+				msg = err.Error()
+			}
+			return msg, false
+		}
+		return "", true
+	}
+	capDrop := []string{"--cap-drop", "ALL"}
+	var msg string
+	var ok bool
+	for _, try := range []struct {
+		args          []string
+		netIso, drops bool
+	}{
+		{capDrop, true, true}, {nil, true, false},
+		{append(capDrop, "--share-net"), false, true}, {[]string{"--share-net"}, false, false},
+	} {
+		var m string
+		if m, ok = run(try.args...); ok {
+			p.ok, p.netIso, p.capDrop = true, try.netIso, try.drops
+			break
+		}
+		if msg == "" {
+			msg = m
+		}
+	}
+	if !ok {
+		p.why = fmt.Sprintf("bubblewrap is installed (%s) but cannot create a sandbox here: %s", path, msg)
+		return p
+	}
+	p.why = "bubblewrap works"
+	if p.version != "" {
+		p.why = p.version + " works"
+	}
+	if !p.netIso {
+		p.why += " (without network isolation: network namespaces are unavailable)"
+	}
+	return p
+}
+
+// bwrapUnshare are the namespaces every sandboxed command gets: all of
+// them (user, ipc, pid, net, uts, cgroup when possible). The network
+// namespace is shared again only with sandbox.network = true
+// (--share-net): a new one also cuts the host's abstract unix sockets.
+var bwrapUnshare = []string{"--unshare-all", "--unshare-user"}
+
+// Backend names the backend commands run under: "bwrap" or "none" (also
+// when the sandbox is disabled).
+func (s *Sandbox) Backend() string {
+	if !s.cfg.Enabled || s.cfg.Backend == "none" {
+		return "none"
+	}
+	if s.cfg.Backend == "bwrap" {
+		return "bwrap"
+	}
+	name, _, _ := DetectBackend()
+	return name
+}
+
+// Available reports whether commands really run confined: the sandbox is
+// enabled and bubblewrap works. The sandbox approval resolver auto-approves
+// only then.
+func (s *Sandbox) Available() bool {
+	if s.Backend() != "bwrap" {
+		return false
+	}
+	_, ok, _ := DetectBackend()
+	return ok
+}
+
+// WrapCommand returns argv wrapped for the sandbox: under bubblewrap with a
+// read-only root, no capabilities, new namespaces of every kind (the
+// network one shared again only with sandbox.network), --die-with-parent
+// and --new-session, and:
+//
+//   - $XDG_RUNTIME_DIR and /run/user hidden (Neovim's, the agents', the
+//     buses' and the display's sockets), as is every other socket found in
+//     /run, /tmp, the home directory and the writable roots, and the ones
+//     the host's environment names ($NVIM, $SSH_AUTH_SOCK, …);
+//   - the writable roots bound read-write, each re-checked just before:
+//     a root that is no longer the directory the sandbox resolved (it was
+//     replaced, e.g. by a symlink) makes the wrap fail;
+//   - with Env.Protect, every existing protected path inside the roots
+//     re-bound read-only;
+//   - a temporary folder (/tmp, $TMPDIR) that is not a writable root
+//     replaced by a private, empty tmpfs: other programs' files and sockets
+//     there are not seen, and commands still have a scratch folder;
+//   - what deny_read names hidden: folders by an empty tmpfs, files by
+//     /dev/null, found by a bounded scan of the roots, the home directory
+//     and /tmp (see Status for what was scanned and whether it was cut).
+//
+// With the sandbox disabled, the none backend, or auto with no working
+// backend, argv is returned unchanged. An explicit "bwrap" that does not
+// work, or network off without network namespaces, is an error.
+func (s *Sandbox) WrapCommand(argv []string) ([]string, error) {
+	out, files, err := s.wrap(argv, false)
+	for _, f := range files {
+		f.Close()
+	}
+	return out, err
+}
+
+// WrapCommandFiles is WrapCommand for a command this process starts
+// itself: when bubblewrap has --bind-fd, each writable root is opened
+// without following any symlink, checked, and bound by that descriptor, so
+// a root swapped after the check cannot redirect the bind. The caller sets
+// cmd.ExtraFiles = files (they are descriptors 3, 4, … of the child, in
+// this order) and closes them once the command has started.
+func (s *Sandbox) WrapCommandFiles(argv []string) (wrapped []string, files []*os.File, err error) {
+	return s.wrap(argv, true)
+}
+
+func (s *Sandbox) wrap(argv []string, byFD bool) ([]string, []*os.File, error) {
+	if len(argv) == 0 {
+		return nil, nil, fmt.Errorf("empty command")
+	}
+	if s.Backend() != "bwrap" {
+		return argv, nil, nil
+	}
+	DetectBackend()
+	if !current().ok {
+		if s.cfg.Backend == "bwrap" {
+			return nil, nil, fmt.Errorf("sandbox.backend is \"bwrap\" but it is not usable: %s", current().why)
+		}
+		return argv, nil, nil
+	}
+	if !s.cfg.Network && !current().netIso {
+		return nil, nil, fmt.Errorf("sandbox.network is off but network namespaces are unavailable here")
+	}
+	if !current().capDrop && os.Geteuid() == 0 {
+		return nil, nil, fmt.Errorf("bubblewrap here cannot drop capabilities (--cap-drop), and flemma runs as root: a sandboxed command could undo the sandbox")
+	}
+	var files []*os.File
+	fds := map[string]int{}
+	fail := func(err error) ([]string, []*os.File, error) {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, nil, err
+	}
+	for _, r := range s.roots {
+		f, err := s.openRoot(r)
+		if err != nil {
+			return fail(err)
+		}
+		if f == nil {
+			continue
+		}
+		if byFD && current().bindFD {
+			files = append(files, f)
+			fds[r] = 2 + len(files)
+		} else {
+			f.Close()
+		}
+	}
+	return s.bwrapArgs(current().path, argv, fds, s.planMasks()), files, nil
+}
+
+// openRoot opens the writable root r (canonical) without following any
+// symlink and checks that it is still the directory the sandbox resolved.
+// A root that does not exist is (nil, nil): it is not bound.
+func (s *Sandbox) openRoot(r string) (*os.File, error) {
+	f, id, err := openDirID(r)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, ErrPathChanged) || errors.Is(err, syscall.ENOTDIR):
+		return nil, fmt.Errorf("the writable root %s was replaced (a part of its path is now a symlink or not a folder): refusing to run the command", r)
+	default:
+		return nil, fmt.Errorf("cannot open the writable root %s: %v", r, err)
+	}
+	if want, ok := s.ids[r]; ok && want != id {
+		f.Close()
+		return nil, fmt.Errorf("the writable root %s was replaced since the sandbox was set up (%s, was %s): refusing to run the command", r, id, want)
+	}
+	return f, nil
+}
+
+// bwrapArgv is the wrapped command with the roots bound by path.
+func (s *Sandbox) bwrapArgv(bwrap string, argv []string) []string {
+	return s.bwrapArgs(bwrap, argv, nil, s.planMasks())
+}
+
+// bwrapArgs builds the bubblewrap command line. The order matters: a
+// mount hides what an earlier one put at or under its path.
+func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, plan *maskPlan) []string {
+	out := []string{bwrap, "--ro-bind", "/", "/"}
+	// The private temporary folders first, then what is bound back inside
+	// them (the home, the working folder), then the other early masks
+	// ($XDG_RUNTIME_DIR, /run/user), which may lie inside what was bound
+	// back.
+	for _, d := range plan.private {
+		out = append(out, "--tmpfs", d)
+	}
+	for _, d := range plan.rebind {
+		out = append(out, "--ro-bind", d, d)
+	}
+	for _, d := range plan.early {
+		if !slices.Contains(plan.private, d) {
+			out = append(out, "--tmpfs", d)
+		}
+	}
+	for _, r := range s.roots {
+		if fd, ok := fds[r]; ok {
+			out = append(out, "--bind-fd", strconv.Itoa(fd), r)
+		} else if fi, err := os.Stat(r); err == nil && fi.IsDir() {
+			out = append(out, "--bind", r, r)
+		}
+	}
+	out = append(out, "--dev", "/dev", "--proc", "/proc")
+	// Read-only protected paths before the masks: a later bind of a
+	// protected folder would show again what a mask hid inside it.
+	if s.protect {
+		for _, p := range plan.ro {
+			out = append(out, "--ro-bind", p, p)
+		}
+	}
+	for _, d := range plan.tmpfs {
+		out = append(out, "--tmpfs", d)
+	}
+	for _, f := range plan.null {
+		out = append(out, "--ro-bind", "/dev/null", f)
+	}
+	out = append(out, bwrapUnshare...)
+	if s.cfg.Network {
+		out = append(out, "--share-net")
+	}
+	if current().capDrop || current().path == "" {
+		out = append(out, "--cap-drop", "ALL")
+	}
+	out = append(out, "--die-with-parent", "--new-session")
+	return append(out, argv...)
+}
+
+// NetworkNamespaces reports whether bubblewrap can give a command its own
+// network namespace here (sandbox.network off needs it).
+func NetworkNamespaces() bool { return current().netIso }
+
+// BindsByFD reports whether this bubblewrap binds by descriptor.
+func BindsByFD() bool {
+	DetectBackend()
+	return current().bindFD
+}
+
+// Status describes the sandbox for :Flemma sandbox:status and
+// :checkhealth: whether it is enforced, by which backend, and its rules.
+func (s *Sandbox) Status() string {
+	var b strings.Builder
+	if !s.cfg.Enabled {
+		b.WriteString("sandbox: disabled (no path rules; commands run unsandboxed)\n")
+	} else {
+		b.WriteString("sandbox: enabled\n")
+	}
+	_, ok, why := DetectBackend()
+	switch {
+	case !s.cfg.Enabled:
+		fmt.Fprintf(&b, "backend: none (bubblewrap: %s)\n", why)
+	case s.cfg.Backend == "none":
+		b.WriteString("backend: none (sandbox.backend = \"none\"): commands run unsandboxed; write/edit/read rules still apply\n")
+	case ok:
+		fmt.Fprintf(&b, "backend: bwrap (%s)\n", why)
+	case s.cfg.Backend == "bwrap":
+		fmt.Fprintf(&b, "backend: bwrap required but not usable: %s; commands will fail\n", why)
+	default:
+		fmt.Fprintf(&b, "backend: none (%s): commands run unsandboxed and bash is never auto-approved by the sandbox; write/edit/read rules still apply\n", why)
+	}
+	fmt.Fprintf(&b, "writable: %s\n", strings.Join(s.roots, ", "))
+	if len(s.refused) > 0 {
+		fmt.Fprintf(&b, "refused writable: %s\n", strings.Join(s.refused, "; "))
+	}
+	fmt.Fprintf(&b, "deny_read: %s\n", strings.Join(s.cfg.DenyRead, ", "))
+	fmt.Fprintf(&b, "env_deny: %s (and always: variables naming a socket, values holding a password in a URL)\n", strings.Join(s.cfg.EnvDeny, ", "))
+	if len(s.cfg.Protected) > 0 {
+		fmt.Fprintf(&b, "protected (besides git config and hooks, shell start-up files, .envrc, editor configurations): %s\n", strings.Join(s.cfg.Protected, ", "))
+	}
+	if s.cfg.Enabled && s.Backend() == "bwrap" && ok {
+		p := s.planMasks()
+		fmt.Fprintf(&b, "hidden from bash: %d folders, %d files and sockets (%d sockets); scanned: %s, and the sockets /proc/net/unix lists (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
+			len(p.early)+len(p.tmpfs), len(p.null), p.sockets, strings.Join(p.scanned, ", "), p.entries,
+			scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		if len(p.private) > 0 {
+			fmt.Fprintf(&b, "private temporary folders (empty for bash, not the machine's): %s\n", strings.Join(p.private, ", "))
+		}
+		for _, n := range p.notes {
+			fmt.Fprintf(&b, "  note: %s\n", n)
+		}
+	}
+	if s.cfg.Network {
+		b.WriteString("network: allowed (commands share this machine's network namespace, and with it its abstract unix sockets")
+		if abs := abstractSockets(5); len(abs) > 0 {
+			b.WriteString(": " + strings.Join(abs, ", "))
+		}
+		b.WriteString(")")
+	} else {
+		b.WriteString("network: blocked")
+	}
+	return b.String()
+}
+
+// abstractSockets lists up to n listening abstract unix sockets of this
+// network namespace.
+func abstractSockets(n int) []string {
+	data, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		// Num RefCount Protocol Flags Type St Inode Path; flag 00010000 = listening.
+		if len(f) < 8 || !strings.HasPrefix(f[7], "@") || f[3] != "00010000" || seen[f[7]] {
+			continue
+		}
+		seen[f[7]] = true
+		if out = append(out, f[7]); len(out) == n {
+			break
+		}
+	}
+	return out
+}

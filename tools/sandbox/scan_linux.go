@@ -1,0 +1,922 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// homeSkip are the folders of the home directory the scan does not enter:
+// installed toolchains and caches of public packages (their test fixtures
+// are full of *.pem and *.key files, and they are large). The rules that
+// name a fixed path (~/.cargo/credentials*) still apply.
+var homeSkip = []string{
+	".pyenv", ".rbenv", ".rustup", ".nvm", ".npm", ".cache", ".gradle", ".m2", ".nuget", ".conda",
+	".cargo/registry", ".cargo/git", "go/pkg", ".local/share/Trash", ".local/lib", "snap",
+	".vscode-server", ".vscode/extensions", ".cursor/extensions", "anaconda3", "miniconda3",
+}
+
+// heavyDirs are walked after everything else in their tree.
+var heavyDirs = map[string]bool{
+	"node_modules": true, ".cache": true, "target": true, "vendor": true, "__pycache__": true,
+	".venv": true, "venv": true, ".tox": true, ".npm": true, ".pnpm-store": true, ".yarn": true,
+	".cargo": true, ".rustup": true, ".gradle": true, ".m2": true, ".nuget": true, "site-packages": true,
+	".next": true, ".nuxt": true, "dist": true, "build": true, ".terraform": true, "Trash": true,
+	".mozilla": true, ".thunderbird": true, "snap": true, ".local": true,
+}
+
+// tmpSocketDirs are folders of /tmp that hold other programs' sockets.
+var tmpSocketDirs = []string{".X11-unix", ".ICE-unix", ".XIM-unix", ".font-unix", "tmux-", "zellij-", "screens", "uscreens", "kitty-", "wezterm-", "vscode-"}
+
+// Well-known sockets outside the scanned trees.
+var knownSockets = []string{
+	"/var/run/docker.sock", "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket",
+	"/var/snap/microk8s/current/var/kubernetes/backend/kine.sock",
+}
+
+// Filesystems the scan never enters below its top (slow or not files).
+var scanSkipFS = map[uint32]string{
+	0x6969: "NFS", 0x517b: "SMB", 0xff534d42: "CIFS", 0xfe534d42: "SMB2", 0x65735546: "FUSE",
+	0x01021997: "9p", 0x00c36400: "Ceph", 0x5346414f: "AFS", 0x73757245: "Coda", 0x564c: "NCP",
+	0x9fa0: "proc", 0x62656572: "sysfs", 0x1cd1: "devpts", 0x27e0eb: "cgroup", 0x63677270: "cgroup2",
+	0x64626720: "debugfs", 0x74726163: "tracefs", 0x73636673: "securityfs", 0xcafe4a11: "bpf",
+}
+
+// maskPlan is what bubblewrap must hide or protect for one command.
+type maskPlan struct {
+	early   []string // folders hidden before the roots are bound (/run/user, $XDG_RUNTIME_DIR, private temps)
+	private []string // temporary folders replaced by an empty tmpfs (in early)
+	rebind  []string // folders inside a private one bound back read-only (a home in /tmp)
+	ro      []string // protected paths, re-bound read-only (Env.Protect)
+	tmpfs   []string // folders hidden by an empty tmpfs
+	null    []string // files and sockets hidden by /dev/null
+	sockets int
+	entries int
+	scanned []string // trees walked
+	notes   []string // what was cut short or skipped
+	seen    map[string]bool
+	roots   []string
+	temps   []string // canonical temporary folders (/tmp, $TMPDIR)
+	mounts  map[string]bool
+	skip    map[string]bool // folders not entered
+}
+
+// planMasks finds what to hide for a command under bubblewrap.
+func (s *Sandbox) planMasks() *maskPlan {
+	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}}
+	p.temps = []string{"/tmp"}
+	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
+		p.temps = append(p.temps, t)
+	}
+	isRoot := map[string]bool{}
+	for _, r := range s.roots {
+		isRoot[r] = true
+	}
+
+	// Socket folders of the session: hidden before the roots are bound,
+	// so that a root inside one stays usable.
+	if fi, err := os.Stat("/run/user"); err == nil && fi.IsDir() {
+		p.early = append(p.early, "/run/user")
+		p.seen["/run/user"] = true
+	}
+	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
+		if c, err := filepath.EvalSymlinks(x); err == nil && !within(c, "/run/user") && s.safeToHide(c) {
+			if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+				p.early = append(p.early, c)
+				p.seen[c] = true
+			}
+		}
+	}
+
+	// A temporary folder that is not a writable root is replaced by a
+	// private, empty tmpfs: nothing of the machine's /tmp reaches the
+	// command — other programs' files and sockets, which come and go (a
+	// mask on a socket folder that vanished before bubblewrap mounted it
+	// made the command fail) — and commands that need a scratch folder
+	// work. Roots inside it are bound on top, and a home directory inside
+	// it is bound back read-only.
+	for _, t := range p.temps {
+		if s.insideRoot(t) || p.seen[t] {
+			continue
+		}
+		if fi, err := os.Stat(t); err == nil && fi.IsDir() {
+			p.early = append(p.early, t)
+			p.private = append(p.private, t)
+			p.seen[t] = true
+			// The home directory and the folder the command works in stay
+			// visible (read-only) when they lie inside it.
+			for _, keep := range []string{CanonicalOr(s.home), CanonicalOr(s.base)} {
+				if keep != "" && keep != "." && within(keep, t) && keep != t && !s.insideRoot(keep) && !slices.Contains(p.rebind, keep) {
+					p.rebind = append(p.rebind, keep)
+				}
+			}
+		}
+	}
+
+	// Sockets named by the host's environment ($NVIM, $SSH_AUTH_SOCK, …)
+	// and well-known ones.
+	for _, sock := range socketPathsFromEnv(os.Environ()) {
+		s.hideSocketAt(p, sock)
+	}
+	for _, sock := range knownSockets {
+		s.hideSocketAt(p, sock)
+	}
+
+	// What deny_read names literally (~/.aws/**, ~/.netrc, ~/.*_history):
+	// hidden whatever the scans' budgets.
+	s.planLiteralDenies(p)
+
+	// The writable roots, the home directory and the temporary folders.
+	// A temporary folder that is a root keeps its own, smaller budget:
+	// it is shared with every other program of the machine.
+	budget := scanRootEntries
+	for _, r := range s.roots {
+		if slices.Contains(p.temps, r) {
+			b := scanTempEntries
+			s.scanTree(p, r, true, isRoot, &b, scanTempEntries)
+			continue
+		}
+		s.scanTree(p, r, true, isRoot, &budget, scanRootEntries)
+	}
+	if home := CanonicalOr(s.home); s.home != "" && home != "/" && !s.insideRoot(home) {
+		b := scanHomeEntries
+		for _, d := range homeSkip {
+			p.skip[home+"/"+d] = true
+		}
+		s.scanTree(p, home, false, isRoot, &b, scanHomeEntries)
+		p.notes = append(p.notes, "not scanned in the home directory (toolchains and package caches): "+strings.Join(homeSkip, ", "))
+	}
+	for _, t := range dedupRoots(append([]string(nil), p.temps...)) {
+		if !s.insideRoot(t) && !p.seen[t] {
+			b := scanTempEntries
+			s.scanTree(p, t, false, isRoot, &b, scanTempEntries)
+		}
+	}
+	// Every other socket bound in this network namespace (docker,
+	// containerd, podman, dbus, snapd, Neovim, agents, terminals, …):
+	// the kernel lists them, no walk needed.
+	s.planBoundSockets(p)
+	p.finish(s)
+	return p
+}
+
+// insideRoot reports whether p lies in a writable root.
+func (s *Sandbox) insideRoot(p string) bool {
+	for _, r := range s.roots {
+		if within(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// safeToHide reports whether an empty tmpfs may cover the folder d: never
+// a writable root or an ancestor of one, nor the home directory or an
+// ancestor of it (that would hide the work itself).
+func (s *Sandbox) safeToHide(d string) bool {
+	for _, r := range s.roots {
+		if within(r, d) {
+			return false
+		}
+	}
+	if s.home != "" && within(CanonicalOr(s.home), d) {
+		return false
+	}
+	return d != "/"
+}
+
+func (p *maskPlan) hideSocket(path string) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		r, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return
+		}
+		if fi, err = os.Lstat(r); err != nil {
+			return
+		}
+		path = r
+	}
+	if fi.Mode()&os.ModeSocket != 0 && !p.seen[path] {
+		p.seen[path] = true
+		p.null = append(p.null, path)
+		p.sockets++
+	}
+}
+
+// hide masks the existing path (a folder by tmpfs, anything else by
+// /dev/null), once.
+func (p *maskPlan) hide(s *Sandbox, path string, isDir bool) {
+	if p.seen[path] {
+		return
+	}
+	p.seen[path] = true
+	if isDir {
+		if !s.safeToHide(path) {
+			p.notes = append(p.notes, path+" matches deny_read but holds a writable root or the home directory: not hidden from bash")
+			return
+		}
+		p.tmpfs = append(p.tmpfs, path)
+		return
+	}
+	p.null = append(p.null, path)
+}
+
+// hideResolved masks what the path leads to (symlinks resolved), when it
+// exists.
+func (p *maskPlan) hideResolved(s *Sandbox, path string) {
+	r, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return
+	}
+	fi, err := os.Stat(r)
+	if err != nil {
+		return
+	}
+	p.hide(s, r, fi.IsDir())
+}
+
+// planLiteralDenies hides the deny_read rules that name a fixed path, or a
+// glob in one fixed folder, without walking.
+func (s *Sandbox) planLiteralDenies(p *maskPlan) {
+	const meta = "*?[{\\"
+	listed := map[string][]os.DirEntry{}
+	for i := range s.deny {
+		r := &s.deny[i]
+		switch r.kind {
+		case denyDirName:
+			if s.home != "" {
+				p.hideResolved(s, filepath.Join(s.home, r.lit))
+			}
+		case denyPath:
+			raw := r.raw
+			head, tree := strings.CutSuffix(raw, "/**")
+			switch {
+			case !strings.ContainsAny(raw, meta):
+				p.hideResolved(s, raw)
+			case tree && !strings.ContainsAny(head, meta):
+				p.hideResolved(s, head)
+			default:
+				dir, base := filepath.Split(raw)
+				dir = filepath.Clean(dir)
+				if strings.ContainsAny(dir, meta) || !strings.ContainsAny(base, meta) {
+					continue
+				}
+				ents, ok := listed[dir]
+				if !ok {
+					ents, _ = os.ReadDir(dir)
+					listed[dir] = ents
+				}
+				for _, e := range ents {
+					abs := filepath.Join(dir, e.Name())
+					if ok, _ := doublestar.Match(r.pat, foldPath(abs)); ok {
+						p.hideResolved(s, abs)
+					}
+				}
+			}
+		}
+	}
+}
+
+type scanItem struct {
+	dir       string
+	depth     int
+	inRoot    bool   // inside a writable root
+	protected bool   // already covered by a read-only protected folder
+	heavy     bool   // under one of heavyDirs: walked last
+	anchor    string // in a temporary folder: the folder at depth 1 holding this one
+}
+
+// scanRules are rules split for the scan: those that need only an entry's
+// name, and those that need its path (checked only in the folders where
+// they can match).
+type scanRules struct {
+	name []*denyRule
+	path []*denyRule
+}
+
+func splitRules(rules []denyRule, skip func(*denyRule) bool) scanRules {
+	var sr scanRules
+	for i := range rules {
+		r := &rules[i]
+		switch {
+		case skip != nil && skip(r):
+		case r.kind == denyBase || r.kind == denyDirName:
+			sr.name = append(sr.name, r)
+		default:
+			sr.path = append(sr.path, r)
+		}
+	}
+	return sr
+}
+
+// in returns the path rules that can match an entry of the folder whose
+// folded path is fdir.
+func (sr scanRules) in(fdir string) []*denyRule {
+	var out []*denyRule
+	d := fdir + "/"
+	for _, r := range sr.path {
+		switch r.kind {
+		case denySubpath, denySubtree:
+			if i := strings.LastIndexByte(r.lit, '/'); i >= 0 && strings.HasSuffix(fdir, "/"+r.lit[:i]) {
+				out = append(out, r)
+			}
+		default:
+			if strings.HasPrefix(d, r.prefix) || strings.HasPrefix(r.prefix, d) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// match reports whether an entry (folded name, in the folder fdir whose
+// path rules are rel) matches.
+func (s *Sandbox) scanMatch(sr scanRules, rel []*denyRule, fdir, fname string, isDir, exceptions bool) bool {
+	for _, r := range sr.name {
+		if r.kind == denyDirName {
+			if isDir && fname == r.lit {
+				return true
+			}
+		} else if MatchGlob(r.baseKind, r.baseLit, r.lit, fname) && !(exceptions && s.excepted(fname)) {
+			return true
+		}
+	}
+	if len(rel) == 0 {
+		return false
+	}
+	fabs := fdir + "/" + fname
+	for _, r := range rel {
+		switch r.kind {
+		case denySubpath, denySubtree:
+			if strings.HasSuffix(fabs, "/"+r.lit) {
+				return true
+			}
+		default:
+			if strings.HasPrefix(fabs, r.prefix) {
+				if ok, _ := doublestar.Match(r.pat, fabs); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Directory entry types of getdents64.
+const (
+	dtUnknown = 0
+	dtDir     = 4
+	dtLink    = 10
+	dtSock    = 12
+)
+
+type dirent struct {
+	name string
+	typ  uint8
+}
+
+// readDirents lists the folder at path, opened without following a
+// symlink at its last component, reusing buf and ents.
+func readDirents(path string, buf []byte, ents []dirent) ([]dirent, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return ents[:0], err
+	}
+	defer syscall.Close(fd)
+	ents = ents[:0]
+	for {
+		n, err := syscall.Getdents(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return ents, err
+		}
+		for off := 0; off+19 <= n; {
+			// struct linux_dirent64 { u64 ino; s64 off; u16 reclen; u8 type; char name[]; }
+			reclen := int(buf[off+16]) | int(buf[off+17])<<8
+			if reclen == 0 || off+reclen > n {
+				break
+			}
+			typ := buf[off+18]
+			name := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			off += reclen
+			if len(name) == 0 || name[0] == '.' && (len(name) == 1 || len(name) == 2 && name[1] == '.') {
+				continue
+			}
+			ents = append(ents, dirent{name: string(name), typ: typ})
+		}
+	}
+}
+
+// dirCache remembers folder listings between scans: a listing is used
+// again while the folder's device, inode, change and modification times
+// are those it had when it was listed (creating, removing or renaming an
+// entry changes them). A folder changed less than racyWindow before it was
+// listed is listed again next time: a change in the same clock tick would
+// not show in its times.
+var dirCache = struct {
+	sync.Mutex
+	m       map[string]*cachedDir
+	entries int
+}{m: map[string]*cachedDir{}}
+
+const (
+	racyWindow      = 2 * time.Second
+	dirCacheEntries = 400000 // listings dropped beyond this many entries
+)
+
+type cachedDir struct {
+	dev, ino     uint64
+	mtime, ctime syscall.Timespec
+	ents         []dirent
+}
+
+// listDir returns the entries of the folder at path, from dirCache when
+// the folder did not change. The slice must not be modified.
+func listDir(path string, buf []byte) ([]dirent, error) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil, syscall.ENOTDIR
+	}
+	dirCache.Lock()
+	c := dirCache.m[path]
+	dirCache.Unlock()
+	if c != nil && c.dev == uint64(st.Dev) && c.ino == uint64(st.Ino) && c.mtime == st.Mtim && c.ctime == st.Ctim {
+		return c.ents, nil
+	}
+	ents, err := readDirents(path, buf, nil)
+	if err != nil {
+		return ents, err
+	}
+	now := time.Now()
+	racy := now.Sub(time.Unix(st.Mtim.Unix())) < racyWindow || now.Sub(time.Unix(st.Ctim.Unix())) < racyWindow
+	dirCache.Lock()
+	if old := dirCache.m[path]; old != nil {
+		dirCache.entries -= len(old.ents)
+		delete(dirCache.m, path)
+	}
+	if !racy {
+		if dirCache.entries+len(ents) > dirCacheEntries {
+			dirCache.m, dirCache.entries = map[string]*cachedDir{}, 0
+		}
+		dirCache.m[path] = &cachedDir{dev: uint64(st.Dev), ino: uint64(st.Ino), mtime: st.Mtim, ctime: st.Ctim, ents: ents}
+		dirCache.entries += len(ents)
+	}
+	dirCache.Unlock()
+	return ents, nil
+}
+
+// mountPoints are the mount points of this mount namespace.
+func mountPoints() map[string]bool {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		// id parent major:minor root mountpoint options …
+		f := strings.Fields(line)
+		if len(f) >= 5 {
+			m[unescapeMount(f[4])] = true
+		}
+	}
+	return m
+}
+
+// unescapeMount undoes the octal escapes (\040 for a space) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// scanTree walks top breadth first, within *budget entries, hiding
+// deny_read matches and sockets, and (with protect, inside the roots)
+// collecting protected paths.
+func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[string]bool, budget *int, limit int) {
+	if p.seen[top] {
+		return
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(top, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return
+	}
+	temp := false
+	for _, t := range p.temps {
+		temp = temp || top == t
+	}
+	p.scanned = append(p.scanned, top)
+	deny := splitRules(s.deny, nil)
+	// The rules for paths inside .git are applied by scanGit.
+	prot := splitRules(s.prot, func(r *denyRule) bool {
+		return r.glob == "**/.git" || strings.Contains(r.glob, "/.git/") && slices.Contains(DefaultProtected, r.glob)
+	})
+	protect := s.protect && inRoot
+	if protect && s.entryRule(&s.protSet, top, filepath.Base(top), true, false) != nil {
+		p.ro = append(p.ro, top)
+	}
+	queue := []scanItem{{dir: top, inRoot: inRoot}}
+	var heavy []scanItem
+	buf := make([]byte, 32<<10)
+	skipped := 0
+	for len(queue) > 0 || len(heavy) > 0 {
+		var it scanItem
+		if len(queue) > 0 {
+			it, queue = queue[0], queue[1:]
+		} else {
+			it, heavy = heavy[0], heavy[1:]
+		}
+		if *budget <= 0 {
+			skipped++
+			continue
+		}
+		ents, err := listDir(it.dir, buf)
+		if err != nil && len(ents) == 0 {
+			continue
+		}
+		fdir := foldPath(it.dir)
+		denyRel := deny.in(fdir)
+		var protRel []*denyRule
+		if protect && !it.protected {
+			protRel = prot.in(fdir)
+		}
+		for _, e := range ents {
+			if *budget <= 0 {
+				break
+			}
+			*budget--
+			p.entries++
+			name := e.name
+			typ := e.typ
+			isDir := typ == dtDir
+			if typ != dtUnknown && typ != dtSock && typ != dtLink && name != ".git" && (!isDir || it.depth != 0 || !temp) {
+				// The common case, without building the path: a file
+				// or folder that no rule names.
+				fname := foldPath(name)
+				denied := s.cfg.Enabled && s.scanMatch(deny, denyRel, fdir, fname, isDir, true)
+				prot := protect && !it.protected && s.scanMatch(prot, protRel, fdir, fname, isDir, false)
+				if !denied && !prot && !isDir {
+					continue
+				}
+			}
+			abs := it.dir + "/" + name
+			if typ == dtUnknown {
+				var lst syscall.Stat_t
+				if syscall.Lstat(abs, &lst) != nil {
+					continue
+				}
+				switch lst.Mode & syscall.S_IFMT {
+				case syscall.S_IFDIR:
+					typ = dtDir
+				case syscall.S_IFLNK:
+					typ = dtLink
+				case syscall.S_IFSOCK:
+					typ = dtSock
+				default:
+					typ = 8
+				}
+			}
+			switch typ {
+			case dtSock:
+				if it.anchor != "" && s.safeToHide(it.anchor) {
+					if !p.seen[it.anchor] {
+						p.sockets++
+					}
+					p.hide(s, it.anchor, true)
+				} else {
+					p.hideSocket(abs)
+				}
+				continue
+			case dtLink:
+				s.scanSymlink(p, abs)
+				continue
+			}
+			isDir = typ == dtDir
+			if it.depth == 0 && isDir && temp && hasAnyPrefix(name, tmpSocketDirs) && s.safeToHide(abs) {
+				p.hide(s, abs, true)
+				continue
+			}
+			if name == ".git" {
+				s.scanGit(p, abs, isDir, protect)
+				continue
+			}
+			fname := foldPath(name)
+			if s.cfg.Enabled && s.scanMatch(deny, denyRel, fdir, fname, isDir, true) {
+				p.hide(s, abs, isDir)
+				continue
+			}
+			covered := it.protected
+			if protect && !covered && s.scanMatch(prot, protRel, fdir, fname, isDir, false) {
+				p.ro = append(p.ro, abs)
+				covered = true
+			}
+			if !isDir || it.depth+1 > scanMaxDepth {
+				continue
+			}
+			if isRoot[abs] && !it.inRoot || p.skip[abs] {
+				continue // scanned as a root, or not to be scanned
+			}
+			if p.mounts[abs] {
+				// Another filesystem: never a network or FUSE mount, whose
+				// listing could take seconds, nor a pseudo-filesystem.
+				var fs syscall.Statfs_t
+				if syscall.Statfs(abs, &fs) == nil {
+					if kind, skip := scanSkipFS[uint32(fs.Type)]; skip {
+						p.notes = append(p.notes, fmt.Sprintf("%s is a %s mount: not scanned", abs, kind))
+						continue
+					}
+				}
+			}
+			next := scanItem{dir: abs, depth: it.depth + 1, inRoot: it.inRoot, protected: covered, heavy: it.heavy || heavyDirs[name], anchor: it.anchor}
+			if temp && it.depth == 0 {
+				next.anchor = abs
+			}
+			if next.heavy {
+				heavy = append(heavy, next)
+			} else {
+				queue = append(queue, next)
+			}
+		}
+	}
+	if skipped > 0 {
+		p.notes = append(p.notes, fmt.Sprintf("scan of %s stopped after %d entries (%d folders not looked at): deny_read files and sockets there stay visible to bash", top, limit, skipped))
+	}
+}
+
+// scanSymlink hides what a symlink leads to when that is a socket or
+// denied.
+func (s *Sandbox) scanSymlink(p *maskPlan, abs string) {
+	r, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return
+	}
+	fi, err := os.Stat(r)
+	if err != nil {
+		return
+	}
+	switch {
+	case fi.Mode()&os.ModeSocket != 0:
+		p.hideSocket(r)
+	case s.cfg.Enabled && s.deniedBy(r) != "":
+		p.hide(s, r, fi.IsDir())
+	}
+}
+
+// scanGit handles a .git entry: its fsmonitor socket is hidden, and with
+// protect its configuration and hooks (also of worktrees and submodules)
+// and the folder its core.hooksPath names become read-only.
+func (s *Sandbox) scanGit(p *maskPlan, gitPath string, isDir, protect bool) {
+	if !isDir {
+		if protect {
+			p.ro = append(p.ro, gitPath)
+		}
+		return
+	}
+	p.hideSocket(gitPath + "/fsmonitor--daemon.ipc")
+	if !protect {
+		return
+	}
+	addIf := func(q string) {
+		if _, err := os.Lstat(q); err == nil {
+			p.ro = append(p.ro, q)
+		}
+	}
+	var gitDir func(d string, depth int)
+	gitDir = func(d string, depth int) {
+		addIf(d + "/config")
+		addIf(d + "/config.worktree")
+		addIf(d + "/hooks")
+		if ents, err := os.ReadDir(d + "/worktrees"); err == nil && depth == 0 {
+			for _, e := range ents {
+				addIf(d + "/worktrees/" + e.Name() + "/config")
+				addIf(d + "/worktrees/" + e.Name() + "/config.worktree")
+			}
+		}
+		if depth >= 4 {
+			return
+		}
+		if ents, err := os.ReadDir(d + "/modules"); err == nil {
+			for i, e := range ents {
+				if i >= 200 {
+					break
+				}
+				if e.IsDir() {
+					gitDir(d+"/modules/"+e.Name(), depth+1)
+				}
+			}
+		}
+	}
+	gitDir(gitPath, 0)
+	if hp := readHooksPath(gitPath+"/config", filepath.Dir(gitPath)); hp != "" && s.insideRoot(hp) {
+		addIf(hp)
+	}
+}
+
+// planBoundSockets hides the unix sockets that /proc/net/unix lists with a
+// path: every socket bound in this network namespace, which is the one
+// sandboxed commands share with sandbox.network = true (with it off, they
+// can only reach a socket through its path, which this hides).
+func (s *Sandbox) planBoundSockets(p *maskPlan) {
+	data, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		p.notes = append(p.notes, "cannot read /proc/net/unix: only the sockets found by the scans are hidden")
+		return
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		// Num RefCount Protocol Flags Type St Inode Path
+		f := strings.Fields(line)
+		if len(f) < 8 || !strings.HasPrefix(f[7], "/") {
+			continue // unnamed, abstract (@…) or relative
+		}
+		path := strings.Join(f[7:], " ")
+		if seen[path] {
+			continue
+		}
+		seen[path] = true
+		s.hideSocketAt(p, path)
+	}
+}
+
+// hideSocketAt hides the socket at path, when there is one: in a
+// temporary folder, the folder at depth 1 that holds it (sockets and their
+// folders come and go with their programs; the folder at depth 1 outlives
+// them, so bubblewrap does not fail on a mount point that vanished), else
+// the socket itself.
+func (s *Sandbox) hideSocketAt(p *maskPlan, path string) {
+	path = filepath.Clean(path)
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		path = r
+	}
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		return
+	}
+	for _, t := range p.temps {
+		if rest, ok := strings.CutPrefix(path, t+"/"); ok {
+			if first, _, deeper := strings.Cut(rest, "/"); deeper {
+				anchor := t + "/" + first
+				if s.safeToHide(anchor) {
+					if !p.seen[anchor] {
+						p.sockets++
+					}
+					p.hide(s, anchor, true)
+					return
+				}
+			}
+		}
+	}
+	p.hideSocket(path)
+}
+
+// finish orders the masks for bubblewrap: outside the roots a folder
+// holding groupMasks hidden files or more is hidden whole (each mount
+// costs bubblewrap time); a path under a folder already hidden is dropped,
+// so is one that no longer exists (bubblewrap would fail on it), and the
+// number of mounts is capped.
+func (p *maskPlan) finish(s *Sandbox) {
+	exists := func(l []string) []string {
+		out := l[:0]
+		for _, q := range l {
+			if _, err := os.Lstat(q); err == nil {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	perDir := map[string]int{}
+	for _, n := range p.null {
+		if d := filepath.Dir(n); !s.insideRoot(d) {
+			perDir[d]++
+		}
+	}
+	for d, n := range perDir {
+		if n >= groupMasks && s.safeToHide(d) {
+			p.tmpfs = append(p.tmpfs, d)
+		}
+	}
+	// What lies in a private temporary folder, outside the roots, is not
+	// there for the command: no mask needed (and none to fail).
+	outsidePrivate := func(l []string) []string {
+		out := l[:0]
+		for _, q := range l {
+			if !underAny(q, p.private) || s.insideRoot(q) || underAny(q, p.rebind) {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	p.tmpfs, p.null = outsidePrivate(p.tmpfs), outsidePrivate(p.null)
+	p.early, p.ro, p.tmpfs, p.null, p.rebind = exists(p.early), exists(p.ro), exists(p.tmpfs), exists(p.null), exists(p.rebind)
+	p.private = exists(p.private)
+	p.ro = dedupRoots(p.ro)
+	sort.Strings(p.tmpfs)
+	p.tmpfs = dedupRoots(p.tmpfs)
+	var null []string
+	sort.Strings(p.null)
+	for _, n := range p.null {
+		// Under a folder hidden early, only what a root bound on top of it
+		// shows needs a mask.
+		if !underAny(n, p.tmpfs) && (!underAny(n, p.early) || s.insideRoot(n) || underAny(n, p.rebind)) {
+			null = append(null, n)
+		}
+	}
+	p.null = null
+	// A protected path inside a hidden folder stays hidden.
+	var ro []string
+	for _, r := range p.ro {
+		if !underAny(r, p.tmpfs) {
+			ro = append(ro, r)
+		}
+	}
+	p.ro = ro
+	if n := len(p.ro) + len(p.tmpfs) + len(p.null); n > scanMaxMasks {
+		p.notes = append(p.notes, fmt.Sprintf("%d paths to hide or protect: only the first %d are (read-only protected paths first, then folders, then files)", n, scanMaxMasks))
+	}
+	room := scanMaxMasks
+	cut := func(l []string) []string {
+		if len(l) > room {
+			l = l[:room]
+		}
+		room -= len(l)
+		return l
+	}
+	p.ro = cut(p.ro)
+	p.tmpfs = cut(p.tmpfs)
+	p.null = cut(p.null)
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// socketPathsFromEnv extracts the socket paths that SocketEnv variables of
+// environ name (unix:path=…, unix://…, a path before a comma, …).
+func socketPathsFromEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || val == "" || !EnvDenied(name, SocketEnv) {
+			continue
+		}
+		for _, part := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ';' }) {
+			if _, v, ok := strings.Cut(part, "path="); ok {
+				part = v
+			}
+			for _, pre := range []string{"unix://", "unix:"} {
+				part = strings.TrimPrefix(part, pre)
+			}
+			if filepath.IsAbs(part) {
+				out = append(out, filepath.Clean(part))
+			}
+		}
+	}
+	return out
+}
