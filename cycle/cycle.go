@@ -55,7 +55,7 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 	}
 	res := h.fm.Evaluate(src, setup)
 	h.mu.Lock()
-	h.bufFM[bufnr] = res
+	h.state(bufnr).fm = res
 	h.mu.Unlock()
 	return res
 }
@@ -297,11 +297,12 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		return Reply{}, err
 	}
 	h.mu.Lock()
-	if h.outcomes[bufnr] == nil {
-		h.outcomes[bufnr] = map[string]approval.Outcome{}
+	st := h.state(bufnr)
+	if st.outcomes == nil {
+		st.outcomes = map[string]approval.Outcome{}
 	}
 	for id, o := range outcomes {
-		h.outcomes[bufnr][id] = o
+		st.outcomes[id] = o
 	}
 	h.mu.Unlock()
 	if pending > 0 {
@@ -618,8 +619,11 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	{
 		call.Cwd, call.Buffer = s.Cwd, s.Name
+		var fm *frontmatter.Result
 		h.mu.Lock()
-		fm := h.bufFM[bufnr]
+		if st := h.bufs[bufnr]; st != nil {
+			fm = st.fm
+		}
 		h.mu.Unlock()
 		if env, err := h.callEnv(bufnr, fm, s.Cwd, s.Name, !j.byUser); err == nil {
 			call.Env = env

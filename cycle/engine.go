@@ -35,17 +35,12 @@ type Engine struct {
 	cfg           options.Config
 	rt            options.Runtime // :Flemma switch and :Flemma autopilot
 	presets       *approval.Presets
-	bufs          map[int]*bufState
-	mirrors       map[int]*mirror
-	reads         *tools.ReadLog // what the model read, per buffer (stale-file protection)
-	outputDir     string         // private folder for full outputs of truncated results
-	outputCleanup func()         // removes it at shutdown
+	bufs          map[int]*bufState // everything the host keeps of each buffer
+	reads         *tools.ReadLog    // what the model read, per buffer (stale-file protection)
+	outputDir     string            // private folder for full outputs of truncated results
+	outputCleanup func()            // removes it at shutdown
 	luaWait       waiters
 	refresh       refresher
-	bufFM         map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
-	outcomes      map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
-	trust         map[int]*bufTrust                   // what in each buffer counts as the user's
-	pins          map[int]*tools.RootPins             // identity of each buffer's writable roots
 
 	jr      *journal.Journal // the crash-recovery journal, nil when unusable
 	jpath   string           // where it is (or would be)
@@ -54,26 +49,36 @@ type Engine struct {
 	closing bool             // Shutdown was called
 }
 
-// bufState is what the host remembers of a buffer between steps: only the
-// running tools (the buffer text is the state of everything else).
+// bufState is everything the host keeps of one buffer, in one place (Forget
+// drops it in one place). The buffer text is the state of the conversation;
+// this is what the text does not say: the host's copy of it, what was
+// evaluated and decided on it, and the work running on it. Its fields are
+// read and written with Engine.mu held.
 type bufState struct {
+	mirror   *mirror                     // the host's copy of the text, as of a changedtick
+	fm       *frontmatter.Result         // the latest evaluated frontmatter
+	outcomes map[string]approval.Outcome // tool id -> the decision that categorized it
+	trust    *bufTrust                   // what in the buffer counts as the user's
+	pins     *tools.RootPins             // identity of the buffer's writable roots
+	notes    map[string]string           // tool id -> why it waits (a diagnostic on its header)
+	kept     map[string]tools.Result     // finished results whose block changed while they ran
+
+	// The work on the buffer.
 	running     map[string]context.CancelFunc // tool id -> cancel
 	started     map[string]time.Time          // tool id -> when it left the queue
 	streaming   context.CancelFunc            // the response being received, if any
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
-	lastFlushes int                     // buffer updates of the last response
-	linesRead   int                     // lines received from Neovim by snapshots, in all
-	lastResult  time.Time               // when the last tool result was written
-	cycling     bool                    // a cycle step is being planned and written
-	queued      bool                    // a press came during the step: run it when the step ends
-	writeMu     *sync.Mutex             // one result write at a time
-	kept        map[string]tools.Result // finished results whose block changed while they ran
-	notes       map[string]string       // tool id -> why it waits (a diagnostic on its header)
-	background  int                     // goroutines working on the buffer (a response, jobs, a queued step)
-	ended       map[string]bool         // running calls that ended and are writing their result
-	jobsPending int                     // job batches that have not yet decided whether autopilot goes on
+	lastFlushes int             // buffer updates of the last response
+	linesRead   int             // lines received from Neovim by snapshots, in all
+	lastResult  time.Time       // when the last tool result was written
+	cycling     bool            // a cycle step is being planned and written
+	queued      bool            // a press came during the step: run it when the step ends
+	writeMu     *sync.Mutex     // one result write at a time
+	background  int             // goroutines working on the buffer (a response, jobs, a queued step)
+	ended       map[string]bool // running calls that ended and are writing their result
+	jobsPending int             // job batches that have not yet decided whether autopilot goes on
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -95,11 +100,6 @@ func NewEngine(version string, logger *log.Logger, reg *tools.Registry) *Engine 
 		Registry: reg,
 		fm:       frontmatter.NewEvaluator(frontmatter.Limits{}),
 		bufs:     map[int]*bufState{},
-		bufFM:    map[int]*frontmatter.Result{},
-		mirrors:  map[int]*mirror{},
-		outcomes: map[int]map[string]approval.Outcome{},
-		trust:    map[int]*bufTrust{},
-		pins:     map[int]*tools.RootPins{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
@@ -349,10 +349,12 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 	var b strings.Builder
 	h.mu.Lock()
 	running := map[string]bool{}
+	var outcomes map[string]approval.Outcome
 	if st := h.bufs[bufnr]; st != nil {
 		for id := range st.running {
 			running[id] = true
 		}
+		outcomes = st.outcomes
 	}
 	for _, tu := range doc.ToolUses() {
 		state := "no result"
@@ -369,7 +371,7 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 			}
 		}
 		prov := ""
-		if o, ok := h.outcomes[bufnr][tu.ID]; ok {
+		if o, ok := outcomes[tu.ID]; ok {
 			prov = "  — " + o.String()
 		}
 		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
@@ -424,11 +426,6 @@ func (h *Engine) Forget(bufnr int) {
 		}
 	}
 	delete(h.bufs, bufnr)
-	delete(h.mirrors, bufnr)
-	delete(h.bufFM, bufnr)
-	delete(h.outcomes, bufnr)
-	delete(h.trust, bufnr)
-	delete(h.pins, bufnr)
 	h.mu.Unlock()
 	h.reads.Forget(bufnr)
 }

@@ -58,11 +58,11 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		sc.Protected = append(sc.Protected, bufferPath)
 	}
 	h.mu.Lock()
-	pins := h.pins[bufnr]
-	if pins == nil {
-		pins = tools.NewRootPins()
-		h.pins[bufnr] = pins
+	st := h.state(bufnr)
+	if st.pins == nil {
+		st.pins = tools.NewRootPins()
 	}
+	pins := st.pins
 	h.mu.Unlock()
 	return tools.NewSandbox(sc, cwd, bufferPath, tools.WithRootPins(pins))
 }
