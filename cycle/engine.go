@@ -25,11 +25,13 @@ type Engine struct {
 	Log      *log.Logger
 	Registry *tools.Registry
 
-	ed    Editor
-	lua   Lua
-	exec  *tools.Executor
-	fm    *frontmatter.Evaluator
-	chain *approval.Chain
+	ed        Editor
+	lua       Lua
+	providers func(name string, cfg provider.Config) (provider.Provider, error)
+	resolvers func(approval.Setup) []approval.Resolver
+	exec      *tools.Executor
+	fm        *frontmatter.Evaluator
+	chain     *approval.Chain
 
 	mu            sync.Mutex
 	cfg           options.Config
@@ -91,15 +93,37 @@ func (h *Engine) state(bufnr int) *bufState {
 	return st
 }
 
+// Deps are what an engine is built from: cmd/flemma-host wires them (the
+// tests wire their own). Every field is required.
+type Deps struct {
+	// Registry holds the tools: the built-ins, and the Lua tools the
+	// plugin registers later.
+	Registry *tools.Registry
+	// Providers returns the client of a provider by name, configured for
+	// one send (provider.New).
+	Providers func(name string, cfg provider.Config) (provider.Provider, error)
+	// Resolvers returns the built-in approval resolvers for a setup
+	// (approval.Builtins). Every setup() replaces the chain's
+	// urn:flemma:approval: resolvers with them; resolvers registered from
+	// Lua stay.
+	Resolvers func(approval.Setup) []approval.Resolver
+}
+
 // NewEngine returns an engine with default configuration; Connect gives it
-// its editor.
-func NewEngine(version string, logger *log.Logger, reg *tools.Registry) *Engine {
+// its editor. It panics when a dependency is missing (a wiring mistake).
+func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
+	if d.Registry == nil || d.Providers == nil || d.Resolvers == nil {
+		panic("cycle.NewEngine: Deps needs a Registry, Providers and Resolvers")
+	}
+	reg := d.Registry
 	h := &Engine{
-		Version:  version,
-		Log:      logger,
-		Registry: reg,
-		fm:       frontmatter.NewEvaluator(frontmatter.Limits{}),
-		bufs:     map[int]*bufState{},
+		Version:   version,
+		Log:       logger,
+		Registry:  reg,
+		providers: d.Providers,
+		resolvers: d.Resolvers,
+		fm:        frontmatter.NewEvaluator(frontmatter.Limits{}),
+		bufs:      map[int]*bufState{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
@@ -209,7 +233,7 @@ func (h *Engine) configure(cfg options.Config) error {
 			h.chain.Unregister(r.Name())
 		}
 	}
-	for _, r := range approval.Builtins(setup) {
+	for _, r := range h.resolvers(setup) {
 		h.chain.Register(r)
 	}
 	if len(msgs) > 0 {

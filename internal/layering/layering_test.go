@@ -105,7 +105,7 @@ var layers = map[string][]string{
 	"tools":                  {"buffer", "internal/size", "tools/internal/procsup"},
 	"cycle":                  {"approval", "buffer", "frontmatter", "journal", "options", "preview", "provider", "tools", "trust"},
 	"rpc":                    {"cycle", "tools"},
-	"cmd/flemma-host":        {"journal", "rpc", "tools"},
+	"cmd/flemma-host":        {"approval", "cycle", "journal", "provider", "rpc", "tools"},
 	"cmd/flemma-demo":        {"internal/nvimtest"},
 	"internal/nvimtest":      {},
 	"internal/chatgen":       {},
