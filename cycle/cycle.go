@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 	}
 	res := h.fm.Evaluate(src, setup)
 	h.mu.Lock()
-	h.bufFM[bufnr] = res
+	h.state(bufnr).fm = res
 	h.mu.Unlock()
 	return res
 }
@@ -225,11 +226,10 @@ func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
 }
 
 // categorize is phase 1: a placeholder for every tool use without a result,
-// its status from the approval chain. With nothing pending, phase 2 follows
-// at once.
+// its status from the approval chain (planCategorize). With nothing
+// pending, phase 2 follows at once.
 func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
-	pending := 0
-	outcomes := map[string]approval.Outcome{}
+	var p categorizePlan
 	var diags []Diag
 	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		fm := h.evalFrontmatter(bufnr, doc)
@@ -238,58 +238,13 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
-		pending = 0
-		var ps []buffer.Placement
-		firstPending := ""
-		mode := h.mode()
-		key := journalKey(bufnr, s.Name)
-		// One budget for the frontmatter's approval function over the
-		// whole press: a file with 500 calls and a function that spins
-		// costs the budget, not 500 deadlines (issue 11, class 10). A call
-		// the function could not decide in time asks.
-		ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
-		var sb *sandbox.Sandbox // built when a call writes to a path
-		protected := func(path string) (string, bool) {
-			if sb == nil {
-				var err error
-				if sb, err = h.sandbox(bufnr, fm, s.Cwd, s.Name); err != nil {
-					return "the sandbox could not be built: " + err.Error(), true
-				}
-			}
-			return sb.Protected(path)
-		}
-		for _, tu := range doc.Unresolved() {
-			st := buffer.StatusPending
-			who := "tools.mode = " + mode
-			if _, aborted := abortedMessage(doc, tu); aborted {
-				st, who = buffer.StatusAborted, "the response was interrupted"
-			} else if mode == "disabled" {
-				st = buffer.StatusDenied
-			} else if mode == "parse_only" {
-				st = buffer.StatusPending
-			} else {
-				out := h.gate(bufnr, key, tu, h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm)), protected)
-				outcomes[tu.ID] = out
-				h.logf("approval %s (%s): %s", tu.Name, tu.ID, out)
-				st, who = statusFor(out.Decision), out.String()
-			}
-			if st == buffer.StatusPending {
-				pending++
-				if firstPending == "" {
-					firstPending = tu.ID
-				}
-			}
-			ps = append(ps, buffer.Placement{ID: tu.ID, Status: st})
-			h.mu.Lock()
-			opts.Records = append(opts.Records, decided(h.trustOf(bufnr).ledger, tu, st, who))
-			h.mu.Unlock()
-		}
-		edits, err := buffer.PlacePlaceholders(doc, s.Lines, ps)
-		if err != nil {
+		var err error
+		if p, err = planCategorize(doc, s.Lines, h.categorizeFacts(bufnr, s, doc, fm)); err != nil {
 			return nil, opts, err
 		}
-		opts.CursorID = firstPending
-		return edits, opts, nil
+		h.logAll(p.Log)
+		opts.Records, opts.CursorID = p.Records, p.FirstPending
+		return p.Edits, opts, nil
 	})
 	if errors.Is(err, errBlocked) {
 		return h.blocked(bufnr, diags)
@@ -298,17 +253,58 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		return Reply{}, err
 	}
 	h.mu.Lock()
-	if h.outcomes[bufnr] == nil {
-		h.outcomes[bufnr] = map[string]approval.Outcome{}
+	st := h.state(bufnr)
+	if st.outcomes == nil {
+		st.outcomes = map[string]approval.Outcome{}
 	}
-	for id, o := range outcomes {
-		h.outcomes[bufnr][id] = o
-	}
+	maps.Copy(st.outcomes, p.Outcomes)
 	h.mu.Unlock()
-	if pending > 0 {
+	if p.Pending > 0 {
 		return reply("categorize", "", 0), nil
 	}
 	return h.executeFrom(bufnr, "", nil, nil, auto)
+}
+
+// categorizeFacts gathers what planCategorize needs: the chain's decision
+// on each call it decides, and for an approval the gates' inputs (the
+// journal, the ledger, the protected paths).
+func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *frontmatter.Result) categorizeFacts {
+	f := categorizeFacts{Mode: h.mode(), Calls: map[string]chainCall{}}
+	key := journalKey(bufnr, s.Name)
+	// One budget for the frontmatter's approval function over the whole
+	// press: a file with 500 calls and a function that spins costs the
+	// budget, not 500 deadlines (issue 11, class 10). A call the function
+	// could not decide in time asks.
+	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
+	var sb *sandbox.Sandbox // built when a call writes to a path
+	protected := func(path string) (string, bool) {
+		if sb == nil {
+			var err error
+			if sb, err = h.sandbox(bufnr, fm, s.Cwd, s.Name); err != nil {
+				return "the sandbox could not be built: " + err.Error(), true
+			}
+		}
+		return sb.Protected(path)
+	}
+	for _, tu := range doc.Unresolved() {
+		if _, _, fixed := fixedStatus(doc, tu, f.Mode); fixed {
+			continue
+		}
+		c := chainCall{Chain: h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm))}
+		if c.Chain.Decision == approval.Approve {
+			c.Gate = h.gateFacts(bufnr, key, tu)
+			// The sandbox answers only for an approval the other gates let
+			// through (it is built on the first such call).
+			if c.Gate.Writes != "" && approval.Gate(c.Chain, c.Gate) == c.Chain {
+				c.ProtectedRule, c.Protected = protected(c.Gate.Writes)
+			}
+		}
+		f.Calls[tu.ID] = c
+	}
+	h.mu.Lock()
+	f.Ledger = cloneLedger(h.trustOf(bufnr).ledger)
+	h.mu.Unlock()
+	return f
 }
 
 // blocked publishes the diagnostics that stopped a step (no edit carried
@@ -335,148 +331,28 @@ func (h *Engine) execute(bufnr int, only string) (Reply, error) {
 }
 
 func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
-	var (
-		jobs         []job
-		firstPending string
-		protected    []string
-		untrusted    []string // approved placeholders nobody approved in this session
-		resolved     int      // results this step wrote (denied, rejected, the user's own)
-	)
+	var p executePlan
 	var diags []Diag
-	var parseOnly []string
-	mode := h.mode()
 	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
-		jobs, firstPending, protected, parseOnly, untrusted = nil, "", nil, nil, nil
-		key := journalKey(bufnr, s.Name)
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm, h.notesOf(bufnr))
-		opts := ApplyOpts{Diagnostics: diags, fm: fm}
+		opts := ApplyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
-		eff := h.effective(bufnr, fm)
-		h.logRefused(bufnr, eff)
-		var edits []buffer.Edit
-		add := func(e buffer.Edit, err error) {
-			if err != nil {
-				h.logf("execute: %v", err)
-				return
-			}
-			edits = append(edits, e)
+		p = planExecute(doc, s.Lines, h.executeFacts(bufnr, s, doc, fm, only), only)
+		h.logAll(p.Log)
+		for id, n := range p.Notes {
+			h.note(bufnr, id, n) // before the write: its diagnostics show them
 		}
-		for _, tu := range doc.ToolUses() {
-			r := doc.Result(tu.ID)
-			if r == nil || r.Status == "" || (only != "" && tu.ID != only) || doc.Use(tu.ID) != tu {
-				continue // a duplicated id is the first use's (Parse reports the rest)
-			}
-			content := r.Content
-			switch r.Status {
-			case buffer.StatusPending:
-				if strings.TrimSpace(content) != "" {
-					// Content-overwrite protection: the user's text is the result.
-					add(buffer.StripFence(doc, s.Lines, tu.ID))
-				} else if firstPending == "" {
-					firstPending = tu.ID
-				}
-			case buffer.StatusDenied:
-				msg := "The tool was denied by a policy."
-				if mode == "disabled" {
-					msg = `Tools are disabled (tools.mode = "disabled"): the call was not run.`
-				}
-				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
-			case buffer.StatusRejected:
-				msg := "This tool has been rejected by the user."
-				if strings.TrimSpace(content) != "" {
-					msg = content
-				}
-				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
-			case buffer.StatusAborted:
-				msg, _ := abortedMessage(doc, tu)
-				if msg == "" {
-					msg = "Response interrupted by the user."
-				}
-				add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
-			case buffer.StatusApproved:
-				if msg, aborted := abortedMessage(doc, tu); aborted && content == "" {
-					// A call of a response that was cut or interrupted never
-					// runs, whoever approved it: its input may be incomplete.
-					if msg == "" {
-						msg = "Response interrupted by the user."
-					}
-					add(buffer.ReplaceResult(doc, s.Lines, tu.ID, msg, true, ""))
-					continue
-				}
-				if content != "" {
-					protected = append(protected, fmt.Sprintf("%s (line %d)", tu.ID, r.HeaderLine))
-					continue
-				}
-				if mode == "parse_only" {
-					parseOnly = append(parseOnly, tu.ID)
-					continue
-				}
-				if _, known := h.Registry.Get(tu.Name); known && !eff.HasTool(tu.Name) {
-					add(buffer.ReplaceResult(doc, s.Lines, tu.ID, fmt.Sprintf("Tool '%s' is not enabled in this buffer (see flemma.opt.tools).", tu.Name), true, ""))
-					continue
-				}
-				h.mu.Lock()
-				already := h.state(bufnr).running[tu.ID] != nil
-				ledger := h.trustOf(bufnr).ledger
-				v := ledger.CheckApproved(tu)
-				rec := ledger.Get(tu.ID)
-				h.mu.Unlock()
-				if already {
-					continue // never run the same call twice
-				}
-				if c, p := h.history(bufnr, key, tu); p == pastElsewhere || p == pastInterrupted && !v.UserEdit && !userApproved(rec) {
-					// The same file open in another Neovim is running it, or
-					// it was interrupted and nobody asked to resume it.
-					h.note(bufnr, tu.ID, "flemma: "+interruptedRule(c, p))
-					e, err := buffer.SetStatus(doc, s.Lines, tu.ID, buffer.StatusPending)
-					add(e, err)
-					why := interruptedRule(c, p)
-					opts.Records = append(opts.Records, withheld(ledger, tu, "not run: "+why))
-					untrusted = append(untrusted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, why))
-					if firstPending == "" {
-						firstPending = tu.ID
-					}
-					continue
-				}
-				if !v.OK {
-					// An approval nobody gave in this session: the call
-					// waits for the user, and the buffer shows it.
-					e, err := buffer.SetStatus(doc, s.Lines, tu.ID, buffer.StatusPending)
-					add(e, err)
-					opts.Records = append(opts.Records, withheld(ledger, tu, "not counted: "+v.Why))
-					untrusted = append(untrusted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, v.Why))
-					h.logf("approval of %s (%s) not counted: %s", tu.Name, tu.ID, v.Why)
-					if firstPending == "" {
-						firstPending = tu.ID
-					}
-					continue
-				}
-				byUser := rec.By == trust.ByUser || rec.By == trust.ByUserEdit
-				by := rec.By
-				if v.UserEdit {
-					byUser, by = true, trust.ByUserEdit
-					opts.Records = append(opts.Records, decided(ledger, tu, buffer.StatusApproved, trust.ByUserEdit))
-					h.logf("approval %s (%s): approve by the user (status edit)", tu.Name, tu.ID)
-				}
-				input := json.RawMessage(tu.RawInput)
-				if strings.TrimSpace(tu.RawInput) == "" {
-					input = json.RawMessage("{}")
-				}
-				jobs = append(jobs, job{id: tu.ID, name: tu.Name, input: input, byUser: byUser, hash: trust.CallHash(tu), by: by})
-			}
-		}
-		opts.UndoBreak = true
-		if len(jobs) > 0 {
+		opts.Records = p.Records
+		if len(p.Jobs) > 0 {
 			locked := false
 			opts.Modifiable = &locked
 		} else {
-			opts.CursorID = firstPending
+			opts.CursorID = p.FirstPending
 		}
-		resolved = len(edits)
-		return edits, opts, nil
+		return p.Edits, opts, nil
 	})
 	if errors.Is(err, errBlocked) {
 		return h.blocked(bufnr, diags)
@@ -484,41 +360,49 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 	if err != nil {
 		return Reply{}, err
 	}
-	var warns []string
-	if len(untrusted) > 0 {
-		warns = append(warns, fmt.Sprintf("%d approved call(s) did not run and are pending again: %s. To run them, approve them yourself (status=approved, :Flemma tool:approve or <M-CR>).",
-			len(untrusted), strings.Join(untrusted, "; ")))
+	if len(p.Jobs) > 0 {
+		h.startJobs(bufnr, p.Jobs, only == "")
 	}
-	if len(protected) > 0 {
-		warns = append(warns, fmt.Sprintf("%d tool result(s) have edited content inside an approved flemma:tool block – skipping execution to protect your edits: %s. Remove the flemma:tool fence to send your content.",
-			len(protected), strings.Join(protected, ", ")))
+	if r, final := p.reply(only); final {
+		return r, nil
 	}
-	warn := strings.Join(warns, "\n")
-	if len(jobs) > 0 {
-		h.startJobs(bufnr, jobs, only == "")
-		if warn != "" {
-			return reply("execute", warn, levelWarn), nil
-		}
-		return reply("execute", "", 0), nil
-	}
-	if len(untrusted) > 0 {
-		return reply("pending", warn, levelWarn), nil
-	}
-	if warn != "" {
-		return reply("paused", warn, levelWarn), nil
-	}
-	if len(parseOnly) > 0 {
-		return reply("pending", fmt.Sprintf(`tools.mode = "parse_only": flemma does not run tools. Give the result of %s with :Flemma tool:result <id> <text> (or :Flemma tool:error), or type it into the block.`, strings.Join(parseOnly, ", ")), levelInfo), nil
-	}
-	if firstPending != "" || only != "" {
-		return reply("pending", "", 0), nil
-	}
-	if resolved > 0 && !auto && !h.effective(bufnr, nil).Autopilot {
+	if len(p.Edits) > 0 && !auto && !h.effective(bufnr, nil).Autopilot {
 		// The results are in: the user may want to add a word before the
 		// conversation goes on (phase 3 is the next press).
 		return reply("resolved", "All tool calls have results. Press <C-]> again to send.", levelInfo), nil
 	}
 	return h.startSend(bufnr, auto)
+}
+
+// executeFacts gathers what planExecute needs: the buffer's options, the
+// calls running now, the ledger, and what the journal knows of each
+// approved placeholder still empty.
+func (h *Engine) executeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *frontmatter.Result, only string) executeFacts {
+	f := executeFacts{Mode: h.mode(), Running: map[string]bool{}, Off: map[string]bool{}, Held: map[string]journalHold{}}
+	eff := h.effective(bufnr, fm)
+	h.logRefused(bufnr, eff)
+	for _, tu := range doc.ToolUses() {
+		if _, known := h.Registry.Get(tu.Name); known && !eff.HasTool(tu.Name) {
+			f.Off[tu.Name] = true
+		}
+	}
+	h.mu.Lock()
+	for id := range h.state(bufnr).running {
+		f.Running[id] = true
+	}
+	f.Ledger = cloneLedger(h.trustOf(bufnr).ledger)
+	h.mu.Unlock()
+	key := journalKey(bufnr, s.Name)
+	for _, tu := range doc.ToolUses() {
+		r := doc.Result(tu.ID)
+		if r == nil || r.Status != buffer.StatusApproved || r.Content != "" || only != "" && tu.ID != only || f.Running[tu.ID] {
+			continue
+		}
+		if c, p := h.history(bufnr, key, tu); p == pastInterrupted || p == pastElsewhere {
+			f.Held[tu.ID] = journalHold{Elsewhere: p == pastElsewhere, Rule: interruptedRule(c, p)}
+		}
+	}
+	return f
 }
 
 // startJobs runs approved tools in the background, at most max_concurrent
@@ -619,8 +503,11 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	{
 		call.Cwd, call.Buffer = s.Cwd, s.Name
+		var fm *frontmatter.Result
 		h.mu.Lock()
-		fm := h.bufFM[bufnr]
+		if st := h.bufs[bufnr]; st != nil {
+			fm = st.fm
+		}
 		h.mu.Unlock()
 		if env, err := h.callEnv(bufnr, fm, s.Cwd, s.Name, !j.byUser); err == nil {
 			call.Env = env
@@ -1059,17 +946,15 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 	}
 }
 
-// gate passes the chain's outcome through approval.Gate with what the host
-// knows of the call: whether the journal says it was interrupted, whether
-// it already ran in this session, whether it arrived from the provider (a
-// call found in a file, typed or pasted, or changed since, did not), whether
-// the user lets the policy decide the file's calls, and the protected path it
-// writes, if any. protected is asked only for such a path.
-func (h *Engine) gate(bufnr int, key string, tu *buffer.ToolUse, out approval.Outcome, protected func(string) (string, bool)) approval.Outcome {
-	if out.Decision != approval.Approve {
-		return out
-	}
-	f := approval.Facts{Protected: protected, Writes: h.writesPath(tu)}
+// gateFacts are the inputs of approval.Gate for a call the chain approved,
+// from what the host knows of it: whether the journal says it was
+// interrupted (a note on the call says so), whether it already ran in this
+// session, whether it arrived from the provider (a call found in a file,
+// typed or pasted, or changed since, did not), whether the user lets the
+// policy decide the file's calls, and the path it writes, if any.
+// Protected is left nil (categorizeFacts asks the sandbox).
+func (h *Engine) gateFacts(bufnr int, key string, tu *buffer.ToolUse) approval.Facts {
+	f := approval.Facts{Writes: h.writesPath(tu)}
 	if c, p := h.history(bufnr, key, tu); p == pastInterrupted || p == pastElsewhere {
 		f.Interrupted = interruptedRule(c, p)
 		h.note(bufnr, tu.ID, "flemma: "+f.Interrupted)
@@ -1080,11 +965,14 @@ func (h *Engine) gate(bufnr int, key string, tu *buffer.ToolUse, out approval.Ou
 	f.FromProvider = bt.ledger.FromProvider(tu)
 	f.FileCallsAllowed = h.cfg.Tools.AutoApproveFileCalls || bt.trusted
 	h.mu.Unlock()
-	got := approval.Gate(out, f)
-	if got != out {
-		h.logf("approval %s (%s): %s, but %s; asking", tu.Name, tu.ID, out, got.Rule)
+	return f
+}
+
+// logAll writes a plan's log lines.
+func (h *Engine) logAll(lines []string) {
+	for _, l := range lines {
+		h.logf("%s", l)
 	}
-	return got
 }
 
 // writesPath is the "path" a call of a tool with side effects writes ("" for

@@ -26,27 +26,24 @@ type Engine struct {
 	Log      *log.Logger
 	Registry *tools.Registry
 
-	ed    Editor
-	lua   Lua
-	exec  *tools.Executor
-	fm    *frontmatter.Evaluator
-	chain *approval.Chain
+	ed        Editor
+	lua       Lua
+	providers func(name string, cfg provider.Config) (provider.Provider, error)
+	resolvers func(approval.Setup) []approval.Resolver
+	exec      *tools.Executor
+	fm        *frontmatter.Evaluator
+	chain     *approval.Chain
 
 	mu            sync.Mutex
 	cfg           options.Config
 	rt            options.Runtime // :Flemma switch and :Flemma autopilot
 	presets       *approval.Presets
-	bufs          map[int]*bufState
-	mirrors       map[int]*mirror
-	reads         *tools.ReadLog // what the model read, per buffer (stale-file protection)
-	outputDir     string         // private folder for full outputs of truncated results
-	outputCleanup func()         // removes it at shutdown
+	bufs          map[int]*bufState // everything the host keeps of each buffer
+	reads         *tools.ReadLog    // what the model read, per buffer (stale-file protection)
+	outputDir     string            // private folder for full outputs of truncated results
+	outputCleanup func()            // removes it at shutdown
 	luaWait       waiters
 	refresh       refresher
-	bufFM         map[int]*frontmatter.Result         // the latest evaluated frontmatter of each buffer
-	outcomes      map[int]map[string]approval.Outcome // bufnr -> tool id -> the decision that categorized it
-	trust         map[int]*bufTrust                   // what in each buffer counts as the user's
-	pins          map[int]*sandbox.RootPins           // identity of each buffer's writable roots
 
 	jr      *journal.Journal // the crash-recovery journal, nil when unusable
 	jpath   string           // where it is (or would be)
@@ -55,26 +52,36 @@ type Engine struct {
 	closing bool             // Shutdown was called
 }
 
-// bufState is what the host remembers of a buffer between steps: only the
-// running tools (the buffer text is the state of everything else).
+// bufState is everything the host keeps of one buffer, in one place (Forget
+// drops it in one place). The buffer text is the state of the conversation;
+// this is what the text does not say: the host's copy of it, what was
+// evaluated and decided on it, and the work running on it. Its fields are
+// read and written with Engine.mu held.
 type bufState struct {
+	mirror   *mirror                     // the host's copy of the text, as of a changedtick
+	fm       *frontmatter.Result         // the latest evaluated frontmatter
+	outcomes map[string]approval.Outcome // tool id -> the decision that categorized it
+	trust    *bufTrust                   // what in the buffer counts as the user's
+	pins     *sandbox.RootPins           // identity of the buffer's writable roots
+	notes    map[string]string           // tool id -> why it waits (a diagnostic on its header)
+	kept     map[string]tools.Result     // finished results whose block changed while they ran
+
+	// The work on the buffer.
 	running     map[string]context.CancelFunc // tool id -> cancel
 	started     map[string]time.Time          // tool id -> when it left the queue
 	streaming   context.CancelFunc            // the response being received, if any
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
-	lastFlushes int                     // buffer updates of the last response
-	linesRead   int                     // lines received from Neovim by snapshots, in all
-	lastResult  time.Time               // when the last tool result was written
-	cycling     bool                    // a cycle step is being planned and written
-	queued      bool                    // a press came during the step: run it when the step ends
-	writeMu     *sync.Mutex             // one result write at a time
-	kept        map[string]tools.Result // finished results whose block changed while they ran
-	notes       map[string]string       // tool id -> why it waits (a diagnostic on its header)
-	background  int                     // goroutines working on the buffer (a response, jobs, a queued step)
-	ended       map[string]bool         // running calls that ended and are writing their result
-	jobsPending int                     // job batches that have not yet decided whether autopilot goes on
+	lastFlushes int             // buffer updates of the last response
+	linesRead   int             // lines received from Neovim by snapshots, in all
+	lastResult  time.Time       // when the last tool result was written
+	cycling     bool            // a cycle step is being planned and written
+	queued      bool            // a press came during the step: run it when the step ends
+	writeMu     *sync.Mutex     // one result write at a time
+	background  int             // goroutines working on the buffer (a response, jobs, a queued step)
+	ended       map[string]bool // running calls that ended and are writing their result
+	jobsPending int             // job batches that have not yet decided whether autopilot goes on
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -87,20 +94,37 @@ func (h *Engine) state(bufnr int) *bufState {
 	return st
 }
 
+// Deps are what an engine is built from: cmd/flemma-host wires them (the
+// tests wire their own). Every field is required.
+type Deps struct {
+	// Registry holds the tools: the built-ins, and the Lua tools the
+	// plugin registers later.
+	Registry *tools.Registry
+	// Providers returns the client of a provider by name, configured for
+	// one send (provider.New).
+	Providers func(name string, cfg provider.Config) (provider.Provider, error)
+	// Resolvers returns the built-in approval resolvers for a setup
+	// (approval.Builtins). Every setup() replaces the chain's
+	// urn:flemma:approval: resolvers with them; resolvers registered from
+	// Lua stay.
+	Resolvers func(approval.Setup) []approval.Resolver
+}
+
 // NewEngine returns an engine with default configuration; Connect gives it
-// its editor.
-func NewEngine(version string, logger *log.Logger, reg *tools.Registry) *Engine {
+// its editor. It panics when a dependency is missing (a wiring mistake).
+func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
+	if d.Registry == nil || d.Providers == nil || d.Resolvers == nil {
+		panic("cycle.NewEngine: Deps needs a Registry, Providers and Resolvers")
+	}
+	reg := d.Registry
 	h := &Engine{
-		Version:  version,
-		Log:      logger,
-		Registry: reg,
-		fm:       frontmatter.NewEvaluator(frontmatter.Limits{}),
-		bufs:     map[int]*bufState{},
-		bufFM:    map[int]*frontmatter.Result{},
-		mirrors:  map[int]*mirror{},
-		outcomes: map[int]map[string]approval.Outcome{},
-		trust:    map[int]*bufTrust{},
-		pins:     map[int]*sandbox.RootPins{},
+		Version:   version,
+		Log:       logger,
+		Registry:  reg,
+		providers: d.Providers,
+		resolvers: d.Resolvers,
+		fm:        frontmatter.NewEvaluator(frontmatter.Limits{}),
+		bufs:      map[int]*bufState{},
 	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
@@ -210,7 +234,7 @@ func (h *Engine) configure(cfg options.Config) error {
 			h.chain.Unregister(r.Name())
 		}
 	}
-	for _, r := range approval.Builtins(setup) {
+	for _, r := range h.resolvers(setup) {
 		h.chain.Register(r)
 	}
 	if len(msgs) > 0 {
@@ -350,10 +374,12 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 	var b strings.Builder
 	h.mu.Lock()
 	running := map[string]bool{}
+	var outcomes map[string]approval.Outcome
 	if st := h.bufs[bufnr]; st != nil {
 		for id := range st.running {
 			running[id] = true
 		}
+		outcomes = st.outcomes
 	}
 	for _, tu := range doc.ToolUses() {
 		state := "no result"
@@ -370,7 +396,7 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 			}
 		}
 		prov := ""
-		if o, ok := h.outcomes[bufnr][tu.ID]; ok {
+		if o, ok := outcomes[tu.ID]; ok {
 			prov = "  — " + o.String()
 		}
 		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
@@ -425,11 +451,6 @@ func (h *Engine) Forget(bufnr int) {
 		}
 	}
 	delete(h.bufs, bufnr)
-	delete(h.mirrors, bufnr)
-	delete(h.bufFM, bufnr)
-	delete(h.outcomes, bufnr)
-	delete(h.trust, bufnr)
-	delete(h.pins, bufnr)
 	h.mu.Unlock()
 	h.reads.Forget(bufnr)
 }

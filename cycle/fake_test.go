@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/builtin"
 	"github.com/flemma-dev/flemma/tools/sandbox"
@@ -365,12 +367,13 @@ func (l *fakeLua) Preview(name string, input map[string]any, maxLen int) (*strin
 // and a working directory of its own, configured as setup() with opts
 // would (nil: the defaults a user gets).
 type testEnv struct {
-	t   *testing.T
-	h   *Engine
-	ed  *fakeEditor
-	lua *fakeLua
-	dir string // the project the buffers' cwd points at
-	raw map[string]any
+	t    *testing.T
+	h    *Engine
+	deps Deps // what the engine was built from (a restart builds the same)
+	ed   *fakeEditor
+	lua  *fakeLua
+	dir  string // the project the buffers' cwd points at
+	raw  map[string]any
 
 	transcript strings.Builder
 	label      string
@@ -378,21 +381,37 @@ type testEnv struct {
 
 func newEnv(t *testing.T, setup map[string]any) *testEnv {
 	t.Helper()
+	return newEnvWith(t, setup, Deps{})
+}
+
+// newEnvWith is newEnv with some of the engine's dependencies replaced;
+// the others are what cmd/flemma-host wires (the built-in tools,
+// provider.New, approval.Builtins).
+func newEnvWith(t *testing.T, setup map[string]any, deps Deps) *testEnv {
+	t.Helper()
 	// What the tests see does not depend on the machine's credentials.
 	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN"} {
 		t.Setenv(v, "")
 	}
-	reg := tools.NewRegistry()
-	reg.Have = sandbox.HaveRequirement
-	for _, tl := range builtin.All() {
-		reg.MustAdd(tl)
+	if deps.Registry == nil {
+		deps.Registry = tools.NewRegistry()
+		deps.Registry.Have = sandbox.HaveRequirement
+		for _, tl := range builtin.All() {
+			deps.Registry.MustAdd(tl)
+		}
+	}
+	if deps.Providers == nil {
+		deps.Providers = provider.New
+	}
+	if deps.Resolvers == nil {
+		deps.Resolvers = approval.Builtins
 	}
 	logw := io.Discard
 	if testing.Verbose() {
 		logw = os.Stderr
 	}
-	h := NewEngine("test", log.New(logw, "host ", log.Lmicroseconds), reg)
-	env := &testEnv{t: t, h: h, ed: newFakeEditor(), lua: &fakeLua{decisions: map[string]string{}}, dir: t.TempDir()}
+	h := NewEngine("test", log.New(logw, "host ", log.Lmicroseconds), deps)
+	env := &testEnv{t: t, h: h, deps: deps, ed: newFakeEditor(), lua: &fakeLua{decisions: map[string]string{}}, dir: t.TempDir()}
 	h.Connect(env.ed, env.lua)
 	raw := map[string]any{"paths": map[string]any{"state": t.TempDir(), "config": t.TempDir()}}
 	for k, v := range setup {
@@ -411,7 +430,7 @@ func newEnv(t *testing.T, setup map[string]any) *testEnv {
 func (env *testEnv) restart() {
 	env.t.Helper()
 	env.h.Shutdown()
-	h := NewEngine("test", env.h.Log, env.h.Registry)
+	h := NewEngine("test", env.h.Log, env.deps)
 	h.Connect(env.ed, env.lua)
 	if err := h.Setup(env.setupJSON()); err != nil {
 		env.t.Fatalf("setup: %v", err)

@@ -82,8 +82,8 @@ type mirror struct {
 
 func (h *Engine) remember(bufnr, tick int, lines []string) {
 	h.mu.Lock()
-	if m := h.mirrors[bufnr]; m == nil || tick >= m.tick {
-		h.mirrors[bufnr] = &mirror{tick: tick, lines: lines}
+	if st := h.state(bufnr); st.mirror == nil || tick >= st.mirror.tick {
+		st.mirror = &mirror{tick: tick, lines: lines}
 	}
 	h.mu.Unlock()
 }
@@ -91,8 +91,11 @@ func (h *Engine) remember(bufnr, tick int, lines []string) {
 // snapshot reads a buffer. When the host's mirror is current as of the
 // tracker's base, Neovim sends only the changed window.
 func (h *Engine) snapshot(bufnr int) (*Snapshot, error) {
+	var m *mirror
 	h.mu.Lock()
-	m := h.mirrors[bufnr]
+	if st := h.bufs[bufnr]; st != nil {
+		m = st.mirror
+	}
 	h.mu.Unlock()
 	have := -1
 	if m != nil {

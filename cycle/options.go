@@ -14,8 +14,9 @@ func (h *Engine) effective(bufnr int, fm *frontmatter.Result) options.Effective 
 	usable := h.usableTools()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	st := h.state(bufnr)
 	if fm == nil {
-		fm = h.bufFM[bufnr]
+		fm = st.fm
 	}
 	b := options.Buffer{Trusted: h.trustOf(bufnr).trusted, Usable: usable}
 	if fm != nil {

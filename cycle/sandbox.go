@@ -59,11 +59,11 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		sc.Protected = append(sc.Protected, bufferPath)
 	}
 	h.mu.Lock()
-	pins := h.pins[bufnr]
-	if pins == nil {
-		pins = sandbox.NewRootPins()
-		h.pins[bufnr] = pins
+	st := h.state(bufnr)
+	if st.pins == nil {
+		st.pins = sandbox.NewRootPins()
 	}
+	pins := st.pins
 	h.mu.Unlock()
 	return sandbox.New(sc, cwd, bufferPath, sandbox.WithRootPins(pins))
 }

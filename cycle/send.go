@@ -79,7 +79,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if len(msgs) == 0 {
 		return reply("send", "Nothing to send: write a message under @You: first.", levelWarn), nil
 	}
-	prov, err := provider.New(name, pcfg)
+	prov, err := h.providers(name, pcfg)
 	if err != nil {
 		return reply("send", err.Error(), levelError), nil
 	}

@@ -64,7 +64,7 @@ type TrustPull struct {
 // the buffer was (re)loaded or the host has not seen it yet.
 func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 	h.mu.Lock()
-	bt := h.trust[bufnr]
+	bt := h.state(bufnr).trust
 	if bt != nil && bt.gen == s.TrustGen {
 		bt.trusted = s.Trusted
 		bt.ledger.Undos = s.Undos
@@ -102,12 +102,13 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 		l.Put(fromWire(w))
 	}
 	h.mu.Lock()
-	if old := h.trust[bufnr]; old != nil {
+	st := h.state(bufnr)
+	if old := st.trust; old != nil {
 		for _, r := range old.ledger.Records {
 			l.Put(r) // the host's records are at least as new as the mirror's
 		}
 	}
-	h.trust[bufnr] = &bufTrust{gen: p.Gen, trusted: p.Trusted, ledger: l}
+	st.trust = &bufTrust{gen: p.Gen, trusted: p.Trusted, ledger: l}
 	h.mu.Unlock()
 	if p.Gen > 1 || len(l.Origin.Approved) > 0 {
 		h.logf("trust: buffer %d load %d: %d call(s) and %d approved placeholder(s) in the loaded text, trusted=%v",
@@ -119,12 +120,11 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 // trustOf returns the buffer's trust view (an empty, untrusted one when
 // the host has not synced it). Call with h.mu held.
 func (h *Engine) trustOf(bufnr int) *bufTrust {
-	bt := h.trust[bufnr]
-	if bt == nil {
-		bt = &bufTrust{gen: -1, ledger: trust.NewLedger()}
-		h.trust[bufnr] = bt
+	st := h.state(bufnr)
+	if st.trust == nil {
+		st.trust = &bufTrust{gen: -1, ledger: trust.NewLedger()}
 	}
-	return bt
+	return st.trust
 }
 
 // commit stores records in the host's ledger (after the step that carried

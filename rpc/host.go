@@ -7,7 +7,6 @@ import (
 	"github.com/neovim/go-client/nvim"
 
 	"github.com/flemma-dev/flemma/cycle"
-	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
@@ -19,9 +18,10 @@ type Host struct {
 	async map[string]cycle.Method // the methods flemma.async may call
 }
 
-// NewHost returns a host with default configuration and the given tools.
-func NewHost(version string, logger *log.Logger, reg *tools.Registry) *Host {
-	return &Host{Engine: cycle.NewEngine(version, logger, reg)}
+// NewHost returns a host with default configuration, whose engine is built
+// from deps (the tools, the providers, the built-in approval resolvers).
+func NewHost(version string, logger *log.Logger, deps cycle.Deps) *Host {
+	return &Host{Engine: cycle.NewEngine(version, logger, deps)}
 }
 
 // Attach connects the engine to a Neovim and registers its methods

@@ -15,6 +15,9 @@ import (
 
 	"github.com/neovim/go-client/nvim"
 
+	"github.com/flemma-dev/flemma/approval"
+	"github.com/flemma-dev/flemma/cycle"
+	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/rpc"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/builtin"
@@ -58,12 +61,18 @@ func run() int {
 	logger := log.New(logw, "", log.LstdFlags|log.Lmicroseconds)
 	logger.Printf("flemma-host %s starting (pid %d)", version, os.Getpid())
 
+	// The engine's dependencies: the built-in tools, the providers and the
+	// built-in approval resolvers.
 	reg := tools.NewRegistry()
 	reg.Have = sandbox.HaveRequirement
 	for _, t := range builtin.All() {
 		reg.MustAdd(t)
 	}
-	host := rpc.NewHost(version, logger, reg)
+	host := rpc.NewHost(version, logger, cycle.Deps{
+		Registry:  reg,
+		Providers: provider.New,
+		Resolvers: approval.Builtins,
+	})
 
 	v, err := nvim.New(os.Stdin, stdout, stdout, logger.Printf)
 	if err != nil {
