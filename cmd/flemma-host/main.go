@@ -15,13 +15,14 @@ import (
 
 	"github.com/neovim/go-client/nvim"
 
+	"github.com/flemma-dev/flemma"
 	"github.com/flemma-dev/flemma/rpc"
 	"github.com/flemma-dev/flemma/tools"
 )
 
-// version is the host's version; the Lua side checks it in the handshake
-// (lua/flemma/version.lua holds the same string).
-const version = "0.1.0"
+// version is the host's version, lua/flemma/VERSION: the Lua side reads the
+// same file and checks it in the handshake.
+var version = flemma.Version
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "journal" { // `flemma-host journal -h`: print the journal
