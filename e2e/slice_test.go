@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flemma-dev/flemma"
 	"github.com/flemma-dev/flemma/internal/nvimtest"
 )
 
@@ -108,14 +109,15 @@ func TestMalformedBuffer(t *testing.T) {
 	})
 }
 
-// TestHealth: :checkhealth flemma reports the host version.
+// TestHealth: :checkhealth flemma reports the host version, which is the
+// plugin's (lua/flemma/VERSION, read by the Lua side, embedded by the host).
 func TestHealth(t *testing.T) {
 	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
 		if err := s.Nv.Command("checkhealth flemma"); err != nil {
 			t.Fatal(err)
 		}
 		out := text(t, s)
-		for _, want := range []string{"host version 0.1.0 (matches the plugin)", "host binary:", "tools registered"} {
+		for _, want := range []string{"host version " + flemma.Version + " (matches the plugin)", "host binary:", "tools registered"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("checkhealth output lacks %q:\n%s", want, out)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/neovim/go-client/nvim"
 
+	"github.com/flemma-dev/flemma"
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/cycle"
 	"github.com/flemma-dev/flemma/provider"
@@ -24,9 +25,9 @@ import (
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
-// version is the host's version; the Lua side checks it in the handshake
-// (lua/flemma/version.lua holds the same string).
-const version = "0.1.0"
+// version is the host's version, lua/flemma/VERSION: the Lua side reads the
+// same file and checks it in the handshake.
+var version = flemma.Version
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "journal" { // `flemma-host journal -h`: print the journal

@@ -1,24 +1,30 @@
 package main
 
 import (
+	"io"
 	"os"
-	"path/filepath"
-	"regexp"
 	"testing"
+
+	"github.com/flemma-dev/flemma"
 )
 
-// The Lua side checks the host's version in the handshake: the version is
-// written twice (here and lua/flemma/version.lua) and must be the same.
-func TestVersionMatchesTheLuaSide(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "lua", "flemma", "version.lua"))
+// `flemma-host -version` prints the version of lua/flemma/VERSION, the one
+// the Lua side reads and checks in the handshake.
+func TestVersionFlag(t *testing.T) {
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^return "([^"]+)"\s*$`).FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("lua/flemma/version.lua does not end in return \"<version>\":\n%s", b)
+	stdout, args := os.Stdout, os.Args
+	defer func() { os.Stdout, os.Args = stdout, args }()
+	os.Stdout, os.Args = w, []string{"flemma-host", "-version"}
+	code := run()
+	w.Close()
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if string(m[1]) != version {
-		t.Errorf("lua/flemma/version.lua says %q, cmd/flemma-host %q: change both", m[1], version)
+	if want := "flemma-host " + flemma.Version + "\n"; code != 0 || string(out) != want {
+		t.Errorf("flemma-host -version = %d, %q; want 0, %q", code, out, want)
 	}
 }

@@ -1,11 +1,14 @@
 -- Buffer access for the host: one snapshot call to read, one apply call to
 -- write. apply() checks changedtick so the host never writes stale lines.
+-- What it remembers of a buffer is in flemma.state (tracker, our_tick).
+local notify = require("flemma.notify")
+local state = require("flemma.state")
+local trust = require("flemma.trust")
 local M = {}
 
 local ns_diag = vim.api.nvim_create_namespace("flemma.diagnostics")
 local ns_marks = vim.api.nvim_create_namespace("flemma.marks")
 local ns_lock = vim.api.nvim_create_namespace("flemma.lock")
-local our_tick = {} -- bufnr -> changedtick right after our last write
 
 -- The text width of the first window showing bufnr (sign, number and fold
 -- columns excluded), or 80 when it is not shown.
@@ -31,38 +34,46 @@ end
 -- The host mirrors each buffer it works on. A tracker records, since the
 -- last sync at tick `base`, the lowest changed line (`first`, 0-based) and
 -- how many lines at the end are untouched (`tail`): every change lies in
--- between, so that window is all the host needs to catch up.
-local trackers = {} -- bufnr -> { base, first, tail }
+-- between, so that window is all the host needs to catch up. It is kept as
+-- state.buffer(bufnr).tracker = { base, first, tail }.
+local function tracker(bufnr)
+  local b = state.buffers[bufnr]
+  return b and b.tracker
+end
 
 local function track(bufnr)
-  if trackers[bufnr] then
-    return trackers[bufnr]
+  local b = state.buffer(bufnr)
+  if b.tracker then
+    return b.tracker
   end
   local t = { base = -1, first = 0, tail = 0 }
-  trackers[bufnr] = t
+  b.tracker = t
   local ok = vim.api.nvim_buf_attach(bufnr, false, {
     on_lines = function(_, buf, _, first, _, last_new)
-      local tr = trackers[buf]
-      if not tr then
-        return true -- detach
+      local tr = tracker(buf)
+      if tr ~= t then
+        return true -- detach (forgotten, or tracked anew)
       end
       local count = vim.api.nvim_buf_line_count(buf)
       tr.first = math.min(tr.first, first)
       tr.tail = math.max(0, math.min(tr.tail, count - last_new))
     end,
     on_reload = function(_, buf)
-      if trackers[buf] then
-        trackers[buf].base = -1
+      if tracker(buf) == t then
+        t.base = -1
       end
       -- Reloaded from disk: the text is the buffer's new origin.
-      pcall(require("flemma.trust").reread, buf)
+      pcall(trust.reread, buf)
     end,
     on_detach = function(_, buf)
-      trackers[buf] = nil
+      local bs = state.buffers[buf]
+      if bs and bs.tracker == t then
+        bs.tracker = nil
+      end
     end,
   })
   if not ok then
-    trackers[bufnr] = nil
+    b.tracker = nil
     return nil
   end
   return t
@@ -70,7 +81,7 @@ end
 
 -- After a sync the host holds the buffer as it is now.
 local function synced(bufnr)
-  local t = trackers[bufnr]
+  local t = tracker(bufnr)
   if t then
     t.base = vim.api.nvim_buf_get_changedtick(bufnr)
     t.first = math.huge
@@ -100,7 +111,6 @@ function M.snapshot(bufnr, have)
     lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
   end
   synced(bufnr)
-  local trust = require("flemma.trust")
   local tr = trust.get(bufnr)
   return {
     valid = true,
@@ -164,7 +174,7 @@ function M.apply(bufnr, tick, edits, opts)
   local ok, err = true, nil
   if #edits > 0 then
     ok, err = pcall(vim.api.nvim_buf_call, bufnr, function()
-      if opts.join and our_tick[bufnr] == now then
+      if opts.join and state.buffer(bufnr).our_tick == now then
         pcall(vim.cmd, "undojoin")
       end
       vim.bo[bufnr].modifiable = true
@@ -192,17 +202,17 @@ function M.apply(bufnr, tick, edits, opts)
     M.set_marks(bufnr, opts.marks)
   end
   if opts.records and opts.records ~= vim.NIL then
-    require("flemma.trust").record(bufnr, opts.records)
+    trust.record(bufnr, opts.records)
   end
   local tick_now = vim.api.nvim_buf_get_changedtick(bufnr)
   if #edits > 0 then
-    require("flemma.trust").undos(bufnr) -- the new tip of the undo history
+    trust.undos(bufnr) -- the new tip of the undo history
   end
   synced(bufnr) -- the host computed the new text itself
   if #edits > 0 then
-    our_tick[bufnr] = tick_now
+    state.buffer(bufnr).our_tick = tick_now
   elseif opts.undo_break then
-    our_tick[bufnr] = nil -- the next write of this phase starts its undo step
+    state.buffer(bufnr).our_tick = nil -- the next write of this phase starts its undo step
   end
   return { ok = true, tick = tick_now }
 end
@@ -257,11 +267,8 @@ function M.event(pattern, data)
 end
 
 function M.notify(msg, level)
-  require("flemma.notify").now(msg, level)
+  notify.now(msg, level)
 end
-
---- Buffers flemma has made read-only while it works on them.
-M.locked = {}
 
 M.lock_text = "flemma is working: this buffer is read-only until it is done (<C-c> cancels)"
 
@@ -272,7 +279,6 @@ function M.lock(bufnr, on)
     return
   end
   vim.bo[bufnr].modifiable = not on
-  M.locked[bufnr] = on or nil
   vim.api.nvim_buf_clear_namespace(bufnr, ns_lock, 0, -1)
   if on then
     local last = vim.api.nvim_buf_line_count(bufnr) - 1

@@ -1,13 +1,15 @@
 -- :Flemma <subcommand> [args]: dispatch and completion.
 local P = require("flemma.protocol")
+local actions = require("flemma.actions")
+local host = require("flemma.host")
+local state = require("flemma.state")
+local trust = require("flemma.trust")
 local M = {}
 
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
 -- Call the host without waiting; then_(res) runs with its answer.
-local function host_call(method, args, then_)
-  require("flemma").call(method, args, then_)
-end
+local host_call = actions.call
 
 -- Call the host and show the text it answers (listings, status).
 local function show(method, args)
@@ -31,7 +33,7 @@ M.subcommands = {
     host_call(P.send, { buf() })
   end,
   cancel = function()
-    require("flemma").cancel(buf())
+    actions.cancel(buf())
   end,
   ["tool:execute"] = function()
     host_call(P.execute_at, { buf(), line() })
@@ -62,7 +64,7 @@ M.subcommands = {
     host_call(P.cancel_at, { buf(), line() })
   end,
   ["tool:cancel-all"] = function()
-    require("flemma").cancel(buf())
+    actions.cancel(buf())
   end,
   ["tool:list"] = function()
     show(P.tool_list, { buf() })
@@ -95,11 +97,11 @@ M.subcommands = {
     show(P.tools, { buf(), args[1] or "" })
   end,
   ["autopilot:enable"] = function()
-    require("flemma.host").runtime.autopilot = "enable"
+    state.host.runtime.autopilot = "enable"
     host_call(P.autopilot, { "enable" })
   end,
   ["autopilot:disable"] = function()
-    require("flemma.host").runtime.autopilot = "disable"
+    state.host.runtime.autopilot = "disable"
     host_call(P.autopilot, { "disable" })
   end,
   ["autopilot:status"] = function()
@@ -109,16 +111,16 @@ M.subcommands = {
     show(P.sandbox_status, { buf() })
   end,
   trust = function()
-    require("flemma.trust").trust(buf())
+    trust.trust(buf())
   end,
   untrust = function()
-    require("flemma.trust").untrust(buf())
+    trust.untrust(buf())
   end,
   switch = function(args)
     local spec = table.concat(args, " ")
     host_call(P.switch, { spec }, function(res)
       if res and res.phase == "switch" then
-        require("flemma.host").runtime.switch = spec -- replayed into a restarted host
+        state.host.runtime.switch = spec -- replayed into a restarted host
       end
     end)
   end,
@@ -126,7 +128,7 @@ M.subcommands = {
     show(P.status, { buf() })
   end,
   ["host:restart"] = function()
-    local _, err = require("flemma.host").restart()
+    local _, err = host.restart()
     if err then
       notify(err, vim.log.levels.ERROR)
     else
@@ -134,8 +136,8 @@ M.subcommands = {
     end
   end,
   log = function()
-    local _, _, log_file = require("flemma.host").running()
-    vim.cmd("split " .. vim.fn.fnameescape(log_file or require("flemma.host").log_file(require("flemma").config())))
+    local _, _, log_file = host.running()
+    vim.cmd("split " .. vim.fn.fnameescape(log_file or host.log_file(state.config())))
   end,
 }
 

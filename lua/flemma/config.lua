@@ -1,5 +1,6 @@
 -- The defaults table is the one source of truth for flemma's options; setup()
--- merges the user's table over it and validates the result.
+-- merges the user's table over it and validates the result. Pure: it
+-- requires no other module (flemma.state keeps the resolved config).
 local M = {}
 
 ---@class flemma.Config
@@ -307,6 +308,16 @@ function M.resolve(user)
   return cfg, errors, warnings
 end
 
+--- flemma's state directory: stdpath("state")/flemma, or stdpath("data")/flemma
+--- on Neovim versions without a "state" stdpath (0.7).
+function M.state_dir()
+  local ok, dir = pcall(vim.fn.stdpath, "state")
+  if not ok or type(dir) ~= "string" or dir == "" then
+    dir = vim.fn.stdpath("data")
+  end
+  return dir .. "/flemma"
+end
+
 --- The part of the config the host needs, in a shape msgpack can carry:
 --- functions are replaced by a marker (the host calls them back in Neovim).
 function M.for_host(cfg)
@@ -326,7 +337,7 @@ function M.for_host(cfg)
     return v
   end
   return strip({
-    paths = { state = require("flemma").state_dir(), config = vim.fn.stdpath("config") },
+    paths = { state = M.state_dir(), config = vim.fn.stdpath("config") },
     provider = cfg.provider,
     model = cfg.model,
     parameters = cfg.parameters,

@@ -1,5 +1,7 @@
 -- :checkhealth flemma (works with 0.7's require("health") and 0.10's vim.health).
 local P = require("flemma.protocol")
+local host = require("flemma.host")
+local state = require("flemma.state")
 local M = {}
 
 local h = vim.health or require("health")
@@ -19,8 +21,7 @@ function M.check()
     err("Neovim " .. vs .. " is too old: flemma needs 0.7.2 or newer")
   end
 
-  local cfg = require("flemma").config()
-  local host = require("flemma.host")
+  local cfg = state.config()
   local argv, ferr = host.find(cfg)
   if not argv then
     err(ferr)

@@ -1,15 +1,14 @@
 -- The host process: find the binary, start it with jobstart({rpc = true}),
--- check the version handshake, and restart it on the next use after it died.
+-- check the version handshake, give it the configuration and the tools
+-- registered in Lua, and restart it on the next use after it died. Its state
+-- (channel, pending requests) is flemma.state's host table. The modules it
+-- depends on (tools, buf) reach a running host through flemma.channel.
 local P = require("flemma.protocol")
+local config = require("flemma.config")
+local state = require("flemma.state")
 local M = {}
 
-local state = {
-  chan = nil, -- job/channel id while running
-  version = nil,
-  warned_exit = false,
-  log_file = nil,
-  stderr = {},
-}
+local host = state.host
 
 local function plugin_root()
   local src = debug.getinfo(1, "S").source:sub(2)
@@ -23,7 +22,7 @@ function M.log_file(cfg)
   if cfg and cfg.host and cfg.host.log_file then
     return cfg.host.log_file
   end
-  return require("flemma").state_dir() .. "/host.log"
+  return config.state_dir() .. "/host.log"
 end
 
 --- Where the host binary is: an explicit host.cmd wins, then
@@ -51,37 +50,31 @@ function M.find(cfg)
   return nil, "flemma-host not found: run `make build` in " .. plugin_root() .. " (or set host.cmd in setup())"
 end
 
-local pending = {} -- id -> { method, cb, started (ms), warned }
-local next_id = 0
-local watchdog = nil
-
 -- Everything that was waiting for the host gets an answer when it is gone.
 local function fail_pending(msg)
-  local waiting = pending
-  pending = {}
+  local waiting = host.pending
+  host.pending = {}
   for _, p in pairs(waiting) do
     pcall(p.cb, nil, msg)
   end
 end
 
-local stopped = {} -- job ids stopped on purpose (M.stop, :Flemma host:restart)
-
 local function on_exit(job, code)
-  local current = state.chan == job
+  local current = host.chan == job
   if current then
-    state.chan = nil
-    state.version = nil
+    host.chan = nil
+    host.version = nil
   end
-  local on_purpose = stopped[job]
-  stopped[job] = nil
+  local on_purpose = host.stopped[job]
+  host.stopped[job] = nil
   -- Requests this host never answered go once more to a new host (a press
   -- a moment before a crash is not lost; the journal and the trust records
   -- keep a call from running twice); the rest fail.
   local waiting = {}
-  for id, p in pairs(pending) do
+  for id, p in pairs(host.pending) do
     if p.chan == job then
       waiting[id] = p
-      pending[id] = nil
+      host.pending[id] = nil
     end
   end
   vim.schedule(function()
@@ -107,14 +100,14 @@ local function on_exit(job, code)
       end
     end
   end)
-  if not state.warned_exit then
-    state.warned_exit = true
-    local tail = table.concat(state.stderr, "\n")
+  if not host.warned_exit then
+    host.warned_exit = true
+    local tail = table.concat(host.stderr, "\n")
     notify(
       string.format(
         "host exited unexpectedly (code %d); it restarts on next use. Log: %s%s",
         code,
-        state.log_file or "?",
+        host.log_file or "?",
         tail ~= "" and ("\n" .. tail) or ""
       )
     )
@@ -123,27 +116,27 @@ end
 
 --- Start the host if it is not running; returns the channel or nil, err.
 function M.ensure(cfg)
-  if state.chan then
-    return state.chan
+  if host.chan then
+    return host.chan
   end
   local argv, err = M.find(cfg)
   if not argv then
     return nil, err
   end
-  state.log_file = M.log_file(cfg)
-  vim.fn.mkdir(vim.fn.fnamemodify(state.log_file, ":h"), "p", 448) -- 0700
+  host.log_file = M.log_file(cfg)
+  vim.fn.mkdir(vim.fn.fnamemodify(host.log_file, ":h"), "p", 448) -- 0700
   table.insert(argv, "--log-file")
-  table.insert(argv, state.log_file)
-  state.stderr = {}
+  table.insert(argv, host.log_file)
+  host.stderr = {}
   local ok, chan = pcall(vim.fn.jobstart, argv, {
     rpc = true,
     on_exit = on_exit,
     on_stderr = function(_, data)
       for _, line in ipairs(data or {}) do
         if line ~= "" then
-          table.insert(state.stderr, line)
-          if #state.stderr > 20 then
-            table.remove(state.stderr, 1)
+          table.insert(host.stderr, line)
+          if #host.stderr > 20 then
+            table.remove(host.stderr, 1)
           end
         end
       end
@@ -152,13 +145,13 @@ function M.ensure(cfg)
   if not ok or type(chan) ~= "number" or chan <= 0 then
     return nil, string.format("could not start %s: %s", argv[1], ok and tostring(chan) or chan)
   end
-  state.chan = chan
+  host.chan = chan
   local hs_ok, info = pcall(vim.rpcrequest, chan, P.version)
   if not hs_ok or type(info) ~= "table" then
     M.stop()
-    return nil, "host did not answer the version handshake: " .. tostring(info) .. " (log: " .. state.log_file .. ")"
+    return nil, "host did not answer the version handshake: " .. tostring(info) .. " (log: " .. host.log_file .. ")"
   end
-  state.version = info.version
+  host.version = info.version
   local want = require("flemma.version")
   if info.version ~= want then
     notify(
@@ -171,9 +164,9 @@ function M.ensure(cfg)
       vim.log.levels.WARN
     )
   end
-  state.warned_exit = false
+  host.warned_exit = false
   local sok, serr = pcall(function()
-    return vim.rpcrequest(chan, P.setup, require("flemma").host_config())
+    return vim.rpcrequest(chan, P.setup, M.config_json())
   end)
   if not sok then
     notify("host rejected the configuration: " .. tostring(serr))
@@ -195,23 +188,27 @@ function M.ensure(cfg)
     end
   end
   tools.load_modules()
-  for _, r in ipairs(require("flemma.tools.approval")._wire_all()) do
-    pcall(vim.rpcrequest, chan, P.approval_register, r)
+  -- Approval resolvers registered in Lua (flemma.tools.approval keeps them
+  -- in flemma.state), by name.
+  local names = vim.tbl_keys(state.resolvers)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    pcall(vim.rpcrequest, chan, P.approval_register, state.resolvers[name].wire)
   end
   -- What the user changed at runtime outlives a restarted host.
-  if M.runtime.switch then
-    pcall(vim.rpcrequest, chan, P.switch, M.runtime.switch)
+  if host.runtime.switch then
+    pcall(vim.rpcrequest, chan, P.switch, host.runtime.switch)
   end
-  if M.runtime.autopilot then
-    pcall(vim.rpcrequest, chan, P.autopilot, M.runtime.autopilot)
+  if host.runtime.autopilot then
+    pcall(vim.rpcrequest, chan, P.autopilot, host.runtime.autopilot)
   end
   return chan
 end
 
---- Runtime overrides the plugin replays into a (re)started host:
---- switch = the arguments of the last :Flemma switch, autopilot = "enable"
---- or "disable".
-M.runtime = {}
+--- The configuration as the host takes it: JSON (flemma.setup).
+function M.config_json()
+  return vim.fn.json_encode(config.for_host(state.config()))
+end
 
 -- A channel that is gone although on_exit has not run yet (the host died
 -- a moment ago).
@@ -221,8 +218,8 @@ local function dead_channel(err)
 end
 
 local function forget_dead()
-  state.chan = nil
-  state.version = nil
+  host.chan = nil
+  host.version = nil
 end
 
 --- Call the host and wait for the answer; starts it on first use (and
@@ -230,7 +227,7 @@ end
 --- quick calls; a user's action goes through request_async.
 function M.request(method, ...)
   for attempt = 1, 2 do
-    local chan, err = M.ensure(require("flemma").config())
+    local chan, err = M.ensure(state.config())
     if not chan then
       return nil, err
     end
@@ -250,11 +247,11 @@ end
 
 local function check_late()
   local now = vim.loop.now()
-  local late_after = (require("flemma").config().host.timeout or 10) * 1000
-  for _, p in pairs(pending) do
+  local late_after = (state.config().host.timeout or 10) * 1000
+  for _, p in pairs(host.pending) do
     if not p.warned and now - p.started > late_after then
       p.warned = true
-      local pid = state.chan and vim.fn.jobpid(state.chan) or "?"
+      local pid = host.chan and vim.fn.jobpid(host.chan) or "?"
       require("flemma.notify").now(
         string.format(
           "the host has not answered %s for %d s (pid %s): it may be hung. :Flemma host:restart stops and restarts it.",
@@ -266,10 +263,10 @@ local function check_late()
       )
     end
   end
-  if next(pending) == nil and watchdog then
-    watchdog:stop()
-    watchdog:close()
-    watchdog = nil
+  if next(host.pending) == nil and host.watchdog then
+    host.watchdog:stop()
+    host.watchdog:close()
+    host.watchdog = nil
   end
 end
 
@@ -278,23 +275,24 @@ end
 --- answer is reported, with the way out.
 function M.request_async(method, args, cb, retried)
   for attempt = 1, 2 do
-    local chan, err = M.ensure(require("flemma").config())
+    local chan, err = M.ensure(state.config())
     if not chan then
       cb(nil, err)
       return
     end
-    next_id = next_id + 1
-    local id = next_id
-    pending[id] = { method = method, args = args, cb = cb, started = vim.loop.now(), retried = retried, chan = chan }
+    host.next_id = host.next_id + 1
+    local id = host.next_id
+    host.pending[id] =
+      { method = method, args = args, cb = cb, started = vim.loop.now(), retried = retried, chan = chan }
     local ok, e = pcall(vim.rpcnotify, chan, P.async, id, method, args)
     if ok then
-      if not watchdog then
-        watchdog = vim.loop.new_timer()
-        watchdog:start(1000, 1000, vim.schedule_wrap(check_late))
+      if not host.watchdog then
+        host.watchdog = vim.loop.new_timer()
+        host.watchdog:start(1000, 1000, vim.schedule_wrap(check_late))
       end
       return
     end
-    pending[id] = nil
+    host.pending[id] = nil
     if attempt == 2 or not dead_channel(e) then
       cb(nil, tostring(e))
       return
@@ -305,8 +303,8 @@ end
 
 --- The host's answer to request_async (called by the host).
 function M._reply(id, res, err)
-  local p = pending[id]
-  pending[id] = nil
+  local p = host.pending[id]
+  host.pending[id] = nil
   if not p then
     return
   end
@@ -322,7 +320,7 @@ end
 --- Requests waiting for an answer (tests wait for 0).
 function M._pending()
   local n = 0
-  for _ in pairs(pending) do
+  for _ in pairs(host.pending) do
     n = n + 1
   end
   return n
@@ -332,7 +330,7 @@ end
 function M.restart()
   M.stop()
   fail_pending("the host was restarted")
-  local chan, err = M.ensure(require("flemma").config())
+  local chan, err = M.ensure(state.config())
   if not chan then
     return nil, err
   end
@@ -341,7 +339,7 @@ end
 
 --- Send a notification (no answer awaited).
 function M.notify(method, ...)
-  local chan, err = M.ensure(require("flemma").config())
+  local chan, err = M.ensure(state.config())
   if not chan then
     return nil, err
   end
@@ -353,19 +351,19 @@ function M.notify(method, ...)
 end
 
 function M.running()
-  return state.chan ~= nil, state.version, state.log_file
+  return host.chan ~= nil, host.version, host.log_file
 end
 
 --- The channel id (for tests and :checkhealth), or nil.
 function M._chan()
-  return state.chan
+  return host.chan
 end
 
 function M.stop()
-  if state.chan then
-    stopped[state.chan] = true
-    pcall(vim.fn.jobstop, state.chan)
-    state.chan = nil
+  if host.chan then
+    host.stopped[host.chan] = true
+    pcall(vim.fn.jobstop, host.chan)
+    host.chan = nil
   end
 end
 

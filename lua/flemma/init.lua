@@ -1,17 +1,23 @@
 -- flemma: chat with language models in .chat buffers; the Go host does the
--- work, this module wires keys and configuration to it.
+-- work, this module wires keys and configuration to it. It is the plugin's
+-- entry point: only plugin/flemma.lua and the user require it, no module of
+-- the plugin does (their shared state is flemma.state).
 local P = require("flemma.protocol")
+local actions = require("flemma.actions")
+local channel = require("flemma.channel")
+local config = require("flemma.config")
+local host = require("flemma.host")
+local state = require("flemma.state")
+local trust = require("flemma.trust")
 local M = {}
-
-local cfg = nil -- resolved config; nil until setup() or first use
 
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
 --- Optional: merge and validate options, and send them to the host if it is
 --- already running (otherwise they go with the first start).
 function M.setup(opts)
-  local resolved, errors, warnings = require("flemma.config").resolve(opts)
-  cfg = resolved
+  local resolved, errors, warnings = config.resolve(opts)
+  state.cfg = resolved
   if #errors > 0 then
     notify("invalid setup options:\n" .. table.concat(errors, "\n"), vim.log.levels.ERROR)
   end
@@ -19,14 +25,13 @@ function M.setup(opts)
     notify(table.concat(warnings, "\n"), vim.log.levels.WARN)
   end
   M.apply_highlights()
-  local running = require("flemma.host").running()
-  if running then
-    local ok, js = pcall(M.host_config)
+  if host.running() then
+    local ok, js = pcall(host.config_json)
     if not ok then
       notify("the configuration cannot be sent to the host: " .. tostring(js), vim.log.levels.ERROR)
       return
     end
-    local _, err = require("flemma.host").request(P.setup, js)
+    local _, err = host.request(P.setup, js)
     if err then
       notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
     end
@@ -38,7 +43,7 @@ end
 --- or a table of attributes for nvim_set_hl. Applied at setup() and, by
 --- plugin/flemma.lua's ColorScheme autocommand, after every :colorscheme.
 function M.apply_highlights()
-  local hl = (M.config().highlights or {}).tool_preview
+  local hl = (state.config().highlights or {}).tool_preview
   local ok, err = pcall(function()
     if type(hl) == "table" then
       vim.api.nvim_set_hl(0, "FlemmaToolPreview", hl)
@@ -55,113 +60,52 @@ end
 
 --- flemma's state directory: stdpath("state")/flemma, or stdpath("data")/flemma
 --- on Neovim versions without a "state" stdpath (0.7).
-function M.state_dir()
-  local ok, dir = pcall(vim.fn.stdpath, "state")
-  if not ok or type(dir) ~= "string" or dir == "" then
-    dir = vim.fn.stdpath("data")
-  end
-  return dir .. "/flemma"
-end
+M.state_dir = config.state_dir
 
-function M.config()
-  if not cfg then
-    cfg = require("flemma.config").resolve({})
-  end
-  return cfg
-end
+--- The effective configuration (the defaults until setup()).
+M.config = state.config
 
 --- The configuration as the host takes it: JSON (flemma.setup).
-function M.host_config()
-  return vim.fn.json_encode(require("flemma.config").for_host(M.config()))
-end
+M.host_config = host.config_json
 
---- Call the host without waiting and show the message its answer carries,
---- if any; then(res) runs with the answer (nil on an error, shown too).
-function M.call(method, args, then_)
-  require("flemma.host").request_async(method, args or {}, function(res, err)
-    if err then
-      notify(err, vim.log.levels.ERROR)
-      res = nil
-    elseif type(res) == "table" and type(res.message) == "string" then
-      notify(res.message, res.level or vim.log.levels.INFO)
-    end
-    if then_ then
-      then_(res)
-    end
-  end)
-end
-local call = M.call
+--- Call the host without waiting and show the message of its answer.
+M.call = actions.call
 
 --- Run the next phase of the cycle for a buffer (<C-]>).
-function M.cycle(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local _, err = require("flemma.host").ensure(M.config())
-  if err then
-    notify(err, vim.log.levels.ERROR)
-    return nil
-  end
-  local tools = require("flemma.tools")
-  if not tools.is_ready() then
-    notify("Waiting for tool definitions to load…", vim.log.levels.WARN)
-    tools.when_ready(function()
-      if vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_get_current_buf() == bufnr then
-        M.cycle(bufnr)
-      end
-    end)
-    return { phase = "waiting" }
-  end
-  -- Leave insert mode: typing into the buffer while flemma locks it would
-  -- go nowhere (E21), and a response streaming in must not meet keys.
-  if vim.fn.mode():sub(1, 1) == "i" then
-    vim.cmd("stopinsert")
-  end
-  call(P.cycle, { bufnr })
-  return { phase = "sent" }
-end
+M.cycle = actions.cycle
 
 --- Execute or resolve the tool block under the cursor (<M-CR>).
-function M.execute_at_cursor(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local line = vim.api.nvim_win_get_cursor(0)[1]
-  call(P.execute_at, { bufnr, line })
-end
+M.execute_at_cursor = actions.execute_at_cursor
 
 --- Cancel running tools of a buffer (<C-c>).
-function M.cancel(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  call(P.cancel, { bufnr })
-end
+M.cancel = actions.cancel
 
 --- Buffer-local keymaps for a chat buffer.
 function M.attach(bufnr)
   -- The text the buffer holds now is its origin (once: a later FileType
   -- event is not a load; reloads are seen by plugin/flemma.lua).
-  require("flemma.trust").get(bufnr)
-  local km = M.config().keymaps
+  trust.get(bufnr)
+  local km = state.config().keymaps
   local function map(modes, lhs, fn, desc)
     if type(lhs) == "string" and lhs ~= "" then
       vim.keymap.set(modes, lhs, fn, { buffer = bufnr, silent = true, desc = "flemma: " .. desc })
     end
   end
   map({ "n", "i" }, km.send, function()
-    M.cycle(bufnr)
+    actions.cycle(bufnr)
   end, "run the next step of the tool cycle / send")
   map("n", km.tool_execute, function()
-    M.execute_at_cursor(bufnr)
+    actions.execute_at_cursor(bufnr)
   end, "execute or resolve the tool block under the cursor")
   map({ "n", "i" }, km.cancel, function()
-    M.cancel(bufnr)
+    actions.cancel(bufnr)
   end, "cancel the running request or tools")
 
   -- Previews follow the text and the window width. Only a running host is
   -- asked: typing never starts one.
   local group = vim.api.nvim_create_augroup("flemma.buffer." .. bufnr, { clear = true })
   local function refresh()
-    local host = require("flemma.host")
-    local chan = host._chan()
-    if chan then
-      pcall(vim.rpcnotify, chan, P.refresh, bufnr)
-    end
+    channel.notify(P.refresh, bufnr)
   end
   vim.api.nvim_create_autocmd("BufWipeout", {
     group = group,
@@ -171,11 +115,8 @@ function M.attach(bufnr)
       -- The buffer's autocommands go with it, and so does its group (the
       -- resize autocommand in it is not buffer-local).
       pcall(vim.api.nvim_del_augroup_by_id, group)
-      require("flemma.trust").forget(bufnr)
-      local chan = require("flemma.host")._chan()
-      if chan then
-        pcall(vim.rpcnotify, chan, P.forget, bufnr)
-      end
+      state.forget_buffer(bufnr)
+      channel.notify(P.forget, bufnr)
     end,
   })
   vim.api.nvim_create_autocmd("BufWritePost", {
@@ -183,7 +124,7 @@ function M.attach(bufnr)
     buffer = bufnr,
     desc = "flemma: remember a trusted buffer's file as trusted",
     callback = function()
-      require("flemma.trust").written(bufnr)
+      trust.written(bufnr)
     end,
   })
   vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
@@ -191,7 +132,7 @@ function M.attach(bufnr)
     buffer = bufnr,
     desc = "flemma: note undos and refresh tool previews",
     callback = function()
-      require("flemma.trust").undos(bufnr)
+      trust.undos(bufnr)
       refresh()
     end,
   })

@@ -12,23 +12,28 @@
 -- stdpath("state")). A trusted buffer's frontmatter may approve tools and the
 -- tool calls already in it are decided by the user's policy; in any other
 -- buffer they ask.
+--
+-- What it knows is kept in flemma.state: per buffer (state.buffer(b).trust
+-- and .undo, dropped when the buffer is wiped) and the store it read.
+local config = require("flemma.config")
+local state = require("flemma.state")
 local M = {}
 
-local bufs = {} -- bufnr -> { gen, trusted, origin = lines|nil, digest = table|nil, records = { [id] = rec } }
-local store = nil -- path -> { sha256, time }, read lazily
 local max_entries = 1000
 
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
 function M.store_path()
-  return require("flemma").state_dir() .. "/trust.json"
+  return config.state_dir() .. "/trust.json"
 end
 
+-- path -> { sha256, time }, read on first use.
 local function read_store()
-  if store then
-    return store
+  if state.trust_store then
+    return state.trust_store
   end
-  store = {}
+  local store = {}
+  state.trust_store = store
   local path = M.store_path()
   if vim.fn.filereadable(path) == 1 then
     local ok, data = pcall(function()
@@ -47,7 +52,7 @@ end
 
 local function write_store()
   local entries = {}
-  for k, v in pairs(store) do
+  for k, v in pairs(read_store()) do
     table.insert(entries, { k, v })
   end
   table.sort(entries, function(a, b)
@@ -57,7 +62,7 @@ local function write_store()
   for i = 1, math.min(#entries, max_entries) do
     files[entries[i][1]] = entries[i][2]
   end
-  vim.fn.mkdir(require("flemma").state_dir(), "p", 448) -- 0700
+  vim.fn.mkdir(config.state_dir(), "p", 448) -- 0700
   local path = M.store_path()
   local tmp = path .. ".tmp" .. vim.loop.getpid()
   local ok, err = pcall(function()
@@ -98,8 +103,8 @@ end
 -- not typed now: a status the host withheld and an undo restored is not the
 -- user's approval (see trust.Record.Withheld in the host). changenr() only
 -- goes down when the buffer moves back in its undo history (u, g-, :undo N);
--- it is observed after every change (TextChanged), read and write.
-local undo = {} -- bufnr -> { seen = changenr last observed, count = steps back seen }
+-- it is observed after every change (TextChanged), read and write; kept as
+-- state.buffer(bufnr).undo = { seen = changenr last observed, count = steps back seen }.
 
 local function changenr(bufnr)
   if bufnr == vim.api.nvim_get_current_buf() then
@@ -112,10 +117,11 @@ end
 
 --- Observe the buffer's place in its undo history; returns the steps back seen.
 function M.undos(bufnr)
-  local u = undo[bufnr]
+  local b = state.buffer(bufnr)
+  local u = b.undo
   if not u then
     u = { seen = -1, count = 0 }
-    undo[bufnr] = u
+    b.undo = u
   end
   local ok, n = pcall(changenr, bufnr)
   if ok and type(n) == "number" then
@@ -132,35 +138,44 @@ end
 --- survive a reload: the new text may come from anyone).
 function M.loaded(bufnr)
   local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
-  local st = bufs[bufnr] or { gen = 0, records = {} }
+  local b = state.buffer(bufnr)
+  local st = b.trust or { gen = 0, records = {} }
   st.gen = st.gen + 1
   st.origin, st.digest = lines, nil
   st.load_undos = M.undos(bufnr)
   local k = key(bufnr)
   local known = k and read_store()[k]
   st.trusted = blank(lines) or (known ~= nil and known.sha256 == content_hash(lines))
-  bufs[bufnr] = st
+  b.trust = st
 end
 
 --- A buffer was read from disk: when flemma knows it, the text read is its
 --- new origin (BufReadPost of :e, :e!, a 'autoread' reload).
 function M.reread(bufnr)
-  if bufs[bufnr] then
+  if state.buffers[bufnr] and state.buffers[bufnr].trust then
     M.loaded(bufnr)
   end
 end
 
 --- The buffer's state, loading it on first use.
 function M.get(bufnr)
-  if not bufs[bufnr] then
+  local st = state.buffer(bufnr).trust
+  if not st then
     M.loaded(bufnr)
+    st = state.buffers[bufnr].trust
   end
-  return bufs[bufnr]
+  return st
+end
+
+-- The buffer's trust state if flemma knows the buffer, else nil.
+local function trust_of(bufnr)
+  local b = state.buffers[bufnr]
+  return b and b.trust
 end
 
 --- The buffer was written: a trusted buffer's file is remembered as trusted.
 function M.written(bufnr)
-  local st = bufs[bufnr]
+  local st = trust_of(bufnr)
   local k = key(bufnr)
   if not st or not st.trusted or not k then
     return
@@ -188,15 +203,10 @@ function M.untrust(bufnr)
   st.trusted = false
   local k = key(bufnr)
   if k and read_store()[k] then
-    store[k] = nil
+    read_store()[k] = nil
     write_store()
   end
   notify("This buffer is not trusted: its frontmatter cannot approve, and calls that were in the file ask first.")
-end
-
-function M.forget(bufnr)
-  bufs[bufnr] = nil
-  undo[bufnr] = nil
 end
 
 --- For the host: everything it needs to rebuild its view of the buffer.
@@ -218,7 +228,7 @@ end
 
 --- The host digested the origin of load `gen`: the lines are not needed any more.
 function M.set_digest(bufnr, gen, digest)
-  local st = bufs[bufnr]
+  local st = trust_of(bufnr)
   if st and st.gen == gen then
     st.digest, st.origin = digest, nil
   end

@@ -1,22 +1,19 @@
 -- require("flemma.tools.approval"): approval resolvers written in Lua. The
 -- chain lives in the host; a Lua resolver's resolve function stays here and
--- the host calls it back when the chain reaches it.
+-- the host calls it back when the chain reaches it. The resolvers are kept
+-- in flemma.state (flemma.host registers them when it starts).
 local P = require("flemma.protocol")
+local channel = require("flemma.channel")
+local host = require("flemma.host")
+local state = require("flemma.state")
 local M = {}
 
-local resolvers = {} -- name -> { name, priority, description, resolve }
+local resolvers = state.resolvers -- name -> { wire = { name, priority, description }, resolve }
 
-local function host()
-  return require("flemma.host")
-end
-
-local function wire(r)
-  return { name = r.name, priority = r.priority, description = r.description or "" }
-end
-
+-- Tell a running host (one that starts later gets every resolver).
 local function push(method, arg)
-  if host().running() then
-    local res, err = host().request(method, arg)
+  if channel.get() then
+    local res, err = channel.request(method, arg)
     if err then
       error("(flemma) " .. err, 0)
     end
@@ -41,8 +38,9 @@ function M.register(name, def)
   if type(priority) ~= "number" then
     error("(flemma) approval.register(" .. name .. "): priority must be a number", 2)
   end
-  resolvers[name] = { name = name, priority = priority, description = def.description, resolve = def.resolve }
-  push(P.approval_register, wire(resolvers[name]))
+  local wire = { name = name, priority = priority, description = def.description or "" }
+  resolvers[name] = { wire = wire, resolve = def.resolve }
+  push(P.approval_register, wire)
 end
 
 --- Remove a resolver (Lua-registered or built-in); true if it existed.
@@ -57,7 +55,7 @@ function M.unregister(name)
 end
 
 local function all()
-  local res, err = host().request(P.approval_list)
+  local res, err = host.request(P.approval_list) -- starts the host if need be
   if err then
     error("(flemma) " .. err, 0)
   end
@@ -91,18 +89,6 @@ function M.count()
   return #all()
 end
 
---- Resolvers registered from Lua, in host form (sent when the host starts).
-function M._wire_all()
-  local out = {}
-  for _, r in pairs(resolvers) do
-    table.insert(out, wire(r))
-  end
-  table.sort(out, function(a, b)
-    return a.name < b.name
-  end)
-  return out
-end
-
 local function from_auto_approve(v)
   if v == true then
     return "approve"
@@ -122,7 +108,7 @@ function M._resolve(kind, name, tool_name, input, ctx)
   if kind == "lua" then
     fn = resolvers[name] and resolvers[name].resolve
   elseif kind == "config" then
-    fn = require("flemma").config().tools.auto_approve
+    fn = state.config().tools.auto_approve
     convert = from_auto_approve
   elseif kind == "module" then
     local ok, mod = pcall(require, name)

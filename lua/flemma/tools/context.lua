@@ -1,6 +1,8 @@
 -- The ExecutionContext a Lua tool's execute receives (seed 004): the stable
 -- contract tools code against, instead of requiring flemma internals.
 local P = require("flemma.protocol")
+local channel = require("flemma.channel")
+local state = require("flemma.state")
 local M = {}
 
 local Context = {}
@@ -21,15 +23,16 @@ end
 
 --- A read-only deep copy of config.tools[<tool name>], or nil.
 function Context:get_config()
-  local sub = require("flemma").config().tools[rawget(self, "_tool")]
+  local sub = state.config().tools[rawget(self, "_tool")]
   if type(sub) ~= "table" then
     return nil
   end
   return vim.deepcopy(sub)
 end
 
+-- The host that runs the tool answers its questions.
 local function host_call(method, ...)
-  local res, err = require("flemma.host").request(method, ...)
+  local res, err = channel.request(method, ...)
   if err then
     error("(flemma) " .. err, 0)
   end
@@ -70,7 +73,7 @@ M.namespaces = {
     }
   end,
   truncate = function(_)
-    local limits = require("flemma").config().tools.truncate or {}
+    local limits = state.config().tools.truncate or {}
     local function call(which, text, opts)
       local o = vim.empty_dict()
       if type(opts) == "table" then
@@ -110,7 +113,7 @@ function M.new(tool_name, info)
     _tool = tool_name,
     bufnr = info.bufnr,
     cwd = info.cwd ~= vim.NIL and info.cwd or vim.fn.getcwd(),
-    timeout = info.timeout or require("flemma").config().tools.default_timeout,
+    timeout = info.timeout or state.config().tools.default_timeout,
     __filename = name,
     __dirname = name and vim.fn.fnamemodify(name, ":h") or nil,
   }

@@ -1,20 +1,22 @@
 -- require("flemma.tools"): register custom tools. Definitions go to the host
 -- (schema, flags); execute and format_preview stay here and the host calls
--- them back.
+-- them back. The registry is flemma.state's tools table; a running host
+-- hears of new tools through flemma.channel (flemma.host sends the registry
+-- when it starts).
 local P = require("flemma.protocol")
+local channel = require("flemma.channel")
+local config = require("flemma.config")
+local state = require("flemma.state")
 local M = {}
 
-local defs = {} -- name -> definition (functions included)
-local order = {} -- names in registration order
-local running = {} -- token -> cancel function of an async execution
-local sources = { pending = 0, generation = 0, waiters = {} }
-local modules_loaded = false
+local reg = state.tools
+local defs, order, running, sources = reg.defs, reg.order, reg.running, reg.sources
 
 local notify = require("flemma.notify").new(vim.log.levels.WARN, true)
 
 -- A non-empty list (an empty table is not an array of definitions).
 local function is_list(t)
-  return type(t) == "table" and next(t) ~= nil and require("flemma.config").is_list(t)
+  return type(t) == "table" and next(t) ~= nil and config.is_list(t)
 end
 
 -- What the host needs of a definition: no functions.
@@ -38,8 +40,7 @@ local function wire(def)
 end
 
 local function push(list)
-  local host = require("flemma.host")
-  if not host.running() or #list == 0 then
+  if not channel.get() or #list == 0 then
     return
   end
   local ok, encoded = pcall(vim.fn.json_encode, list)
@@ -47,7 +48,7 @@ local function push(list)
     notify("could not register tools: " .. tostring(encoded), vim.log.levels.ERROR)
     return
   end
-  local res, err = host.request(P.define_tools, encoded)
+  local res, err = channel.request(P.define_tools, encoded)
   if err then
     notify("could not register tools: " .. err, vim.log.levels.ERROR)
   elseif type(res) == "table" and type(res.errors) == "table" then
@@ -81,11 +82,11 @@ local function add(name, def, source)
   return true
 end
 
-local function source_done(gen, state, err)
-  if state.done or gen ~= sources.generation then
+local function source_done(gen, source, err)
+  if source.done or gen ~= sources.generation then
     return
   end
-  state.done = true
+  source.done = true
   sources.pending = sources.pending - 1
   if err ~= nil then
     notify("Async tool source failed: " .. tostring(err))
@@ -105,18 +106,18 @@ end
 local function add_source(resolve, timeout, label)
   sources.pending = sources.pending + 1
   local gen = sources.generation
-  local state = { done = false }
+  local source = { done = false }
   local function done(err)
-    source_done(gen, state, err)
+    source_done(gen, source, err)
   end
-  local function reg(name, def)
+  local function register(name, def)
     add(name, def, label or "async source")
   end
-  local secs = timeout or require("flemma").config().tools.default_timeout or 30
+  local secs = timeout or state.config().tools.default_timeout or 30
   vim.defer_fn(function()
     done(string.format("Timed out after %ss", secs))
   end, math.floor(secs * 1000))
-  local ok, err = pcall(resolve, reg, done)
+  local ok, err = pcall(resolve, register, done)
   if not ok then
     done(err)
   end
@@ -165,11 +166,11 @@ end
 
 --- Load tools.modules from the config (once, lazily).
 function M.load_modules()
-  if modules_loaded then
+  if reg.modules_loaded then
     return
   end
-  modules_loaded = true
-  for _, name in ipairs(require("flemma").config().tools.modules or {}) do
+  reg.modules_loaded = true
+  for _, name in ipairs(state.config().tools.modules or {}) do
     M.register(name)
   end
 end
@@ -235,10 +236,7 @@ function M._execute(name, token, input, info)
       end
       phase = "finished"
       running[token] = nil
-      local chan = require("flemma.host")._chan()
-      if chan then
-        vim.rpcnotify(chan, P.tool_done, token, normalize(res))
-      end
+      channel.notify(P.tool_done, token, normalize(res))
     end
     local ok, cancel = pcall(def.execute, input, ctx, callback)
     if not ok then

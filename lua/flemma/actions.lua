@@ -1,0 +1,70 @@
+-- What the keys and :Flemma ask of the host: the request goes out without
+-- waiting and the message of the answer is shown. require("flemma") exposes
+-- these as its cycle, execute_at_cursor, cancel and call.
+local P = require("flemma.protocol")
+local host = require("flemma.host")
+local state = require("flemma.state")
+local tools = require("flemma.tools")
+local M = {}
+
+local notify = require("flemma.notify").new(vim.log.levels.INFO)
+
+local function current(bufnr)
+  return (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+end
+
+--- Call the host without waiting and show the message its answer carries,
+--- if any; then(res) runs with the answer (nil on an error, shown too).
+function M.call(method, args, then_)
+  host.request_async(method, args or {}, function(res, err)
+    if err then
+      notify(err, vim.log.levels.ERROR)
+      res = nil
+    elseif type(res) == "table" and type(res.message) == "string" then
+      notify(res.message, res.level or vim.log.levels.INFO)
+    end
+    if then_ then
+      then_(res)
+    end
+  end)
+end
+
+--- Run the next phase of the cycle for a buffer (<C-]>).
+function M.cycle(bufnr)
+  bufnr = current(bufnr)
+  local _, err = host.ensure(state.config())
+  if err then
+    notify(err, vim.log.levels.ERROR)
+    return nil
+  end
+  if not tools.is_ready() then
+    notify("Waiting for tool definitions to load…", vim.log.levels.WARN)
+    tools.when_ready(function()
+      if vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_get_current_buf() == bufnr then
+        M.cycle(bufnr)
+      end
+    end)
+    return { phase = "waiting" }
+  end
+  -- Leave insert mode: typing into the buffer while flemma locks it would
+  -- go nowhere (E21), and a response streaming in must not meet keys.
+  if vim.fn.mode():sub(1, 1) == "i" then
+    vim.cmd("stopinsert")
+  end
+  M.call(P.cycle, { bufnr })
+  return { phase = "sent" }
+end
+
+--- Execute or resolve the tool block under the cursor (<M-CR>).
+function M.execute_at_cursor(bufnr)
+  bufnr = current(bufnr)
+  local line = vim.api.nvim_win_get_cursor(0)[1]
+  M.call(P.execute_at, { bufnr, line })
+end
+
+--- Cancel running tools of a buffer (<C-c>).
+function M.cancel(bufnr)
+  M.call(P.cancel, { current(bufnr) })
+end
+
+return M

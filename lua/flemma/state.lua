@@ -1,0 +1,78 @@
+-- Everything flemma remembers during an editor session, in one place: the
+-- effective configuration, the host process, the registered tools and
+-- resolvers, and what is known of each chat buffer. Modules keep no state of
+-- their own (but flemma.buf's last_event, part of its API on Neovim 0.7):
+-- they read and write it here, so none has to require another (least of all
+-- "flemma") to reach a value, and a wiped buffer is forgotten in one call.
+-- This module requires only flemma.config.
+local config = require("flemma.config")
+
+local M = {}
+
+--- The effective configuration: what setup() resolved, nil until then.
+M.cfg = nil
+
+--- The effective configuration; the defaults when setup() was not called.
+function M.config()
+  if not M.cfg then
+    M.cfg = config.resolve({})
+  end
+  return M.cfg
+end
+
+--- The host process and the requests it has not answered (flemma.host).
+M.host = {
+  chan = nil, -- job/channel id while running
+  version = nil, -- the version it reported in the handshake
+  log_file = nil,
+  stderr = {}, -- its last lines of stderr
+  warned_exit = false, -- an unexpected exit was reported (once until the next start)
+  stopped = {}, -- job ids stopped on purpose (stop, :Flemma host:restart)
+  pending = {}, -- request id -> { method, args, cb, started (ms), warned, retried, chan }
+  next_id = 0,
+  watchdog = nil, -- timer that reports late answers while requests are pending
+  -- Runtime overrides replayed into a (re)started host: switch = the
+  -- arguments of the last :Flemma switch, autopilot = "enable" | "disable".
+  runtime = {},
+}
+
+--- Tools registered from Lua (flemma.tools). These tables, and M.resolvers,
+--- are never replaced: modules may keep references to them.
+M.tools = {
+  defs = {}, -- name -> definition (functions included)
+  order = {}, -- names in registration order
+  running = {}, -- token -> cancel function of an async execution
+  sources = { pending = 0, generation = 0, waiters = {} }, -- async tool sources
+  modules_loaded = false, -- tools.modules of the config (loaded on the first start)
+}
+
+--- Approval resolvers registered from Lua (flemma.tools.approval):
+--- name -> { wire = { name, priority, description } (what the host gets), resolve }.
+M.resolvers = {}
+
+--- The trust store (path -> { sha256, time }), read lazily (flemma.trust).
+M.trust_store = nil
+
+--- Per chat buffer, dropped when it is wiped (forget_buffer):
+---   trust = { gen, trusted, origin, digest, load_undos, records } (flemma.trust)
+---   undo = { seen, count }: steps back in its undo history (flemma.trust)
+---   tracker = { base, first, tail }: what changed since the host's last sync (flemma.buf)
+---   our_tick = changedtick right after flemma's last write (flemma.buf)
+M.buffers = {}
+
+--- The state of a buffer, created on first use.
+function M.buffer(bufnr)
+  local b = M.buffers[bufnr]
+  if not b then
+    b = {}
+    M.buffers[bufnr] = b
+  end
+  return b
+end
+
+--- Forget everything about a buffer (it was wiped).
+function M.forget_buffer(bufnr)
+  M.buffers[bufnr] = nil
+end
+
+return M
