@@ -1,6 +1,11 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -232,4 +237,56 @@ func TestStreamIntoLongBufferReadsItOnce(t *testing.T) {
 			t.Errorf("the host read %d lines during a stream into %d lines (want at most %d)", got, long, 3*long)
 		}
 	})
+}
+
+// TestQuitWithARequestInFlight: `nvim --headless -c 'Flemma status' -c
+// 'qa!'`, as a script runs it with the user's init.lua, quits at once and
+// says nothing. The status request is still in flight when Neovim quits and
+// closes the host's channel: the host's end is expected then, so it is not
+// reported as a crash, the request is not retried, and no new host is
+// started during the teardown (one was, and kept Neovim from exiting).
+func TestQuitWithARequestInFlight(t *testing.T) {
+	for _, bin := range neovims(t) {
+		t.Run("nvim-"+nvimtest.Version(bin), func(t *testing.T) {
+			dir := t.TempDir()
+			initLua := filepath.Join(dir, "init.lua")
+			cfg := fmt.Sprintf("vim.opt.runtimepath:prepend(%q)\nrequire(\"flemma\").setup({})\n", nvimtest.RepoRoot())
+			if err := os.WriteFile(initLua, []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "x.chat"), []byte("@You: hi\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The deadline only bounds a failure: a Neovim that does not
+			// quit is the bug.
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "--headless", "-u", initLua, "-i", "NONE", "-n", "x.chat", "-c", "Flemma status", "-c", "qa!")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(),
+				"XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"),
+				"XDG_STATE_HOME="+filepath.Join(dir, "state"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("Neovim did not quit (killed after 60 s); output:\n%s", out)
+			}
+			if err != nil {
+				t.Errorf("Neovim exited with %v; output:\n%s", err, out)
+			}
+			if strings.Contains(string(out), "flemma") {
+				t.Errorf("quitting printed:\n%s", out)
+			}
+			// The host logs under stdpath("state"), or its 0.7 fallback.
+			var log []byte
+			_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.Name() == "host.log" {
+					log, _ = os.ReadFile(p)
+				}
+				return nil
+			})
+			if n := strings.Count(string(log), " starting (pid "); n != 1 {
+				t.Errorf("%d hosts started, want 1; host log:\n%s", n, log)
+			}
+		})
+	}
 }

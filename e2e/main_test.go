@@ -32,18 +32,7 @@ func eachNvim(t *testing.T, setup string, fn func(t *testing.T, s *nvimtest.Sess
 // eachNvimEnv is eachNvim with extra environment for Neovim and the host.
 func eachNvimEnv(t *testing.T, setup string, env []string, fn func(t *testing.T, s *nvimtest.Session)) {
 	t.Helper()
-	found, missing := nvimtest.Neovims()
-	if len(missing) > 0 {
-		msg := fmt.Sprintf("Neovim not found: %s (run scripts/provision-nvim.sh, or `make test` which does)", strings.Join(missing, ", "))
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Log(msg)
-	}
-	if len(found) == 0 {
-		t.Skip("no Neovim available")
-	}
-	for _, bin := range found {
+	for _, bin := range neovims(t) {
 		bin := bin
 		t.Run("nvim-"+nvimtest.Version(bin), func(t *testing.T) {
 			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: t.TempDir(), Setup: setup, Env: env})
@@ -60,6 +49,24 @@ func eachNvimEnv(t *testing.T, setup string, env []string, fn func(t *testing.T,
 			fn(t, s)
 		})
 	}
+}
+
+// neovims returns the Neovim binaries the setup provides. With CI set, a
+// missing one fails the test instead of being skipped.
+func neovims(t *testing.T) []string {
+	t.Helper()
+	found, missing := nvimtest.Neovims()
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("Neovim not found: %s (run scripts/provision-nvim.sh, or `make test` which does)", strings.Join(missing, ", "))
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Log(msg)
+	}
+	if len(found) == 0 {
+		t.Skip("no Neovim available")
+	}
+	return found
 }
 
 // mustOpen opens a .chat file of the user's own and trusts it as the user

@@ -59,13 +59,19 @@ local function fail_pending(msg)
   end
 end
 
+--- Whether Neovim is quitting: then the host's end is expected, and no new
+--- host may start (a job started during teardown keeps Neovim from exiting).
+local function leaving()
+  return host.leaving or (vim.v.exiting ~= nil and vim.v.exiting ~= vim.NIL)
+end
+
 local function on_exit(job, code)
   local current = host.chan == job
   if current then
     host.chan = nil
     host.version = nil
   end
-  local on_purpose = host.stopped[job]
+  local on_purpose = host.stopped[job] or leaving()
   host.stopped[job] = nil
   -- Requests this host never answered go once more to a new host (a press
   -- a moment before a crash is not lost; the journal and the trust records
@@ -76,6 +82,9 @@ local function on_exit(job, code)
       waiting[id] = p
       host.pending[id] = nil
     end
+  end
+  if leaving() then
+    return -- nothing left to show an answer, or an error, to
   end
   vim.schedule(function()
     for _, p in pairs(waiting) do
@@ -119,6 +128,9 @@ function M.ensure(cfg)
   if host.chan then
     return host.chan
   end
+  if leaving() then
+    return nil, "Neovim is quitting"
+  end
   local argv, err = M.find(cfg)
   if not argv then
     return nil, err
@@ -146,6 +158,14 @@ function M.ensure(cfg)
     return nil, string.format("could not start %s: %s", argv[1], ok and tostring(chan) or chan)
   end
   host.chan = chan
+  -- Quitting Neovim ends the host on purpose: no warning, no restart.
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = vim.api.nvim_create_augroup("FlemmaHostLeave", { clear = true }),
+    once = true,
+    callback = function()
+      host.leaving = true
+    end,
+  })
   local hs_ok, info = pcall(vim.rpcrequest, chan, P.version)
   if not hs_ok or type(info) ~= "table" then
     M.stop()

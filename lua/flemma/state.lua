@@ -28,6 +28,7 @@ M.host = {
   stderr = {}, -- its last lines of stderr
   warned_exit = false, -- an unexpected exit was reported (once until the next start)
   stopped = {}, -- job ids stopped on purpose (stop, :Flemma host:restart)
+  leaving = false, -- Neovim is quitting (VimLeavePre): its end is expected, no new host starts
   pending = {}, -- request id -> { method, args, cb, started (ms), warned, retried, chan }
   next_id = 0,
   watchdog = nil, -- timer that reports late answers while requests are pending
