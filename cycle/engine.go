@@ -50,6 +50,8 @@ type Engine struct {
 	jerr    error            // why it is unusable
 	jwarned bool             // the user was told the journal fails
 	closing bool             // Shutdown was called
+
+	usage usageTotal // every response of this session, all buffers
 }
 
 // bufState is everything the host keeps of one buffer, in one place (Forget
@@ -73,6 +75,7 @@ type bufState struct {
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
+	usage       usageTotal      // the buffer's responses in this session
 	lastFlushes int             // buffer updates of the last response
 	linesRead   int             // lines received from Neovim by snapshots, in all
 	lastResult  time.Time       // when the last tool result was written
@@ -333,6 +336,7 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	h.mu.Lock()
 	st := h.state(bufnr)
 	usage, turns := st.lastUsage, st.turns
+	bufTotal, allTotal := st.usage, h.usage
 	h.mu.Unlock()
 	var tools []string
 	for _, d := range h.toolDefs(eff) {
@@ -347,6 +351,12 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 		name, orNone(params.Model), credText, params.MaxTokens, params.Thinking, params.CacheRetention, auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
 	if usage != nil {
 		out += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
+	}
+	if bufTotal.Requests > 0 {
+		out += "\nthis buffer, this session: " + bufTotal.String()
+	}
+	if allTotal.Requests > bufTotal.Requests {
+		out += "\nall buffers, this session: " + allTotal.String()
 	}
 	h.mu.Lock()
 	flushes, lastResult, read := st.lastFlushes, st.lastResult, st.linesRead

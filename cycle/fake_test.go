@@ -28,11 +28,13 @@ import (
 // trusted flag, the host's records). Tests wait on its state (wait), never
 // on time.
 type fakeEditor struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	bufs  map[int]*fakeBuf
-	notes []string // every notification, "LEVEL: text"
-	evs   []string // every event, "Pattern tool_id status"
+	mu       sync.Mutex
+	cond     *sync.Cond
+	bufs     map[int]*fakeBuf
+	notes    []string       // every notification, "LEVEL: text"
+	evs      []string       // every event, "Pattern tool_id status"
+	reqs     []RequestEvent // FlemmaRequestStart/End data, in order
+	progress []Progress     // every progress update, in order
 	// beforeApply, when set, runs (without the lock) before each Apply: a
 	// test's way to be the user typing between a step's read and its write.
 	beforeApply func(bufnr int)
@@ -274,10 +276,26 @@ func (f *fakeEditor) Notify(msg string, level int) error {
 	return nil
 }
 
-func (f *fakeEditor) Event(pattern string, data ToolEvent) error {
+func (f *fakeEditor) Event(pattern string, data any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.evs = append(f.evs, fmt.Sprintf("%s %s %s", pattern, data.ToolID, data.Status))
+	switch d := data.(type) {
+	case ToolEvent:
+		f.evs = append(f.evs, fmt.Sprintf("%s %s %s", pattern, d.ToolID, d.Status))
+	case RequestEvent:
+		f.reqs = append(f.reqs, d)
+		f.evs = append(f.evs, fmt.Sprintf("%s %s %s", pattern, d.Provider, d.Status))
+	default:
+		f.evs = append(f.evs, fmt.Sprintf("%s %v", pattern, data))
+	}
+	f.cond.Broadcast()
+	return nil
+}
+
+func (f *fakeEditor) Progress(bufnr int, p Progress) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.progress = append(f.progress, p)
 	f.cond.Broadcast()
 	return nil
 }

@@ -19,6 +19,68 @@ import (
 // flushEvery bounds buffer updates while a response streams in.
 const flushEvery = 16 * time.Millisecond
 
+// progressEvery bounds the progress updates of a request (the editor
+// animates the spinner and the elapsed time by itself in between).
+const progressEvery = 250 * time.Millisecond
+
+// usageTotal sums the token accounting of responses.
+type usageTotal struct {
+	Requests int
+	provider.Usage
+}
+
+func (u *usageTotal) add(x *provider.Usage) {
+	u.Requests++
+	if x == nil {
+		return
+	}
+	u.InputTokens += x.InputTokens
+	u.OutputTokens += x.OutputTokens
+	u.CacheReadTokens += x.CacheReadTokens
+	u.CacheWriteTokens += x.CacheWriteTokens
+	u.ThinkingTokens += x.ThinkingTokens
+}
+
+func (u usageTotal) String() string {
+	s := fmt.Sprintf("%d responses · %s input · %s output tokens", u.Requests, thousands(u.InputTokens), thousands(u.OutputTokens))
+	if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+		s += fmt.Sprintf(" · cache %s read, %s written", thousands(u.CacheReadTokens), thousands(u.CacheWriteTokens))
+	}
+	if u.ThinkingTokens > 0 {
+		s += fmt.Sprintf(" · %s reasoning", thousands(u.ThinkingTokens))
+	}
+	return s
+}
+
+// thousands writes n with a comma every three digits (1,204).
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+func usageEvent(u *provider.Usage) *UsageEvent {
+	if u == nil {
+		return nil
+	}
+	return &UsageEvent{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ThinkingTokens}
+}
+
+// progress reports a request's progress to the editor.
+func (h *Engine) progress(bufnr int, p Progress) {
+	if err := h.ed.Progress(bufnr, p); err != nil {
+		h.logf("progress: %v", err)
+	}
+}
+
 // request is the provider, model and parameters of one send, from the
 // buffer's effective options.
 func (h *Engine) request(e options.Effective) (string, provider.Params, provider.Config) {
@@ -115,6 +177,8 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		return Reply{}, err
 	}
 	h.logf("send: %s model=%q, %d messages, %d tools", name, params.Model, len(msgs), len(req.Tools))
+	h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
+	h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
 	h.background(bufnr, func() { h.stream(ctx, prov, req, w, sw) })
 	return reply("send", "", 0), nil
 }
@@ -218,7 +282,21 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		flushes  int
 		started  = time.Now()
 		received = map[string]bool{} // ids of the structured tool calls of this response
+		prog     = Progress{Phase: "waiting", Provider: prov.Name(), Model: req.Params.Model}
+		progSent = prog
+		progAt   = started
 	)
+	// report sends the progress when its phase changed, or when its
+	// counts did and progressEvery passed.
+	report := func() {
+		if prog == progSent || (prog.Phase == progSent.Phase && time.Since(progAt) < progressEvery) {
+			return
+		}
+		progSent, progAt = prog, time.Now()
+		p := prog
+		p.ElapsedMS = time.Since(started).Milliseconds()
+		h.progress(sw.bufnr, p)
+	}
 	flush := func() {
 		if !dirty || writeErr != nil {
 			return
@@ -233,6 +311,16 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 	add := func(e provider.Event) {
 		w.Add(e)
 		dirty = true
+		switch e.Kind {
+		case provider.EventThinking:
+			prog.ThinkingChars += len([]rune(e.Text))
+			if prog.Phase == "waiting" {
+				prog.Phase = "thinking"
+			}
+		case provider.EventText, provider.EventToolUse:
+			prog.TextChars += len([]rune(e.Text))
+			prog.Phase = "answering"
+		}
 		switch e.Kind {
 		case provider.EventToolUse:
 			toolUses++
@@ -252,6 +340,7 @@ loop:
 			add(e)
 		case <-tick.C:
 			flush()
+			report()
 		case streamErr = <-done:
 			break loop
 		}
@@ -281,8 +370,22 @@ loop:
 	st := h.state(sw.bufnr)
 	st.lastUsage = usage
 	st.lastFlushes = flushes + 2
+	st.usage.add(usage)
+	h.usage.add(usage)
 	h.mu.Unlock()
+	h.progress(sw.bufnr, Progress{Provider: prov.Name(), Model: req.Params.Model})
+	end := RequestEvent{Bufnr: sw.bufnr, Provider: prov.Name(), Model: req.Params.Model, Status: "ok",
+		StopReason: w.StopReason(), Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
+	switch {
+	case errors.Is(streamErr, context.Canceled):
+		end.Status = "cancelled"
+	case streamErr != nil:
+		end.Status, end.Error = "error", streamErr.Error()
+	case w.Cut() != "":
+		end.Status = "cut"
+	}
 	h.endStream(sw.bufnr)
+	h.event("FlemmaRequestEnd", end)
 	switch {
 	case errors.Is(streamErr, context.Canceled):
 		h.notify("Response interrupted.", levelWarn)
