@@ -82,5 +82,19 @@ func TestRequestProgress(t *testing.T) {
 		if line != "anthropic test-model · 12 in · 34 out" {
 			t.Errorf("statusline = %q", line)
 		}
+		// :Flemma switch changes what it names.
+		if err := s.Nv.Command("Flemma switch openai gpt-4o"); err != nil {
+			t.Fatal(err)
+		}
+		deadline = time.Now().Add(10 * time.Second)
+		for !strings.HasPrefix(line, "openai gpt-4o · ") {
+			if time.Now().After(deadline) {
+				t.Fatalf("statusline after :Flemma switch = %q; messages:\n%s", line, s.Messages())
+			}
+			time.Sleep(10 * time.Millisecond)
+			if err := s.Lua(&line, `return require("flemma").statusline()`); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }
