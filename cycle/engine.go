@@ -361,7 +361,7 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	h.mu.Lock()
 	flushes, lastResult, read := st.lastFlushes, st.lastResult, st.linesRead
 	h.mu.Unlock()
-	r := StatusReply{Text: out, LastFlushes: flushes, LinesRead: read}
+	r := StatusReply{Text: out, LastFlushes: flushes, LinesRead: read, Busy: h.Busy(bufnr)}
 	if !lastResult.IsZero() {
 		r.LastResultUnixNS = lastResult.UnixNano()
 	}

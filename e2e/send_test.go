@@ -183,7 +183,7 @@ func TestAutopilotPausesOnPending(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no pending placeholder:\n%s\nmessages: %s", got, s.Messages())
 		}
-		time.Sleep(200 * time.Millisecond)
+		waitIdle(t, s)
 		f.mu.Lock()
 		n := len(f.bodies)
 		f.mu.Unlock()

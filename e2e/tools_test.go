@@ -195,7 +195,7 @@ func TestAsyncLuaToolCancel(t *testing.T) {
 		startTools(t, s)
 		mustOpen(t, s, "c.chat", toolChat("slow_async", "t1", `{"ms": 20000}`))
 		press(t, s, "<C-]>")
-		time.Sleep(100 * time.Millisecond)
+		waitRunning(t, s, 1)
 		press(t, s, "<C-c>")
 		body, isErr := waitResult(t, s, "t1")
 		if !isErr || body != "User aborted tool execution." {
