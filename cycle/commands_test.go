@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,11 @@ func TestListings(t *testing.T) {
 	res, err := env.h.Tools(1, "bash")
 	if err != nil || !strings.Contains(res.Text, "bash  [built-in]") {
 		t.Errorf("tools bash: %q %v", res.Text, err)
+	}
+	for _, group := range []string{"  $readonly: read, grep, find, ls", "  $files: read, grep, find, ls, write, edit", "  $commands: read, grep, find, ls, write, edit, bash"} {
+		if !slices.Contains(strings.Split(res.Text, "\n"), group) {
+			t.Errorf(":Flemma tools does not list the privilege group %q:\n%s", group, res.Text)
+		}
 	}
 	if res, _ := env.h.Tools(1, "no-such-tool"); !strings.Contains(res.Text, "no tools match") {
 		t.Errorf("tools no-such-tool: %q", res.Text)

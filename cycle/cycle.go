@@ -45,15 +45,13 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 		src = frontmatter.Source{Language: fm.Language, Code: fm.Code, StartLine: fm.StartLine}
 	}
 	h.mu.Lock()
-	cfg := h.cfg
+	cfg, presets := h.cfg, h.presets
 	h.mu.Unlock()
-	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: []string{"$default", "$readonly", "$standard"}, Providers: provider.Names()}
+	// The built-in presets and the user's (presets.Names), and the alias.
+	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: append(presets.Names(), approval.PresetStandard), Providers: provider.Names()}
 	setup.Tools = h.usableTools()
 	if list, ok := cfg.AutoApproveList(); ok {
 		setup.AutoApprove = list
-	}
-	for name := range cfg.Tools.Presets {
-		setup.Presets = append(setup.Presets, name)
 	}
 	res := h.fm.Evaluate(src, setup)
 	h.mu.Lock()

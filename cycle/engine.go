@@ -317,6 +317,18 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 	}
 	if b.Len() > 0 {
 		b.WriteString("(approval: for a call the model makes in this session; calls found in the file always ask)\n")
+		h.mu.Lock()
+		presets := h.presets
+		h.mu.Unlock()
+		b.WriteString("presets (tools.auto_approve, flemma.opt.tools.auto_approve):\n")
+		for _, name := range presets.Names() {
+			def, _ := presets.Get(name)
+			line := "  " + name + ": " + strings.Join(def.Approve, ", ")
+			if len(def.Deny) > 0 {
+				line += "; deny " + strings.Join(def.Deny, ", ")
+			}
+			b.WriteString(line + "\n")
+		}
 	}
 	if b.Len() == 0 {
 		return text(fmt.Sprintf("no tools match %q", filter)), nil
