@@ -549,7 +549,12 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	info.Status = status
 	h.mu.Lock()
-	h.state(bufnr).lastResult = time.Now()
+	st := h.state(bufnr)
+	st.lastResult = time.Now()
+	if st.ran == nil {
+		st.ran = map[string]ranCall{}
+	}
+	st.ran[j.id] = ranCall{duration: res.Duration, isError: res.IsError, kind: res.Kind}
 	h.mu.Unlock()
 	h.event("FlemmaToolFinished", info)
 }

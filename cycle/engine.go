@@ -67,6 +67,7 @@ type bufState struct {
 	pins     *sandbox.RootPins           // identity of the buffer's writable roots
 	notes    map[string]string           // tool id -> why it waits (a diagnostic on its header)
 	kept     map[string]tools.Result     // finished results whose block changed while they ran
+	ran      map[string]ranCall          // tool id -> how its last run in this session ended
 
 	// The work on the buffer.
 	running     map[string]context.CancelFunc // tool id -> cancel
@@ -85,6 +86,24 @@ type bufState struct {
 	background  int             // goroutines working on the buffer (a response, jobs, a queued step)
 	ended       map[string]bool // running calls that ended and are writing their result
 	jobsPending int             // job batches that have not yet decided whether autopilot goes on
+}
+
+// ranCall is how a call's run ended, for :Flemma tool:list.
+type ranCall struct {
+	duration time.Duration
+	isError  bool
+	kind     string // the executor's error kind, when isError
+}
+
+func (r ranCall) String() string {
+	d := r.duration.Round(time.Millisecond)
+	if d >= time.Second {
+		d = r.duration.Round(100 * time.Millisecond)
+	}
+	if r.isError {
+		return fmt.Sprintf("%s after %s", r.kind, d)
+	}
+	return fmt.Sprintf("ran in %s", d)
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -397,11 +416,13 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 	h.mu.Lock()
 	running := map[string]bool{}
 	var outcomes map[string]approval.Outcome
+	var ran map[string]ranCall
+	var started map[string]time.Time
 	if st := h.bufs[bufnr]; st != nil {
 		for id := range st.running {
 			running[id] = true
 		}
-		outcomes = st.outcomes
+		outcomes, ran, started = st.outcomes, st.ran, st.started
 	}
 	for _, tu := range doc.ToolUses() {
 		state := "no result"
@@ -416,6 +437,11 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 			default:
 				state = "result"
 			}
+		}
+		if r, ok := ran[tu.ID]; ok && state != "running" {
+			state += " (" + r.String() + ")"
+		} else if t, ok := started[tu.ID]; ok && state == "running" {
+			state += fmt.Sprintf(" (%s)", time.Since(t).Round(100*time.Millisecond))
 		}
 		prov := ""
 		if o, ok := outcomes[tu.ID]; ok {

@@ -470,6 +470,10 @@ func (env *testEnv) press(bufnr int) (string, string) {
 // timestamp matches the times the cycle writes (journal start times).
 var timestamp = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)?`)
 
+// runTime matches the run time :Flemma tool:list shows ("(ran in 11ms)",
+// "(Timeout after 30s)"), which varies from run to run.
+var runTime = regexp.MustCompile(`\((ran in|\w+ after) [0-9.]+(ns|µs|ms|s|m[0-9.]*s)\)`)
+
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden")
 
 // logf adds a line to the test's transcript.
@@ -511,6 +515,7 @@ func (env *testEnv) golden() {
 	got = strings.ReplaceAll(got, env.dir, "$PROJECT")
 	got = strings.ReplaceAll(got, env.stateDir(), "$STATE")
 	got = timestamp.ReplaceAllString(got, "$$TIME")
+	got = runTime.ReplaceAllString(got, "($1 $$DURATION)")
 	path := filepath.Join("testdata", "golden", strings.ReplaceAll(env.t.Name(), "/", "_")+".golden")
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
