@@ -14,7 +14,6 @@ import (
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
-	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 	"github.com/flemma-dev/flemma/trust"
@@ -47,7 +46,7 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 	h.mu.Lock()
 	cfg := h.cfg
 	h.mu.Unlock()
-	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: []string{"$default", "$readonly", "$standard"}, Providers: provider.Names()}
+	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: []string{"$default", "$readonly", "$standard"}, Providers: cfg.ProviderNames()}
 	setup.Tools = h.usableTools()
 	if list, ok := cfg.AutoApproveList(); ok {
 		setup.AutoApprove = list
