@@ -96,7 +96,11 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	eff := h.effective(bufnr, fm)
 	h.logRefused(bufnr, eff)
 	name, params, pcfg := h.request(eff)
-	system, msgs, err := provider.FromDocument(doc, name)
+	signer := name // whose thinking signatures the request may carry: the wire's
+	if pcfg.Wire == "anthropic" || pcfg.Wire == "openai" || pcfg.Wire == "responses" || pcfg.Wire == "vertex" {
+		signer = strings.Replace(pcfg.Wire, "responses", "openai", 1)
+	}
+	system, msgs, err := provider.FromDocument(doc, signer)
 	if err != nil {
 		return reply("send", "Cannot send: "+err.Error(), levelError), nil
 	}
