@@ -14,7 +14,6 @@ import (
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
-	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 	"github.com/flemma-dev/flemma/trust"
@@ -48,7 +47,7 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 	cfg, presets := h.cfg, h.presets
 	h.mu.Unlock()
 	// The built-in presets and the user's (presets.Names), and the alias.
-	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: append(presets.Names(), approval.PresetStandard), Providers: provider.Names()}
+	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: append(presets.Names(), approval.PresetStandard), Providers: cfg.ProviderNames()}
 	setup.Tools = h.usableTools()
 	if list, ok := cfg.AutoApproveList(); ok {
 		setup.AutoApprove = list

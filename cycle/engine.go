@@ -291,11 +291,29 @@ func (h *Engine) Health() (HealthReply, error) {
 	if lvl, text := h.journalHealth(); text != "" {
 		lines = append(lines, line{lvl, text})
 	}
-	for _, name := range []string{"anthropic", "openai", "vertex"} {
-		if ok, src := provider.Credentials(name, nil); ok {
-			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", name, src)})
+	// Each configured provider: where its credential comes from and
+	// whether that source is there (never the value; no command is run).
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	for _, name := range cfg.ProviderNames() {
+		if name == "replay" {
+			continue
+		}
+		e := options.Resolve(cfg, options.Runtime{Provider: name}, options.Buffer{})
+		_, _, pc := h.request(e)
+		what := name
+		if pc.Wire != "" {
+			what = fmt.Sprintf("%s (%s", name, pc.Wire)
+			if pc.BaseURL != "" {
+				what += " at " + pc.BaseURL
+			}
+			what += ")"
+		}
+		if ok, src := provider.CredentialStatus(name, pc); ok {
+			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", what, src)})
 		} else {
-			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", name, src)})
+			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", what, src)})
 		}
 	}
 	return HealthReply{Version: h.Version, Lines: lines}, nil
@@ -362,7 +380,7 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 		fm = h.evalFrontmatter(bufnr, parse(s.Lines))
 	}
 	eff := h.effective(bufnr, fm)
-	name, params, _ := h.request(eff)
+	name, params, pcfg := h.request(eff)
 	auto := eff.Autopilot
 	h.mu.Lock()
 	st := h.state(bufnr)
@@ -373,7 +391,7 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	for _, d := range h.toolDefs(eff) {
 		tools = append(tools, d.Name)
 	}
-	cred, src := provider.Credentials(name, nil)
+	cred, src := provider.CredentialStatus(name, pcfg)
 	credText := "missing"
 	if cred {
 		credText = "from " + src

@@ -87,7 +87,31 @@ func (h *Engine) request(e options.Effective) (string, provider.Params, provider
 	p := provider.Params{Model: e.Model, MaxTokens: e.MaxTokens, Temperature: e.Temperature,
 		CacheRetention: e.CacheRetention, Thinking: e.Thinking, Extra: e.Extra}
 	pc := provider.Config{BaseURL: e.Endpoint.BaseURL, ReplayFile: e.Endpoint.ReplayFile, Project: e.Endpoint.Project, Location: e.Endpoint.Location}
+	endpointConfig(&pc, e.Provider, e.Endpoint)
 	return e.Provider, p, pc
+}
+
+// endpointConfig adds a provider's wire, credential source, headers and
+// extra body (setup's providers.<name>, never a frontmatter's) to pc.
+func endpointConfig(pc *provider.Config, name string, ep options.Endpoint) {
+	pc.Wire, pc.KeyHeader, pc.Headers, pc.ExtraBody = ep.Wire, ep.APIKeyHeader, ep.Headers, ep.ExtraBody
+	if ep.KeySet {
+		pc.Key = &provider.KeySource{Env: ep.APIKeyEnv, Cmd: ep.APIKeyCmd, CacheTTL: ep.APIKeyCache, Timeout: ep.APIKeyTimeout}
+	} else if len(ep.APIKeyCmd) > 0 || ep.APIKeyCache != 0 || ep.APIKeyTimeout != 0 {
+		src := provider.DefaultKeySource(name)
+		if len(ep.APIKeyCmd) > 0 {
+			src.Cmd = ep.APIKeyCmd
+		}
+		pc.Key = &src
+	}
+	if pc.Key != nil {
+		if ep.APIKeyCache != 0 {
+			pc.Key.CacheTTL = ep.APIKeyCache
+		}
+		if ep.APIKeyTimeout != 0 {
+			pc.Key.Timeout = ep.APIKeyTimeout
+		}
+	}
 }
 
 // toolDefs are the definitions of the tools a buffer sends.
@@ -134,7 +158,11 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	eff := h.effective(bufnr, fm)
 	h.logRefused(bufnr, eff)
 	name, params, pcfg := h.request(eff)
-	system, msgs, err := provider.FromDocument(doc, name)
+	signer := name // whose thinking signatures the request may carry: the wire's
+	if pcfg.Wire == "anthropic" || pcfg.Wire == "openai" || pcfg.Wire == "responses" || pcfg.Wire == "vertex" {
+		signer = strings.Replace(pcfg.Wire, "responses", "openai", 1)
+	}
+	system, msgs, err := provider.FromDocument(doc, signer)
 	if err != nil {
 		return reply("send", "Cannot send: "+err.Error(), levelError), nil
 	}
@@ -145,9 +173,12 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if err != nil {
 		return reply("send", err.Error(), levelError), nil
 	}
-	if ok, src := provider.Credentials(name, nil); !ok {
+	if ok, src := provider.CredentialStatus(name, pcfg); !ok {
 		// Say so before touching the buffer.
-		return reply("send", fmt.Sprintf("%s: no credential: set %s in the environment Neovim starts from. Nothing was sent.", name, src), levelError), nil
+		if strings.HasPrefix(src, "$") && !strings.Contains(src, "command") {
+			return reply("send", fmt.Sprintf("%s: no credential: set %s in the environment Neovim starts from. Nothing was sent.", name, strings.ReplaceAll(strings.TrimPrefix(src, "$"), " or $", " or ")), levelError), nil
+		}
+		return reply("send", fmt.Sprintf("%s: no credential: %s. Nothing was sent.", name, src), levelError), nil
 	}
 	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params}
 
@@ -513,18 +544,22 @@ func (h *Engine) Switch(args string) (Reply, error) {
 		return reply("none", "switch: "+err.Error(), levelError), nil
 	}
 	if len(words) == 0 {
-		return reply("none", "usage: :Flemma switch <provider> [model] [key=value…] (providers: "+strings.Join(provider.Names(), ", ")+")", levelWarn), nil
+		h.mu.Lock()
+		names := h.cfg.ProviderNames()
+		h.mu.Unlock()
+		return reply("none", "usage: :Flemma switch <provider> [model] [key=value…] (providers: "+strings.Join(names, ", ")+")", levelWarn), nil
 	}
 	name := words[0]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	names := h.cfg.ProviderNames()
 	known := false
-	for _, n := range provider.Names() {
+	for _, n := range names {
 		known = known || n == name
 	}
 	if !known {
-		return reply("none", fmt.Sprintf("unknown provider %q (known: %s)", name, strings.Join(provider.Names(), ", ")), levelError), nil
+		return reply("none", fmt.Sprintf("unknown provider %q (known: %s)", name, strings.Join(names, ", ")), levelError), nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	rt := h.rt
 	rt.Provider = name
 	model := ""

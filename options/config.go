@@ -3,6 +3,7 @@ package options
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 )
 
 // Config is the part of the Lua setup() table the host uses
@@ -21,13 +22,8 @@ type Config struct {
 		OpenAI         map[string]any `json:"openai"`
 		Vertex         map[string]any `json:"vertex"`
 	} `json:"parameters"`
-	Providers map[string]struct {
-		BaseURL  string `json:"base_url"`
-		File     string `json:"file"` // replay: the script
-		Project  string `json:"project"`
-		Location string `json:"location"`
-	} `json:"providers"`
-	Tools struct {
+	Providers map[string]ProviderConfig `json:"providers"`
+	Tools     struct {
 		Mode                 string                `json:"mode"`
 		RequireApproval      *bool                 `json:"require_approval"`
 		AutoApprove          json.RawMessage       `json:"auto_approve"`
@@ -67,6 +63,56 @@ type Config struct {
 		EnvDeny  []string `json:"env_deny"`
 		Network  *bool    `json:"network"`
 	} `json:"sandbox"`
+}
+
+// ProviderConfig is providers.<name> of setup: a built-in provider's
+// endpoint, or a named provider (any other name) with its wire. Only setup
+// may set these: a frontmatter can choose a provider by name, never point
+// one somewhere else.
+type ProviderConfig struct {
+	BaseURL  string `json:"base_url"`
+	File     string `json:"file"` // replay: the script
+	Project  string `json:"project"`
+	Location string `json:"location"`
+	// Wire is the API a named provider speaks: chat_completions (the
+	// default for a new name), openai (Responses), anthropic or vertex.
+	Wire string `json:"wire"`
+	// Model is the provider's model when none is chosen for it.
+	Model string `json:"model"`
+	// APIKeyEnv names the environment variable(s) holding the key: a
+	// string, a list, or false for none.
+	APIKeyEnv any `json:"api_key_env"`
+	// APIKeyCmd is the argv of a command printing the key (no shell).
+	APIKeyCmd []string `json:"api_key_cmd"`
+	// APIKeyCache (seconds) keeps a command's key; APIKeyTimeout bounds
+	// the command.
+	APIKeyCache   *float64 `json:"api_key_cache"`
+	APIKeyTimeout *float64 `json:"api_key_timeout"`
+	// APIKeyHeader sends the key in this header as it is (Azure: api-key).
+	APIKeyHeader string            `json:"api_key_header"`
+	Headers      map[string]string `json:"headers"`
+	ExtraBody    map[string]any    `json:"extra_body"`
+}
+
+// BuiltinProviders are the providers that need no providers.<name> entry.
+var BuiltinProviders = []string{"anthropic", "openai", "replay", "vertex"}
+
+// ProviderNames are the built-in providers and the named ones of setup,
+// sorted.
+func (c *Config) ProviderNames() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range BuiltinProviders {
+		seen[n] = true
+		out = append(out, n)
+	}
+	for n := range c.Providers {
+		if !seen[n] {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 type presetJSON struct {

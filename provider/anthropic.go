@@ -29,7 +29,7 @@ func (a *anthropic) Stream(ctx context.Context, req Request, emit func(Event)) e
 	key := ""
 	if !a.keyless {
 		var err error
-		if key, err = credential("anthropic", a.cfg.Getenv); err != nil {
+		if key, err = a.cfg.credential(ctx, "anthropic"); err != nil {
 			return err
 		}
 	}
@@ -40,9 +40,7 @@ func (a *anthropic) Stream(ctx context.Context, req Request, emit func(Event)) e
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
 	h := http.Header{}
-	if key != "" {
-		h.Set("x-api-key", key)
-	}
+	a.cfg.setKey(h, key, "x-api-key", "")
 	h.Set("anthropic-version", anthropicVersion)
 	resp, err := post(ctx, a.cfg.HTTPClient, a.name, baseURL(a.cfg.BaseURL, anthropicBase, "/v1/messages"), h, body)
 	if err != nil {
