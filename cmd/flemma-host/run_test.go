@@ -99,6 +99,7 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(raw, &body)
 	f.mu.Lock()
 	f.bodies = append(f.bodies, body)
+	turns := f.turns
 	f.mu.Unlock()
 	if r.Header.Get("x-api-key") != "test-key" {
 		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, 401)
@@ -111,15 +112,22 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			n++
 		}
 	}
-	if n >= len(f.turns) {
+	if n >= len(turns) {
 		http.Error(w, "no more turns", 500)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	for _, chunk := range strings.SplitAfter(f.turns[n], "\n\n") {
+	for _, chunk := range strings.SplitAfter(turns[n], "\n\n") {
 		fmt.Fprint(w, chunk)
 		w.(http.Flusher).Flush()
 	}
+}
+
+// setTurns replaces the turns (tests whose streams name the project's folder).
+func (f *fakeAnthropic) setTurns(turns ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.turns = turns
 }
 
 func (f *fakeAnthropic) requests() int {
@@ -236,7 +244,7 @@ func TestRunCalculatorTwoTurns(t *testing.T) {
 
 func TestRunStopsAtPendingBash(t *testing.T) {
 	p := newProject(t, "@You:\nClean up.\n")
-	p.f.turns = []string{sse("Cleaning.", [3]string{"toolu_b", "bash", bashTouch(p, "cleaned")}), sse("Clean.")}
+	p.f.setTurns(sse("Cleaning.", [3]string{"toolu_b", "bash", bashTouch(p, "cleaned")}), sse("Clean."))
 	code, _, stderr := p.run("--approve", "$readonly")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3; stderr %q\n%s", code, stderr, p.text())
@@ -290,7 +298,7 @@ func TestRunJSONEvents(t *testing.T) {
 
 	// A pending call is an event too, and the exit code says so.
 	q := newProject(t, "@You:\nGo.\n")
-	q.f.turns = []string{sse("", [3]string{"toolu_p", "bash", bashTouch(q, "x")})}
+	q.f.setTurns(sse("", [3]string{"toolu_p", "bash", bashTouch(q, "x")}))
 	code, stdout, _ = q.run("--json")
 	if code != 3 || !strings.Contains(stdout, `"event":"pending","tool":"bash","id":"toolu_p","line":6`) || !strings.Contains(stdout, `"exit":3`) {
 		t.Errorf("exit %d, stdout:\n%s", code, stdout)
