@@ -52,6 +52,8 @@ type Engine struct {
 	closing bool             // Shutdown was called
 
 	usage usageTotal // every response of this session, all buffers
+
+	idle *sync.Cond // on mu: broadcast when a buffer's work may have ended (WaitIdle)
 }
 
 // bufState is everything the host keeps of one buffer, in one place (Forget
@@ -148,6 +150,7 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		fm:        frontmatter.NewEvaluator(frontmatter.Limits{}),
 		bufs:      map[int]*bufState{},
 	}
+	h.idle = sync.NewCond(&h.mu)
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
 	if dir, cleanup, err := sandbox.NewOutputDir(); err == nil {
@@ -172,6 +175,7 @@ func (h *Engine) background(bufnr int, fn func()) {
 		defer func() {
 			h.mu.Lock()
 			st.background--
+			h.idle.Broadcast()
 			h.mu.Unlock()
 		}()
 		fn()
@@ -185,6 +189,22 @@ func (h *Engine) Busy(bufnr int) bool {
 	defer h.mu.Unlock()
 	st := h.bufs[bufnr]
 	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0)
+}
+
+// WaitIdle blocks until nothing works on a buffer (Busy is false): the
+// step in progress, the response, the running calls and every step
+// autopilot chains after them have ended. It is how a caller without an
+// editor waiting on the user (headless runs) knows the cycle stopped.
+func (h *Engine) WaitIdle(bufnr int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		st := h.bufs[bufnr]
+		if st == nil || !(st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0) {
+			return
+		}
+		h.idle.Wait()
+	}
 }
 
 // Logf writes to the host's log (rpc logs through it too).
