@@ -30,6 +30,8 @@ type Engine struct {
 	lua       Lua
 	providers func(name string, cfg provider.Config) (provider.Provider, error)
 	resolvers func(approval.Setup) []approval.Resolver
+	sleep     func(ctx context.Context, d time.Duration) error // retry waits (nil = a timer)
+	jitter    func() float64                                   // retry jitter (nil = math/rand)
 	exec      *tools.Executor
 	fm        *frontmatter.Evaluator
 	chain     *approval.Chain
@@ -119,7 +121,7 @@ func (h *Engine) state(bufnr int) *bufState {
 }
 
 // Deps are what an engine is built from: cmd/flemma-host wires them (the
-// tests wire their own). Every field is required.
+// tests wire their own). Every field is required but Sleep and Jitter.
 type Deps struct {
 	// Registry holds the tools: the built-ins, and the Lua tools the
 	// plugin registers later.
@@ -132,6 +134,11 @@ type Deps struct {
 	// urn:flemma:approval: resolvers with them; resolvers registered from
 	// Lua stay.
 	Resolvers func(approval.Setup) []approval.Resolver
+	// Sleep and Jitter replace the timer and the randomness of the waits
+	// between retries of a send (provider.Retry); nil = the real ones.
+	// Tests record the waits instead of sleeping.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Jitter func() float64
 }
 
 // NewEngine returns an engine with default configuration; Connect gives it
@@ -147,6 +154,8 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		Registry:  reg,
 		providers: d.Providers,
 		resolvers: d.Resolvers,
+		sleep:     d.Sleep,
+		jitter:    d.Jitter,
 		fm:        frontmatter.NewEvaluator(frontmatter.Limits{}),
 		bufs:      map[int]*bufState{},
 	}
