@@ -922,7 +922,7 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 		}
 		return len(st.running) > 0 || st.jobsPending > 0
 	}
-	for deadline := time.Now().Add(stepWait); (st.cycling && st.streaming == nil || exclusive && finishing()) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(stepWait); (st.cycling && st.streaming == nil || st.streaming != nil && st.streamEnds || exclusive && finishing()) && time.Now().Before(deadline); {
 		h.mu.Unlock()
 		time.Sleep(2 * time.Millisecond)
 		h.mu.Lock()

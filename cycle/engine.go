@@ -77,6 +77,7 @@ type bufState struct {
 	running     map[string]context.CancelFunc // tool id -> cancel
 	started     map[string]time.Time          // tool id -> when it left the queue
 	streaming   context.CancelFunc            // the response being received, if any
+	streamEnds  bool                          // the response is all in and being written: a press waits for it
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage

@@ -35,6 +35,9 @@ type fakeEditor struct {
 	evs      []string       // every event, "Pattern tool_id status"
 	reqs     []RequestEvent // FlemmaRequestStart/End data, in order
 	progress []Progress     // every progress update, in order
+	// holdProgressEnd, when set, makes the progress update that ends a
+	// request wait until it is closed.
+	holdProgressEnd chan struct{}
 	// beforeApply, when set, runs (without the lock) before each Apply: a
 	// test's way to be the user typing between a step's read and its write.
 	beforeApply func(bufnr int)
@@ -294,9 +297,13 @@ func (f *fakeEditor) Event(pattern string, data any) error {
 
 func (f *fakeEditor) Progress(bufnr int, p Progress) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.progress = append(f.progress, p)
 	f.cond.Broadcast()
+	hold := f.holdProgressEnd
+	f.mu.Unlock()
+	if p.Phase == "" && hold != nil {
+		<-hold // a slow editor: the response is written, the request not yet over
+	}
 	return nil
 }
 

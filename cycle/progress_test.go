@@ -106,3 +106,39 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// A press the moment the answer is written (the request still finishing
+// its bookkeeping) waits for it instead of being told a request is in
+// progress: the user sees the answer, so the request is over for them.
+func TestPressRightAfterTheAnswer(t *testing.T) {
+	prov := &scripted{events: []provider.Event{
+		{Kind: provider.EventText, Text: "Done."},
+		{Kind: provider.EventDone, StopReason: "end_turn"},
+	}}
+	env := newEnvWith(t, with(noSandbox(), replayAt), Deps{Providers: (&factory{prov: prov}).New})
+	hold := make(chan struct{})
+	env.ed.mu.Lock()
+	env.ed.holdProgressEnd = hold
+	env.ed.mu.Unlock()
+	env.ed.load(1, "", env.dir, "@You:\nhi\n")
+	if phase, msg := env.press(1); phase != "send" {
+		t.Fatalf("press: %s %s", phase, msg)
+	}
+	env.ed.waitText(t, 1, "Done.")
+	pressed := make(chan struct{})
+	answer := make(chan Reply, 1)
+	go func() {
+		close(pressed)
+		res, err := env.h.Cycle(1)
+		if err != nil {
+			t.Error(err)
+		}
+		answer <- res
+	}()
+	<-pressed
+	close(hold)
+	if res := <-answer; res.Phase == "busy" {
+		t.Errorf("a press right after the answer was refused: %s", res.Message)
+	}
+	env.ed.waitIdle(t, env.h, 1)
+}

@@ -401,6 +401,11 @@ loop:
 	for len(events) > 0 {
 		add(<-events)
 	}
+	// Received: from here on a press waits for the end instead of being
+	// told a request is in progress (the user may already see the answer).
+	h.mu.Lock()
+	h.state(sw.bufnr).streamEnds = true
+	h.mu.Unlock()
 	var final []string
 	switch {
 	case writeErr != nil:
@@ -539,6 +544,7 @@ func (h *Engine) endStream(bufnr int) {
 	if st := h.bufs[bufnr]; st != nil && st.streaming != nil {
 		st.streaming() // release the request's context (a no-op once it ended)
 		st.streaming = nil
+		st.streamEnds = false
 	}
 	h.mu.Unlock()
 }

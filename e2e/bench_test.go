@@ -274,11 +274,13 @@ func BenchmarkResultToRequest(b *testing.B) {
 				}
 				if err := s.Lua(&res, `
 					local buf, q = vim.api.nvim_get_current_buf(), ...
-					-- The previous loop's host work ends just after its last write
-					-- (a press in between is answered "busy"): its answers first,
-					-- then a moment for the engine's bookkeeping. Not timed.
-					vim.wait(5000, function() return require("flemma.host")._pending() == 0 end, 1)
-					vim.wait(30, function() return false end, 10)
+					-- The previous loop's host work ends just after its last write:
+					-- wait until it is idle (its answers in, nothing busy). Not timed.
+					local host = require("flemma.host")
+					vim.wait(5000, function()
+						local st = host._pending() == 0 and host.request("flemma.status", buf)
+						return st and not st.busy
+					end, 1)
 					vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(q, "\n", { plain = true }))
 					require("flemma").cycle(buf)
 					local ok = vim.wait(20000, function()
