@@ -79,11 +79,11 @@ local links = {
 }
 
 local function highlights()
-  for group, to in pairs(links) do
+  for name, to in pairs(links) do
     if to == "DiagnosticOk" and vim.fn.hlexists("DiagnosticOk") == 0 then
       to = "String"
     end
-    vim.cmd("highlight default link " .. group .. " " .. to)
+    vim.cmd("highlight default link " .. name .. " " .. to)
   end
   -- The user's highlights.tool_preview, once flemma is set up.
   if package.loaded["flemma"] then

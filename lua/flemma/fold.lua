@@ -69,7 +69,7 @@ end
 
 -- "read: src/main.go" for a tool use block (kept on the block: the outline
 -- lives until the next change, and foldtext runs at every redraw).
-local function call_summary(bufnr, lines, use)
+local function call_summary(lines, use)
   if use.summary then
     return use.summary
   end
@@ -109,12 +109,12 @@ function M.describe(bufnr, o, first, last)
   elseif item.kind == "tool_use" then
     return string.format(
       "Tool Use %s — %s",
-      call_summary(bufnr, lines, item),
+      call_summary(lines, item),
       inner == 1 and plural(body_chars(lines, item), "char") or plural(inner, "line")
     )
   else
     local use = outline.tool_use(o, item.id)
-    local what = use and call_summary(bufnr, lines, use) or ("`" .. item.id .. "`")
+    local what = use and call_summary(lines, use) or ("`" .. item.id .. "`")
     local status = outline.result_status(item)
     if status and status ~= "error" then
       return string.format("%s — %s", what, status)

@@ -207,14 +207,7 @@ function M.result_status(b)
   if suffix then
     for word in suffix:gmatch("[%w_=]+") do
       local w = word:match("^status=(%a+)$") or word
-      if
-        w == "pending"
-        or w == "approved"
-        or w == "rejected"
-        or w == "denied"
-        or w == "aborted"
-        or w == "error"
-      then
+      if w == "pending" or w == "approved" or w == "rejected" or w == "denied" or w == "aborted" or w == "error" then
         return w
       end
     end
