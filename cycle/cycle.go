@@ -257,9 +257,29 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	maps.Copy(st.outcomes, p.Outcomes)
 	h.mu.Unlock()
 	if p.Pending > 0 {
+		if auto {
+			// Autopilot stops here: say so, once, in a line short
+			// enough for the message area (no hit-enter prompt).
+			return reply("categorize", autopilotPaused(doc0, p), levelInfo), nil
+		}
 		return reply("categorize", "", 0), nil
 	}
 	return h.executeFrom(bufnr, "", nil, nil, auto)
+}
+
+// autopilotPaused is what the user is told when autopilot stops at calls
+// that wait for approval.
+func autopilotPaused(doc *buffer.Document, p categorizePlan) string {
+	name := p.FirstPending
+	for _, tu := range doc.ToolUses() {
+		if tu.ID == p.FirstPending {
+			name = tu.Name
+		}
+	}
+	if p.Pending == 1 {
+		return fmt.Sprintf("Autopilot paused: %s waits for your approval.", name)
+	}
+	return fmt.Sprintf("Autopilot paused: %d calls wait for your approval (%s first).", p.Pending, name)
 }
 
 // categorizeFacts gathers what planCategorize needs: the chain's decision

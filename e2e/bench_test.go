@@ -309,3 +309,83 @@ func BenchmarkResultToRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChatBuffer10k measures what folding and highlighting cost in the
+// 10,000-line conversation of internal/chatgen, inside Neovim
+// (vim.loop.hrtime), syntax on, as a user has it:
+//   - scan: flemma.outline.scan of all lines (what 'foldexpr' does once per
+//     change of the buffer; every other line is a table lookup);
+//   - refold: `zx`, every fold computed again (opening the buffer);
+//   - edit: one line changed in the middle (a keystroke), folds updated,
+//     with folding on and off (foldmethod=manual) for comparison;
+//   - syntax-end: the syntax stack of the last line after the syntax state
+//     was dropped (a jump to the end of a freshly opened buffer).
+func BenchmarkChatBuffer10k(b *testing.B) {
+	found, _ := nvimtest.Neovims()
+	if len(found) == 0 {
+		b.Skip("no Neovim available")
+	}
+	chat := chatgen.Conversation(chatgen.Options{Lines: 10000, Calls: 200})
+	cases := map[string]string{
+		"scan": `local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+			local t0 = vim.loop.hrtime(); require("flemma.outline").scan(lines); return vim.loop.hrtime() - t0`,
+		"refold": `local t0 = vim.loop.hrtime(); vim.cmd("normal! zx"); vim.fn.foldclosed(vim.fn.line("$")); return vim.loop.hrtime() - t0`,
+		"edit-fold": `local n = math.floor(vim.api.nvim_buf_line_count(0) / 2)
+			local t0 = vim.loop.hrtime()
+			vim.api.nvim_buf_set_lines(0, n - 1, n, false, { vim.api.nvim_buf_get_lines(0, n - 1, n, false)[1] .. "x" })
+			vim.fn.foldlevel(vim.fn.line("$"))
+			return vim.loop.hrtime() - t0`,
+		"edit-nofold": `local n = math.floor(vim.api.nvim_buf_line_count(0) / 2)
+			local t0 = vim.loop.hrtime()
+			vim.api.nvim_buf_set_lines(0, n - 1, n, false, { vim.api.nvim_buf_get_lines(0, n - 1, n, false)[1] .. "x" })
+			vim.fn.foldlevel(vim.fn.line("$"))
+			return vim.loop.hrtime() - t0`,
+	}
+	for _, bin := range found {
+		for _, name := range []string{"scan", "refold", "edit-fold", "edit-nofold", "syntax-end"} {
+			b.Run(fmt.Sprintf("nvim-%s/%s", nvimtest.Version(bin), name), func(b *testing.B) {
+				s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				if err := s.Nv.Command("syntax on"); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Open("big.chat", chat); err != nil {
+					b.Fatal(err)
+				}
+				if name == "edit-nofold" {
+					// Set once: setting 'foldmethod' recomputes every fold.
+					if err := s.Nv.Command("setlocal foldmethod=manual"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var samples []time.Duration
+				for b.Loop() {
+					var ns int64
+					if name == "syntax-end" {
+						// A fresh syntax state: the buffer's syntax loaded again.
+						if err := s.Lua(nil, `vim.cmd("syntax clear"); vim.b.current_syntax = nil; vim.bo.syntax = "chat"`); err != nil {
+							b.Fatal(err)
+						}
+						if err := s.Lua(&ns, `local t0 = vim.loop.hrtime(); vim.fn.synstack(vim.fn.line("$"), 1); return vim.loop.hrtime() - t0`); err != nil {
+							b.Fatal(err)
+						}
+					} else if err := s.Lua(&ns, cases[name]); err != nil {
+						b.Fatal(err)
+					}
+					samples = append(samples, time.Duration(ns))
+				}
+				med := median(samples)
+				b.ReportMetric(float64(med.Microseconds()), "µs-median")
+				if path := os.Getenv("FLEMMA_BENCH_OUT"); path != "" {
+					if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+						fmt.Fprintf(f, "nvim %s chat buffer %s: median %s (n=%d)\n", nvimtest.Version(bin), name, med, len(samples))
+						f.Close()
+					}
+				}
+			})
+		}
+	}
+}

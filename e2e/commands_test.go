@@ -41,7 +41,7 @@ func TestSandboxStatus(t *testing.T) {
 			t.Errorf("writable beside the buffer = %v (want true), in /etc = %v (want false)", w.In, w.Out)
 		}
 		press(t, s, ":Flemma sandbox:status<CR>")
-		if m := s.Messages(); !strings.Contains(m, "sandbox: enabled") {
+		if m := listingWindow(t, s, "sandbox-status"); !strings.Contains(m, "sandbox: enabled") {
 			t.Errorf(":Flemma sandbox:status said:\n%s", m)
 		}
 	})

@@ -94,7 +94,7 @@ func TestCommandCompletionAndUnknown(t *testing.T) {
 	})
 }
 
-// TestLogCommand: :Flemma log opens the host's log.
+// TestLogCommand: :Flemma log opens the host's log in a window; q closes it.
 func TestLogCommand(t *testing.T) {
 	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "log.chat", "@You:\nhi\n")
@@ -108,6 +108,10 @@ func TestLogCommand(t *testing.T) {
 		}
 		if name != s.LogFile || !strings.Contains(text(t, s), "flemma-host 0.1.0 starting") {
 			t.Errorf(":Flemma log opened %q:\n%s", name, text(t, s))
+		}
+		press(t, s, "q")
+		if n := windows(t, s); n != 1 {
+			t.Errorf("%d windows after q in the log", n)
 		}
 	})
 }

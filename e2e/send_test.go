@@ -190,6 +190,10 @@ func TestAutopilotPausesOnPending(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%d requests; autopilot should have paused on the pending call", n)
 		}
+		// It says so, once.
+		if m := s.Messages(); strings.Count(m, "Autopilot paused: calculator waits for your approval.") != 1 {
+			t.Errorf("messages after the pause:\n%s", m)
+		}
 	})
 }
 

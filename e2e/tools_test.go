@@ -273,8 +273,8 @@ func TestFlemmaToolsCommand(t *testing.T) {
 			}
 		}
 		press(t, s, ":Flemma tools calc<CR>")
-		if msgs := s.Messages(); !strings.Contains(msgs, "calculator  [built-in]") {
-			t.Errorf(":Flemma tools calc output:\n%s", msgs)
+		if out := listingWindow(t, s, "tools"); !strings.Contains(out, "calculator  [built-in]") {
+			t.Errorf(":Flemma tools calc output:\n%s", out)
 		}
 	})
 }

@@ -37,11 +37,54 @@ vim.api.nvim_create_autocmd("FileType", {
   end,
 })
 
+-- Every group flemma uses, linked to a standard group (syntax/chat.vim
+-- defines the syntax items). The colour of "approved" is DiagnosticOk where
+-- Neovim has it (0.9+).
+local links = {
+  FlemmaToolPreview = "Comment",
+  FlemmaToolRunning = "DiagnosticInfo",
+  FlemmaLocked = "WarningMsg",
+  FlemmaProgress = "Comment",
+  FlemmaRoleYou = "Title",
+  FlemmaRoleAssistant = "Statement",
+  FlemmaRoleSystem = "PreProc",
+  FlemmaRole = "Identifier",
+  FlemmaToolUse = "Special",
+  FlemmaToolResult = "Special",
+  FlemmaToolLabel = "Label",
+  FlemmaToolName = "Function",
+  FlemmaToolId = "Constant",
+  FlemmaToolError = "DiagnosticError",
+  FlemmaLegacyStatus = "Special",
+  FlemmaFence = "Delimiter",
+  FlemmaFenceInfo = "Type",
+  FlemmaCode = "Normal",
+  FlemmaToolFence = "Type",
+  FlemmaStatusPending = "DiagnosticWarn",
+  FlemmaStatusApproved = "DiagnosticOk",
+  FlemmaStatusRejected = "DiagnosticError",
+  FlemmaStatusDenied = "DiagnosticHint",
+  FlemmaStatusAborted = "Comment",
+  FlemmaStatusWordPending = "FlemmaStatusPending",
+  FlemmaStatusWordApproved = "FlemmaStatusApproved",
+  FlemmaStatusWordRejected = "FlemmaStatusRejected",
+  FlemmaStatusWordDenied = "FlemmaStatusDenied",
+  FlemmaStatusWordAborted = "FlemmaStatusAborted",
+  FlemmaThinking = "Comment",
+  FlemmaThinkingTag = "SpecialComment",
+  FlemmaAborted = "WarningMsg",
+  FlemmaEscape = "NonText",
+  FlemmaFrontmatter = "Normal",
+  FlemmaFrontmatterFence = "PreProc",
+}
+
 local function highlights()
-  vim.cmd("highlight default link FlemmaToolPreview Comment")
-  vim.cmd("highlight default link FlemmaToolRunning DiagnosticInfo")
-  vim.cmd("highlight default link FlemmaLocked WarningMsg")
-  vim.cmd("highlight default link FlemmaProgress Comment")
+  for name, to in pairs(links) do
+    if to == "DiagnosticOk" and vim.fn.hlexists("DiagnosticOk") == 0 then
+      to = "String"
+    end
+    vim.cmd("highlight default link " .. name .. " " .. to)
+  end
   -- The user's highlights.tool_preview, once flemma is set up.
   if package.loaded["flemma"] then
     require("flemma").apply_highlights()

@@ -2,7 +2,8 @@
 # lint-doc.sh — doc/flemma.txt, with the newest provisioned Neovim:
 # :helptags accepts it (no duplicate tag), every |link| names a tag of the
 # file or of Neovim's own help, and every option of lua/flemma/config.lua's
-# defaults is documented (its dotted path appears in the file).
+# defaults is documented (its dotted path appears in the file), and so is
+# every highlight group plugin/flemma.lua links.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,8 +41,12 @@ out=$("$nvim" --headless -u NONE -i NONE -n --cmd "set rtp^=$PWD" -c "lua
     end
   end
   walk(defaults, '')
-  for _, name in ipairs({ 'FlemmaToolPreview', 'FlemmaToolRunning', 'FlemmaLocked', 'FlemmaProgress' }) do
-    if not text:find(name, 1, true) then table.insert(problems, 'highlight group not documented: ' .. name) end
+  -- every group plugin/flemma.lua links
+  for _, l in ipairs(vim.fn.readfile('plugin/flemma.lua')) do
+    local name = l:match('^%s*(Flemma%w+) = ')
+    if name and not text:find(name:gsub('Word%u%l+$', 'Word'), 1, true) then
+      table.insert(problems, 'highlight group not documented: ' .. name)
+    end
   end
   table.sort(problems)
   io.stdout:write(table.concat(problems, '\n'))

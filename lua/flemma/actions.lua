@@ -32,6 +32,19 @@ end
 --- Run the next phase of the cycle for a buffer (<C-]>).
 function M.cycle(bufnr)
   bufnr = current(bufnr)
+  -- A chat with nothing written yet: say how to start, without starting
+  -- the host for nothing.
+  local empty = true
+  for _, l in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, 200, false)) do
+    if not (l:find("^%s*$") or l:find("^@%w+:%s*$")) then
+      empty = false
+      break
+    end
+  end
+  if empty and vim.api.nvim_buf_line_count(bufnr) <= 200 then
+    notify("Nothing to send yet: write your message under @You:, then press <C-]>.", vim.log.levels.INFO)
+    return { phase = "empty" }
+  end
   local _, err = host.ensure(state.config())
   if err then
     notify(err, vim.log.levels.ERROR)

@@ -2,6 +2,7 @@
 local P = require("flemma.protocol")
 local actions = require("flemma.actions")
 local host = require("flemma.host")
+local listing = require("flemma.listing")
 local state = require("flemma.state")
 local trust = require("flemma.trust")
 local M = {}
@@ -11,11 +12,12 @@ local notify = require("flemma.notify").new(vim.log.levels.INFO)
 -- Call the host without waiting; then_(res) runs with its answer.
 local host_call = actions.call
 
--- Call the host and show the text it answers (listings, status).
-local function show(method, args)
+-- Call the host and show the text it answers (listings, status) in the
+-- listing window, never in the message area (no hit-enter prompt).
+local function show(method, args, name, on_enter)
   host_call(method, args, function(res)
     if res and type(res.text) == "string" then
-      notify(res.text)
+      listing.open(name, res.text, { on_enter = on_enter })
     end
   end)
 end
@@ -67,7 +69,14 @@ M.subcommands = {
     actions.cancel(buf())
   end,
   ["tool:list"] = function()
-    show(P.tool_list, { buf() })
+    local bufnr = buf()
+    -- <CR> on "line N: name (id): state" goes to that call.
+    show(P.tool_list, { bufnr }, "tool-list", function(text, from)
+      local lnum = tonumber(text:match("^line (%d+):"))
+      if lnum and vim.api.nvim_buf_is_valid(bufnr) then
+        listing.goto_line(bufnr, lnum, from)
+      end
+    end)
   end,
   ["tool:resume"] = function()
     host_call(P.resume, { buf(), line() })
@@ -80,21 +89,13 @@ M.subcommands = {
   end,
   ["tool:log"] = function()
     host_call(P.journal_log, { buf() }, function(res)
-      if not res or type(res.text) ~= "string" then
-        return
+      if res and type(res.text) == "string" then
+        listing.open("tool-log", res.text)
       end
-      vim.cmd("new")
-      vim.bo.buftype = "nofile"
-      vim.bo.bufhidden = "wipe"
-      vim.bo.swapfile = false
-      vim.api.nvim_buf_set_lines(0, 0, -1, false, vim.split(res.text, "\n", { plain = true }))
-      vim.bo.modifiable = false
-      pcall(vim.api.nvim_buf_set_name, 0, "flemma://tool-log")
-      vim.keymap.set("n", "q", "<cmd>close<CR>", { buffer = true, silent = true, desc = "flemma: close the log" })
     end)
   end,
   tools = function(args)
-    show(P.tools, { buf(), args[1] or "" })
+    show(P.tools, { buf(), args[1] or "" }, "tools")
   end,
   ["autopilot:enable"] = function()
     state.host.runtime.autopilot = "enable"
@@ -108,7 +109,7 @@ M.subcommands = {
     host_call(P.autopilot, { "status" })
   end,
   ["sandbox:status"] = function()
-    show(P.sandbox_status, { buf() })
+    show(P.sandbox_status, { buf() }, "sandbox-status")
   end,
   trust = function()
     trust.trust(buf())
@@ -125,7 +126,7 @@ M.subcommands = {
     end)
   end,
   status = function()
-    show(P.status, { buf() })
+    show(P.status, { buf() }, "status")
   end,
   ["host:restart"] = function()
     local _, err = host.restart()
@@ -138,6 +139,15 @@ M.subcommands = {
   log = function()
     local _, _, log_file = host.running()
     vim.cmd("split " .. vim.fn.fnameescape(log_file or host.log_file(state.config())))
+    -- The log as it is now, at its end; q closes it like the listings.
+    vim.cmd("setlocal readonly nomodifiable autoread")
+    vim.cmd("normal! G")
+    vim.keymap.set(
+      "n",
+      "q",
+      "<cmd>close<CR>",
+      { buffer = true, silent = true, nowait = true, desc = "flemma: close the log" }
+    )
   end,
 }
 

@@ -108,8 +108,26 @@ M.defaults = {
       "AWS_*", "ANTHROPIC_*", "OPENAI_*",
     },
   },
-  keymaps = { send = "<C-]>", tool_execute = "<M-CR>", cancel = "<C-c>" },
+  -- Buffer-local keys of chat buffers; false (or "") leaves a key unmapped.
+  keymaps = {
+    send = "<C-]>", tool_execute = "<M-CR>", cancel = "<C-c>",
+    next_message = "]m", prev_message = "[m", -- motions (normal, visual, operator-pending)
+    next_tool = "]t", prev_tool = "[t", -- Tool Use and Tool Result blocks
+    message_inner = "im", message_around = "am", -- text objects (visual, operator-pending)
+    tool_inner = "iT", tool_around = "aT", -- (it/at stay Vim's tag objects: <thinking>)
+  },
   highlights = { tool_preview = "Comment" },
+  chat = {
+    template = "@You:\n", -- what a new, empty chat buffer starts with ("" : nothing)
+    markdown = "auto", -- "auto" (treesitter where Neovim has the parser, else syntax) | "treesitter" | "syntax" | "none"
+    conceal_fences = false, -- hide the backticks of code fences (conceallevel=2 in chat windows)
+  },
+  fold = {
+    enabled = true, -- 'foldmethod' expr in chat windows: messages, thinking, tool blocks
+    thinking = true, -- thinking blocks start folded
+    result_lines = 10, -- tool results longer than this many lines start folded (0: none)
+    input_chars = 500, -- tool inputs longer than this many characters start folded (0: none)
+  },
 }
 
 --- A table whose keys are exactly 1..n (an empty table counts).
@@ -172,6 +190,21 @@ local checks = {
   ["keymaps.send"] = { "string", "boolean" }, -- false: no key
   ["keymaps.tool_execute"] = { "string", "boolean" },
   ["keymaps.cancel"] = { "string", "boolean" },
+  ["keymaps.next_message"] = { "string", "boolean" },
+  ["keymaps.prev_message"] = { "string", "boolean" },
+  ["keymaps.next_tool"] = { "string", "boolean" },
+  ["keymaps.prev_tool"] = { "string", "boolean" },
+  ["keymaps.message_inner"] = { "string", "boolean" },
+  ["keymaps.message_around"] = { "string", "boolean" },
+  ["keymaps.tool_inner"] = { "string", "boolean" },
+  ["keymaps.tool_around"] = { "string", "boolean" },
+  ["chat.template"] = { "string", "boolean" }, -- false: no template
+  ["chat.markdown"] = { "string", one_of = { "auto", "treesitter", "syntax", "none" } },
+  ["chat.conceal_fences"] = { "boolean" },
+  ["fold.enabled"] = { "boolean" },
+  ["fold.thinking"] = { "boolean" },
+  ["fold.result_lines"] = { "number" },
+  ["fold.input_chars"] = { "number" },
   ["parameters.max_tokens"] = { "number", "nil" },
   ["parameters.temperature"] = { "number", "nil" },
   ["parameters.thinking"] = { "string", "number", "boolean", "nil" },

@@ -6,6 +6,7 @@ local P = require("flemma.protocol")
 local actions = require("flemma.actions")
 local buf = require("flemma.buf")
 local channel = require("flemma.channel")
+local chatbuf = require("flemma.chatbuf")
 local config = require("flemma.config")
 local host = require("flemma.host")
 local state = require("flemma.state")
@@ -157,6 +158,8 @@ function M.attach(bufnr)
   map({ "n", "i" }, km.cancel, function()
     actions.cancel(bufnr)
   end, "cancel the running request or tools")
+  -- The template of a new chat, folds, Markdown, motions and text objects.
+  chatbuf.attach(bufnr)
 
   -- Previews follow the text and the window width. Only a running host is
   -- asked: typing never starts one.
