@@ -50,6 +50,7 @@ type Engine struct {
 	jerr    error            // why it is unusable
 	jwarned bool             // the user was told the journal fails
 	closing bool             // Shutdown was called
+	noted   map[string]bool  // model notes given (noteModel): each once
 }
 
 // bufState is everything the host keeps of one buffer, in one place (Forget
@@ -329,6 +330,7 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	}
 	eff := h.effective(bufnr, fm)
 	name, params, _ := h.request(eff)
+	info := h.modelInfo(name, params.Model)
 	auto := eff.Autopilot
 	h.mu.Lock()
 	st := h.state(bufnr)
@@ -343,8 +345,14 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	if cred {
 		credText = "from " + src
 	}
-	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%d thinking=%q cache_retention=%q\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
-		name, orNone(params.Model), credText, params.MaxTokens, params.Thinking, params.CacheRetention, auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
+	maxTokens := fmt.Sprint(params.MaxTokens)
+	if params.MaxTokens <= 0 {
+		maxTokens = fmt.Sprintf("%d (default)", provider.MaxTokens(name, params, info))
+	} else if info.MaxOutputTokens > 0 && params.MaxTokens > info.MaxOutputTokens {
+		maxTokens += fmt.Sprintf(" (%d is sent: the model's limit)", info.MaxOutputTokens)
+	}
+	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%s thinking=%q cache_retention=%q\n%s\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
+		name, modelLabel(name, params.Model), credText, maxTokens, params.Thinking, params.CacheRetention, describeModel(name, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
 	if usage != nil {
 		out += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
 	}
@@ -358,11 +366,16 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	return r, nil
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "(default)"
+// modelLabel names the model a send uses: the configured one, or the
+// provider's default, marked so.
+func modelLabel(name, model string) string {
+	if model != "" {
+		return model
 	}
-	return s
+	if d := provider.DefaultModel(name); d != "" {
+		return d + " (default)"
+	}
+	return "(the provider's default)"
 }
 
 func (h *Engine) ToolList(bufnr int) (Reply, error) {

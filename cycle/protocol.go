@@ -34,6 +34,7 @@ const (
 	MJournalLog         = "flemma.journal_log"
 	MSandboxStatus      = "flemma.sandbox_status"
 	MSwitch             = "flemma.switch"
+	MModels             = "flemma.models"
 	MAutopilot          = "flemma.autopilot"
 	MSandboxWritable    = "flemma.sandbox_writable"
 	MSandboxWrap        = "flemma.sandbox_wrap"
@@ -83,6 +84,7 @@ func (h *Engine) Methods() []Method {
 		{MJournalLog, h.JournalLog, true},
 		{MSandboxStatus, h.SandboxStatus, true},
 		{MSwitch, h.Switch, true},
+		{MModels, h.Models, false},
 		{MAutopilot, h.Autopilot, true},
 		{MSandboxWritable, h.SandboxWritable, false},
 		{MSandboxWrap, h.SandboxWrap, false},
@@ -127,6 +129,13 @@ type StatusReply struct {
 	LastFlushes      int    `msgpack:"last_flushes"`                  // buffer updates of the last response
 	LinesRead        int    `msgpack:"lines_read"`                    // lines received from Neovim for the buffer
 	LastResultUnixNS int64  `msgpack:"last_result_unix_ns,omitempty"` // when the last tool result was written
+}
+
+// ModelsReply is what :Flemma switch completes: the providers, and the
+// model ids per provider (the catalogue's and setup's models).
+type ModelsReply struct {
+	Providers []string            `msgpack:"providers"`
+	Models    map[string][]string `msgpack:"models"`
 }
 
 // VersionReply is the handshake.

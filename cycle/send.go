@@ -87,7 +87,8 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		// Say so before touching the buffer.
 		return reply("send", fmt.Sprintf("%s: no credential: set %s in the environment Neovim starts from. Nothing was sent.", name, src), levelError), nil
 	}
-	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params}
+	info := h.modelInfo(name, params.Model)
+	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params, ModelInfo: &info}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	h.mu.Lock()
@@ -114,7 +115,8 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		h.endStream(bufnr)
 		return Reply{}, err
 	}
-	h.logf("send: %s model=%q, %d messages, %d tools", name, params.Model, len(msgs), len(req.Tools))
+	h.logf("send: %s model=%q (catalogue: %s, known %v), %d messages, %d tools", name, modelName(name, params.Model), info.Name, info.Known, len(msgs), len(req.Tools))
+	h.noteModel(name, params, info)
 	h.background(bufnr, func() { h.stream(ctx, prov, req, w, sw) })
 	return reply("send", "", 0), nil
 }
@@ -410,26 +412,29 @@ func (h *Engine) Switch(args string) (Reply, error) {
 		return reply("none", "switch: "+err.Error(), levelError), nil
 	}
 	if len(words) == 0 {
-		return reply("none", "usage: :Flemma switch <provider> [model] [key=value…] (providers: "+strings.Join(provider.Names(), ", ")+")", levelWarn), nil
+		return reply("none", "usage: :Flemma switch <provider> [model] [key=value…] (providers: "+strings.Join(providerNames(), ", ")+")", levelWarn), nil
 	}
 	name := words[0]
 	known := false
-	for _, n := range provider.Names() {
+	for _, n := range providerNames() {
 		known = known || n == name
 	}
 	if !known {
-		return reply("none", fmt.Sprintf("unknown provider %q (known: %s)", name, strings.Join(provider.Names(), ", ")), levelError), nil
+		return reply("none", fmt.Sprintf("unknown provider %q (known: %s)", name, strings.Join(providerNames(), ", ")), levelError), nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	rt := h.rt
-	rt.Provider = name
 	model := ""
 	rest := words[1:]
 	if len(rest) > 0 && !strings.Contains(rest[0], "=") {
 		model = rest[0]
 		rest = rest[1:]
 	}
+	if s := provider.SuggestModel(name, model, h.modelOverrides()); s != "" {
+		return reply("none", fmt.Sprintf("switch: unknown model %q for %s — did you mean %s? (Nothing was changed. A model flemma does not know is taken when its name is not this close to a known one; models = { [%q] = {…} } in setup() declares it.)", model, name, s, model), levelError), nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rt := h.rt
+	rt.Provider = name
 	rt.Model = &model
 	for _, kv := range rest {
 		k, v, ok := strings.Cut(kv, "=")
@@ -458,7 +463,7 @@ func (h *Engine) Switch(args string) (Reply, error) {
 		}
 	}
 	h.rt = rt
-	return reply("switch", fmt.Sprintf("Provider %s, model %s.", name, orNone(model)), levelInfo), nil
+	return reply("switch", fmt.Sprintf("Provider %s, model %s.", name, modelLabel(name, model)), levelInfo), nil
 }
 
 // Send is phase 3 on the user's word (:Flemma send).

@@ -21,6 +21,11 @@ type Config struct {
 		OpenAI         map[string]any `json:"openai"`
 		Vertex         map[string]any `json:"vertex"`
 	} `json:"parameters"`
+	// Models is setup's models = { ["<model or prefix>"] = {…} }: what
+	// flemma takes a model for (its output limit, context, thinking form,
+	// prices), over the built-in catalogue. Setup only: a file cannot
+	// change it.
+	Models    map[string]ModelOverride `json:"models"`
 	Providers map[string]struct {
 		BaseURL  string `json:"base_url"`
 		File     string `json:"file"` // replay: the script
@@ -67,6 +72,17 @@ type Config struct {
 		EnvDeny  []string `json:"env_deny"`
 		Network  *bool    `json:"network"`
 	} `json:"sandbox"`
+}
+
+// ModelOverride is one entry of models = {…} (provider.ModelOverride).
+type ModelOverride struct {
+	MaxOutputTokens int      `json:"max_output_tokens"`
+	ContextWindow   int      `json:"context_window"`
+	Thinking        string   `json:"thinking"` // adaptive | budget | effort | none
+	InputPrice      *float64 `json:"input_price"`
+	OutputPrice     *float64 `json:"output_price"`
+	CacheReadPrice  *float64 `json:"cache_read_price"`
+	CacheWritePrice *float64 `json:"cache_write_price"`
 }
 
 type presetJSON struct {
