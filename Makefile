@@ -24,6 +24,7 @@ lint: check-go
 	if [ -n "$$out" ]; then echo "gofmt needed on:" $$out >&2; exit 1; fi
 	$(GO) vet ./...
 	@scripts/lint-lua.sh
+	@scripts/lint-doc.sh
 
 # Every test: unit, golden, fuzz seed corpora, and the end-to-end tests against
 # every provisioned Neovim. With CI set, a missing Neovim fails the run.

@@ -333,7 +333,7 @@ func TestEraPresetRegistry(t *testing.T) {
 	if got, _ := over.Get("$default"); !reflect.DeepEqual(got.Approve, []string{"bash"}) {
 		t.Errorf("user $default = %v, want [bash]", got.Approve)
 	}
-	if got, want := over.Names(), []string{"$default", "$readonly", "$yolo"}; !reflect.DeepEqual(got, want) {
+	if got, want := over.Names(), []string{"$commands", "$default", "$files", "$readonly", "$yolo"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
 

@@ -14,9 +14,12 @@ type PresetDef struct {
 	Deny    []string
 }
 
-// Built-in preset names.
+// Built-in preset names. $readonly, $files and $commands are the privilege
+// groups of seed 003, each the one before it plus more.
 const (
 	PresetReadonly = "$readonly" // read, grep, find, ls
+	PresetFiles    = "$files"    // $readonly plus write, edit
+	PresetCommands = "$commands" // $files plus bash, sandboxed or not
 	PresetDefault  = "$default"  // $readonly plus write, edit
 	// PresetStandard is an alias of $default (the name the v0.11 plugin
 	// uses). It follows $default, also a user-defined $default, unless the
@@ -27,6 +30,8 @@ const (
 func builtinPresets() map[string]PresetDef {
 	return map[string]PresetDef{
 		PresetReadonly: {Approve: []string{"read", "grep", "find", "ls"}},
+		PresetFiles:    {Approve: []string{"read", "grep", "find", "ls", "write", "edit"}},
+		PresetCommands: {Approve: []string{"read", "grep", "find", "ls", "write", "edit", "bash"}},
 		PresetDefault:  {Approve: []string{"read", "grep", "find", "ls", "write", "edit"}},
 	}
 }

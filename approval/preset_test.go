@@ -1,7 +1,9 @@
 package approval
 
 import (
+	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -148,7 +150,7 @@ func TestPresetOverrideAndAlias(t *testing.T) {
 		t.Error("Get($nope) found something")
 	}
 	var none *Presets
-	if got := none.Names(); !reflect.DeepEqual(got, []string{"$default", "$readonly"}) {
+	if got := none.Names(); !reflect.DeepEqual(got, []string{"$commands", "$default", "$files", "$readonly"}) {
 		t.Errorf("nil Presets Names() = %v", got)
 	}
 }
@@ -174,7 +176,7 @@ func TestNewPresetsValidation(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if got := p.Names(); !reflect.DeepEqual(got, []string{"$default", "$ok", "$readonly"}) {
+	if got := p.Names(); !reflect.DeepEqual(got, []string{"$commands", "$default", "$files", "$ok", "$readonly"}) {
 		t.Errorf("Names() = %v", got)
 	}
 }
@@ -223,6 +225,35 @@ func TestValidateEntry(t *testing.T) {
 	for _, bad := range []string{"", "  ", "bash(", "bash()", "bash(  )", "bash(ls"} {
 		if ValidateEntry(bad) == nil {
 			t.Errorf("ValidateEntry(%q) = nil", bad)
+		}
+	}
+}
+
+// The privilege groups of seed 003: each is the one before it plus more,
+// and a frontmatter cannot use one to widen an untrusted file's approvals.
+func TestPrivilegeGroups(t *testing.T) {
+	tests := []struct {
+		group string
+		tool  string
+		want  Decision
+	}{
+		{"$readonly", "read", Approve}, {"$readonly", "grep", Approve}, {"$readonly", "find", Approve}, {"$readonly", "ls", Approve},
+		{"$readonly", "write", RequireApproval}, {"$readonly", "edit", RequireApproval}, {"$readonly", "bash", RequireApproval},
+		{"$files", "read", Approve}, {"$files", "write", Approve}, {"$files", "edit", Approve},
+		{"$files", "bash", RequireApproval}, {"$files", "calculator", RequireApproval},
+		{"$commands", "ls", Approve}, {"$commands", "edit", Approve}, {"$commands", "bash", Approve},
+		{"$commands", "calculator", RequireApproval},
+	}
+	for _, tt := range tests {
+		ch, _ := setupChain(t, Setup{RequireApproval: true, AutoApprove: []string{tt.group}})
+		if got := ch.Decide(context.Background(), call(tt.tool, Env{})); got.Decision != tt.want {
+			t.Errorf("%s: Decide(%s) = %v, want %s", tt.group, tt.tool, got, tt.want)
+		}
+	}
+	names := defaultPresets.Names()
+	for _, g := range []string{PresetReadonly, PresetFiles, PresetCommands} {
+		if !slices.Contains(names, g) {
+			t.Errorf("Names() = %v lacks %s", names, g)
 		}
 	}
 }

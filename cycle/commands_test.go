@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The commands on one block: <M-CR> approves and runs the call under the
@@ -47,6 +49,11 @@ func TestListings(t *testing.T) {
 	res, err := env.h.Tools(1, "bash")
 	if err != nil || !strings.Contains(res.Text, "bash  [built-in]") {
 		t.Errorf("tools bash: %q %v", res.Text, err)
+	}
+	for _, group := range []string{"  $readonly: read, grep, find, ls", "  $files: read, grep, find, ls, write, edit", "  $commands: read, grep, find, ls, write, edit, bash"} {
+		if !slices.Contains(strings.Split(res.Text, "\n"), group) {
+			t.Errorf(":Flemma tools does not list the privilege group %q:\n%s", group, res.Text)
+		}
 	}
 	if res, _ := env.h.Tools(1, "no-such-tool"); !strings.Contains(res.Text, "no tools match") {
 		t.Errorf("tools no-such-tool: %q", res.Text)
@@ -560,5 +567,22 @@ func TestToolsListingMatchesTheCycle(t *testing.T) {
 	pending := strings.Contains(env.ed.String(1), "status=pending")
 	if listed[1] == "approve" && !ran || listed[1] == "require_approval" && (ran || !pending) || listed[1] != "approve" && listed[1] != "require_approval" {
 		t.Fatalf(":Flemma tools says %s; the cycle did:\n%s", listed[1], env.ed.String(1))
+	}
+}
+
+// How :Flemma tool:list says a call's run ended.
+func TestRanCallString(t *testing.T) {
+	for _, tt := range []struct {
+		r    ranCall
+		want string
+	}{
+		{ranCall{duration: 11400 * time.Microsecond}, "ran in 11ms"},
+		{ranCall{duration: 2345 * time.Millisecond}, "ran in 2.3s"},
+		{ranCall{duration: 30 * time.Second, isError: true, kind: "Timeout"}, "Timeout after 30s"},
+		{ranCall{duration: 80 * time.Millisecond, isError: true, kind: "ToolError"}, "ToolError after 80ms"},
+	} {
+		if got := tt.r.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.r, got, tt.want)
+		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
-	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 	"github.com/flemma-dev/flemma/trust"
@@ -45,15 +44,13 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 		src = frontmatter.Source{Language: fm.Language, Code: fm.Code, StartLine: fm.StartLine}
 	}
 	h.mu.Lock()
-	cfg := h.cfg
+	cfg, presets := h.cfg, h.presets
 	h.mu.Unlock()
-	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: []string{"$default", "$readonly", "$standard"}, Providers: provider.Names()}
+	// The built-in presets and the user's (presets.Names), and the alias.
+	setup := frontmatter.Setup{KnownTools: h.Registry.Names(), Presets: append(presets.Names(), approval.PresetStandard), Providers: cfg.ProviderNames()}
 	setup.Tools = h.usableTools()
 	if list, ok := cfg.AutoApproveList(); ok {
 		setup.AutoApprove = list
-	}
-	for name := range cfg.Tools.Presets {
-		setup.Presets = append(setup.Presets, name)
 	}
 	res := h.fm.Evaluate(src, setup)
 	h.mu.Lock()
@@ -551,7 +548,12 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	info.Status = status
 	h.mu.Lock()
-	h.state(bufnr).lastResult = time.Now()
+	st := h.state(bufnr)
+	st.lastResult = time.Now()
+	if st.ran == nil {
+		st.ran = map[string]ranCall{}
+	}
+	st.ran[j.id] = ranCall{duration: res.Duration, isError: res.IsError, kind: res.Kind}
 	h.mu.Unlock()
 	h.event("FlemmaToolFinished", info)
 }

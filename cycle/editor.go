@@ -23,8 +23,12 @@ type Editor interface {
 	SetModifiable(bufnr int, on bool) error
 	// Notify shows a message (level as vim.log.levels).
 	Notify(msg string, level int) error
-	// Event fires a User autocommand.
-	Event(pattern string, data ToolEvent) error
+	// Event fires a User autocommand; data is a ToolEvent or a
+	// RequestEvent.
+	Event(pattern string, data any) error
+	// Progress shows (or, with Phase "", clears) the indicator of a
+	// request in progress after the buffer's last line (flemma.buf.progress).
+	Progress(bufnr int, p Progress) error
 	// TrustPull returns the editor's trust state of a buffer: its load
 	// generation, its origin (the text as loaded, or its digest) and the
 	// records it keeps for the host (flemma.trust.pull).
@@ -56,6 +60,43 @@ type ToolEvent struct {
 	ToolName string `msgpack:"tool_name"`
 	ToolID   string `msgpack:"tool_id"`
 	Status   string `msgpack:"status"` // executing | success | error
+}
+
+// RequestEvent is the data of FlemmaRequestStart / FlemmaRequestEnd.
+type RequestEvent struct {
+	Bufnr    int    `msgpack:"bufnr"`
+	Provider string `msgpack:"provider"`
+	Model    string `msgpack:"model"`
+	// Status (end only): "ok", "error", "cancelled" or "cut" (stopped at
+	// the output limit, filtered, or inside a tool call).
+	Status     string      `msgpack:"status,omitempty"`
+	StopReason string      `msgpack:"stop_reason,omitempty"`
+	Error      string      `msgpack:"error,omitempty"`
+	Usage      *UsageEvent `msgpack:"usage,omitempty"`
+	DurationMS int64       `msgpack:"duration_ms,omitempty"`
+}
+
+// UsageEvent is the token accounting of one response.
+type UsageEvent struct {
+	InputTokens      int `msgpack:"input_tokens"`
+	OutputTokens     int `msgpack:"output_tokens"`
+	CacheReadTokens  int `msgpack:"cache_read_tokens"`
+	CacheWriteTokens int `msgpack:"cache_write_tokens"`
+	ReasoningTokens  int `msgpack:"reasoning_tokens"`
+}
+
+// Progress is what a request in progress shows under the buffer.
+type Progress struct {
+	// Phase is "waiting" (nothing received yet), "thinking", "answering",
+	// or "" (done: clear the indicator).
+	Phase    string `msgpack:"phase"`
+	Provider string `msgpack:"provider"`
+	Model    string `msgpack:"model"`
+	// ElapsedMS is the time since the request was sent; the editor
+	// counts on from it.
+	ElapsedMS     int64 `msgpack:"elapsed_ms"`
+	ThinkingChars int   `msgpack:"thinking_chars"`
+	TextChars     int   `msgpack:"text_chars"`
 }
 
 // ResolveContext is the second argument of a Lua resolver.

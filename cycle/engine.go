@@ -51,6 +51,8 @@ type Engine struct {
 	jwarned bool             // the user was told the journal fails
 	closing bool             // Shutdown was called
 	noted   map[string]bool  // model notes given (noteModel): each once
+
+	usage usageTotal // every response of this session, all buffers
 }
 
 // bufState is everything the host keeps of one buffer, in one place (Forget
@@ -66,6 +68,7 @@ type bufState struct {
 	pins     *sandbox.RootPins           // identity of the buffer's writable roots
 	notes    map[string]string           // tool id -> why it waits (a diagnostic on its header)
 	kept     map[string]tools.Result     // finished results whose block changed while they ran
+	ran      map[string]ranCall          // tool id -> how its last run in this session ended
 
 	// The work on the buffer.
 	running     map[string]context.CancelFunc // tool id -> cancel
@@ -74,6 +77,7 @@ type bufState struct {
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
+	usage       usageTotal      // the buffer's responses in this session
 	lastFlushes int             // buffer updates of the last response
 	linesRead   int             // lines received from Neovim by snapshots, in all
 	lastResult  time.Time       // when the last tool result was written
@@ -83,6 +87,24 @@ type bufState struct {
 	background  int             // goroutines working on the buffer (a response, jobs, a queued step)
 	ended       map[string]bool // running calls that ended and are writing their result
 	jobsPending int             // job batches that have not yet decided whether autopilot goes on
+}
+
+// ranCall is how a call's run ended, for :Flemma tool:list.
+type ranCall struct {
+	duration time.Duration
+	isError  bool
+	kind     string // the executor's error kind, when isError
+}
+
+func (r ranCall) String() string {
+	d := r.duration.Round(time.Millisecond)
+	if d >= time.Second {
+		d = r.duration.Round(100 * time.Millisecond)
+	}
+	if r.isError {
+		return fmt.Sprintf("%s after %s", r.kind, d)
+	}
+	return fmt.Sprintf("ran in %s", d)
 }
 
 // state returns the buffer's state, creating it. Call with h.mu held.
@@ -270,11 +292,29 @@ func (h *Engine) Health() (HealthReply, error) {
 	if lvl, text := h.journalHealth(); text != "" {
 		lines = append(lines, line{lvl, text})
 	}
-	for _, name := range []string{"anthropic", "openai", "vertex"} {
-		if ok, src := provider.Credentials(name, nil); ok {
-			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", name, src)})
+	// Each configured provider: where its credential comes from and
+	// whether that source is there (never the value; no command is run).
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	for _, name := range cfg.ProviderNames() {
+		if name == "replay" {
+			continue
+		}
+		e := options.Resolve(cfg, options.Runtime{Provider: name}, options.Buffer{})
+		_, _, pc := h.request(e)
+		what := name
+		if pc.Wire != "" {
+			what = fmt.Sprintf("%s (%s", name, pc.Wire)
+			if pc.BaseURL != "" {
+				what += " at " + pc.BaseURL
+			}
+			what += ")"
+		}
+		if ok, src := provider.CredentialStatus(name, pc); ok {
+			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", what, src)})
 		} else {
-			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", name, src)})
+			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", what, src)})
 		}
 	}
 	return HealthReply{Version: h.Version, Lines: lines}, nil
@@ -315,6 +355,18 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 	}
 	if b.Len() > 0 {
 		b.WriteString("(approval: for a call the model makes in this session; calls found in the file always ask)\n")
+		h.mu.Lock()
+		presets := h.presets
+		h.mu.Unlock()
+		b.WriteString("presets (tools.auto_approve, flemma.opt.tools.auto_approve):\n")
+		for _, name := range presets.Names() {
+			def, _ := presets.Get(name)
+			line := "  " + name + ": " + strings.Join(def.Approve, ", ")
+			if len(def.Deny) > 0 {
+				line += "; deny " + strings.Join(def.Deny, ", ")
+			}
+			b.WriteString(line + "\n")
+		}
 	}
 	if b.Len() == 0 {
 		return text(fmt.Sprintf("no tools match %q", filter)), nil
@@ -329,53 +381,56 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 		fm = h.evalFrontmatter(bufnr, parse(s.Lines))
 	}
 	eff := h.effective(bufnr, fm)
-	name, params, _ := h.request(eff)
+	name, params, pcfg := h.request(eff)
 	info := h.modelInfo(name, params.Model)
 	auto := eff.Autopilot
 	h.mu.Lock()
 	st := h.state(bufnr)
 	usage, turns := st.lastUsage, st.turns
+	bufTotal, allTotal := st.usage, h.usage
 	h.mu.Unlock()
 	var tools []string
 	for _, d := range h.toolDefs(eff) {
 		tools = append(tools, d.Name)
 	}
-	cred, src := provider.Credentials(name, nil)
+	cred, src := provider.CredentialStatus(name, pcfg)
 	credText := "missing"
 	if cred {
 		credText = "from " + src
 	}
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	wire := cfg.Wire(name)
 	maxTokens := fmt.Sprint(params.MaxTokens)
-	if params.MaxTokens <= 0 {
-		maxTokens = fmt.Sprintf("%d (default)", provider.MaxTokens(name, params, info))
-	} else if info.MaxOutputTokens > 0 && params.MaxTokens > info.MaxOutputTokens {
+	switch {
+	case params.MaxTokens > 0 && info.MaxOutputTokens > 0 && params.MaxTokens > info.MaxOutputTokens:
 		maxTokens += fmt.Sprintf(" (%d is sent: the model's limit)", info.MaxOutputTokens)
+	case params.MaxTokens > 0:
+	case provider.MaxTokens(wire, params, info) == 0:
+		maxTokens = "(not sent: the server's default)"
+	default:
+		maxTokens = fmt.Sprintf("%d (default)", provider.MaxTokens(wire, params, info))
 	}
 	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%s thinking=%q cache_retention=%q\n%s\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
-		name, modelLabel(name, params.Model), credText, maxTokens, params.Thinking, params.CacheRetention, describeModel(name, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
+		name, modelLabel(cfg, name, params.Model), credText, maxTokens, params.Thinking, params.CacheRetention, describeModel(wire, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
 	if usage != nil {
 		out += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
+	}
+	if bufTotal.Requests > 0 {
+		out += "\nthis buffer, this session: " + bufTotal.String()
+	}
+	if allTotal.Requests > bufTotal.Requests {
+		out += "\nall buffers, this session: " + allTotal.String()
 	}
 	h.mu.Lock()
 	flushes, lastResult, read := st.lastFlushes, st.lastResult, st.linesRead
 	h.mu.Unlock()
-	r := StatusReply{Text: out, LastFlushes: flushes, LinesRead: read}
+	r := StatusReply{Text: out, LastFlushes: flushes, LinesRead: read, Busy: h.Busy(bufnr)}
 	if !lastResult.IsZero() {
 		r.LastResultUnixNS = lastResult.UnixNano()
 	}
 	return r, nil
-}
-
-// modelLabel names the model a send uses: the configured one, or the
-// provider's default, marked so.
-func modelLabel(name, model string) string {
-	if model != "" {
-		return model
-	}
-	if d := provider.DefaultModel(name); d != "" {
-		return d + " (default)"
-	}
-	return "(the provider's default)"
 }
 
 func (h *Engine) ToolList(bufnr int) (Reply, error) {
@@ -388,11 +443,13 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 	h.mu.Lock()
 	running := map[string]bool{}
 	var outcomes map[string]approval.Outcome
+	var ran map[string]ranCall
+	var started map[string]time.Time
 	if st := h.bufs[bufnr]; st != nil {
 		for id := range st.running {
 			running[id] = true
 		}
-		outcomes = st.outcomes
+		outcomes, ran, started = st.outcomes, st.ran, st.started
 	}
 	for _, tu := range doc.ToolUses() {
 		state := "no result"
@@ -407,6 +464,11 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 			default:
 				state = "result"
 			}
+		}
+		if r, ok := ran[tu.ID]; ok && state != "running" {
+			state += " (" + r.String() + ")"
+		} else if t, ok := started[tu.ID]; ok && state == "running" {
+			state += fmt.Sprintf(" (%s)", time.Since(t).Round(100*time.Millisecond))
 		}
 		prov := ""
 		if o, ok := outcomes[tu.ID]; ok {

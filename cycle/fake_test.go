@@ -28,11 +28,13 @@ import (
 // trusted flag, the host's records). Tests wait on its state (wait), never
 // on time.
 type fakeEditor struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	bufs  map[int]*fakeBuf
-	notes []string // every notification, "LEVEL: text"
-	evs   []string // every event, "Pattern tool_id status"
+	mu       sync.Mutex
+	cond     *sync.Cond
+	bufs     map[int]*fakeBuf
+	notes    []string       // every notification, "LEVEL: text"
+	evs      []string       // every event, "Pattern tool_id status"
+	reqs     []RequestEvent // FlemmaRequestStart/End data, in order
+	progress []Progress     // every progress update, in order
 	// beforeApply, when set, runs (without the lock) before each Apply: a
 	// test's way to be the user typing between a step's read and its write.
 	beforeApply func(bufnr int)
@@ -274,10 +276,26 @@ func (f *fakeEditor) Notify(msg string, level int) error {
 	return nil
 }
 
-func (f *fakeEditor) Event(pattern string, data ToolEvent) error {
+func (f *fakeEditor) Event(pattern string, data any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.evs = append(f.evs, fmt.Sprintf("%s %s %s", pattern, data.ToolID, data.Status))
+	switch d := data.(type) {
+	case ToolEvent:
+		f.evs = append(f.evs, fmt.Sprintf("%s %s %s", pattern, d.ToolID, d.Status))
+	case RequestEvent:
+		f.reqs = append(f.reqs, d)
+		f.evs = append(f.evs, fmt.Sprintf("%s %s %s", pattern, d.Provider, d.Status))
+	default:
+		f.evs = append(f.evs, fmt.Sprintf("%s %v", pattern, data))
+	}
+	f.cond.Broadcast()
+	return nil
+}
+
+func (f *fakeEditor) Progress(bufnr int, p Progress) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.progress = append(f.progress, p)
 	f.cond.Broadcast()
 	return nil
 }
@@ -452,6 +470,10 @@ func (env *testEnv) press(bufnr int) (string, string) {
 // timestamp matches the times the cycle writes (journal start times).
 var timestamp = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)?`)
 
+// runTime matches the run time :Flemma tool:list shows ("(ran in 11ms)",
+// "(Timeout after 30s)"), which varies from run to run.
+var runTime = regexp.MustCompile(`\((ran in|\w+ after) [0-9.]+(ns|µs|ms|s|m[0-9.]*s)\)`)
+
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden")
 
 // logf adds a line to the test's transcript.
@@ -493,6 +515,7 @@ func (env *testEnv) golden() {
 	got = strings.ReplaceAll(got, env.dir, "$PROJECT")
 	got = strings.ReplaceAll(got, env.stateDir(), "$STATE")
 	got = timestamp.ReplaceAllString(got, "$$TIME")
+	got = runTime.ReplaceAllString(got, "($1 $$DURATION)")
 	path := filepath.Join("testdata", "golden", strings.ReplaceAll(env.t.Name(), "/", "_")+".golden")
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

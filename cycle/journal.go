@@ -262,7 +262,11 @@ func (h *Engine) journalFinish(id journal.ID, status string, res tools.Result) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
 	defer cancel()
-	if err := jr.Finish(ctx, id, journal.Outcome{Status: status, IsError: res.IsError, Duration: res.Duration,
+	kind := ""
+	if res.IsError {
+		kind = res.Kind
+	}
+	if err := jr.Finish(ctx, id, journal.Outcome{Status: status, IsError: res.IsError, ErrorKind: kind, Duration: res.Duration,
 		OutputBytes: int64(len(res.Content)), Result: res.Content, Changes: changes}); err != nil {
 		h.journalFailed("finish", err)
 	}

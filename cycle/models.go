@@ -32,16 +32,29 @@ func toOverrides(in map[string]options.ModelOverride) map[string]provider.ModelO
 	return out
 }
 
-// modelInfo is what a send to the provider's model is built for.
+// modelInfo is what a send to the provider's model is built for: the
+// catalogue of the provider's wire (a named provider on the anthropic wire
+// reads Anthropic's; on chat_completions, any section), with setup's
+// models = {…} on top.
 func (h *Engine) modelInfo(name, model string) provider.ModelInfo {
-	return provider.LookupModel(name, model, h.modelOverrides())
+	h.mu.Lock()
+	wire, ov := h.cfg.Wire(name), toOverrides(h.cfg.Models)
+	h.mu.Unlock()
+	return provider.LookupModel(wire, model, ov)
 }
 
-// modelName is the model a send uses: the configured one, or the
-// provider's default.
-func modelName(name, model string) string {
+// wire is the API the provider speaks.
+func (h *Engine) wire(name string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg.Wire(name)
+}
+
+// modelName is the model a send uses: the configured one, or the default
+// of the provider's wire.
+func (h *Engine) modelName(name, model string) string {
 	if model == "" {
-		return provider.DefaultModel(name)
+		return provider.DefaultModel(h.wire(name))
 	}
 	return model
 }
@@ -50,12 +63,16 @@ func modelName(name, model string) string {
 // is cut), what flemma does with a model it does not know and with a
 // max_tokens above a model's limit.
 func (h *Engine) noteModel(name string, p provider.Params, info provider.ModelInfo) {
-	model := modelName(name, p.Model)
+	model, wire := h.modelName(name, p.Model), h.wire(name)
 	var key, msg string
 	switch {
+	case !info.Known && wire == "chat_completions":
+		// flemma sends such a server only what the user set: there is
+		// no default of ours to explain.
+		return
 	case !info.Known:
 		key = "unknown " + name + " " + model
-		sent := provider.MaxTokens(name, p, info)
+		sent := provider.MaxTokens(wire, p, info)
 		msg = fmt.Sprintf("flemma does not know the model %s (%s): it sends max_tokens %s and no thinking parameter; models = { [%q] = { max_output_tokens = …, thinking = … } } in setup() describes it.",
 			model, name, thousands(sent), model)
 	case info.MaxOutputTokens > 0 && p.MaxTokens > info.MaxOutputTokens:
@@ -78,10 +95,13 @@ func (h *Engine) noteModel(name string, p provider.Params, info provider.ModelIn
 }
 
 // describeModel is :Flemma status's line on the model.
-func describeModel(name string, p provider.Params, info provider.ModelInfo) string {
-	if !info.Known {
+func describeModel(wire string, p provider.Params, info provider.ModelInfo) string {
+	switch {
+	case !info.Known && wire == "chat_completions":
+		return "model info: not in flemma's catalogue: the server's limits and defaults apply (models = {…} in setup() describes it)"
+	case !info.Known:
 		return fmt.Sprintf("model info: not in flemma's catalogue: max_tokens %s, no thinking parameter (models = {…} in setup() describes it)",
-			thousands(provider.MaxTokens(name, p, info)))
+			thousands(provider.MaxTokens(wire, p, info)))
 	}
 	var parts []string
 	if info.ContextWindow > 0 {
@@ -114,29 +134,32 @@ func price(f float64) string {
 	return s
 }
 
-// thousands writes n with thousands separators (128,000).
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
+// modelLabel names the model a send uses: the configured one, or the
+// default of the provider's wire, marked so.
+func modelLabel(cfg options.Config, name, model string) string {
+	if model != "" {
+		return model
 	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
+	if d := provider.DefaultModel(cfg.Wire(name)); d != "" {
+		return d + " (default)"
 	}
-	return s
+	return "none (set providers." + name + ".model)"
 }
 
-// providerNames are the providers :Flemma switch takes.
-func providerNames() []string { return provider.Names() }
-
 // Models is what :Flemma switch completes: the providers, and per provider
-// the catalogue's model ids and the models setup describes.
+// the catalogue's model ids of its wire, its configured model and the
+// models setup describes.
 func (h *Engine) Models() (ModelsReply, error) {
-	ov := h.modelOverrides()
-	r := ModelsReply{Providers: providerNames(), Models: map[string][]string{}}
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	r := ModelsReply{Providers: cfg.ProviderNames(), Models: map[string][]string{}}
 	for _, p := range r.Providers {
-		names := provider.ModelNames(p)
-		for k := range ov {
+		names := provider.ModelNames(cfg.Wire(p))
+		if m := cfg.Providers[p].Model; m != "" {
+			names = append(names, m)
+		}
+		for k := range cfg.Models {
 			names = append(names, k)
 		}
 		sort.Strings(names)

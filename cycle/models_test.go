@@ -198,3 +198,47 @@ func TestModelsReply(t *testing.T) {
 		t.Errorf("models %v", r.Models)
 	}
 }
+
+// A named provider: its wire's catalogue section, its configured model in
+// the completion; on a Chat Completions server only what the user set is
+// sent, so there is no note on a model flemma does not know, and no name
+// is refused.
+func TestNamedProviderModels(t *testing.T) {
+	env, c := modelEnv(t, map[string]any{"provider": "ollama", "providers": map[string]any{
+		"ollama": map[string]any{"wire": "chat_completions", "base_url": "http://127.0.0.1:9/v1", "model": "qwen3"},
+		"proxy":  map[string]any{"wire": "anthropic", "base_url": "http://127.0.0.1:9", "model": "claude-opus-4-8"},
+	}})
+	r, _ := env.h.Models()
+	if got := strings.Join(r.Models["ollama"], ","); got != "qwen3" {
+		t.Errorf("ollama completes %s", got)
+	}
+	if got := strings.Join(r.Models["proxy"], ","); !strings.Contains(got, "claude-opus-4-8") || !strings.Contains(got, "claude-sonnet-4-6") {
+		t.Errorf("proxy completes %s", got)
+	}
+	env.ed.load(1, filepath.Join(env.dir, "n.chat"), env.dir, "@You:\nhi\n")
+	st, _ := env.h.Status(1)
+	for _, want := range []string{"provider: ollama  model: qwen3", "max_tokens=(not sent: the server's default)", "the server's limits and defaults apply"} {
+		if !strings.Contains(st.Text, want) {
+			t.Errorf("status lacks %q:\n%s", want, st.Text)
+		}
+	}
+	sendOnce(t, env, 2)
+	if n := countNotes(env, "does not know"); n != 0 {
+		t.Errorf("a note on a Chat Completions model: %q", env.ed.notifications())
+	}
+	if res, _ := env.h.Switch("ollama qwen"); res.Phase != "switch" {
+		t.Errorf("a compatible server's name was refused: %q", res.Message)
+	}
+	if res, _ := env.h.Switch("proxy claude-sonet-4-6"); res.Phase == "switch" || !strings.Contains(res.Message, "did you mean claude-sonnet-4-6?") {
+		t.Errorf("proxy on the anthropic wire: %q", res.Message)
+	}
+	env.h.Switch("proxy")
+	st, _ = env.h.Status(1)
+	if !strings.Contains(st.Text, "provider: proxy  model: claude-opus-4-8") || !strings.Contains(st.Text, "thinking adaptive") {
+		t.Errorf("status:\n%s", st.Text)
+	}
+	sendOnce(t, env, 3)
+	if info := c.last(t).ModelInfo; info == nil || info.Name != "claude-opus-4-8" || info.Provider != "anthropic" {
+		t.Errorf("proxy request built for %+v", info)
+	}
+}

@@ -225,7 +225,7 @@ func (h *Engine) notify(msg string, level int) {
 	}
 }
 
-func (h *Engine) event(pattern string, data ToolEvent) {
+func (h *Engine) event(pattern string, data any) {
 	if err := h.ed.Event(pattern, data); err != nil {
 		h.logf("event %s: %v", pattern, err)
 	}

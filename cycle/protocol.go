@@ -129,6 +129,10 @@ type StatusReply struct {
 	LastFlushes      int    `msgpack:"last_flushes"`                  // buffer updates of the last response
 	LinesRead        int    `msgpack:"lines_read"`                    // lines received from Neovim for the buffer
 	LastResultUnixNS int64  `msgpack:"last_result_unix_ns,omitempty"` // when the last tool result was written
+	// Busy: the buffer has work in progress (a step, a response, running
+	// calls, or a step autopilot is about to take); false means nothing
+	// will change the buffer until the next action.
+	Busy bool `msgpack:"busy"`
 }
 
 // ModelsReply is what :Flemma switch completes: the providers, and the

@@ -19,13 +19,99 @@ import (
 // flushEvery bounds buffer updates while a response streams in.
 const flushEvery = 16 * time.Millisecond
 
+// progressEvery bounds the progress updates of a request (the editor
+// animates the spinner and the elapsed time by itself in between).
+const progressEvery = 250 * time.Millisecond
+
+// usageTotal sums the token accounting of responses.
+type usageTotal struct {
+	Requests int
+	provider.Usage
+}
+
+func (u *usageTotal) add(x *provider.Usage) {
+	u.Requests++
+	if x == nil {
+		return
+	}
+	u.InputTokens += x.InputTokens
+	u.OutputTokens += x.OutputTokens
+	u.CacheReadTokens += x.CacheReadTokens
+	u.CacheWriteTokens += x.CacheWriteTokens
+	u.ThinkingTokens += x.ThinkingTokens
+}
+
+func (u usageTotal) String() string {
+	s := fmt.Sprintf("%d responses · %s input · %s output tokens", u.Requests, thousands(u.InputTokens), thousands(u.OutputTokens))
+	if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+		s += fmt.Sprintf(" · cache %s read, %s written", thousands(u.CacheReadTokens), thousands(u.CacheWriteTokens))
+	}
+	if u.ThinkingTokens > 0 {
+		s += fmt.Sprintf(" · %s reasoning", thousands(u.ThinkingTokens))
+	}
+	return s
+}
+
+// thousands writes n with a comma every three digits (1,204).
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+func usageEvent(u *provider.Usage) *UsageEvent {
+	if u == nil {
+		return nil
+	}
+	return &UsageEvent{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ThinkingTokens}
+}
+
+// progress reports a request's progress to the editor.
+func (h *Engine) progress(bufnr int, p Progress) {
+	if err := h.ed.Progress(bufnr, p); err != nil {
+		h.logf("progress: %v", err)
+	}
+}
+
 // request is the provider, model and parameters of one send, from the
 // buffer's effective options.
 func (h *Engine) request(e options.Effective) (string, provider.Params, provider.Config) {
 	p := provider.Params{Model: e.Model, MaxTokens: e.MaxTokens, Temperature: e.Temperature,
 		CacheRetention: e.CacheRetention, Thinking: e.Thinking, Extra: e.Extra}
 	pc := provider.Config{BaseURL: e.Endpoint.BaseURL, ReplayFile: e.Endpoint.ReplayFile, Project: e.Endpoint.Project, Location: e.Endpoint.Location}
+	endpointConfig(&pc, e.Provider, e.Endpoint)
 	return e.Provider, p, pc
+}
+
+// endpointConfig adds a provider's wire, credential source, headers and
+// extra body (setup's providers.<name>, never a frontmatter's) to pc.
+func endpointConfig(pc *provider.Config, name string, ep options.Endpoint) {
+	pc.Wire, pc.KeyHeader, pc.Headers, pc.ExtraBody = ep.Wire, ep.APIKeyHeader, ep.Headers, ep.ExtraBody
+	if ep.KeySet {
+		pc.Key = &provider.KeySource{Env: ep.APIKeyEnv, Cmd: ep.APIKeyCmd, CacheTTL: ep.APIKeyCache, Timeout: ep.APIKeyTimeout}
+	} else if len(ep.APIKeyCmd) > 0 || ep.APIKeyCache != 0 || ep.APIKeyTimeout != 0 {
+		src := provider.DefaultKeySource(name)
+		if len(ep.APIKeyCmd) > 0 {
+			src.Cmd = ep.APIKeyCmd
+		}
+		pc.Key = &src
+	}
+	if pc.Key != nil {
+		if ep.APIKeyCache != 0 {
+			pc.Key.CacheTTL = ep.APIKeyCache
+		}
+		if ep.APIKeyTimeout != 0 {
+			pc.Key.Timeout = ep.APIKeyTimeout
+		}
+	}
 }
 
 // toolDefs are the definitions of the tools a buffer sends.
@@ -72,7 +158,11 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	eff := h.effective(bufnr, fm)
 	h.logRefused(bufnr, eff)
 	name, params, pcfg := h.request(eff)
-	system, msgs, err := provider.FromDocument(doc, name)
+	signer := name // whose thinking signatures the request may carry: the wire's
+	if pcfg.Wire == "anthropic" || pcfg.Wire == "openai" || pcfg.Wire == "responses" || pcfg.Wire == "vertex" {
+		signer = strings.Replace(pcfg.Wire, "responses", "openai", 1)
+	}
+	system, msgs, err := provider.FromDocument(doc, signer)
 	if err != nil {
 		return reply("send", "Cannot send: "+err.Error(), levelError), nil
 	}
@@ -83,9 +173,12 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if err != nil {
 		return reply("send", err.Error(), levelError), nil
 	}
-	if ok, src := provider.Credentials(name, nil); !ok {
+	if ok, src := provider.CredentialStatus(name, pcfg); !ok {
 		// Say so before touching the buffer.
-		return reply("send", fmt.Sprintf("%s: no credential: set %s in the environment Neovim starts from. Nothing was sent.", name, src), levelError), nil
+		if strings.HasPrefix(src, "$") && !strings.Contains(src, "command") {
+			return reply("send", fmt.Sprintf("%s: no credential: set %s in the environment Neovim starts from. Nothing was sent.", name, strings.ReplaceAll(strings.TrimPrefix(src, "$"), " or $", " or ")), levelError), nil
+		}
+		return reply("send", fmt.Sprintf("%s: no credential: %s. Nothing was sent.", name, src), levelError), nil
 	}
 	info := h.modelInfo(name, params.Model)
 	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params, ModelInfo: &info}
@@ -115,8 +208,10 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		h.endStream(bufnr)
 		return Reply{}, err
 	}
-	h.logf("send: %s model=%q (catalogue: %s, known %v), %d messages, %d tools", name, modelName(name, params.Model), info.Name, info.Known, len(msgs), len(req.Tools))
+	h.logf("send: %s model=%q (catalogue: %s, known %v), %d messages, %d tools", name, h.modelName(name, params.Model), info.Name, info.Known, len(msgs), len(req.Tools))
 	h.noteModel(name, params, info)
+	h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
+	h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
 	h.background(bufnr, func() { h.stream(ctx, prov, req, w, sw) })
 	return reply("send", "", 0), nil
 }
@@ -220,7 +315,21 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		flushes  int
 		started  = time.Now()
 		received = map[string]bool{} // ids of the structured tool calls of this response
+		prog     = Progress{Phase: "waiting", Provider: prov.Name(), Model: req.Params.Model}
+		progSent = prog
+		progAt   = started
 	)
+	// report sends the progress when its phase changed, or when its
+	// counts did and progressEvery passed.
+	report := func() {
+		if prog == progSent || (prog.Phase == progSent.Phase && time.Since(progAt) < progressEvery) {
+			return
+		}
+		progSent, progAt = prog, time.Now()
+		p := prog
+		p.ElapsedMS = time.Since(started).Milliseconds()
+		h.progress(sw.bufnr, p)
+	}
 	flush := func() {
 		if !dirty || writeErr != nil {
 			return
@@ -235,6 +344,16 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 	add := func(e provider.Event) {
 		w.Add(e)
 		dirty = true
+		switch e.Kind {
+		case provider.EventThinking:
+			prog.ThinkingChars += len([]rune(e.Text))
+			if prog.Phase == "waiting" {
+				prog.Phase = "thinking"
+			}
+		case provider.EventText, provider.EventToolUse:
+			prog.TextChars += len([]rune(e.Text))
+			prog.Phase = "answering"
+		}
 		switch e.Kind {
 		case provider.EventToolUse:
 			toolUses++
@@ -254,6 +373,7 @@ loop:
 			add(e)
 		case <-tick.C:
 			flush()
+			report()
 		case streamErr = <-done:
 			break loop
 		}
@@ -283,8 +403,22 @@ loop:
 	st := h.state(sw.bufnr)
 	st.lastUsage = usage
 	st.lastFlushes = flushes + 2
+	st.usage.add(usage)
+	h.usage.add(usage)
 	h.mu.Unlock()
+	h.progress(sw.bufnr, Progress{Provider: prov.Name(), Model: req.Params.Model})
+	end := RequestEvent{Bufnr: sw.bufnr, Provider: prov.Name(), Model: req.Params.Model, Status: "ok",
+		StopReason: w.StopReason(), Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
+	switch {
+	case errors.Is(streamErr, context.Canceled):
+		end.Status = "cancelled"
+	case streamErr != nil:
+		end.Status, end.Error = "error", streamErr.Error()
+	case w.Cut() != "":
+		end.Status = "cut"
+	}
 	h.endStream(sw.bufnr)
+	h.event("FlemmaRequestEnd", end)
 	switch {
 	case errors.Is(streamErr, context.Canceled):
 		h.notify("Response interrupted.", levelWarn)
@@ -412,15 +546,21 @@ func (h *Engine) Switch(args string) (Reply, error) {
 		return reply("none", "switch: "+err.Error(), levelError), nil
 	}
 	if len(words) == 0 {
-		return reply("none", "usage: :Flemma switch <provider> [model] [key=value…] (providers: "+strings.Join(providerNames(), ", ")+")", levelWarn), nil
+		h.mu.Lock()
+		names := h.cfg.ProviderNames()
+		h.mu.Unlock()
+		return reply("none", "usage: :Flemma switch <provider> [model] [key=value…] (providers: "+strings.Join(names, ", ")+")", levelWarn), nil
 	}
 	name := words[0]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	names := h.cfg.ProviderNames()
 	known := false
-	for _, n := range providerNames() {
+	for _, n := range names {
 		known = known || n == name
 	}
 	if !known {
-		return reply("none", fmt.Sprintf("unknown provider %q (known: %s)", name, strings.Join(providerNames(), ", ")), levelError), nil
+		return reply("none", fmt.Sprintf("unknown provider %q (known: %s)", name, strings.Join(names, ", ")), levelError), nil
 	}
 	model := ""
 	rest := words[1:]
@@ -428,11 +568,9 @@ func (h *Engine) Switch(args string) (Reply, error) {
 		model = rest[0]
 		rest = rest[1:]
 	}
-	if s := provider.SuggestModel(name, model, h.modelOverrides()); s != "" {
+	if s := provider.SuggestModel(h.cfg.Wire(name), model, toOverrides(h.cfg.Models), h.cfg.Providers[name].Model); s != "" {
 		return reply("none", fmt.Sprintf("switch: unknown model %q for %s — did you mean %s? (Nothing was changed. A model flemma does not know is taken when its name is not this close to a known one; models = { [%q] = {…} } in setup() declares it.)", model, name, s, model), levelError), nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	rt := h.rt
 	rt.Provider = name
 	rt.Model = &model
@@ -463,7 +601,7 @@ func (h *Engine) Switch(args string) (Reply, error) {
 		}
 	}
 	h.rt = rt
-	return reply("switch", fmt.Sprintf("Provider %s, model %s.", name, modelLabel(name, model)), levelInfo), nil
+	return reply("switch", fmt.Sprintf("Provider %s, model %s.", name, modelLabel(h.cfg, name, model)), levelInfo), nil
 }
 
 // Send is phase 3 on the user's word (:Flemma send).

@@ -155,3 +155,28 @@ func TestTruncatedResponseRunsNothing(t *testing.T) {
 	env.show(1, "its calls answered, nothing run")
 	env.golden()
 }
+
+// Issue 17, privilege groups: an untrusted file's frontmatter naming
+// $commands does not approve bash (frontmatter only narrows); the same
+// group in the user's config does.
+func TestPrivilegeGroupOnlyFromTheUser(t *testing.T) {
+	text := "```lua\nflemma.opt.tools.auto_approve = { \"$commands\" }\n```\n@You:\nhi\n"
+	fromFile := newEnv(t, with(noSandbox(), script(t, turn{calls: []call{bashCall}}, turn{text: "ok"}),
+		map[string]any{"tools": map[string]any{"auto_approve": []any{"$readonly"}}}))
+	fromFile.ed.load(1, filepath.Join(fromFile.dir, "c.chat"), fromFile.dir, text)
+	fromFile.press(1)
+	fromFile.ed.waitIdle(t, fromFile.h, 1)
+	if got := fromFile.ed.String(1); !strings.Contains(got, "status=pending") || strings.Contains(got, "\nhi\n```") {
+		t.Fatalf("bash was approved by the file's $commands:\n%s", got)
+	}
+
+	fromConfig := newEnv(t, with(noSandbox(), script(t, turn{calls: []call{bashCall}}, turn{text: "ok"}),
+		map[string]any{"tools": map[string]any{"auto_approve": []any{"$commands"}}}))
+	fromConfig.ed.load(1, "", fromConfig.dir, "@You:\nhi\n")
+	fromConfig.press(1)
+	fromConfig.ed.waitText(t, 1, "ok")
+	fromConfig.ed.waitIdle(t, fromConfig.h, 1)
+	if got := fromConfig.ed.String(1); strings.Contains(got, "status=pending") {
+		t.Fatalf("$commands in the config did not approve bash:\n%s", got)
+	}
+}

@@ -67,7 +67,7 @@ func TestThreePhases(t *testing.T) {
 		}
 		// A second press with everything pending changes nothing.
 		press(t, s, "<C-]>")
-		time.Sleep(100 * time.Millisecond)
+		waitIdle(t, s)
 		waitText(t, s, withResults(chat, placeholder("c1", "pending", ""), placeholder("c2", "pending", ""), placeholder("c3", "pending", "")))
 
 		setLines(t, s, withResults(chat, placeholder("c1", "approved", ""), placeholder("c2", "rejected", "Not this one."), placeholder("c3", "rejected", "")))

@@ -46,7 +46,7 @@ func TestToolCancelCommand(t *testing.T) {
 		if _, err := s.Wait(3*time.Second, func(x string) bool { return strings.Contains(x, "`w2`\n\n```flemma:tool status=approved") }); err != nil {
 			t.Fatalf("not executing: %s", text(t, s))
 		}
-		time.Sleep(50 * time.Millisecond)
+		waitRunning(t, s, 2)
 		cursorTo(t, s, "Tool Result:\\*\\* `w1`")
 		press(t, s, ":Flemma tool:cancel<CR>")
 		waitText(t, s, withResults(chat, result("w1", "User aborted tool execution.", true), result("w2", "waited 300ms", false)))

@@ -3,7 +3,6 @@ package e2e
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/flemma-dev/flemma/internal/nvimtest"
 )
@@ -28,7 +27,7 @@ func TestFrontmatterSyntaxError(t *testing.T) {
 		content := fm + calcChat
 		mustOpen(t, s, "bad-fm.chat", content)
 		press(t, s, "<C-]>")
-		time.Sleep(200 * time.Millisecond)
+		waitIdle(t, s)
 		if got := text(t, s); got != strings.TrimSuffix(content, "\n") {
 			t.Errorf("buffer changed despite the frontmatter error:\n%s", got)
 		}

@@ -100,6 +100,32 @@ func press(t *testing.T, s *nvimtest.Session, keys string) {
 	}
 }
 
+// waitIdle waits until nothing is left to change the buffer (see
+// Session.WaitIdle): what a test then sees is final.
+func waitIdle(t *testing.T, s *nvimtest.Session) {
+	t.Helper()
+	if err := s.WaitIdle(); err != nil {
+		t.Fatalf("wait for idle: %v; messages:\n%s", err, s.Messages())
+	}
+}
+
+// waitRunning waits until n calls of the current buffer show their running
+// indicator (they left the queue and run).
+func waitRunning(t *testing.T, s *nvimtest.Session, n int) {
+	t.Helper()
+	if _, err := s.Wait(10*time.Second, func(string) bool {
+		running := 0
+		for _, m := range marks(t, s) {
+			if m.Kind == "status" && strings.Contains(m.Text, "running") {
+				running++
+			}
+		}
+		return running == n
+	}); err != nil {
+		t.Fatalf("%d calls never ran at once: marks %+v", n, marks(t, s))
+	}
+}
+
 func text(t *testing.T, s *nvimtest.Session) string {
 	t.Helper()
 	got, err := s.Text()

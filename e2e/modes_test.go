@@ -18,7 +18,7 @@ func TestParseOnlyMode(t *testing.T) {
 		waitText(t, s, withResults(chat, placeholder("c1", "pending", ""), placeholder("c2", "pending", "")))
 		setLines(t, s, withResults(chat, placeholder("c1", "approved", ""), placeholder("c2", "pending", "")))
 		press(t, s, "<C-]>")
-		time.Sleep(100 * time.Millisecond)
+		waitIdle(t, s)
 		if msgs := s.Messages(); !strings.Contains(msgs, `tools.mode = "parse_only"`) || !strings.Contains(msgs, "c1") {
 			t.Errorf("no parse_only notice naming c1; messages:\n%s", msgs)
 		}

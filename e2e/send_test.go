@@ -55,6 +55,7 @@ type fakeAnthropic struct {
 	times  []time.Time   // when each request arrived
 	slow   time.Duration // pause between events
 	status int           // answer this HTTP status with a JSON error instead
+	hold   chan struct{} // when set, the response waits until it is closed
 }
 
 func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -84,6 +85,13 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if n >= len(f.turns) {
 		http.Error(w, "no more turns", 500)
 		return
+	}
+	if f.hold != nil {
+		select {
+		case <-f.hold:
+		case <-r.Context().Done():
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	for _, chunk := range strings.SplitAfter(f.turns[n], "\n\n") {
@@ -175,7 +183,7 @@ func TestAutopilotPausesOnPending(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no pending placeholder:\n%s\nmessages: %s", got, s.Messages())
 		}
-		time.Sleep(200 * time.Millisecond)
+		waitIdle(t, s)
 		f.mu.Lock()
 		n := len(f.bodies)
 		f.mu.Unlock()

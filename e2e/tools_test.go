@@ -195,7 +195,7 @@ func TestAsyncLuaToolCancel(t *testing.T) {
 		startTools(t, s)
 		mustOpen(t, s, "c.chat", toolChat("slow_async", "t1", `{"ms": 20000}`))
 		press(t, s, "<C-]>")
-		time.Sleep(100 * time.Millisecond)
+		waitRunning(t, s, 1)
 		press(t, s, "<C-c>")
 		body, isErr := waitResult(t, s, "t1")
 		if !isErr || body != "User aborted tool execution." {
@@ -267,7 +267,7 @@ func TestFlemmaToolsCommand(t *testing.T) {
 		if err := s.Lua(&out, `require("flemma.host").ensure(require("flemma").config()); return require("flemma.host").request("flemma.tools", 0, "echo").text`); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"echo_ctx", "[lua]", "approval: approve by urn:flemma:approval:config", `"required":["x"]`} {
+		for _, want := range []string{"echo_ctx", "[lua]", "approval: approve by urn:flemma:approval:config", `"required":["x"]`, "  $commands: read, grep, find, ls, write, edit, bash"} {
 			if !strings.Contains(out, want) {
 				t.Errorf(":Flemma tools echo lacks %q:\n%s", want, out)
 			}

@@ -55,6 +55,9 @@ type Call struct {
 	// Changes are the files the call changed, as the caller recorded them
 	// (Outcome.Changes).
 	Changes string
+	// ErrorKind says why a call failed (Outcome.ErrorKind); "" when it
+	// did not, or when it was recorded before schema version 3.
+	ErrorKind string
 
 	// Resolution is set when an unfinished call (after a crash) was dealt
 	// with: Resumed or Discarded, at ResolvedAt, by ResolvedBy.
@@ -80,6 +83,10 @@ type Outcome struct {
 	// Changes describe the files the call changed (the caller's JSON, for
 	// undoing them); "" for none.
 	Changes string
+	// ErrorKind is the kind of failure of an error result:
+	// "ToolValidationError", "ToolError", "Timeout", "Canceled",
+	// "InternalError"; "" for a success.
+	ErrorKind string
 }
 
 // Resolution is how an unfinished call was dealt with.
@@ -96,7 +103,7 @@ const (
 // callColumns lists the calls columns in scanCall's order.
 const callColumns = `id, buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at,
 	finished_at, status, is_error, duration_us, output_bytes, result, result_truncated,
-	resolution, resolved_at, resolved_by, changes`
+	resolution, resolved_at, resolved_by, changes, error_kind`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -107,11 +114,11 @@ func scanCall(s scanner) (Call, error) {
 		finished, dur, outBytes, resolved sql.NullInt64
 		isErr                             sql.NullBool
 		status, result, res, resBy        sql.NullString
-		changes                           sql.NullString
+		changes, kind                     sql.NullString
 	)
 	err := s.Scan(&c.ID, &c.Buffer, &c.CallID, &c.Tool, &c.InputHash, &c.Decision, &c.DecidedBy, &c.PID, &started,
 		&finished, &status, &isErr, &dur, &outBytes, &result, &c.ResultTruncated,
-		&res, &resolved, &resBy, &changes)
+		&res, &resolved, &resBy, &changes, &kind)
 	if err != nil {
 		return Call{}, err
 	}
@@ -119,7 +126,7 @@ func scanCall(s scanner) (Call, error) {
 	if finished.Valid {
 		c.FinishedAt = time.UnixMicro(finished.Int64)
 	}
-	c.Status, c.IsError, c.Result, c.Changes = status.String, isErr.Bool, result.String, changes.String
+	c.Status, c.IsError, c.Result, c.Changes, c.ErrorKind = status.String, isErr.Bool, result.String, changes.String, kind.String
 	c.Duration = time.Duration(dur.Int64) * time.Microsecond
 	c.OutputBytes = outBytes.Int64
 	c.Resolution, c.ResolvedBy = Resolution(res.String), resBy.String
@@ -173,15 +180,18 @@ func (j *Journal) Finish(ctx context.Context, id ID, o Outcome) error {
 	}
 	now := j.now()
 	return j.write(ctx, fmt.Sprintf("finish call %d", id), func(ctx context.Context, tx *sql.Tx) error {
-		var changes sql.NullString
+		var changes, kind sql.NullString
 		if o.Changes != "" {
 			changes = sql.NullString{String: o.Changes, Valid: true}
 		}
+		if o.ErrorKind != "" {
+			kind = sql.NullString{String: o.ErrorKind, Valid: true}
+		}
 		res, err := tx.ExecContext(ctx, `UPDATE calls SET
 			finished_at = ?, status = ?, is_error = ?, duration_us = coalesce(?, ? - started_at),
-			output_bytes = ?, result = ?, result_truncated = ?, changes = ?
+			output_bytes = ?, result = ?, result_truncated = ?, changes = ?, error_kind = ?
 			WHERE id = ? AND finished_at IS NULL`,
-			now, o.Status, o.IsError, dur, now, outBytes, result, truncated, changes, int64(id))
+			now, o.Status, o.IsError, dur, now, outBytes, result, truncated, changes, kind, int64(id))
 		if err != nil {
 			return err
 		}

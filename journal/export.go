@@ -45,6 +45,7 @@ type callLine struct {
 	FinishedAt      *string  `json:"finished_at"`
 	Status          *string  `json:"status"`
 	IsError         *bool    `json:"is_error"`
+	ErrorKind       string   `json:"error_kind,omitempty"`
 	DurationMS      *float64 `json:"duration_ms"`
 	OutputBytes     *int64   `json:"output_bytes"`
 	ResultTruncated bool     `json:"result_truncated"`
@@ -106,9 +107,9 @@ func (j *Journal) Export(ctx context.Context, w io.Writer, f Filter) error {
 	q := `SELECT * FROM (
 		SELECT 0 AS k, id, buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at,
 			finished_at, status, is_error, duration_us, output_bytes, CASE WHEN ? THEN result END, result_truncated,
-			resolution, resolved_at, resolved_by, changes, started_at AS t FROM calls` + where[0] + `
+			resolution, resolved_at, resolved_by, changes, error_kind, started_at AS t FROM calls` + where[0] + `
 		UNION ALL
-		SELECT 1, ` + eventColumns + `, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, time FROM events` + where[1] + `
+		SELECT 1, ` + eventColumns + `, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, time FROM events` + where[1] + `
 		ORDER BY t DESC, k DESC, id DESC LIMIT ?
 	) ORDER BY t, k, id`
 	all := append(append(callArgs, args...), limit)
@@ -138,14 +139,14 @@ func (j *Journal) Export(ctx context.Context, w io.Writer, f Filter) error {
 	return nil
 }
 
-// scanLine reads one row of Export's union: kind, the 20 call columns (an
+// scanLine reads one row of Export's union: kind, the 21 call columns (an
 // event fills the first 9 of them in its own order and the rest with NULLs),
 // and the sort time.
 func scanLine(rows *sql.Rows) (any, error) {
 	var (
 		kind int
 		t    int64
-		cols [20]any
+		cols [21]any
 	)
 	dest := []any{&kind}
 	for i := range cols {
@@ -175,6 +176,7 @@ func scanLine(rows *sql.Rows) (any, error) {
 		fin, status, isErr := formatTime(c.FinishedAt), c.Status, c.IsError
 		ms, out := float64(c.Duration.Microseconds())/1000, c.OutputBytes
 		l.FinishedAt, l.Status, l.IsError, l.DurationMS, l.OutputBytes = &fin, &status, &isErr, &ms, &out
+		l.ErrorKind = c.ErrorKind
 	}
 	if c.Resolution != "" {
 		res, at, by := string(c.Resolution), formatTime(c.ResolvedAt), c.ResolvedBy

@@ -98,16 +98,16 @@ func TestStartFinishRoundTrip(t *testing.T) {
 	}{
 		{"ok", Outcome{Status: "ok", Duration: 1500 * time.Microsecond, OutputBytes: 5, Result: "hello"},
 			Outcome{Status: "ok", Duration: 1500 * time.Microsecond, OutputBytes: 5, Result: "hello"}, false},
-		{"error", Outcome{Status: "error", IsError: true, Duration: time.Second, Result: "exit 1"},
-			Outcome{Status: "error", IsError: true, Duration: time.Second, OutputBytes: 6, Result: "exit 1"}, false},
+		{"error", Outcome{Status: "error", IsError: true, ErrorKind: "ToolError", Duration: time.Second, Result: "exit 1"},
+			Outcome{Status: "error", IsError: true, ErrorKind: "ToolError", Duration: time.Second, OutputBytes: 6, Result: "exit 1"}, false},
 		{"canceled, no duration given", Outcome{Status: "canceled", IsError: true},
 			Outcome{Status: "canceled", IsError: true, Duration: time.Millisecond}, false},
 		{"truncated", Outcome{Status: "ok", Result: "0123456789abcdefXYZ"},
 			Outcome{Status: "ok", Duration: time.Millisecond, OutputBytes: 19, Result: "0123456789abcdef"}, true},
 		{"truncated at a rune boundary", Outcome{Status: "ok", Result: "0123456789abcde€"},
 			Outcome{Status: "ok", Duration: time.Millisecond, OutputBytes: 18, Result: "0123456789abcde"}, true},
-		{"empty result", Outcome{Status: "timeout", IsError: true, Duration: 30 * time.Second},
-			Outcome{Status: "timeout", IsError: true, Duration: 30 * time.Second}, false},
+		{"empty result", Outcome{Status: "timeout", IsError: true, ErrorKind: "Timeout", Duration: 30 * time.Second},
+			Outcome{Status: "timeout", IsError: true, ErrorKind: "Timeout", Duration: 30 * time.Second}, false},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestStartFinishRoundTrip(t *testing.T) {
 			if !got.Finished() || !got.FinishedAt.After(got.StartedAt) {
 				t.Errorf("finished %v at %v, started at %v", got.Finished(), got.FinishedAt, got.StartedAt)
 			}
-			gotO := Outcome{Status: got.Status, IsError: got.IsError, Duration: got.Duration, OutputBytes: got.OutputBytes, Result: got.Result}
+			gotO := Outcome{Status: got.Status, IsError: got.IsError, ErrorKind: got.ErrorKind, Duration: got.Duration, OutputBytes: got.OutputBytes, Result: got.Result}
 			if gotO != tt.want || got.ResultTruncated != tt.truncated {
 				t.Errorf("stored %+v truncated=%v, want %+v truncated=%v", gotO, got.ResultTruncated, tt.want, tt.truncated)
 			}
@@ -520,5 +520,13 @@ func TestMigrateFromSchema1(t *testing.T) {
 	}
 	if c, _, _ := j.Latest(ctx, "/b.chat", "new"); c.Changes != `[{"path":"/x","before":"absent","after":"ab"}]` {
 		t.Errorf("changes = %q", c.Changes)
+	}
+	// Migrated on to version 3 too: error kinds are kept.
+	id = mustStart(t, j, Call{Buffer: "/b.chat", CallID: "failed", Tool: "bash", InputHash: "h3"})
+	if err := j.Finish(ctx, id, Outcome{Status: "error", IsError: true, ErrorKind: "Timeout", Result: "timed out"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := j.Latest(ctx, "/b.chat", "failed"); c.ErrorKind != "Timeout" {
+		t.Errorf("error kind = %q", c.ErrorKind)
 	}
 }

@@ -63,11 +63,14 @@ CREATE INDEX events_by_buffer ON events (buffer, time);
 CREATE INDEX events_by_time ON events (time);`,
 	// 2: the files a call changed, as JSON (for :Flemma tool:undo).
 	`ALTER TABLE calls ADD COLUMN changes TEXT;`,
+	// 3: why a call failed (the executor's error kind: ToolValidationError,
+	// ToolError, Timeout, Canceled, InternalError).
+	`ALTER TABLE calls ADD COLUMN error_kind TEXT;`,
 }
 
 // schemaVersion is the schema version this package writes: len(migrations)
 // (a test checks it).
-const schemaVersion = 2
+const schemaVersion = 3
 
 // probes read one row of each table naming every column: cheap (the
 // rightmost leaf of each b-tree), and they fail if a column is missing or the
@@ -77,6 +80,9 @@ const schemaVersion = 2
 // is checked against its own schema before it is migrated (or touched).
 func probesFor(version int) []string {
 	calls := callColumns
+	if version < 3 {
+		calls = strings.TrimSuffix(calls, ", error_kind")
+	}
 	if version < 2 {
 		calls = strings.TrimSuffix(calls, ", changes")
 	}

@@ -3,6 +3,7 @@ package options
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 )
 
 // Config is the part of the Lua setup() table the host uses
@@ -25,14 +26,9 @@ type Config struct {
 	// flemma takes a model for (its output limit, context, thinking form,
 	// prices), over the built-in catalogue. Setup only: a file cannot
 	// change it.
-	Models    map[string]ModelOverride `json:"models"`
-	Providers map[string]struct {
-		BaseURL  string `json:"base_url"`
-		File     string `json:"file"` // replay: the script
-		Project  string `json:"project"`
-		Location string `json:"location"`
-	} `json:"providers"`
-	Tools struct {
+	Models    map[string]ModelOverride  `json:"models"`
+	Providers map[string]ProviderConfig `json:"providers"`
+	Tools     struct {
 		Mode                 string                `json:"mode"`
 		RequireApproval      *bool                 `json:"require_approval"`
 		AutoApprove          json.RawMessage       `json:"auto_approve"`
@@ -83,6 +79,75 @@ type ModelOverride struct {
 	OutputPrice     *float64 `json:"output_price"`
 	CacheReadPrice  *float64 `json:"cache_read_price"`
 	CacheWritePrice *float64 `json:"cache_write_price"`
+}
+
+// ProviderConfig is providers.<name> of setup: a built-in provider's
+// endpoint, or a named provider (any other name) with its wire. Only setup
+// may set these: a frontmatter can choose a provider by name, never point
+// one somewhere else.
+type ProviderConfig struct {
+	BaseURL  string `json:"base_url"`
+	File     string `json:"file"` // replay: the script
+	Project  string `json:"project"`
+	Location string `json:"location"`
+	// Wire is the API a named provider speaks: chat_completions (the
+	// default for a new name), openai (Responses), anthropic or vertex.
+	Wire string `json:"wire"`
+	// Model is the provider's model when none is chosen for it.
+	Model string `json:"model"`
+	// APIKeyEnv names the environment variable(s) holding the key: a
+	// string, a list, or false for none.
+	APIKeyEnv any `json:"api_key_env"`
+	// APIKeyCmd is the argv of a command printing the key (no shell).
+	APIKeyCmd []string `json:"api_key_cmd"`
+	// APIKeyCache (seconds) keeps a command's key; APIKeyTimeout bounds
+	// the command.
+	APIKeyCache   *float64 `json:"api_key_cache"`
+	APIKeyTimeout *float64 `json:"api_key_timeout"`
+	// APIKeyHeader sends the key in this header as it is (Azure: api-key).
+	APIKeyHeader string            `json:"api_key_header"`
+	Headers      map[string]string `json:"headers"`
+	ExtraBody    map[string]any    `json:"extra_body"`
+}
+
+// BuiltinProviders are the providers that need no providers.<name> entry.
+var BuiltinProviders = []string{"anthropic", "openai", "replay", "vertex"}
+
+// Wire is the API a provider of this setup speaks: a built-in's own name
+// (unless providers.<name>.wire gives it another), a named provider's
+// wire (chat_completions by default).
+func (c *Config) Wire(name string) string {
+	p, ok := c.Providers[name]
+	for _, n := range BuiltinProviders {
+		if n == name {
+			if ok && p.Wire != "" {
+				return p.Wire
+			}
+			return name
+		}
+	}
+	if ok && p.Wire != "" {
+		return p.Wire
+	}
+	return "chat_completions"
+}
+
+// ProviderNames are the built-in providers and the named ones of setup,
+// sorted.
+func (c *Config) ProviderNames() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range BuiltinProviders {
+		seen[n] = true
+		out = append(out, n)
+	}
+	for n := range c.Providers {
+		if !seen[n] {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 type presetJSON struct {

@@ -84,6 +84,70 @@ type Effective struct {
 // Endpoint is providers.<name> of setup.
 type Endpoint struct {
 	BaseURL, ReplayFile, Project, Location string
+	// Wire is the API of a named provider ("" for the built-ins).
+	Wire string
+	// KeySet: setup chose the credential source (APIKeyEnv, APIKeyCmd;
+	// both empty = no credential); else the provider's built-in source,
+	// with APIKeyCmd as its command when set (a built-in's api_key_cmd
+	// comes after its environment variables).
+	KeySet    bool
+	APIKeyEnv []string
+	APIKeyCmd []string
+	// APIKeyCache is how long a command's key is kept (negative: not
+	// at all; 0: the default); APIKeyTimeout bounds the command.
+	APIKeyCache, APIKeyTimeout time.Duration
+	APIKeyHeader               string
+	Headers                    map[string]string
+	ExtraBody                  map[string]any
+}
+
+// endpoint is the Endpoint of providers.<name>.
+func endpoint(name string, p ProviderConfig) Endpoint {
+	e := Endpoint{BaseURL: p.BaseURL, ReplayFile: p.File, Project: p.Project, Location: p.Location,
+		APIKeyHeader: p.APIKeyHeader, Headers: p.Headers, ExtraBody: p.ExtraBody, APIKeyCmd: p.APIKeyCmd}
+	builtin := false
+	for _, n := range BuiltinProviders {
+		builtin = builtin || n == name
+	}
+	if !builtin {
+		e.Wire = p.Wire
+		if e.Wire == "" {
+			e.Wire = "chat_completions"
+		}
+		e.KeySet = true // a named provider has only the source it names
+	} else if p.Wire != "" && p.Wire != name {
+		e.Wire = p.Wire
+	}
+	switch v := p.APIKeyEnv.(type) {
+	case string:
+		if v != "" {
+			e.APIKeyEnv, e.KeySet = []string{v}, true
+		}
+	case []any:
+		for _, x := range v {
+			if s, ok := x.(string); ok && s != "" {
+				e.APIKeyEnv = append(e.APIKeyEnv, s)
+			}
+		}
+		e.KeySet = true
+	case bool:
+		if !v {
+			e.KeySet = true // false: no credential
+		}
+	}
+	if len(p.APIKeyCmd) > 0 && !builtin {
+		e.KeySet = true
+	}
+	if p.APIKeyCache != nil {
+		e.APIKeyCache = time.Duration(*p.APIKeyCache * float64(time.Second))
+		if *p.APIKeyCache <= 0 {
+			e.APIKeyCache = -1
+		}
+	}
+	if p.APIKeyTimeout != nil && *p.APIKeyTimeout > 0 {
+		e.APIKeyTimeout = time.Duration(*p.APIKeyTimeout * float64(time.Second))
+	}
+	return e
 }
 
 // Resolve returns the effective options of a buffer.
@@ -137,6 +201,9 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 
 	// The buffer's frontmatter.
 	if o := b.FM; o != nil {
+		if o.Provider != nil && *o.Provider != e.Provider && o.Model == nil {
+			e.Model = "" // a model chosen for another provider: the new one's default
+		}
 		set(&e.Provider, o.Provider)
 		set(&e.Model, o.Model)
 		set(&e.MaxTokens, o.MaxTokens)
@@ -168,7 +235,10 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	}
 	e.Extra = sections[e.Provider]
 	if p, ok := cfg.Providers[e.Provider]; ok {
-		e.Endpoint = Endpoint{BaseURL: p.BaseURL, ReplayFile: p.File, Project: p.Project, Location: p.Location}
+		e.Endpoint = endpoint(e.Provider, p)
+		if e.Model == "" {
+			e.Model = p.Model
+		}
 	}
 	e.Tools, e.Refused = selectTools(b)
 	if e.Mode == "disabled" {

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flemma-dev/flemma/frontmatter"
 )
@@ -166,5 +167,52 @@ func BenchmarkResolve(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Resolve(cfg, Runtime{}, buf)
+	}
+}
+
+// providers.<name>: a named provider speaks chat_completions unless told,
+// has only the credential source it names (none: no key), and its model
+// is the default when none is chosen; a frontmatter that switches the
+// provider does not carry a model chosen for another one.
+func TestNamedProviderEndpoint(t *testing.T) {
+	cfg, err := Decode(`{"provider":"anthropic","model":"claude-x","providers":{
+		"ollama":{"base_url":"http://localhost:11434/v1","model":"qwen3","headers":{"X-A":"1"},"extra_body":{"top_k":20}},
+		"openrouter":{"wire":"chat_completions","api_key_env":"OPENROUTER_API_KEY","api_key_cache":60,"api_key_timeout":5},
+		"openai":{"api_key_env":false,"base_url":"http://localhost:8080"},
+		"vertex":{"api_key_cmd":["gcloud","auth","print-access-token","--account","me"]}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(p string, fm *frontmatter.Options) Effective {
+		rt := Runtime{}
+		if p != "" {
+			rt.Provider = p
+			empty := ""
+			rt.Model = &empty
+		}
+		return Resolve(cfg, rt, Buffer{FM: fm})
+	}
+	if e := get("ollama", nil); e.Model != "qwen3" || e.Endpoint.Wire != "chat_completions" || !e.Endpoint.KeySet ||
+		len(e.Endpoint.APIKeyEnv)+len(e.Endpoint.APIKeyCmd) != 0 || e.Endpoint.Headers["X-A"] != "1" || e.Endpoint.ExtraBody["top_k"] != 20.0 {
+		t.Errorf("ollama: %+v", e)
+	}
+	if e := get("openrouter", nil); e.Endpoint.APIKeyEnv[0] != "OPENROUTER_API_KEY" || e.Endpoint.APIKeyCache != time.Minute || e.Endpoint.APIKeyTimeout != 5*time.Second {
+		t.Errorf("openrouter: %+v", e.Endpoint)
+	}
+	if e := get("openai", nil); e.Endpoint.Wire != "" || !e.Endpoint.KeySet || len(e.Endpoint.APIKeyEnv) != 0 {
+		t.Errorf("openai with api_key_env = false: %+v", e.Endpoint)
+	}
+	if e := get("vertex", nil); e.Endpoint.KeySet || len(e.Endpoint.APIKeyCmd) != 5 { // the variables stay, the command is replaced
+		t.Errorf("vertex: only the command replaced: %+v", e.Endpoint)
+	}
+	if e := get("", nil); e.Model != "claude-x" {
+		t.Errorf("setup model: %q", e.Model)
+	}
+	p := "ollama"
+	if e := get("", &frontmatter.Options{Provider: &p}); e.Model != "qwen3" {
+		t.Errorf("frontmatter switching to ollama kept model %q", e.Model)
+	}
+	if got := cfg.ProviderNames(); strings.Join(got, ",") != "anthropic,ollama,openai,openrouter,replay,vertex" {
+		t.Errorf("ProviderNames = %v", got)
 	}
 }

@@ -41,6 +41,7 @@ local function highlights()
   vim.cmd("highlight default link FlemmaToolPreview Comment")
   vim.cmd("highlight default link FlemmaToolRunning DiagnosticInfo")
   vim.cmd("highlight default link FlemmaLocked WarningMsg")
+  vim.cmd("highlight default link FlemmaProgress Comment")
   -- The user's highlights.tool_preview, once flemma is set up.
   if package.loaded["flemma"] then
     require("flemma").apply_highlights()

@@ -16,11 +16,10 @@ type anthropic struct {
 }
 
 const (
-	anthropicBase         = "https://api.anthropic.com"
-	anthropicVersion      = "2023-06-01"
-	anthropicDefaultModel = "claude-sonnet-4-6"
-	anthropicMaxTokens    = 32000
-	anthropicMinBudget    = 1024
+	anthropicBase      = "https://api.anthropic.com"
+	anthropicVersion   = "2023-06-01"
+	anthropicMaxTokens = 32000
+	anthropicMinBudget = 1024
 )
 
 func (a *anthropic) Name() string { return a.name }
@@ -29,7 +28,7 @@ func (a *anthropic) Stream(ctx context.Context, req Request, emit func(Event)) e
 	key := ""
 	if !a.keyless {
 		var err error
-		if key, err = credential("anthropic", a.cfg.Getenv); err != nil {
+		if key, err = a.cfg.credential(ctx, "anthropic"); err != nil {
 			return err
 		}
 	}
@@ -40,9 +39,7 @@ func (a *anthropic) Stream(ctx context.Context, req Request, emit func(Event)) e
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
 	h := http.Header{}
-	if key != "" {
-		h.Set("x-api-key", key)
-	}
+	a.cfg.setKey(h, key, "x-api-key", "")
 	h.Set("anthropic-version", anthropicVersion)
 	resp, err := post(ctx, a.cfg.HTTPClient, a.name, baseURL(a.cfg.BaseURL, anthropicBase, "/v1/messages"), h, body)
 	if err != nil {

@@ -23,7 +23,7 @@ func TestErrorShapes(t *testing.T) {
 	}{
 		{name: "401 JSON", provider: "anthropic", status: 401, ctype: "application/json",
 			body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`,
-			want: "anthropic: 401 invalid x-api-key"},
+			want: "anthropic: 401 invalid x-api-key" + " — the key came from $ANTHROPIC_API_KEY: check its value, or choose another source with providers.anthropic.api_key_env or api_key_cmd (Neovim's environment is fixed when it starts)"},
 		{name: "429 with retry hint", provider: "anthropic", status: 429, ctype: "application/json",
 			header: map[string]string{"Retry-After": "20"},
 			body:   `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your rate limit."}}`,
@@ -33,10 +33,10 @@ func TestErrorShapes(t *testing.T) {
 			want: "anthropic: 529 Overloaded", retry: true},
 		{name: "pretty-printed 401", provider: "openai", status: 401, ctype: "application/json",
 			body: "{\n    \"error\": {\n        \"message\": \"Missing bearer authentication in header.\",\n        \"type\": \"invalid_request_error\",\n        \"param\": null,\n        \"code\": null\n    }\n}\n",
-			want: "openai: 401 Missing bearer authentication in header."},
+			want: "openai: 401 Missing bearer authentication in header." + " — the key came from $OPENAI_API_KEY: check its value, or choose another source with providers.openai.api_key_env or api_key_cmd (Neovim's environment is fixed when it starts)"},
 		{name: "key echoed back is redacted", provider: "openai", status: 401, ctype: "application/json",
 			body: `{"error":{"message":"Incorrect API key provided: sk-openai-test-secret.","type":"invalid_request_error"}}`,
-			want: "openai: 401 Incorrect API key provided: [redacted]."},
+			want: "openai: 401 Incorrect API key provided: [redacted]." + " — the key came from $OPENAI_API_KEY: check its value, or choose another source with providers.openai.api_key_env or api_key_cmd (Neovim's environment is fixed when it starts)"},
 		{name: "HTML 502 page", provider: "openai", status: 502, ctype: "text/html",
 			body: "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>edge-proxy</center>\n</body>\n</html>\n",
 			want: "openai: 502 Bad Gateway", retry: true},
@@ -212,9 +212,15 @@ func TestMissingCredential(t *testing.T) {
 	for _, tc := range []struct{ name, want string }{
 		{"anthropic", "anthropic: no credential: set ANTHROPIC_API_KEY in the environment Neovim starts from"},
 		{"openai", "openai: no credential: set OPENAI_API_KEY in the environment Neovim starts from"},
-		{"vertex", "vertex: no credential: set VERTEX_AI_ACCESS_TOKEN or VERTEX_ACCESS_TOKEN in the environment Neovim starts from"},
+		{"vertex", "vertex: no credential: set VERTEX_AI_ACCESS_TOKEN or VERTEX_ACCESS_TOKEN in the environment Neovim starts from, or make the command work: the credential command `flemma-test-no-such-command` was not found on $PATH (api_key_cmd)"},
 	} {
-		p, _ := New(tc.name, Config{Getenv: func(string) string { return "" }})
+		cfg := Config{Getenv: func(string) string { return "" }}
+		if tc.name == "vertex" { // the built-in source with a command that cannot run
+			src := DefaultKeySource("vertex")
+			src.Cmd = []string{"flemma-test-no-such-command"}
+			cfg.Key = &src
+		}
+		p, _ := New(tc.name, cfg)
 		err := p.Stream(context.Background(), hello(), func(Event) {})
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s: err = %v\nwant %s", tc.name, err, tc.want)

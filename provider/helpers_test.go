@@ -179,7 +179,11 @@ func newTest(t *testing.T, name, base string) Provider {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := p.(*vertex); ok {
+	inner := p
+	if c, ok := p.(*configured); ok {
+		inner = c.inner
+	}
+	if v, ok := inner.(*vertex); ok {
 		n := 0
 		v.newID = func(name string) string { n++; return "urn:flemma:tool:" + name + ":test" + string(rune('0'+n)) }
 	}

@@ -204,21 +204,30 @@ var defaultModels = map[string]string{
 	"vertex":    "gemini-3.1-pro-preview",
 }
 
-// catalogueProvider is the catalogue section a provider reads: the replay
-// provider is the Anthropic client.
+// catalogueProvider is the catalogue section a provider (or wire) reads:
+// the replay provider is the Anthropic client, "responses" is OpenAI's.
+// The chat_completions wire reads every section (chatWire): a gateway or a
+// compatible server may serve any of these models.
 func catalogueProvider(provider string) string {
-	if provider == "replay" {
+	switch provider {
+	case "replay":
 		return "anthropic"
+	case "responses":
+		return "openai"
 	}
 	return provider
 }
+
+// chatWire is the wire of OpenAI-compatible servers (named providers).
+const chatWire = "chat_completions"
 
 // DefaultModel is the model a provider sends when none is configured ("" for
 // a provider without one).
 func DefaultModel(provider string) string { return defaultModels[catalogueProvider(provider)] }
 
 // ModelNames lists the catalogue's model ids of a provider (family prefixes
-// left out), sorted: what :Flemma switch completes.
+// left out), sorted: what :Flemma switch completes. None for the
+// chat_completions wire: what a compatible server serves is its own.
 func ModelNames(provider string) []string {
 	provider = catalogueProvider(provider)
 	var out []string
@@ -293,7 +302,7 @@ func isSeparator(c byte) bool {
 func catalogueEntry(provider, model string) (ModelInfo, bool) {
 	best := -1
 	for i, m := range catalogue {
-		if m.Provider == provider && matchesName(model, m.Name) && (best < 0 || len(m.Name) > len(catalogue[best].Name)) {
+		if (m.Provider == provider || provider == chatWire) && matchesName(model, m.Name) && (best < 0 || len(m.Name) > len(catalogue[best].Name)) {
 			best = i
 		}
 	}
@@ -460,11 +469,19 @@ func fitBudget(p Params, m ModelInfo, budget, lo, hi, maxTokens int) (int, int, 
 	return budget, maxTokens, true
 }
 
-// MaxTokens is the max_tokens a request of the provider sends for the
-// parameters (before a thinking budget may raise it), as :Flemma status
-// shows it.
+// MaxTokens is the max_tokens a request of the provider (or wire) sends for
+// the parameters (before a thinking budget may raise it), as :Flemma status
+// shows it; 0 = none is sent (chat_completions without one set: the
+// server's default applies).
 func MaxTokens(provider string, p Params, m ModelInfo) int {
-	def := map[string]int{"anthropic": anthropicMaxTokens, "openai": openaiMaxTokens, "vertex": vertexMaxTokens}[catalogueProvider(provider)]
+	provider = catalogueProvider(provider)
+	if provider == chatWire {
+		if p.MaxTokens <= 0 {
+			return 0
+		}
+		return outputTokens(p, m, 0)
+	}
+	def := map[string]int{"anthropic": anthropicMaxTokens, "openai": openaiMaxTokens, "vertex": vertexMaxTokens}[provider]
 	if def == 0 {
 		def = UnknownMaxOutputTokens
 	}
@@ -479,10 +496,13 @@ func MaxTokens(provider string, p Params, m ModelInfo) int {
 // is not near any known id — a model released after this catalogue must
 // stay usable. Near is within edit distance 2 (1 for names under 8
 // bytes): "claude-sonet-4-6" and "claude-sonnet-4.6" are typos of
-// claude-sonnet-4-6, "gpt-4p" of gpt-4o.
-func SuggestModel(provider, model string, overrides map[string]ModelOverride) string {
-	if model == "" {
-		return ""
+// claude-sonnet-4-6, "gpt-4p" of gpt-4o. On the chat_completions wire every
+// name is taken: what a compatible server serves is its own.
+// known are more model ids the provider takes (a named provider's
+// configured model): taken, and offered as corrections.
+func SuggestModel(provider, model string, overrides map[string]ModelOverride, known ...string) string {
+	if model == "" || provider == chatWire {
+		return "" // a compatible server's names are its own
 	}
 	if _, ok := catalogueEntry(catalogueProvider(provider), model); ok {
 		return ""
@@ -493,6 +513,14 @@ func SuggestModel(provider, model string, overrides map[string]ModelOverride) st
 	names := ModelNames(provider)
 	for k := range overrides {
 		names = append(names, k)
+	}
+	for _, k := range known {
+		if k == model {
+			return ""
+		}
+		if k != "" {
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
 	shape := digitShape(model)

@@ -370,3 +370,54 @@ func TestSuggestModel(t *testing.T) {
 		}
 	}
 }
+
+// TestChatCompletionsModels: on the chat_completions wire only what the
+// user set is sent, bounded by what the catalogue knows of the model (any
+// section: a gateway may serve any of them, under a vendor/ path too).
+func TestChatCompletionsModels(t *testing.T) {
+	temp := 0.3
+	cases := []struct {
+		name   string
+		params Params
+		want   map[string]string // top-level keys; "" = absent
+	}{
+		{"unknown model: what was set, as it was", Params{Model: "qwen3", MaxTokens: 64000, Temperature: &temp, Thinking: "max"},
+			map[string]string{"max_tokens": "64000", "temperature": "0.3", "reasoning_effort": `"high"`}},
+		{"nothing set, nothing sent", Params{Model: "gpt-4o"},
+			map[string]string{"max_tokens": "", "temperature": "", "reasoning_effort": ""}},
+		{"gpt-4o: cut to its limit, no reasoning_effort", Params{Model: "gpt-4o", MaxTokens: 64000, Thinking: "high"},
+			map[string]string{"max_tokens": "16384", "reasoning_effort": ""}},
+		{"openai/gpt-4o through a gateway", Params{Model: "openai/gpt-4o", MaxTokens: 64000},
+			map[string]string{"max_tokens": "16384"}},
+		{"o3: max_completion_tokens, no temperature, its own effort words", Params{Model: "o3", MaxTokens: 200000, Temperature: &temp, Thinking: "minimal"},
+			map[string]string{"max_completion_tokens": "100000", "max_tokens": "", "temperature": "", "reasoning_effort": `"low"`}},
+		{"gpt-5.4 max is xhigh", Params{Model: "gpt-5.4", Thinking: "max"},
+			map[string]string{"reasoning_effort": `"xhigh"`}},
+		{"a Claude through a gateway: common effort words, no temperature", Params{Model: "anthropic/claude-opus-4-8", Thinking: "max", Temperature: &temp, MaxTokens: 500000},
+			map[string]string{"reasoning_effort": `"high"`, "temperature": "", "max_tokens": "128000"}},
+		{"setup's models bound it too", Params{Model: "my-llm-7b", MaxTokens: 9000},
+			map[string]string{"max_tokens": "4096"}},
+	}
+	ov := map[string]ModelOverride{"my-llm": {MaxOutputTokens: 4096}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := hello()
+			req.Params = tc.params
+			if strings.HasPrefix(tc.params.Model, "my-llm") {
+				info := LookupModel(chatWire, tc.params.Model, ov)
+				req.ModelInfo = &info
+			}
+			b, err := chatBody(req, "gw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var top map[string]json.RawMessage
+			json.Unmarshal(b, &top)
+			for k, want := range tc.want {
+				if got := string(top[k]); got != want {
+					t.Errorf("%s = %s, want %s", k, got, want)
+				}
+			}
+		})
+	}
+}

@@ -20,7 +20,7 @@ const (
 func (o *openai) Name() string { return "openai" }
 
 func (o *openai) Stream(ctx context.Context, req Request, emit func(Event)) error {
-	key, err := credential("openai", o.cfg.Getenv)
+	key, err := o.cfg.credential(ctx, "openai")
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (o *openai) Stream(ctx context.Context, req Request, emit func(Event)) erro
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
 	defer cancel()
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+key)
+	o.cfg.setKey(h, key, "Authorization", "Bearer ")
 	resp, err := post(ctx, o.cfg.HTTPClient, "openai", baseURL(o.cfg.BaseURL, openaiBase, "/v1/responses"), h, body)
 	if err != nil {
 		return redact(err, key)

@@ -189,6 +189,28 @@ type Config struct {
 	ReplayFile string
 	// Timeout bounds one whole request (connect to last byte); 0 = 600 s.
 	Timeout time.Duration
+
+	// Wire is the API a named provider speaks: "anthropic", "openai"
+	// (Responses), "chat_completions" or "vertex"; "" = the name's own.
+	Wire string
+	// Key is where the credential comes from; nil = the built-in source of
+	// the provider (none for a named provider: no credential is sent).
+	Key *KeySource
+	// KeyHeader sends the credential in this header, as it is ("api-key"
+	// for Azure OpenAI); "" = the wire's own (Authorization: Bearer, or
+	// Anthropic's x-api-key).
+	KeyHeader string
+	// Headers are added to every request (they cannot replace the ones
+	// that carry the credential or the content type).
+	Headers map[string]string
+	// ExtraBody is merged into the JSON body of every request (objects
+	// merged key by key); it cannot replace the model, the conversation,
+	// the tools or stream (see protectedBody).
+	ExtraBody map[string]any
+	// Keys resolves and caches credentials; nil = DefaultKeyring.
+	Keys *Keyring
+
+	cred *credHolder // set by New: the credential the client used last
 }
 
 // Names lists the providers New knows, sorted.
@@ -206,61 +228,66 @@ func New(name string, cfg Config) (Provider, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultTimeout
 	}
-	switch name {
-	case "anthropic":
-		return &anthropic{cfg: cfg, name: "anthropic"}, nil
-	case "openai":
-		return &openai{cfg: cfg}, nil
-	case "vertex":
-		return &vertex{cfg: cfg, newID: newVertexID}, nil
-	case "replay":
+	wire := cfg.Wire
+	if wire == "" {
+		wire = name
+	}
+	if wire == "responses" {
+		wire = "openai"
+	}
+	if wire == "replay" {
 		if cfg.ReplayFile == "" {
 			return nil, fmt.Errorf("provider replay: no replay file configured")
 		}
 		return newReplay(cfg), nil
 	}
-	return nil, fmt.Errorf("unknown provider %q (known: %s)", name, strings.Join(Names(), ", "))
+	if err := checkCustom(name, wire, cfg); err != nil {
+		return nil, err
+	}
+	if len(cfg.Headers) > 0 || len(cfg.ExtraBody) > 0 {
+		cfg.HTTPClient = customClient(cfg.HTTPClient, cfg.Headers, cfg.ExtraBody)
+	}
+	cfg.cred = &credHolder{}
+	// The client reads its credential under the configured name's source
+	// (a named provider has its own, or none).
+	if cfg.Key == nil && name != wire {
+		cfg.Key = &KeySource{}
+	}
+	var inner Provider
+	switch wire {
+	case "anthropic":
+		inner = &anthropic{cfg: cfg, name: "anthropic"}
+	case "openai":
+		inner = &openai{cfg: cfg}
+	case "chat_completions":
+		inner = &chat{cfg: cfg, name: name}
+	case "vertex":
+		inner = &vertex{cfg: cfg, newID: newVertexID}
+	default:
+		if cfg.Wire != "" {
+			return nil, fmt.Errorf("provider %s: unknown wire %q (known: %s)", name, cfg.Wire, strings.Join(Wires(), ", "))
+		}
+		return nil, fmt.Errorf("unknown provider %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return &configured{inner: inner, name: name, cfg: cfg}, nil
 }
 
-// credentialVars lists, per provider, the environment variables holding its
-// credential, in lookup order.
-var credentialVars = map[string][]string{
-	"anthropic": {"ANTHROPIC_API_KEY"},
-	"openai":    {"OPENAI_API_KEY"},
-	"vertex":    {"VERTEX_AI_ACCESS_TOKEN", "VERTEX_ACCESS_TOKEN"},
-}
+// Wires lists the wire formats a named provider may speak.
+func Wires() []string { return []string{"anthropic", "chat_completions", "openai", "vertex"} }
 
-// Credentials reports whether the named provider's credential is set and
-// where it comes from (the environment variable name), for :checkhealth. It
-// never returns the value. The replay provider needs none.
+var osGetenv = os.Getenv
+
+// Credentials reports whether the named built-in provider's credential
+// source is usable and names it, for :checkhealth. It never returns the
+// value. CredentialStatus does the same for a configured provider.
 func Credentials(name string, getenv func(string) string) (present bool, source string) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if name == "replay" {
-		return true, "replay file (no credential needed)"
-	}
-	vars, ok := credentialVars[name]
-	if !ok {
+	switch name {
+	case "anthropic", "openai", "vertex", "replay":
+	default:
 		return false, ""
 	}
-	for _, v := range vars {
-		if strings.TrimSpace(getenv(v)) != "" {
-			return true, v
-		}
-	}
-	return false, strings.Join(vars, " or ")
-}
-
-// credential returns the credential value or a readable *Error.
-func credential(name string, getenv func(string) string) (string, error) {
-	for _, v := range credentialVars[name] {
-		if s := strings.TrimSpace(getenv(v)); s != "" {
-			return s, nil
-		}
-	}
-	vars := credentialVars[name]
-	return "", &Error{Provider: name, Message: "no credential: set " + strings.Join(vars, " or ") + " in the environment Neovim starts from"}
+	present, source = CredentialStatus(name, Config{Getenv: getenv})
+	return present, strings.ReplaceAll(strings.TrimPrefix(source, "$"), " or $", " or ")
 }
 
 const defaultTimeout = 600 * time.Second
@@ -280,6 +307,15 @@ var defaultClient = &http.Client{Transport: &http.Transport{
 func baseURL(base, def, path string) string {
 	if base == "" {
 		base = def
+	}
+	// A query in the base (Azure's ?api-version=…) is kept, after the
+	// path's own.
+	if b, q, ok := strings.Cut(base, "?"); ok {
+		joined := baseURL(b, def, path)
+		if strings.Contains(joined, "?") {
+			return joined + "&" + q
+		}
+		return joined + "?" + q
 	}
 	base = strings.TrimRight(base, "/")
 	for _, v := range []string{"/v1beta1", "/v1"} {

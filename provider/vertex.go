@@ -53,7 +53,7 @@ func (v *vertex) endpoint(model string) (string, error) {
 }
 
 func (v *vertex) Stream(ctx context.Context, req Request, emit func(Event)) error {
-	token, err := credential("vertex", v.cfg.Getenv)
+	token, err := v.cfg.credential(ctx, "vertex")
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (v *vertex) Stream(ctx context.Context, req Request, emit func(Event)) erro
 	ctx, cancel := context.WithTimeout(ctx, v.cfg.Timeout)
 	defer cancel()
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+token)
+	v.cfg.setKey(h, token, "Authorization", "Bearer ")
 	resp, err := post(ctx, v.cfg.HTTPClient, "vertex", endpoint, h, body)
 	if err != nil {
 		return redact(err, token)

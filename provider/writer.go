@@ -109,6 +109,10 @@ func (w *Writer) Add(e Event) {
 	}
 }
 
+// StopReason is the provider's stop reason of the response ("end_turn",
+// "tool_use", "max_tokens", … as EventDone gave it; "" before it ended).
+func (w *Writer) StopReason() string { return w.stop }
+
 // Cut says why a response that ended normally must still not be taken as
 // whole ("" when it may): it stopped at the output limit, was stopped by a
 // content filter or left incomplete, or a tool call's input was cut. Finish

@@ -34,8 +34,12 @@ func (e editor) Notify(msg string, level int) error {
 	return e.nv.ExecLua(`require("flemma.buf").notify(...)`, nil, msg, level)
 }
 
-func (e editor) Event(pattern string, data cycle.ToolEvent) error {
+func (e editor) Event(pattern string, data any) error {
 	return e.nv.ExecLua(`require("flemma.buf").event(...)`, nil, pattern, data)
+}
+
+func (e editor) Progress(bufnr int, p cycle.Progress) error {
+	return e.nv.ExecLua(`require("flemma.buf").progress(...)`, nil, bufnr, p)
 }
 
 func (e editor) TrustPull(bufnr int) (cycle.TrustPull, error) {

@@ -211,6 +211,35 @@ func (s *Session) Press(keys string) error {
 	}
 }
 
+// WaitIdle waits until nothing is left to change the current buffer: the
+// host answered every request and has no work in progress for it (no step,
+// response, running call, nor a step autopilot is about to take). Tests
+// that check that something does not happen wait for this, not for time.
+func (s *Session) WaitIdle() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var st struct {
+			Pending int  `msgpack:"pending"`
+			Busy    bool `msgpack:"busy"`
+		}
+		err := s.Lua(&st, `
+			local host = require("flemma.host")
+			local pending = host._pending()
+			local res = host.request(require("flemma.protocol").status, vim.api.nvim_get_current_buf())
+			return { pending = pending, busy = res and res.busy or false }`)
+		if err != nil {
+			return err
+		}
+		if st.Pending == 0 && !st.Busy {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the buffer is still busy after 30 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // Text returns the current buffer's text, lines joined by "\n".
 func (s *Session) Text() (string, error) {
 	var lines []string

@@ -9,6 +9,7 @@ local M = {}
 local ns_diag = vim.api.nvim_create_namespace("flemma.diagnostics")
 local ns_marks = vim.api.nvim_create_namespace("flemma.marks")
 local ns_lock = vim.api.nvim_create_namespace("flemma.lock")
+local ns_progress = vim.api.nvim_create_namespace("flemma.progress")
 
 -- The text width of the first window showing bufnr (sign, number and fold
 -- columns excluded), or 80 when it is not shown.
@@ -252,12 +253,121 @@ function M.set_marks(bufnr, items)
 end
 
 function M.namespaces()
-  return { diagnostics = ns_diag, marks = ns_marks, lock = ns_lock }
+  return { diagnostics = ns_diag, marks = ns_marks, lock = ns_lock, progress = ns_progress }
+end
+
+local spinner = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" }
+
+--- "1,204": n with a comma every three digits.
+local function thousands(n)
+  local s = tostring(math.floor(n))
+  local out = s:reverse():gsub("(%d%d%d)", "%1,"):reverse()
+  return (out:gsub("^,", ""))
+end
+M.thousands = thousands
+
+--- The words of a request's progress, and its spinner frame.
+function M.progress_text(p, now)
+  local elapsed = math.max(0, (now - p.t0) / 1000)
+  local frame = spinner[math.floor(elapsed * 10) % #spinner + 1]
+  local what
+  if p.phase == "thinking" then
+    what = string.format("thinking… %s chars", thousands(p.thinking_chars or 0))
+  elseif p.phase == "answering" then
+    what = "answering…"
+  else
+    what = "waiting for " .. (p.provider ~= "" and p.provider or "the model")
+  end
+  return string.format("%s %s  %ds", frame, what, math.floor(elapsed))
+end
+
+local progress_timer
+
+local function render_progress(bufnr, p, now)
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  vim.api.nvim_buf_clear_namespace(bufnr, ns_progress, 0, -1)
+  if p then
+    local last = vim.api.nvim_buf_line_count(bufnr) - 1
+    pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_progress, last, 0, {
+      virt_text = { { M.progress_text(p, now), "FlemmaProgress" } },
+      virt_text_pos = "eol",
+    })
+  end
+end
+
+local function tick_progress()
+  local now = vim.loop.now()
+  local any = false
+  for bufnr, b in pairs(state.buffers) do
+    if b.progress then
+      any = true
+      render_progress(bufnr, b.progress, now)
+    end
+  end
+  if not any and progress_timer then
+    progress_timer:stop()
+    progress_timer:close()
+    progress_timer = nil
+  end
+end
+
+--- Show what a request in progress is doing after the buffer's last line
+--- (virtual text: a spinner, the phase, the time since it was sent), or
+--- clear it (p.phase == ""). The host sends a change of phase or of the
+--- counts; a timer animates the spinner and the time in between.
+function M.progress(bufnr, p)
+  local b = state.buffer(bufnr)
+  local now = vim.loop.now()
+  if not p or p.phase == nil or p.phase == "" then
+    b.progress = nil
+    render_progress(bufnr, nil, now)
+    return
+  end
+  p.t0 = now - (p.elapsed_ms or 0)
+  if b.progress and b.progress.t0 < p.t0 then
+    p.t0 = b.progress.t0 -- the first report started the clock
+  end
+  b.progress = p
+  render_progress(bufnr, p, now)
+  if not progress_timer then
+    progress_timer = vim.loop.new_timer()
+    progress_timer:start(100, 100, vim.schedule_wrap(tick_progress))
+  end
+end
+
+--- What flemma's events tell the statusline: running tools per buffer,
+--- the session's token totals.
+local function observe(pattern, data)
+  if type(data) ~= "table" or not data.bufnr then
+    return
+  end
+  local b = state.buffer(data.bufnr)
+  if pattern == "FlemmaToolExecuting" then
+    b.running = b.running or {}
+    b.running[data.tool_id or ""] = true
+  elseif pattern == "FlemmaToolFinished" and b.running then
+    b.running[data.tool_id or ""] = nil
+  elseif pattern == "FlemmaRequestEnd" and type(data.usage) == "table" then
+    local total = state.usage
+    total.responses = total.responses + 1
+    for _, k in ipairs({
+      "input_tokens",
+      "output_tokens",
+      "cache_read_tokens",
+      "cache_write_tokens",
+      "reasoning_tokens",
+    }) do
+      total[k] = total[k] + (tonumber(data.usage[k]) or 0)
+    end
+  end
 end
 
 --- Fire a User autocmd with data. Before 0.8 autocmds carry no data: it is
 --- then readable from require("flemma.buf").last_event.
 function M.event(pattern, data)
+  observe(pattern, data)
   M.last_event = data
   if vim.fn.has("nvim-0.8") == 1 then
     vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })

@@ -24,7 +24,12 @@ M.defaults = {
   -- cache_read_price = 0.1, cache_write_price = 1.25 } (prices in USD per million tokens).
   models = {},
   -- base_url per provider (proxies, gateways, local servers); replay = { file = "script.sse" }
-  -- answers from a recorded script instead of a network (demos, tests).
+  -- answers from a recorded script instead of a network (demos, tests). Any other name is a
+  -- named provider (provider = "ollama", :Flemma switch ollama), e.g.
+  --   ollama = { wire = "chat_completions", base_url = "http://localhost:11434/v1", model = "qwen3" }
+  -- Keys of an entry (see provider_keys below): wire, base_url, model, api_key_env (a variable
+  -- name, a list, or false for none), api_key_cmd (argv, no shell), api_key_cache (seconds),
+  -- api_key_timeout (seconds), api_key_header, headers, extra_body; project, location, file.
   providers = { anthropic = {}, openai = {}, vertex = {}, replay = {} },
   host = {
     cmd = nil, -- default: <plugin>/bin/flemma-host, then flemma-host on $PATH
@@ -163,6 +168,24 @@ local checks = {
   ["parameters.cache_retention"] = { "string", "nil", one_of = { "short", "long", "none" } },
 }
 
+-- The keys of a providers.<name> entry and their types.
+local provider_keys = {
+  base_url = { "string" },
+  file = { "string" },
+  project = { "string" },
+  location = { "string" },
+  wire = { "string", one_of = { "chat_completions", "openai", "responses", "anthropic", "vertex" } },
+  model = { "string" },
+  api_key_env = { "string", "table", "boolean" },
+  api_key_cmd = { "table" },
+  api_key_cache = { "number" },
+  api_key_timeout = { "number" },
+  api_key_header = { "string" },
+  headers = { "table" },
+  extra_body = { "table" },
+}
+M.provider_keys = provider_keys
+
 local function set(t, path, value)
   local parts = vim.split(path, ".", { plain = true })
   for i = 1, #parts - 1 do
@@ -276,6 +299,110 @@ local function unknown_keys(user, defaults, path, out)
   return out
 end
 
+-- providers.<name>: every key known and of its type; a wrong value is
+-- dropped with an error, an unknown key warned about (did you mean).
+local function check_providers(cfg, errors, warnings)
+  if type(cfg.providers) ~= "table" then
+    table.insert(errors, "providers: expected table, got " .. type(cfg.providers) .. " (the default is used)")
+    cfg.providers = vim.deepcopy(M.defaults.providers)
+    return
+  end
+  for name, entry in pairs(cfg.providers) do
+    local base = "providers." .. tostring(name)
+    if type(entry) ~= "table" then
+      table.insert(errors, string.format("%s: expected table, got %s (ignored)", base, type(entry)))
+      cfg.providers[name] = nil
+    else
+      for k, v in pairs(entry) do
+        local key = base .. "." .. tostring(k)
+        local spec = provider_keys[k]
+        if not spec then
+          local best, best_d = nil, 3
+          for known in pairs(provider_keys) do
+            local d = distance(tostring(k), known)
+            if d < best_d then
+              best, best_d = known, d
+            end
+          end
+          local hint = best and string.format(" (did you mean %s.%s?)", base, best) or ""
+          table.insert(warnings, string.format("unknown option %s%s: it is ignored", key, hint))
+          entry[k] = nil
+        else
+          local ok = vim.tbl_contains(spec, type(v))
+          local why = string.format("expected %s, got %s", table.concat(spec, " or "), type(v))
+          if ok and spec.one_of and not vim.tbl_contains(spec.one_of, v) then
+            ok, why = false, string.format("expected one of %s, got %q", table.concat(spec.one_of, ", "), tostring(v))
+          elseif ok and k == "api_key_env" and v == true then
+            ok, why = false, "expected a variable name, a list of names, or false (no key)"
+          elseif ok and (k == "api_key_cmd" or k == "api_key_env") and type(v) == "table" then
+            for i, x in pairs(v) do
+              if type(i) ~= "number" or type(x) ~= "string" then
+                ok, why = false, "expected a list of strings (argv: no shell)"
+              end
+            end
+          elseif ok and k == "headers" then
+            for hk, hv in pairs(v) do
+              if type(hk) ~= "string" or type(hv) ~= "string" then
+                ok, why = false, "expected a table of header names to string values"
+              end
+            end
+          elseif ok and k == "extra_body" and next(v) ~= nil and is_list(v) then
+            ok, why = false, "expected a table of body fields, got a list"
+          end
+          if not ok then
+            table.insert(errors, string.format("%s: %s (ignored)", key, why))
+            entry[k] = nil
+          end
+        end
+      end
+    end
+  end
+end
+
+-- models = { [id] = { … } }: each entry's fields; a wrong one is reported and
+-- dropped, the rest of the entry applies.
+local function check_models(cfg, errors, warnings)
+  if type(cfg.models) == "table" then
+    for id, entry in pairs(cfg.models) do
+      local key = "models[" .. string.format("%q", tostring(id)) .. "]"
+      if type(id) ~= "string" or type(entry) ~= "table" then
+        table.insert(errors, key .. ": expected a table of model settings (the entry is ignored)")
+        cfg.models[id] = nil
+      else
+        for field, v in pairs(entry) do
+          local want = model_fields[field]
+          if not want then
+            local best, best_d = nil, 3
+            for known in pairs(model_fields) do
+              local d = distance(tostring(field), known)
+              if d < best_d then
+                best, best_d = known, d
+              end
+            end
+            table.insert(
+              warnings,
+              string.format(
+                "unknown option %s.%s%s: it is ignored",
+                key,
+                tostring(field),
+                best and (" (did you mean " .. best .. "?)") or ""
+              )
+            )
+            entry[field] = nil
+          elseif type(v) ~= want or (field == "thinking" and not vim.tbl_contains(thinking_forms, v)) then
+            local what = field == "thinking" and ("one of " .. table.concat(thinking_forms, ", ")) or want
+            table.insert(
+              errors,
+              string.format("%s.%s: expected %s, got %s (it is ignored)", key, field, what, vim.inspect(v))
+            )
+            entry[field] = nil
+          end
+        end
+      end
+    end
+  end
+end
+
 --- Merge user options over the defaults and validate them.
 ---@return table config, string[] errors, string[] warnings
 function M.resolve(user)
@@ -319,46 +446,8 @@ function M.resolve(user)
       )
     end
   end
-  -- models = { [id] = { … } }: each entry's fields; a wrong one is dropped.
-  if type(cfg.models) == "table" then
-    for id, entry in pairs(cfg.models) do
-      local key = "models[" .. string.format("%q", tostring(id)) .. "]"
-      if type(id) ~= "string" or type(entry) ~= "table" then
-        table.insert(errors, key .. ": expected a table of model settings (the entry is ignored)")
-        cfg.models[id] = nil
-      else
-        for field, v in pairs(entry) do
-          local want = model_fields[field]
-          if not want then
-            local best, best_d = nil, 3
-            for known in pairs(model_fields) do
-              local d = distance(tostring(field), known)
-              if d < best_d then
-                best, best_d = known, d
-              end
-            end
-            table.insert(
-              warnings,
-              string.format(
-                "unknown option %s.%s%s: it is ignored",
-                key,
-                tostring(field),
-                best and (" (did you mean " .. best .. "?)") or ""
-              )
-            )
-            entry[field] = nil
-          elseif type(v) ~= want or (field == "thinking" and not vim.tbl_contains(thinking_forms, v)) then
-            local what = field == "thinking" and ("one of " .. table.concat(thinking_forms, ", ")) or want
-            table.insert(
-              errors,
-              string.format("%s.%s: expected %s, got %s (it is ignored)", key, field, what, vim.inspect(v))
-            )
-            entry[field] = nil
-          end
-        end
-      end
-    end
-  end
+  check_providers(cfg, errors, warnings)
+  check_models(cfg, errors, warnings)
   if type(cfg.tools.autopilot) == "boolean" then
     cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
   end

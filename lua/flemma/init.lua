@@ -4,6 +4,7 @@
 -- the plugin does (their shared state is flemma.state).
 local P = require("flemma.protocol")
 local actions = require("flemma.actions")
+local buf = require("flemma.buf")
 local channel = require("flemma.channel")
 local config = require("flemma.config")
 local host = require("flemma.host")
@@ -82,6 +83,62 @@ M.execute_at_cursor = actions.execute_at_cursor
 M.cancel = actions.cancel
 
 --- Buffer-local keymaps for a chat buffer.
+--- "12.3k": a token count for the statusline.
+local function short(n)
+  if n >= 1000000 then
+    return string.format("%.1fM", n / 1000000)
+  elseif n >= 1000 then
+    return string.format("%.1fk", n / 1000)
+  end
+  return tostring(n)
+end
+
+--- A statusline component: in a chat buffer, the provider and model (as
+--- set up or switched; a buffer's frontmatter may choose others), what a
+--- request in progress is doing, how many tools run, and the tokens of
+--- this session's responses; "" elsewhere. Cheap: it reads what flemma's
+--- events left in flemma.state, never the buffer or the host.
+---   statusline = { lualine_x = { require("flemma").statusline } }
+---   vim.o.statusline = "%f %= %{v:lua.require'flemma'.statusline()}"
+function M.statusline(bufnr)
+  bufnr = (type(bufnr) == "number" and bufnr ~= 0) and bufnr or vim.api.nvim_get_current_buf()
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.bo[bufnr].filetype ~= "chat" then
+    return ""
+  end
+  local cfg = state.config()
+  local provider, model = cfg.provider, cfg.model
+  local switch = state.host.runtime.switch
+  if type(switch) == "string" then
+    local words = vim.split(switch, "%s+", { trimempty = true })
+    if words[1] and not words[1]:find("=", 1, true) then
+      provider, model = words[1], nil
+      if words[2] and not words[2]:find("=", 1, true) then
+        model = words[2]
+      end
+    end
+  end
+  local parts = { model and (provider .. " " .. model) or tostring(provider) }
+  local b = state.buffers[bufnr] or {}
+  if b.progress then
+    table.insert(parts, buf.progress_text(b.progress, vim.loop.now()))
+  end
+  local running = 0
+  for _ in pairs(b.running or {}) do
+    running = running + 1
+  end
+  if running > 0 then
+    table.insert(parts, running .. " running")
+  end
+  local u = state.usage
+  if u.responses > 0 then
+    table.insert(
+      parts,
+      string.format("%s in · %s out", short(u.input_tokens + u.cache_read_tokens), short(u.output_tokens))
+    )
+  end
+  return table.concat(parts, " · ")
+end
+
 function M.attach(bufnr)
   -- The text the buffer holds now is its origin (once: a later FileType
   -- event is not a load; reloads are seen by plugin/flemma.lua).

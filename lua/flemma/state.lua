@@ -57,11 +57,23 @@ M.resolvers = {}
 --- The trust store (path -> { sha256, time }), read lazily (flemma.trust).
 M.trust_store = nil
 
+--- Tokens of every response of this session (from FlemmaRequestEnd).
+M.usage = {
+  responses = 0,
+  input_tokens = 0,
+  output_tokens = 0,
+  cache_read_tokens = 0,
+  cache_write_tokens = 0,
+  reasoning_tokens = 0,
+}
+
 --- Per chat buffer, dropped when it is wiped (forget_buffer):
 ---   trust = { gen, trusted, origin, digest, load_undos, records } (flemma.trust)
 ---   undo = { seen, count }: steps back in its undo history (flemma.trust)
 ---   tracker = { base, first, tail }: what changed since the host's last sync (flemma.buf)
 ---   our_tick = changedtick right after flemma's last write (flemma.buf)
+---   progress = the request in progress: { phase, provider, model, t0, thinking_chars, text_chars } (flemma.buf)
+---   running = tool id -> true while it runs (flemma.buf, from the tool events)
 M.buffers = {}
 
 --- The state of a buffer, created on first use.

@@ -1,0 +1,429 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// chat is the OpenAI Chat Completions client: the wire of the named
+// OpenAI-compatible providers (Ollama, llama.cpp, vLLM, LM Studio,
+// OpenRouter, LiteLLM, DeepSeek, Mistral, Azure OpenAI…). The base URL
+// includes the version ("http://localhost:11434/v1"); the request goes to
+// <base>/chat/completions.
+type chat struct {
+	cfg  Config
+	name string // the configured name, e.g. "ollama"
+}
+
+const chatBase = "https://api.openai.com/v1"
+
+func (c *chat) Name() string { return c.name }
+
+func (c *chat) Stream(ctx context.Context, req Request, emit func(Event)) error {
+	key, err := c.cfg.credential(ctx, c.name)
+	if err != nil {
+		return err
+	}
+	body, err := chatBody(req, c.name)
+	if err != nil {
+		return &Error{Provider: c.name, Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	h := http.Header{}
+	c.cfg.setKey(h, key, "Authorization", "Bearer ")
+	resp, err := post(ctx, c.cfg.HTTPClient, c.name, chatURL(c.cfg.BaseURL), h, body)
+	if err != nil {
+		return redact(err, key)
+	}
+	defer resp.Body.Close()
+	p := &chatParser{emit: emit, provider: c.name}
+	err = consume(ctx, c.name, resp.Body, p)
+	if p.finished && ctx.Err() == nil {
+		// The answer is whole once a finish_reason came: a server that
+		// sends no usage chunk, or drops the connection after it, lost
+		// nothing.
+		var pe *Error
+		if err == nil || (errors.As(err, &pe) && pe.Status == 0 && !p.failed) {
+			p.finish()
+			return nil
+		}
+	}
+	return redact(err, key)
+}
+
+// chatURL is <base>/chat/completions, any query of the base kept.
+func chatURL(base string) string {
+	if base == "" {
+		base = chatBase
+	}
+	b, q, _ := strings.Cut(base, "?")
+	u := strings.TrimRight(b, "/") + "/chat/completions"
+	if q != "" {
+		u += "?" + q
+	}
+	return u
+}
+
+// chatBody builds the request body: tools and messages last. max_tokens and
+// temperature only when set (local servers have their own defaults);
+// reasoning_effort only for a thinking level set on purpose (many servers
+// refuse fields they do not know).
+func chatBody(req Request, name string) ([]byte, error) {
+	p := req.Params
+	if p.Model == "" {
+		return nil, fmt.Errorf("no model: set providers.%s.model (or model, or :Flemma switch %s <model>)", name, name)
+	}
+	body := map[string]any{
+		"model":          p.Model,
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true},
+	}
+	// What the catalogue knows of the model (any section: a gateway may
+	// serve any of them) bounds what is sent; of a model it does not know
+	// only what the user set is sent, and the server's defaults apply.
+	_, info := req.modelInfo(chatWire)
+	reasoning := info.Known && info.Thinking != ThinkingNone
+	if p.MaxTokens > 0 {
+		n := outputTokens(p, info, 0)
+		// OpenAI's reasoning models refuse max_tokens.
+		if reasoning && info.Provider == "openai" {
+			body["max_completion_tokens"] = n
+		} else {
+			body["max_tokens"] = n
+		}
+	}
+	if p.Temperature != nil && !info.NoSampling {
+		body["temperature"] = *p.Temperature
+	}
+	if lvl := strings.ToLower(strings.TrimSpace(p.Thinking)); lvl != "" && (reasoning || !info.Known) {
+		th, err := resolveThinking(Params{Thinking: p.Thinking}, "", "")
+		if err != nil {
+			return nil, err
+		}
+		if th.on {
+			effort := th.level
+			if info.Provider == "openai" {
+				effort = effortFor(info, th.level) // the model's own words
+			} else { // a gateway's reasoning_effort: the common words
+				switch effort {
+				case "minimal":
+					effort = "low"
+				case "max":
+					effort = "high"
+				}
+			}
+			body["reasoning_effort"] = effort
+		}
+	}
+	if len(req.Tools) > 0 {
+		tools := make([]any, 0, len(req.Tools))
+		for _, t := range sortedTools(req.Tools) {
+			tools = append(tools, map[string]any{"type": "function", "function": map[string]any{
+				"name": wireName(t.Name), "description": t.Description, "parameters": schemaOrEmpty(t.InputSchema)}})
+		}
+		body["tools"] = tools
+		body["tool_choice"] = "auto"
+	}
+	body["messages"] = chatMessages(req.System, req.Messages, name)
+	return encodeOrdered(body, "tools", "messages")
+}
+
+// chatMessages converts the conversation. Tool results become "tool"
+// messages before the user's text; thinking of this provider (or unsigned)
+// goes back as reasoning_content in the current turn only (after the last
+// user text: models that think between tool calls need it, and older turns'
+// reasoning is dropped, as DeepSeek and Kimi document); thinking of another
+// provider becomes "<thinking>" text.
+func chatMessages(system string, msgs []Message, name string) []any {
+	var out []any
+	if system != "" {
+		out = append(out, map[string]any{"role": "system", "content": system})
+	}
+	turn := 0 // index of the last user message with text
+	names := map[string]string{}
+	for i, m := range msgs {
+		for _, p := range m.Parts {
+			if m.Role == RoleUser && p.Kind == PartText && strings.TrimSpace(p.Text) != "" {
+				turn = i
+			}
+			if p.Kind == PartToolUse {
+				names[p.ToolUse.ID] = wireName(p.ToolUse.Name)
+			}
+		}
+	}
+	for i, m := range msgs {
+		if m.Role == RoleUser {
+			var text strings.Builder
+			for _, p := range m.Parts {
+				switch p.Kind {
+				case PartToolResult:
+					r := p.ToolResult
+					content := r.Content
+					if r.IsError {
+						if content == "" {
+							content = "Tool execution failed"
+						}
+						content = "Error: " + content
+					}
+					msg := map[string]any{"role": "tool", "tool_call_id": r.ToolUseID, "content": content}
+					if n := names[r.ToolUseID]; n != "" {
+						msg["name"] = n
+					}
+					out = append(out, msg)
+				case PartText:
+					text.WriteString(p.Text)
+				}
+			}
+			if s := strings.TrimSpace(text.String()); s != "" {
+				out = append(out, map[string]any{"role": "user", "content": s})
+			}
+			continue
+		}
+		var text strings.Builder
+		var foreign []string
+		reasoning := ""
+		var calls []any
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case PartText:
+				text.WriteString(p.Text)
+			case PartThinking:
+				t := p.Thinking
+				c := strings.TrimSpace(t.Content)
+				if t.Redacted || c == "" {
+					continue
+				}
+				if t.Provider == "" || t.Provider == name {
+					reasoning = c
+				} else {
+					foreign = append(foreign, c)
+				}
+			case PartToolUse:
+				calls = append(calls, map[string]any{"id": p.ToolUse.ID, "type": "function",
+					"function": map[string]any{"name": wireName(p.ToolUse.Name), "arguments": string(objectJSON(p.ToolUse.Input))}})
+			}
+		}
+		content := strings.TrimSpace(text.String())
+		if len(foreign) > 0 {
+			content = strings.TrimSpace(foreignThinking(foreign) + "\n\n" + content)
+		}
+		if content == "" && len(calls) == 0 {
+			continue
+		}
+		msg := map[string]any{"role": "assistant"}
+		if content != "" {
+			msg["content"] = content
+		}
+		if len(calls) > 0 {
+			msg["tool_calls"] = calls
+		}
+		if reasoning != "" && i > turn {
+			msg["reasoning_content"] = reasoning
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// chatParser turns chat.completion.chunk events into Events. Tool calls
+// are assembled per index from their argument deltas and emitted when the
+// finish_reason comes; the response is done with the usage chunk (or the
+// end of the stream after the finish_reason).
+type chatParser struct {
+	emit     func(Event)
+	provider string
+	calls    []*chatCall
+	byIndex  map[int]*chatCall
+	usage    *Usage
+	stop     string
+	finished bool // a finish_reason came
+	ended    bool // … and the usage chunk after it
+	failed   bool // an error chunk
+	done1    bool // EventDone emitted
+}
+
+type chatCall struct {
+	id, name string
+	args     bytes.Buffer
+}
+
+type chatUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	CachedTokens        int `json:"cached_tokens"`           // Moonshot, flat
+	PromptCacheHit      int `json:"prompt_cache_hit_tokens"` // DeepSeek
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+type chatChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          string `json:"content"`
+			Refusal          string `json:"refusal"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        any    `json:"reasoning"` // a string (Ollama, OpenRouter, vLLM); objects are ignored
+			ToolCalls        []struct {
+				Index    *int   `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string    `json:"finish_reason"`
+		Usage        *chatUsage `json:"usage"`
+	} `json:"choices"`
+	Usage *chatUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (p *chatParser) done() bool { return p.ended || p.failed }
+
+func (p *chatParser) handle(_ string, data []byte) error {
+	var ch chatChunk
+	if json.Unmarshal(data, &ch) != nil {
+		return nil
+	}
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		p.failed = true
+		msg, _ := jsonErrorMessage(data)
+		if msg == "" {
+			msg = "stream error"
+		}
+		var code struct {
+			Code any    `json:"code"`
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(ch.Error, &code)
+		status := 0
+		if n, ok := code.Code.(float64); ok && n >= 400 && n < 600 {
+			status = int(n)
+		}
+		return &Error{Provider: p.provider, Message: withHint(msg), Retryable: retryCode(code.Code, code.Type) || retryableStatus(status)}
+	}
+	if ch.Usage != nil {
+		p.setUsage(ch.Usage)
+		if p.finished {
+			p.ended = true
+		}
+	}
+	if len(ch.Choices) == 0 {
+		return nil
+	}
+	c := ch.Choices[0]
+	d := c.Delta
+	if d.ReasoningContent != "" {
+		p.emit(Event{Kind: EventThinking, Text: d.ReasoningContent})
+	} else if s, ok := d.Reasoning.(string); ok && s != "" {
+		p.emit(Event{Kind: EventThinking, Text: s})
+	}
+	if d.Content != "" {
+		p.emit(Event{Kind: EventText, Text: d.Content})
+	}
+	if d.Refusal != "" {
+		p.emit(Event{Kind: EventText, Text: d.Refusal})
+	}
+	for _, tc := range d.ToolCalls {
+		idx := -1
+		if tc.Index != nil {
+			idx = *tc.Index
+		}
+		call := p.byIndex[idx]
+		if call == nil || (tc.ID != "" && call.id != "" && tc.ID != call.id) {
+			// A new call; some servers reuse index 0 for every call.
+			call = &chatCall{id: tc.ID}
+			p.calls = append(p.calls, call)
+			if p.byIndex == nil {
+				p.byIndex = map[int]*chatCall{}
+			}
+			p.byIndex[idx] = call
+		}
+		if call.id == "" {
+			call.id = tc.ID
+		}
+		if call.name == "" {
+			call.name = tc.Function.Name
+		}
+		if a := bytes.TrimSpace(tc.Function.Arguments); len(a) > 0 && string(a) != "null" {
+			var s string
+			if a[0] == '"' && json.Unmarshal(a, &s) == nil {
+				call.args.WriteString(s)
+			} else {
+				call.args.Write(a) // an object instead of a string (non-conforming servers)
+			}
+		}
+	}
+	if c.Usage != nil {
+		p.setUsage(c.Usage)
+	}
+	if c.FinishReason != nil && *c.FinishReason != "" && !p.finished {
+		p.finished = true
+		switch *c.FinishReason {
+		case "stop", "end_turn", "eos":
+			p.stop = "end_turn"
+		case "tool_calls", "function_call":
+			p.stop = "tool_use"
+		case "length", "max_tokens", "model_length":
+			p.stop = "max_tokens"
+		case "content_filter", "safety":
+			p.stop = "content_filter"
+		case "error":
+			p.failed = true
+			return &Error{Provider: p.provider, Message: "the server ended the response with an error (finish_reason error)", Retryable: true}
+		default:
+			p.stop = "incomplete"
+		}
+		if p.stop == "end_turn" && len(p.calls) > 0 {
+			p.stop = "tool_use" // Ollama ends tool calls with "stop"
+		}
+		for i, call := range p.calls {
+			id := call.id
+			if id == "" {
+				id = fmt.Sprintf("call_%d", i)
+			}
+			raw := call.args.Bytes()
+			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: id, Name: internalName(call.name),
+				Input: objectJSON(raw), Incomplete: incompleteJSON(raw)}})
+		}
+	}
+	return nil
+}
+
+func (p *chatParser) setUsage(u *chatUsage) {
+	cached := u.CachedTokens
+	if d := u.PromptTokensDetails; d != nil && d.CachedTokens > 0 {
+		cached = d.CachedTokens
+	}
+	if cached == 0 {
+		cached = u.PromptCacheHit
+	}
+	us := Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached}
+	if d := u.CompletionTokensDetails; d != nil {
+		us.ThinkingTokens = d.ReasoningTokens
+	}
+	p.usage = &us
+}
+
+// finish reports the usage and ends the response (once).
+func (p *chatParser) finish() {
+	if p.done1 {
+		return
+	}
+	p.done1 = true
+	if p.usage != nil {
+		p.emit(Event{Kind: EventUsage, Usage: p.usage})
+	}
+	p.emit(Event{Kind: EventDone, StopReason: p.stop})
+}
