@@ -941,6 +941,7 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 		st.cycling = false
 		queued := st.queued
 		st.queued = false
+		h.idle.Broadcast()
 		h.mu.Unlock()
 		if queued {
 			h.background(bufnr, func() { h.autoCycleAs(bufnr, false) })

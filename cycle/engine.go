@@ -30,6 +30,8 @@ type Engine struct {
 	lua       Lua
 	providers func(name string, cfg provider.Config) (provider.Provider, error)
 	resolvers func(approval.Setup) []approval.Resolver
+	sleep     func(ctx context.Context, d time.Duration) error // retry waits (nil = a timer)
+	jitter    func() float64                                   // retry jitter (nil = math/rand)
 	exec      *tools.Executor
 	fm        *frontmatter.Evaluator
 	chain     *approval.Chain
@@ -53,6 +55,8 @@ type Engine struct {
 	noted   map[string]bool  // model notes given (noteModel): each once
 
 	usage usageTotal // every response of this session, all buffers
+
+	idle *sync.Cond // on mu: broadcast when a buffer's work may have ended (WaitIdle)
 }
 
 // bufState is everything the host keeps of one buffer, in one place (Forget
@@ -118,7 +122,7 @@ func (h *Engine) state(bufnr int) *bufState {
 }
 
 // Deps are what an engine is built from: cmd/flemma-host wires them (the
-// tests wire their own). Every field is required.
+// tests wire their own). Every field is required but Sleep and Jitter.
 type Deps struct {
 	// Registry holds the tools: the built-ins, and the Lua tools the
 	// plugin registers later.
@@ -131,6 +135,11 @@ type Deps struct {
 	// urn:flemma:approval: resolvers with them; resolvers registered from
 	// Lua stay.
 	Resolvers func(approval.Setup) []approval.Resolver
+	// Sleep and Jitter replace the timer and the randomness of the waits
+	// between retries of a send (provider.Retry); nil = the real ones.
+	// Tests record the waits instead of sleeping.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Jitter func() float64
 }
 
 // NewEngine returns an engine with default configuration; Connect gives it
@@ -146,9 +155,12 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		Registry:  reg,
 		providers: d.Providers,
 		resolvers: d.Resolvers,
+		sleep:     d.Sleep,
+		jitter:    d.Jitter,
 		fm:        frontmatter.NewEvaluator(frontmatter.Limits{}),
 		bufs:      map[int]*bufState{},
 	}
+	h.idle = sync.NewCond(&h.mu)
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
 	if dir, cleanup, err := sandbox.NewOutputDir(); err == nil {
@@ -173,6 +185,7 @@ func (h *Engine) background(bufnr int, fn func()) {
 		defer func() {
 			h.mu.Lock()
 			st.background--
+			h.idle.Broadcast()
 			h.mu.Unlock()
 		}()
 		fn()
@@ -186,6 +199,22 @@ func (h *Engine) Busy(bufnr int) bool {
 	defer h.mu.Unlock()
 	st := h.bufs[bufnr]
 	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0)
+}
+
+// WaitIdle blocks until nothing works on a buffer (Busy is false): the
+// step in progress, the response, the running calls and every step
+// autopilot chains after them have ended. It is how a caller without an
+// editor waiting on the user (headless runs) knows the cycle stopped.
+func (h *Engine) WaitIdle(bufnr int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		st := h.bufs[bufnr]
+		if st == nil || !(st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0) {
+			return
+		}
+		h.idle.Wait()
+	}
 }
 
 // Logf writes to the host's log (rpc logs through it too).

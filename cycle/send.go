@@ -87,8 +87,29 @@ func (h *Engine) request(e options.Effective) (string, provider.Params, provider
 	p := provider.Params{Model: e.Model, MaxTokens: e.MaxTokens, Temperature: e.Temperature,
 		CacheRetention: e.CacheRetention, Thinking: e.Thinking, Extra: e.Extra}
 	pc := provider.Config{BaseURL: e.Endpoint.BaseURL, ReplayFile: e.Endpoint.ReplayFile, Project: e.Endpoint.Project, Location: e.Endpoint.Location}
+	// send.timeouts: 0 is no limit, which the provider spells negative.
+	noLimit := func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return -1
+		}
+		return d
+	}
+	pc.FirstByteTimeout, pc.IdleTimeout, pc.Timeout = noLimit(e.Timeouts.FirstByte), noLimit(e.Timeouts.Idle), noLimit(e.Timeouts.Total)
 	endpointConfig(&pc, e.Provider, e.Endpoint)
 	return e.Provider, p, pc
+}
+
+// retrying wraps a buffer's provider with send.retries: each retry is told
+// to the user (with the wait and the attempt), and <C-c> ends the wait.
+func (h *Engine) retrying(prov provider.Provider, e options.Effective) provider.Provider {
+	return provider.WithRetry(prov, provider.Retry{
+		Retries: e.Retry.Retries, Delay: e.Retry.Delay, MaxDelay: e.Retry.MaxDelay,
+		Jitter: h.jitter, Sleep: h.sleep,
+		OnRetry: func(n provider.RetryNotice) {
+			h.logf("send: %s", n)
+			h.notify(n.String()+"; <C-c> cancels", levelWarn)
+		},
+	})
 }
 
 // endpointConfig adds a provider's wire, credential source, headers and
@@ -173,6 +194,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if err != nil {
 		return reply("send", err.Error(), levelError), nil
 	}
+	prov = h.retrying(prov, eff)
 	if ok, src := provider.CredentialStatus(name, pcfg); !ok {
 		// Say so before touching the buffer.
 		if strings.HasPrefix(src, "$") && !strings.Contains(src, "command") {

@@ -247,10 +247,10 @@ func TestSendAbort(t *testing.T) {
 }
 
 // TestSendErrors: an HTTP error is one readable notification and the buffer
-// is left exactly as it was.
+// is left exactly as it was (retries off: send.retries = 0 sends once).
 func TestSendErrors(t *testing.T) {
 	f := &fakeAnthropic{turns: []string{sse("never")}, status: 529}
-	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+	eachNvimSend(t, f, ", send = { retries = 0 }", func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "err.chat", question)
 		press(t, s, "<C-]>")
 		if _, err := s.Wait(5*time.Second, func(string) bool { return strings.Contains(s.Messages(), "Overloaded") }); err != nil {
@@ -258,6 +258,12 @@ func TestSendErrors(t *testing.T) {
 		}
 		if got := text(t, s); got != strings.TrimSuffix(question, "\n") {
 			t.Errorf("buffer changed by a failed send:\n%q", got)
+		}
+		f.mu.Lock()
+		n := len(f.bodies)
+		f.mu.Unlock()
+		if n != 1 {
+			t.Errorf("%d requests with send.retries = 0", n)
 		}
 	})
 }

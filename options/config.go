@@ -60,6 +60,18 @@ type Config struct {
 		State  string `json:"state"`
 		Config string `json:"config"`
 	} `json:"paths"`
+	// Send: retries and timeouts of a request, in seconds (nil = the
+	// default; Resolve applies them).
+	Send struct {
+		Retries       *float64 `json:"retries"`
+		RetryDelay    *float64 `json:"retry_delay"`
+		RetryMaxDelay *float64 `json:"retry_max_delay"`
+		Timeouts      struct {
+			FirstByte *float64 `json:"first_byte"`
+			Idle      *float64 `json:"idle"`
+			Total     *float64 `json:"total"`
+		} `json:"timeouts"`
+	} `json:"send"`
 	Sandbox struct {
 		Enabled  *bool    `json:"enabled"`
 		Backend  string   `json:"backend"`

@@ -3,6 +3,7 @@ package options
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestDecodeConfig(t *testing.T) {
@@ -68,5 +69,35 @@ func TestDecodeProvidersAndModels(t *testing.T) {
 	}
 	if _, err := decodeConfig(map[string]any{"models": map[string]any{"x": map[string]any{"max_output_tokens": "lots"}}}); err == nil {
 		t.Error("max_output_tokens = \"lots\" was accepted")
+	}
+}
+
+// The send section: defaults, the user's values in seconds, negative = 0
+// (no retries, no limit), fractions kept.
+func TestSendOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		raw   map[string]any
+		retry Retry
+		to    Timeouts
+	}{
+		{"defaults", map[string]any{}, Retry{4, 2 * time.Second, 60 * time.Second}, Timeouts{120 * time.Second, 120 * time.Second, 600 * time.Second}},
+		{"set", map[string]any{"send": map[string]any{"retries": int64(2), "retry_delay": 0.5, "retry_max_delay": int64(10),
+			"timeouts": map[string]any{"first_byte": int64(30), "idle": 0.05, "total": int64(0)}}},
+			Retry{2, 500 * time.Millisecond, 10 * time.Second}, Timeouts{30 * time.Second, 50 * time.Millisecond, 0}},
+		{"negative and zero", map[string]any{"send": map[string]any{"retries": int64(-1), "retry_delay": int64(0), "timeouts": map[string]any{"idle": int64(-5)}}},
+			Retry{0, 2 * time.Second, 60 * time.Second}, Timeouts{120 * time.Second, 0, 600 * time.Second}},
+		{"empty lua tables", map[string]any{"send": map[string]any{"timeouts": []any{}}}, Retry{4, 2 * time.Second, 60 * time.Second}, Timeouts{120 * time.Second, 120 * time.Second, 600 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := decodeConfig(tc.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := Resolve(c, Runtime{}, Buffer{})
+			if e.Retry != tc.retry || e.Timeouts != tc.to {
+				t.Errorf("got %+v %+v, want %+v %+v", e.Retry, e.Timeouts, tc.retry, tc.to)
+			}
+		})
 	}
 }

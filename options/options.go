@@ -79,6 +79,53 @@ type Effective struct {
 	// SandboxEnabled: setup's sandbox.enabled, or the frontmatter turned
 	// it on.
 	SandboxEnabled bool
+	// Retry and Timeouts are setup's send section (no frontmatter key).
+	Retry    Retry
+	Timeouts Timeouts
+}
+
+// Retry is send.retries, send.retry_delay and send.retry_max_delay.
+type Retry struct {
+	Retries         int // 0 = never
+	Delay, MaxDelay time.Duration
+}
+
+// Timeouts are send.timeouts; 0 = no limit.
+type Timeouts struct {
+	FirstByte, Idle, Total time.Duration
+}
+
+// The defaults of the send section (lua/flemma/config.lua has the same).
+const (
+	DefaultRetries       = 4
+	DefaultRetryDelay    = 2 * time.Second
+	DefaultRetryMaxDelay = 60 * time.Second
+	DefaultFirstByte     = 120 * time.Second
+	DefaultIdle          = 120 * time.Second
+	DefaultTotal         = 600 * time.Second
+)
+
+// sendOptions reads setup's send section: nil is the default, a negative
+// number is 0 (no retries, no limit), a delay of 0 the default.
+func sendOptions(c Config) (Retry, Timeouts) {
+	secs := func(v *float64, def time.Duration) time.Duration {
+		if v == nil {
+			return def
+		}
+		return time.Duration(max(*v, 0) * float64(time.Second))
+	}
+	r := Retry{Retries: DefaultRetries, Delay: secs(c.Send.RetryDelay, DefaultRetryDelay), MaxDelay: secs(c.Send.RetryMaxDelay, DefaultRetryMaxDelay)}
+	if c.Send.Retries != nil {
+		r.Retries = int(max(*c.Send.Retries, 0))
+	}
+	if r.Delay <= 0 {
+		r.Delay = DefaultRetryDelay
+	}
+	if r.MaxDelay <= 0 {
+		r.MaxDelay = DefaultRetryMaxDelay
+	}
+	t := c.Send.Timeouts
+	return r, Timeouts{FirstByte: secs(t.FirstByte, DefaultFirstByte), Idle: secs(t.Idle, DefaultIdle), Total: secs(t.Total, DefaultTotal)}
 }
 
 // Endpoint is providers.<name> of setup.
@@ -167,6 +214,7 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 		CursorAfterResult: cfg.Tools.CursorAfterResult,
 		SandboxEnabled:    cfg.Sandbox.Enabled == nil || *cfg.Sandbox.Enabled,
 	}
+	e.Retry, e.Timeouts = sendOptions(cfg)
 	if e.Mode == "" {
 		e.Mode = "enabled"
 	}

@@ -35,7 +35,9 @@ func TestResolve(t *testing.T) {
 	}{
 		{"defaults", `{}`, Runtime{}, nil, false, func(t *testing.T, e Effective) {
 			want := Effective{Provider: "anthropic", Mode: "enabled", Tools: usable, MaxConcurrent: 2, Autopilot: true, MaxTurns: 100,
-				DefaultTimeout: 30e9, CursorAfterResult: "result", SandboxEnabled: true}
+				DefaultTimeout: 30e9, CursorAfterResult: "result", SandboxEnabled: true,
+				Retry:    Retry{Retries: DefaultRetries, Delay: DefaultRetryDelay, MaxDelay: DefaultRetryMaxDelay},
+				Timeouts: Timeouts{FirstByte: DefaultFirstByte, Idle: DefaultIdle, Total: DefaultTotal}}
 			if !reflect.DeepEqual(e, want) {
 				t.Errorf("got  %+v\nwant %+v", e, want)
 			}

@@ -43,6 +43,8 @@ func (e *BlockError) Error() string {
 //     (the others become unsigned thinking), redacted thinking only for
 //     Anthropic; an abort marker becomes the text "<!-- MESSAGE -->" in a
 //     message without tool uses and is dropped otherwise;
+//   - an interrupted answer without tool uses that ends the conversation
+//     (nothing of the user's after it) is left out (interruptedTail);
 //   - text and thinking are unescaped (buffer.UnescapeText): a line the
 //     writer escaped so that it would not read as structure goes back to
 //     the model as the model wrote it;
@@ -58,7 +60,11 @@ func FromDocument(doc *buffer.Document, provider string) (system string, msgs []
 	if errs := blockErrors(doc); len(errs) > 0 {
 		return "", nil, errors.Join(errs...)
 	}
+	last := interruptedTail(doc)
 	for _, m := range doc.Messages {
+		if m == last {
+			continue
+		}
 		var msg Message
 		switch m.Role {
 		case "System":
@@ -90,6 +96,36 @@ func FromDocument(doc *buffer.Document, provider string) (system string, msgs []
 		return "", nil, errors.New("no messages to send")
 	}
 	return system, msgs, nil
+}
+
+// interruptedTail returns the conversation's last message when it is an
+// assistant answer that was interrupted (it ends with an abort marker: <C-c>,
+// an error, a cut) and has no tool calls; nil otherwise. Such a message is
+// not sent while nothing of the user's follows it: a conversation must not
+// end in a partial answer (current Claude models reject an assistant
+// "prefill", and the others would read it as the start of their own
+// answer), so the next press asks again as if it had not been there. The
+// buffer keeps it; once the user writes under the next @You:, it goes as a
+// closed turn with its marker as a comment. An interrupted answer with tool
+// calls gets error results for them (the cycle), so a user message follows it.
+func interruptedTail(doc *buffer.Document) *buffer.Message {
+	for i := len(doc.Messages) - 1; i >= 0; i-- {
+		m := doc.Messages[i]
+		switch m.Role {
+		case "Assistant":
+			if m.AbortMarker() == nil || len(m.ToolUses()) > 0 {
+				return nil
+			}
+			return m
+		case "You":
+			for _, p := range userParts(doc, m) {
+				if p.Kind != PartText || strings.TrimSpace(p.Text) != "" {
+					return nil
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // blockErrors lists, by line, every block that must be fixed before sending.

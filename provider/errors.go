@@ -29,7 +29,8 @@ type Error struct {
 	// RetryAfter is the server's Retry-After hint; 0 when none.
 	RetryAfter time.Duration
 
-	err error // the underlying cause, for errors.Is (e.g. context.DeadlineExceeded)
+	err    error // the underlying cause, for errors.Is (e.g. context.DeadlineExceeded)
+	manual bool  // retryable by the user's next press, never automatically (AutoRetry)
 }
 
 // Error formats "anthropic: 401 invalid x-api-key".
@@ -75,21 +76,33 @@ func statusError(provider string, resp *http.Response) *Error {
 		msg = http.StatusText(resp.StatusCode)
 	}
 	e := &Error{Provider: provider, Status: resp.StatusCode, Message: withHint(msg), Retryable: retryableStatus(resp.StatusCode)}
-	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+	e.RetryAfter = retryAfter(resp.Header)
 	return e
 }
 
-// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
-func retryAfter(v string) time.Duration {
-	v = strings.TrimSpace(v)
+// now is the clock of Retry-After dates (tests replace it).
+var now = time.Now
+
+// retryAfter reads the server's wait hint: retry-after-ms (milliseconds,
+// OpenAI), else Retry-After (delay seconds or an HTTP date).
+func retryAfter(h http.Header) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
+			return time.Duration(n * float64(time.Millisecond)).Round(time.Millisecond)
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0
 	}
-	if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
-		return time.Duration(n * float64(time.Second)).Round(time.Second)
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if n > 0 {
+			return time.Duration(n * float64(time.Second)).Round(time.Millisecond)
+		}
+		return 0
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t).Round(time.Second); d > 0 {
+		if d := t.Sub(now()).Round(time.Second); d > 0 {
 			return d
 		}
 	}
@@ -243,24 +256,28 @@ func transportError(ctx context.Context, provider string, err error) error {
 	if errors.As(err, &pe) { // already readable (the replay transport)
 		return pe
 	}
+	var st *stallError
+	if errors.As(err, &st) {
+		return &Error{Provider: provider, Message: st.Error(), Retryable: true, manual: true, err: st}
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &Error{Provider: provider, Message: "the request timed out", Retryable: true, err: context.DeadlineExceeded}
+		return &Error{Provider: provider, Message: "the request timed out (send.timeouts.total)", Retryable: true, manual: true, err: context.DeadlineExceeded}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return &Error{Provider: provider, Message: "the request timed out (" + stripURL(err) + ")", Retryable: true, err: err}
+		return &Error{Provider: provider, Message: "the request timed out (" + stripURL(err) + ")", Retryable: true, manual: true, err: err}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return &Error{Provider: provider, Message: "cannot connect: connection refused by " + hostOf(err), Retryable: true, err: err}
+		return &Error{Provider: provider, Message: "cannot connect: connection refused by " + hostOf(err), Retryable: true, manual: true, err: err}
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
-		return &Error{Provider: provider, Message: "cannot resolve host " + dns.Name, Retryable: true, err: err}
+		return &Error{Provider: provider, Message: "cannot resolve host " + dns.Name, Retryable: true, manual: true, err: err}
 	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
 		return &Error{Provider: provider, Message: "the connection closed before the response was complete", Retryable: true, err: err}
 	}
-	return &Error{Provider: provider, Message: "request failed: " + stripURL(err), Retryable: true, err: err}
+	return &Error{Provider: provider, Message: "request failed: " + stripURL(err), Retryable: true, manual: true, err: err}
 }
 
 // stripURL drops the "Post \"https://…\": " prefix of a *url.Error: the

@@ -157,7 +157,7 @@ func TestTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := collect(ctx, newTest(t, "anthropic", srv.URL), hello())
 	var pe *Error
-	if !errors.As(err, &pe) || !pe.Retryable || !errors.Is(err, context.DeadlineExceeded) || pe.Error() != "anthropic: the request timed out" {
+	if !errors.As(err, &pe) || !pe.Retryable || !errors.Is(err, context.DeadlineExceeded) || pe.Error() != "anthropic: the request timed out (send.timeouts.total)" {
 		t.Fatalf("err = %v", err)
 	}
 	if d := time.Since(start); d > 3*time.Second {

@@ -187,8 +187,15 @@ type Config struct {
 	Project, Location string
 	// ReplayFile is the script of the replay provider.
 	ReplayFile string
-	// Timeout bounds one whole request (connect to last byte); 0 = 600 s.
+	// Timeout bounds one whole request (connect to last byte); 0 = 600 s,
+	// negative = no limit.
 	Timeout time.Duration
+	// FirstByteTimeout bounds the wait from sending the request to the
+	// first byte of the response body; 0 = 120 s, negative = no limit.
+	FirstByteTimeout time.Duration
+	// IdleTimeout bounds the silence between two pieces of the response
+	// once it began (a stalled stream); 0 = 120 s, negative = no limit.
+	IdleTimeout time.Duration
 
 	// Wire is the API a named provider speaks: "anthropic", "openai"
 	// (Responses), "chat_completions" or "vertex"; "" = the name's own.
@@ -228,6 +235,16 @@ func New(name string, cfg Config) (Provider, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultTimeout
 	}
+	if cfg.Timeout < 0 {
+		cfg.Timeout = 1 << 62 // no limit: a context needs some deadline here
+	}
+	if cfg.FirstByteTimeout == 0 {
+		cfg.FirstByteTimeout = defaultStallTimeout
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = defaultStallTimeout
+	}
+	cfg.HTTPClient = withStallTimeouts(cfg.HTTPClient, cfg.FirstByteTimeout, cfg.IdleTimeout)
 	wire := cfg.Wire
 	if wire == "" {
 		wire = name
@@ -290,16 +307,20 @@ func Credentials(name string, getenv func(string) string) (present bool, source 
 	return present, strings.ReplaceAll(strings.TrimPrefix(source, "$"), " or $", " or ")
 }
 
-const defaultTimeout = 600 * time.Second
+const (
+	defaultTimeout      = 600 * time.Second
+	defaultStallTimeout = 120 * time.Second
+)
 
 var defaultClient = &http.Client{Transport: &http.Transport{
-	Proxy:                 http.ProxyFromEnvironment,
-	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	TLSHandshakeTimeout:   10 * time.Second,
-	ResponseHeaderTimeout: 120 * time.Second,
-	ForceAttemptHTTP2:     true,
-	MaxIdleConns:          10,
-	IdleConnTimeout:       90 * time.Second,
+	Proxy:               http.ProxyFromEnvironment,
+	DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	TLSHandshakeTimeout: 10 * time.Second,
+	// No ResponseHeaderTimeout: Config.FirstByteTimeout bounds the wait
+	// for the response (withStallTimeouts), configurable per send.
+	ForceAttemptHTTP2: true,
+	MaxIdleConns:      10,
+	IdleConnTimeout:   90 * time.Second,
 }}
 
 // baseURL joins a configured base with the versioned path of an endpoint,

@@ -33,7 +33,21 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "journal" { // `flemma-host journal -h`: print the journal
 		os.Exit(journalMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "run" { // `flemma-host run file.chat`: the cycle without Neovim
+		os.Exit(runMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run())
+}
+
+// deps are the engine's dependencies: the built-in tools, the providers
+// and the built-in approval resolvers (the same for Neovim and headless).
+func deps() cycle.Deps {
+	reg := tools.NewRegistry()
+	reg.Have = sandbox.HaveRequirement
+	for _, t := range builtin.All() {
+		reg.MustAdd(t)
+	}
+	return cycle.Deps{Registry: reg, Providers: provider.New, Resolvers: approval.Builtins}
 }
 
 func run() int {
@@ -62,18 +76,7 @@ func run() int {
 	logger := log.New(logw, "", log.LstdFlags|log.Lmicroseconds)
 	logger.Printf("flemma-host %s starting (pid %d)", version, os.Getpid())
 
-	// The engine's dependencies: the built-in tools, the providers and the
-	// built-in approval resolvers.
-	reg := tools.NewRegistry()
-	reg.Have = sandbox.HaveRequirement
-	for _, t := range builtin.All() {
-		reg.MustAdd(t)
-	}
-	host := rpc.NewHost(version, logger, cycle.Deps{
-		Registry:  reg,
-		Providers: provider.New,
-		Resolvers: approval.Builtins,
-	})
+	host := rpc.NewHost(version, logger, deps())
 
 	v, err := nvim.New(os.Stdin, stdout, stdout, logger.Printf)
 	if err != nil {

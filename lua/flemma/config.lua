@@ -31,6 +31,21 @@ M.defaults = {
   -- name, a list, or false for none), api_key_cmd (argv, no shell), api_key_cache (seconds),
   -- api_key_timeout (seconds), api_key_header, headers, extra_body; project, location, file.
   providers = { anthropic = {}, openai = {}, vertex = {}, replay = {} },
+  -- Sending a request. A request that fails before any of its answer arrives
+  -- with 429, 529, a 5xx or an overload/rate-limit error in the stream is sent
+  -- again after a wait (the server's retry-after, else retry_delay doubling
+  -- each time, with jitter, at most retry_max_delay); <C-c> ends the wait.
+  -- Seconds; a timeout of 0 = no limit.
+  send = {
+    retries = 4, -- 0 = never retry
+    retry_delay = 2, -- the first wait
+    retry_max_delay = 60, -- the longest wait; a longer retry-after is not waited for
+    timeouts = {
+      first_byte = 120, -- from sending the request to the first byte of the answer
+      idle = 120, -- silence between two pieces of a streaming answer
+      total = 600, -- one whole request
+    },
+  },
   host = {
     cmd = nil, -- default: <plugin>/bin/flemma-host, then flemma-host on $PATH
     log_file = nil, -- default: stdpath("state")/flemma/host.log (stdpath("data") on Neovim 0.7)
@@ -490,6 +505,7 @@ function M.for_host(cfg)
     models = cfg.models,
     parameters = cfg.parameters,
     providers = cfg.providers,
+    send = cfg.send,
     tools = cfg.tools,
     sandbox = cfg.sandbox,
   })
