@@ -52,6 +52,7 @@ type Engine struct {
 	jerr    error            // why it is unusable
 	jwarned bool             // the user was told the journal fails
 	closing bool             // Shutdown was called
+	noted   map[string]bool  // model notes given (noteModel): each once
 
 	usage usageTotal // every response of this session, all buffers
 
@@ -411,6 +412,7 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	}
 	eff := h.effective(bufnr, fm)
 	name, params, pcfg := h.request(eff)
+	info := h.modelInfo(name, params.Model)
 	auto := eff.Autopilot
 	h.mu.Lock()
 	st := h.state(bufnr)
@@ -426,8 +428,22 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	if cred {
 		credText = "from " + src
 	}
-	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%d thinking=%q cache_retention=%q\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
-		name, orNone(params.Model), credText, params.MaxTokens, params.Thinking, params.CacheRetention, auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	wire := cfg.Wire(name)
+	maxTokens := fmt.Sprint(params.MaxTokens)
+	switch {
+	case params.MaxTokens > 0 && info.MaxOutputTokens > 0 && params.MaxTokens > info.MaxOutputTokens:
+		maxTokens += fmt.Sprintf(" (%d is sent: the model's limit)", info.MaxOutputTokens)
+	case params.MaxTokens > 0:
+	case provider.MaxTokens(wire, params, info) == 0:
+		maxTokens = "(not sent: the server's default)"
+	default:
+		maxTokens = fmt.Sprintf("%d (default)", provider.MaxTokens(wire, params, info))
+	}
+	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%s thinking=%q cache_retention=%q\n%s\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
+		name, modelLabel(cfg, name, params.Model), credText, maxTokens, params.Thinking, params.CacheRetention, describeModel(wire, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
 	if usage != nil {
 		out += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
 	}
@@ -445,13 +461,6 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 		r.LastResultUnixNS = lastResult.UnixNano()
 	}
 	return r, nil
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(default)"
-	}
-	return s
 }
 
 func (h *Engine) ToolList(bufnr int) (Reply, error) {

@@ -34,6 +34,7 @@ const (
 	MJournalLog         = "flemma.journal_log"
 	MSandboxStatus      = "flemma.sandbox_status"
 	MSwitch             = "flemma.switch"
+	MModels             = "flemma.models"
 	MAutopilot          = "flemma.autopilot"
 	MSandboxWritable    = "flemma.sandbox_writable"
 	MSandboxWrap        = "flemma.sandbox_wrap"
@@ -83,6 +84,7 @@ func (h *Engine) Methods() []Method {
 		{MJournalLog, h.JournalLog, true},
 		{MSandboxStatus, h.SandboxStatus, true},
 		{MSwitch, h.Switch, true},
+		{MModels, h.Models, false},
 		{MAutopilot, h.Autopilot, true},
 		{MSandboxWritable, h.SandboxWritable, false},
 		{MSandboxWrap, h.SandboxWrap, false},
@@ -131,6 +133,13 @@ type StatusReply struct {
 	// calls, or a step autopilot is about to take); false means nothing
 	// will change the buffer until the next action.
 	Busy bool `msgpack:"busy"`
+}
+
+// ModelsReply is what :Flemma switch completes: the providers, and the
+// model ids per provider (the catalogue's and setup's models).
+type ModelsReply struct {
+	Providers []string            `msgpack:"providers"`
+	Models    map[string][]string `msgpack:"models"`
 }
 
 // VersionReply is the handshake.

@@ -202,7 +202,8 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		}
 		return reply("send", fmt.Sprintf("%s: no credential: %s. Nothing was sent.", name, src), levelError), nil
 	}
-	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params}
+	info := h.modelInfo(name, params.Model)
+	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params, ModelInfo: &info}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	h.mu.Lock()
@@ -229,7 +230,8 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		h.endStream(bufnr)
 		return Reply{}, err
 	}
-	h.logf("send: %s model=%q, %d messages, %d tools", name, params.Model, len(msgs), len(req.Tools))
+	h.logf("send: %s model=%q (catalogue: %s, known %v), %d messages, %d tools", name, h.modelName(name, params.Model), info.Name, info.Known, len(msgs), len(req.Tools))
+	h.noteModel(name, params, info)
 	h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
 	h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
 	h.background(bufnr, func() { h.stream(ctx, prov, req, w, sw) })
@@ -588,14 +590,17 @@ func (h *Engine) Switch(args string) (Reply, error) {
 	if !known {
 		return reply("none", fmt.Sprintf("unknown provider %q (known: %s)", name, strings.Join(names, ", ")), levelError), nil
 	}
-	rt := h.rt
-	rt.Provider = name
 	model := ""
 	rest := words[1:]
 	if len(rest) > 0 && !strings.Contains(rest[0], "=") {
 		model = rest[0]
 		rest = rest[1:]
 	}
+	if s := provider.SuggestModel(h.cfg.Wire(name), model, toOverrides(h.cfg.Models), h.cfg.Providers[name].Model); s != "" {
+		return reply("none", fmt.Sprintf("switch: unknown model %q for %s — did you mean %s? (Nothing was changed. A model flemma does not know is taken when its name is not this close to a known one; models = { [%q] = {…} } in setup() declares it.)", model, name, s, model), levelError), nil
+	}
+	rt := h.rt
+	rt.Provider = name
 	rt.Model = &model
 	for _, kv := range rest {
 		k, v, ok := strings.Cut(kv, "=")
@@ -624,7 +629,7 @@ func (h *Engine) Switch(args string) (Reply, error) {
 		}
 	}
 	h.rt = rt
-	return reply("switch", fmt.Sprintf("Provider %s, model %s.", name, orNone(model)), levelInfo), nil
+	return reply("switch", fmt.Sprintf("Provider %s, model %s.", name, modelLabel(h.cfg, name, model)), levelInfo), nil
 }
 
 // Send is phase 3 on the user's word (:Flemma send).

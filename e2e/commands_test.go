@@ -141,3 +141,101 @@ func TestSetupTypesChecked(t *testing.T) {
 		}
 	})
 }
+
+// complete is what Neovim completes for a command line.
+func complete(t *testing.T, s *nvimtest.Session, cmdline string) []string {
+	t.Helper()
+	var got []string
+	if err := s.Lua(&got, `return vim.fn.getcompletion(..., "cmdline")`, cmdline); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// :Flemma switch completes the providers, then the models of the provider
+// typed (the built-in catalogue's and those setup describes), then its
+// parameters; a misspelt model is refused with the one it probably meant,
+// and a model flemma does not know that is no near miss is taken.
+func TestSwitchCompletesAndRefusesTypos(t *testing.T) {
+	eachNvim(t, `{ models = { ["my-local-llm"] = { max_output_tokens = 4096, thinking = "none" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		buf := mustOpen(t, s, "sw.chat", "@You:\nhi\n")
+		if got := strings.Join(complete(t, s, "Flemma switch "), " "); got != "anthropic openai replay vertex" {
+			t.Errorf("providers completed: %q", got)
+		}
+		if got := complete(t, s, "Flemma switch op"); len(got) != 1 || got[0] != "openai" {
+			t.Errorf("'Flemma switch op' completes %v", got)
+		}
+		sonnets := strings.Join(complete(t, s, "Flemma switch anthropic claude-sonnet-4-"), " ")
+		for _, want := range []string{"claude-sonnet-4-5", "claude-sonnet-4-6"} {
+			if !strings.Contains(sonnets, want) {
+				t.Errorf("'claude-sonnet-4-' completes %q, lacks %s", sonnets, want)
+			}
+		}
+		if strings.Contains(" "+sonnets+" ", " claude-sonnet-4- ") {
+			t.Errorf("a family prefix is offered as a model: %q", sonnets)
+		}
+		if got := strings.Join(complete(t, s, "Flemma switch openai gpt-4o"), " "); got != "gpt-4o gpt-4o-mini" {
+			t.Errorf("'openai gpt-4o' completes %q", got)
+		}
+		if got := complete(t, s, "Flemma switch openai my-"); len(got) != 1 || got[0] != "my-local-llm" {
+			t.Errorf("a model of setup's models is not completed: %v", got)
+		}
+		if got := strings.Join(complete(t, s, "Flemma switch openai gpt-4o max"), " "); got != "max_tokens=" {
+			t.Errorf("parameters completed: %q", got)
+		}
+
+		press(t, s, ":Flemma switch anthropic claude-sonet-4-6<CR>")
+		if m := s.Messages(); !strings.Contains(m, `unknown model "claude-sonet-4-6" for anthropic — did you mean claude-sonnet-4-6?`) {
+			t.Errorf("a misspelt model was not refused:\n%s", m)
+		}
+		if st := hostText(t, s, "flemma.status", buf); !strings.Contains(st, "provider: anthropic  model: claude-sonnet-4-6 (default)") {
+			t.Errorf("the refused switch changed something:\n%s", st)
+		}
+		press(t, s, ":Flemma switch anthropic claude-opus-6<CR>")
+		if m := s.Messages(); !strings.Contains(m, "Provider anthropic, model claude-opus-6.") {
+			t.Errorf("a plausible new model was refused:\n%s", m)
+		}
+		if st := hostText(t, s, "flemma.status", buf); !strings.Contains(st, "model: claude-opus-6  ") || !strings.Contains(st, "not in flemma's catalogue") {
+			t.Errorf("status after switching to an unknown model:\n%s", st)
+		}
+	})
+}
+
+// :Flemma status names the model a send uses, the provider's default when
+// none is set, and what flemma knows of it.
+func TestStatusNamesTheDefaultModel(t *testing.T) {
+	eachNvim(t, `{ provider = "openai" }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "st.chat", "@You:\nhi\n")
+		press(t, s, ":Flemma status<CR>")
+		m := s.Messages()
+		for _, want := range []string{"provider: openai  model: gpt-5.4 (default)", "max_tokens=64000 (default)", "model info: context 1,050,000 · output limit 128,000 · thinking effort"} {
+			if !strings.Contains(m, want) {
+				t.Errorf(":Flemma status lacks %q:\n%s", want, m)
+			}
+		}
+		if strings.Contains(m, "model: (default)") {
+			t.Errorf(":Flemma status names no model:\n%s", m)
+		}
+	})
+}
+
+// A wrong field of setup's models = {…} is reported and left out; the rest
+// of the entry applies.
+func TestModelsSetupChecked(t *testing.T) {
+	eachNvim(t, `{ models = { ["my-llm"] = { max_output_token = 5, thinking = "deep", context_window = 64000 } } }`, func(t *testing.T, s *nvimtest.Session) {
+		m := s.Messages()
+		for _, want := range []string{
+			`unknown option models["my-llm"].max_output_token (did you mean max_output_tokens?)`,
+			`models["my-llm"].thinking: expected one of adaptive, budget, effort, none, got "deep"`,
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("no %q in the messages:\n%s", want, m)
+			}
+		}
+		buf := mustOpen(t, s, "m.chat", "@You:\nhi\n")
+		hostText(t, s, "flemma.switch", "openai my-llm")
+		if st := hostText(t, s, "flemma.status", buf); !strings.Contains(st, "model info: context 64,000 · thinking none") {
+			t.Errorf("the valid field does not apply:\n%s", st)
+		}
+	})
+}

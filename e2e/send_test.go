@@ -351,3 +351,54 @@ func TestCutResponseRunsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestModelAwareRequests: the request is built for the model: adaptive
+// thinking for a Claude that rejects budgets, max_tokens cut to a model's
+// limit (said once), and a model flemma does not know sent without
+// thinking, said once.
+func TestModelAwareRequests(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{sse("Hi.")}}
+	eachNvimSend(t, f, `, parameters = { max_tokens = 50000 }`, func(t *testing.T, s *nvimtest.Session) {
+		send := func(name, model string) map[string]any {
+			t.Helper()
+			fm := ""
+			if model != "" {
+				fm = "```lua\nflemma.opt.model = \"" + model + "\"\n```\n"
+			}
+			mustOpen(t, s, name, fm+question)
+			press(t, s, "<C-]>")
+			if got, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "Hi.\n\n@You:") }); err != nil {
+				t.Fatalf("no answer:\n%s", got)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.bodies[len(f.bodies)-1]
+		}
+		notes := func(sub string) int { return strings.Count(s.Messages(), sub) }
+
+		for _, name := range []string{"a.chat", "b.chat"} {
+			body := send(name, "")
+			if body["max_tokens"] != float64(50000) || body["thinking"] != nil {
+				t.Errorf("unknown model: max_tokens %v thinking %v, want the set 50000 and none", body["max_tokens"], body["thinking"])
+			}
+		}
+		if n := notes("flemma does not know the model test-model (anthropic): it sends max_tokens 50,000 and no thinking parameter"); n != 1 {
+			t.Errorf("%d notes on the unknown model, want 1:\n%s", n, s.Messages())
+		}
+
+		body := send("c.chat", "claude-3-5-haiku-20241022")
+		if body["max_tokens"] != float64(8192) || body["thinking"] != nil {
+			t.Errorf("claude-3-5-haiku: max_tokens %v thinking %v", body["max_tokens"], body["thinking"])
+		}
+		if n := notes("max_tokens 50,000 is above the output limit of claude-3-5-haiku-20241022 (8,192): 8,192 is sent."); n != 1 {
+			t.Errorf("%d limit notes, want 1:\n%s", n, s.Messages())
+		}
+
+		body = send("d.chat", "claude-opus-4-8")
+		th, _ := json.Marshal(body["thinking"])
+		oc, _ := json.Marshal(body["output_config"])
+		if string(th) != `{"display":"summarized","type":"adaptive"}` || string(oc) != `{"effort":"high"}` || body["max_tokens"] != float64(50000) {
+			t.Errorf("claude-opus-4-8: thinking %s output_config %s max_tokens %v", th, oc, body["max_tokens"])
+		}
+	})
+}

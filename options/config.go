@@ -22,6 +22,11 @@ type Config struct {
 		OpenAI         map[string]any `json:"openai"`
 		Vertex         map[string]any `json:"vertex"`
 	} `json:"parameters"`
+	// Models is setup's models = { ["<model or prefix>"] = {…} }: what
+	// flemma takes a model for (its output limit, context, thinking form,
+	// prices), over the built-in catalogue. Setup only: a file cannot
+	// change it.
+	Models    map[string]ModelOverride  `json:"models"`
 	Providers map[string]ProviderConfig `json:"providers"`
 	Tools     struct {
 		Mode                 string                `json:"mode"`
@@ -77,6 +82,17 @@ type Config struct {
 	} `json:"sandbox"`
 }
 
+// ModelOverride is one entry of models = {…} (provider.ModelOverride).
+type ModelOverride struct {
+	MaxOutputTokens int      `json:"max_output_tokens"`
+	ContextWindow   int      `json:"context_window"`
+	Thinking        string   `json:"thinking"` // adaptive | budget | effort | none
+	InputPrice      *float64 `json:"input_price"`
+	OutputPrice     *float64 `json:"output_price"`
+	CacheReadPrice  *float64 `json:"cache_read_price"`
+	CacheWritePrice *float64 `json:"cache_write_price"`
+}
+
 // ProviderConfig is providers.<name> of setup: a built-in provider's
 // endpoint, or a named provider (any other name) with its wire. Only setup
 // may set these: a frontmatter can choose a provider by name, never point
@@ -108,6 +124,25 @@ type ProviderConfig struct {
 
 // BuiltinProviders are the providers that need no providers.<name> entry.
 var BuiltinProviders = []string{"anthropic", "openai", "replay", "vertex"}
+
+// Wire is the API a provider of this setup speaks: a built-in's own name
+// (unless providers.<name>.wire gives it another), a named provider's
+// wire (chat_completions by default).
+func (c *Config) Wire(name string) string {
+	p, ok := c.Providers[name]
+	for _, n := range BuiltinProviders {
+		if n == name {
+			if ok && p.Wire != "" {
+				return p.Wire
+			}
+			return name
+		}
+	}
+	if ok && p.Wire != "" {
+		return p.Wire
+	}
+	return "chat_completions"
+}
 
 // ProviderNames are the built-in providers and the named ones of setup,
 // sorted.

@@ -50,6 +50,28 @@ func TestDecodeConfigRejectsWrongTypes(t *testing.T) {
 	}
 }
 
+// The key the Vertex error names is the one that reaches the provider, and
+// models = {…} decodes.
+func TestDecodeProvidersAndModels(t *testing.T) {
+	c, err := decodeConfig(map[string]any{"provider": "vertex",
+		"providers": map[string]any{"vertex": map[string]any{"project": "my-proj", "location": "europe-west4"}},
+		"models":    map[string]any{"my-llm": map[string]any{"max_output_tokens": int64(4096), "thinking": "budget", "input_price": 0.5}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := Resolve(c, Runtime{}, Buffer{})
+	if e.Endpoint.Project != "my-proj" || e.Endpoint.Location != "europe-west4" {
+		t.Errorf("endpoint = %+v", e.Endpoint)
+	}
+	m := c.Models["my-llm"]
+	if m.MaxOutputTokens != 4096 || m.Thinking != "budget" || m.InputPrice == nil || *m.InputPrice != 0.5 || m.OutputPrice != nil {
+		t.Errorf("models = %+v", c.Models)
+	}
+	if _, err := decodeConfig(map[string]any{"models": map[string]any{"x": map[string]any{"max_output_tokens": "lots"}}}); err == nil {
+		t.Error("max_output_tokens = \"lots\" was accepted")
+	}
+}
+
 // The send section: defaults, the user's values in seconds, negative = 0
 // (no retries, no limit), fractions kept.
 func TestSendOptions(t *testing.T) {

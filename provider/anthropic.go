@@ -16,11 +16,10 @@ type anthropic struct {
 }
 
 const (
-	anthropicBase         = "https://api.anthropic.com"
-	anthropicVersion      = "2023-06-01"
-	anthropicDefaultModel = "claude-sonnet-4-6"
-	anthropicMaxTokens    = 32000
-	anthropicMinBudget    = 1024
+	anthropicBase      = "https://api.anthropic.com"
+	anthropicVersion   = "2023-06-01"
+	anthropicMaxTokens = 32000
+	anthropicMinBudget = 1024
 )
 
 func (a *anthropic) Name() string { return a.name }
@@ -54,14 +53,8 @@ func (a *anthropic) Stream(ctx context.Context, req Request, emit func(Event)) e
 // tools and messages last, so consecutive requests share a byte prefix.
 func anthropicBody(req Request) ([]byte, error) {
 	p := req.Params
-	model := p.Model
-	if model == "" {
-		model = anthropicDefaultModel
-	}
-	maxTokens := p.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = anthropicMaxTokens
-	}
+	model, info := req.modelInfo("anthropic")
+	maxTokens := outputTokens(p, info, anthropicMaxTokens)
 	retention, err := cacheRetention(p)
 	if err != nil {
 		return nil, err
@@ -78,24 +71,31 @@ func anthropicBody(req Request) ([]byte, error) {
 		return nil, err
 	}
 	body := map[string]any{
-		"model":      model,
-		"max_tokens": maxTokens,
-		"stream":     true,
-		"messages":   anthropicMessages(req.Messages),
+		"model":    model,
+		"stream":   true,
+		"messages": anthropicMessages(req.Messages),
 	}
 	thinkingOn := false
-	if th.on {
-		if t, oc := anthropicThinking(model, maxTokens, th, p); t != nil {
+	// A tool loop another provider (or an unsigned block) started cannot
+	// go on with thinking: the API wants the turn that made the calls to
+	// start with its own signed thinking, and rejects the request
+	// otherwise. Thinking is left off for this request.
+	if th.on && !anthropicUnsignedToolTurn(req.Messages) {
+		var t, oc map[string]any
+		t, oc, maxTokens = anthropicThinking(info, maxTokens, th, p)
+		if t != nil {
 			body["thinking"] = t
 			thinkingOn = true
-			if oc != nil {
-				body["output_config"] = oc
-			}
+		}
+		if oc != nil {
+			body["output_config"] = oc
 		}
 	}
-	// The API accepts no temperature but 1 with thinking; the setting is
-	// dropped then rather than failing the request.
-	if p.Temperature != nil && !thinkingOn {
+	body["max_tokens"] = maxTokens
+	// The API accepts no temperature but 1 with thinking, and none at all
+	// on the newest models: the setting is dropped then rather than
+	// failing the request.
+	if p.Temperature != nil && !thinkingOn && !info.NoSampling {
 		body["temperature"] = *p.Temperature
 	}
 	if req.System != "" {
@@ -128,6 +128,36 @@ func anthropicBody(req Request) ([]byte, error) {
 	return encodeOrdered(body, "system", "tools", "messages")
 }
 
+// anthropicUnsignedToolTurn reports whether the conversation ends with tool
+// results answering an assistant turn that does not start with Anthropic's
+// own thinking (signed or redacted): made by another provider, or whose
+// signature was lost.
+func anthropicUnsignedToolTurn(msgs []Message) bool {
+	n := len(msgs)
+	if n < 2 || msgs[n-1].Role != RoleUser {
+		return false
+	}
+	results := false
+	for _, p := range msgs[n-1].Parts {
+		results = results || p.Kind == PartToolResult
+	}
+	if !results || msgs[n-2].Role != RoleAssistant {
+		return false
+	}
+	for _, p := range msgs[n-2].Parts {
+		if p.Kind == PartThinking && anthropicNative(p.Thinking) {
+			return false
+		}
+	}
+	return true
+}
+
+// anthropicNative reports whether a thinking block goes back to Anthropic as
+// a thinking (or redacted_thinking) block rather than as text.
+func anthropicNative(t *Thinking) bool {
+	return t.Redacted || t.Signature != "" && t.Provider == "anthropic"
+}
+
 func schemaOrEmpty(s map[string]any) map[string]any {
 	if s == nil {
 		return map[string]any{"type": "object", "properties": map[string]any{}}
@@ -136,52 +166,35 @@ func schemaOrEmpty(s map[string]any) map[string]any {
 }
 
 // anthropicThinking returns the thinking and output_config objects for a
-// model: adaptive thinking with an effort (Claude 4.6+), a budget with an
-// effort (Opus 4.5), a budget alone (other thinking models), or nothing
-// (models without extended thinking).
-func anthropicThinking(model string, maxTokens int, th thinking, p Params) (map[string]any, map[string]any) {
-	adaptive := hasAnyPrefix(model, "claude-opus-4-7", "claude-opus-4-6", "claude-sonnet-4-6")
-	switch {
-	case hasAnyPrefix(model, "claude-3-5", "claude-3-opus", "claude-3-sonnet", "claude-3-haiku", "claude-2", "claude-instant"):
-		return nil, nil
-	case adaptive:
-		effort := anthropicEffort(model, th.level)
-		if e := strings.ToLower(extraString(p, "effort")); e != "" {
-			effort = e
+// model, and the max_tokens to send with them: adaptive thinking with an
+// effort (Claude 4.6 and later), a budget (with an effort on Opus 4.5), an
+// effort alone, or nothing (models without extended thinking, and a budget
+// that cannot fit under max_tokens).
+func anthropicThinking(m ModelInfo, maxTokens int, th thinking, p Params) (map[string]any, map[string]any, int) {
+	effort := func() map[string]any {
+		e := effortFor(m, th.level)
+		if x := strings.ToLower(extraString(p, "effort")); x != "" {
+			e = x
 		}
-		return map[string]any{"type": "adaptive", "display": "summarized"}, map[string]any{"effort": effort}
-	case hasAnyPrefix(model, "claude-opus-4-5"):
-		return map[string]any{"type": "enabled", "budget_tokens": max(th.budget, anthropicMinBudget)},
-			map[string]any{"effort": anthropicEffort(model, th.level)}
+		return map[string]any{"effort": e}
 	}
-	budget := max(th.budget, anthropicMinBudget)
-	if budget >= maxTokens {
-		budget = max(maxTokens-1, anthropicMinBudget)
-	}
-	return map[string]any{"type": "enabled", "budget_tokens": budget}, nil
-}
-
-func anthropicEffort(model, level string) string {
-	switch level {
-	case "minimal", "low":
-		return "low"
-	case "medium":
-		return "medium"
-	case "max":
-		if hasAnyPrefix(model, "claude-opus-4-6", "claude-opus-4-7") {
-			return "max"
+	switch m.Thinking {
+	case ThinkingAdaptive:
+		return map[string]any{"type": "adaptive", "display": "summarized"}, effort(), maxTokens
+	case ThinkingEffort:
+		return nil, effort(), maxTokens
+	case ThinkingBudget:
+		budget, mt, ok := fitBudget(p, m, th.budget, max(m.MinBudget, anthropicMinBudget), m.MaxBudget, maxTokens)
+		if !ok {
+			return nil, nil, maxTokens
 		}
-	}
-	return "high"
-}
-
-func hasAnyPrefix(s string, prefixes ...string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
+		var oc map[string]any
+		if len(m.Efforts) > 0 {
+			oc = effort()
 		}
+		return map[string]any{"type": "enabled", "budget_tokens": budget}, oc, mt
 	}
-	return false
+	return nil, nil, maxTokens
 }
 
 // anthropicMessages converts the conversation. User content: tool results
@@ -195,7 +208,7 @@ func anthropicMessages(msgs []Message) []any {
 		if m.Role == RoleUser {
 			for _, p := range m.Parts {
 				if p.Kind == PartToolResult {
-					r := map[string]any{"type": "tool_result", "tool_use_id": normalizeToolID(p.ToolResult.ToolUseID), "content": p.ToolResult.Content}
+					r := map[string]any{"type": "tool_result", "tool_use_id": normalizeToolID(p.ToolResult.ToolUseID), "content": toolResultText(p.ToolResult)}
 					if p.ToolResult.IsError {
 						r["is_error"] = true
 					}
@@ -218,7 +231,8 @@ func anthropicMessages(msgs []Message) []any {
 				case t.Redacted:
 					content = append(content, map[string]any{"type": "redacted_thinking", "data": t.Content})
 				case t.Signature != "" && t.Provider == "anthropic":
-					content = append(content, map[string]any{"type": "thinking", "thinking": t.Content, "signature": t.Signature})
+					text, sig := signedThinking(t.Content, t.Signature)
+					content = append(content, map[string]any{"type": "thinking", "thinking": text, "signature": sig})
 				case strings.TrimSpace(t.Content) != "":
 					foreign = append(foreign, strings.TrimSpace(t.Content))
 				}

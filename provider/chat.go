@@ -84,29 +84,39 @@ func chatBody(req Request, name string) ([]byte, error) {
 		"stream":         true,
 		"stream_options": map[string]any{"include_usage": true},
 	}
+	// What the catalogue knows of the model (any section: a gateway may
+	// serve any of them) bounds what is sent; of a model it does not know
+	// only what the user set is sent, and the server's defaults apply.
+	_, info := req.modelInfo(chatWire)
+	reasoning := info.Known && info.Thinking != ThinkingNone
 	if p.MaxTokens > 0 {
+		n := outputTokens(p, info, 0)
 		// OpenAI's reasoning models refuse max_tokens.
-		if openaiReasoning(p.Model) {
-			body["max_completion_tokens"] = p.MaxTokens
+		if reasoning && info.Provider == "openai" {
+			body["max_completion_tokens"] = n
 		} else {
-			body["max_tokens"] = p.MaxTokens
+			body["max_tokens"] = n
 		}
 	}
-	if p.Temperature != nil {
+	if p.Temperature != nil && !info.NoSampling {
 		body["temperature"] = *p.Temperature
 	}
-	if lvl := strings.ToLower(strings.TrimSpace(p.Thinking)); lvl != "" {
+	if lvl := strings.ToLower(strings.TrimSpace(p.Thinking)); lvl != "" && (reasoning || !info.Known) {
 		th, err := resolveThinking(Params{Thinking: p.Thinking}, "", "")
 		if err != nil {
 			return nil, err
 		}
 		if th.on {
 			effort := th.level
-			switch effort {
-			case "minimal":
-				effort = "low"
-			case "max":
-				effort = "high"
+			if info.Provider == "openai" {
+				effort = effortFor(info, th.level) // the model's own words
+			} else { // a gateway's reasoning_effort: the common words
+				switch effort {
+				case "minimal":
+					effort = "low"
+				case "max":
+					effort = "high"
+				}
 			}
 			body["reasoning_effort"] = effort
 		}

@@ -58,12 +58,27 @@
 // system, tools, messages; OpenAI tools, input; Vertex tools, contents) so
 // consecutive requests share a byte prefix for prompt caching, and no HTML
 // escaping. Tool names with ':' travel as "__" and are decoded back; tool
-// ids are normalized to [A-Za-z0-9_-]{1,64} for Anthropic and OpenAI.
-// Thinking signatures round-trip only to the provider that made them
-// (OpenAI's is the base64 of its reasoning item, encrypted content
-// included); other providers' thinking is sent as "<thinking>…</thinking>"
-// text. Tool inputs are written on one line in the .chat style
-// ({"path": ".", "label": "listing"}) whatever the provider sent.
+// ids that are not [A-Za-z0-9_-]{1,64} are made so for Anthropic and
+// OpenAI, with a hash so that two ids never become one. Thinking
+// signatures round-trip only to the provider that made them (OpenAI's is
+// the base64 of its reasoning item, encrypted content included;
+// Anthropic's thinking is written byte for byte, or carried inside the
+// signature when the buffer cannot hold it as it is); other providers'
+// thinking is sent as "<thinking>…</thinking>" text, Anthropic's thinking
+// is left off for a tool loop another provider started, and Gemini 3 gets
+// the documented placeholder signature on calls it did not make. An empty
+// tool result is sent as "(no output)" or "(error without message)". Tool
+// inputs are written on one line in the .chat style ({"path": ".",
+// "label": "listing"}) whatever the provider sent.
+//
+// # Models
+//
+// Each body is built for its model (models.go): the thinking form, the
+// effort words, max_tokens within the output limit and a budget below it,
+// temperature only where the model takes it. LookupModel finds the
+// catalogue entry (with setup's models = {…} on top; Request.ModelInfo
+// carries the result); an unknown model gets max_tokens 8,192 and no
+// thinking parameter.
 //
 // The replay provider and its script format are described in replay.go.
 package provider

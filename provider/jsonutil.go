@@ -2,6 +2,8 @@ package provider
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"sort"
 	"strings"
@@ -111,20 +113,33 @@ func displayJSON(raw []byte) string {
 }
 
 // normalizeToolID makes a tool id acceptable to Anthropic and OpenAI
-// (`^[A-Za-z0-9_-]{1,64}$`): every other byte becomes '_', the result is cut
-// to 64 bytes and trailing '_' are removed. The same id is normalized the
-// same way in the call and in its result, so they still match.
+// (`^[A-Za-z0-9_-]{1,64}$`). An id that already is stays as it is; any
+// other (another provider's, such as Vertex's urn:flemma:tool:…, or one
+// typed by hand) has every other byte replaced by '_', is cut to leave
+// room, and gets "_" and 8 hex digits of its hash: two different ids never
+// become the same one (the API rejects a repeated tool_use id), and the
+// same id is normalized the same way in the call and in its result.
 func normalizeToolID(id string) string {
 	b := []byte(id)
+	changed := len(b) == 0 || len(b) > 64
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			b[i] = '_'
+			changed = true
 		}
 	}
-	if len(b) > 64 {
-		b = b[:64]
+	if !changed {
+		return id
 	}
-	return strings.TrimRight(string(b), "_")
+	if len(b) > 55 {
+		b = b[:55]
+	}
+	sum := sha256.Sum256([]byte(id))
+	stem := strings.TrimRight(string(b), "_")
+	if stem == "" {
+		return "id_" + hex.EncodeToString(sum[:4])
+	}
+	return stem + "_" + hex.EncodeToString(sum[:4])
 }
 
 // wireName encodes an internal tool name for the wire: ':' (namespacing) is
@@ -134,3 +149,17 @@ func wireName(name string) string { return strings.ReplaceAll(name, ":", "__") }
 // internalName decodes a wire name: every "__" becomes ':'. A tool whose
 // real name contains "__" is therefore shown with ':' (send.md §1.4).
 func internalName(name string) string { return strings.ReplaceAll(name, "__", ":") }
+
+// toolResultText is a tool result's content as every provider gets it:
+// never blank. Anthropic rejects an error result without content
+// ("content cannot be empty if is_error is true"), and an empty answer
+// leaves any model guessing whether the call ran.
+func toolResultText(r *ToolResult) string {
+	switch {
+	case strings.TrimSpace(r.Content) != "":
+		return r.Content
+	case r.IsError:
+		return "(error without message)"
+	}
+	return "(no output)"
+}

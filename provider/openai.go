@@ -13,9 +13,8 @@ import (
 type openai struct{ cfg Config }
 
 const (
-	openaiBase         = "https://api.openai.com"
-	openaiDefaultModel = "gpt-5.4"
-	openaiMaxTokens    = 64000
+	openaiBase      = "https://api.openai.com"
+	openaiMaxTokens = 64000 // when max_tokens is not set (and the model allows it)
 )
 
 func (o *openai) Name() string { return "openai" }
@@ -41,53 +40,21 @@ func (o *openai) Stream(ctx context.Context, req Request, emit func(Event)) erro
 	return redact(consume(ctx, "openai", resp.Body, &openaiParser{emit: emit}), key)
 }
 
-// openaiReasoning reports whether a model takes the reasoning parameter.
-func openaiReasoning(model string) bool {
-	if strings.Contains(model, "-chat") {
-		return false
-	}
-	return hasAnyPrefix(model, "o1", "o3", "o4", "gpt-5")
-}
-
-// openaiEffort maps a level to the model's reasoning effort: o-series
-// models have no "minimal", GPT-5.2 and later call their top level
-// "xhigh", pro models start at "medium", and gpt-5-pro only knows "high".
-func openaiEffort(model string, th thinking) string {
-	if hasAnyPrefix(model, "gpt-5-pro") {
-		return "high"
-	}
+// openaiEffort is the reasoning effort for a level: the provider's own
+// word (parameters.openai.reasoning) as given, else the model's word
+// nearest the level (effortFor).
+func openaiEffort(m ModelInfo, th thinking) string {
 	if th.override != "" {
 		return th.override
 	}
-	effort := th.level
-	switch th.level {
-	case "minimal":
-		if hasAnyPrefix(model, "o") {
-			effort = "low"
-		}
-	case "max":
-		effort = "high"
-		if hasAnyPrefix(model, "gpt-5.") && !hasAnyPrefix(model, "gpt-5.0", "gpt-5.1") {
-			effort = "xhigh"
-		}
-	}
-	if strings.HasSuffix(model, "-pro") && (effort == "minimal" || effort == "low") {
-		effort = "medium"
-	}
-	return effort
+	return effortFor(m, th.level)
 }
 
 // openaiBody builds the request body: tools and input last.
 func openaiBody(req Request) ([]byte, error) {
 	p := req.Params
-	model := p.Model
-	if model == "" {
-		model = openaiDefaultModel
-	}
-	maxTokens := p.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = openaiMaxTokens
-	}
+	model, info := req.modelInfo("openai")
+	maxTokens := outputTokens(p, info, openaiMaxTokens)
 	retention, err := cacheRetention(p)
 	if err != nil {
 		return nil, err
@@ -102,21 +69,22 @@ func openaiBody(req Request) ([]byte, error) {
 		"store":             false,
 		"max_output_tokens": maxTokens,
 	}
-	reasoning := openaiReasoning(model)
-	if reasoning {
+	// Every thinking form but none is reasoning.effort here: the
+	// Responses API has no budget.
+	if info.Thinking != ThinkingNone && info.Thinking != "" {
 		switch {
 		case th.on:
 			summary := extraString(p, "reasoning_summary")
 			if summary == "" {
 				summary = "auto"
 			}
-			body["reasoning"] = map[string]any{"effort": openaiEffort(model, th), "summary": summary}
+			body["reasoning"] = map[string]any{"effort": openaiEffort(info, th), "summary": summary}
 			body["include"] = []string{"reasoning.encrypted_content"}
-		case th.explicit && hasAnyPrefix(model, "gpt-5.") && !strings.HasSuffix(model, "-pro"):
+		case th.explicit && takesEffort(info, "none"):
 			body["reasoning"] = map[string]any{"effort": "none"}
 		}
 	}
-	if p.Temperature != nil && !reasoning {
+	if p.Temperature != nil && !info.NoSampling {
 		body["temperature"] = *p.Temperature
 	}
 	if retention != "none" {
@@ -163,11 +131,8 @@ func openaiInput(system string, msgs []Message, phase bool) ([]any, error) {
 				switch p.Kind {
 				case PartToolResult:
 					r := p.ToolResult
-					output := r.Content
+					output := toolResultText(r)
 					if r.IsError {
-						if output == "" {
-							output = "Tool execution failed"
-						}
 						output = "Error: " + output
 					}
 					out = append(out, map[string]any{"type": "function_call_output", "call_id": normalizeToolID(r.ToolUseID), "output": output})

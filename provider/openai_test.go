@@ -217,8 +217,13 @@ func TestOpenAIParams(t *testing.T) {
 		{"pro starts at medium", Params{Model: "gpt-5.4-pro", Thinking: "low"}, map[string]string{"reasoning": `{"effort":"medium","summary":"auto"}`}},
 		{"off on gpt-5.5 is none", Params{Model: "gpt-5.5", Thinking: "off"}, map[string]string{"reasoning": `{"effort":"none"}`, "include": ""}},
 		{"off on o3 sends nothing", Params{Model: "o3", Thinking: "off"}, map[string]string{"reasoning": ""}},
-		{"gpt-4o: no reasoning, temperature kept", Params{Model: "gpt-4o", Thinking: "high", Temperature: &temp},
-			map[string]string{"reasoning": "", "include": "", "temperature": "0.2"}},
+		{"gpt-4o: no reasoning, temperature kept, limit 16384", Params{Model: "gpt-4o", Thinking: "high", Temperature: &temp},
+			map[string]string{"reasoning": "", "include": "", "temperature": "0.2", "max_output_tokens": "16384"}},
+		{"gpt-4o: 64000 is cut to its limit", Params{Model: "gpt-4o", MaxTokens: 64000}, map[string]string{"max_output_tokens": "16384"}},
+		{"gpt-5.1 has no minimal: low", Params{Model: "gpt-5.1", Thinking: "minimal"}, map[string]string{"reasoning": `{"effort":"low","summary":"auto"}`}},
+		{"gpt-5 minimal", Params{Model: "gpt-5-mini", Thinking: "minimal"}, map[string]string{"reasoning": `{"effort":"minimal","summary":"auto"}`}},
+		{"gpt-5-chat does not reason", Params{Model: "gpt-5-chat-latest", Thinking: "high", Temperature: &temp}, map[string]string{"reasoning": "", "temperature": "0.2"}},
+		{"unknown model: 8192, no reasoning", Params{Model: "my-local-llm", Thinking: "high"}, map[string]string{"reasoning": "", "max_output_tokens": "8192"}},
 		{"long cache", Params{CacheRetention: "long"}, map[string]string{"prompt_cache_retention": `"24h"`}},
 		{"no cache", Params{CacheRetention: "none", Extra: map[string]any{"prompt_cache_key": "x.chat"}}, map[string]string{"prompt_cache_retention": "", "prompt_cache_key": ""}},
 	}
@@ -261,7 +266,7 @@ func TestOpenAIAssistantItems(t *testing.T) {
 		`{"content":[{"annotations":[],"text":"First.","type":"output_text"}],"id":"msg_1_1","phase":"commentary","role":"assistant","status":"completed","type":"message"},` +
 		`{"arguments":"{\"command\":\"ls\"}","call_id":"call_1","name":"bash","status":"completed","type":"function_call"},` +
 		`{"content":[{"annotations":[],"text":"Then.","type":"output_text"}],"id":"msg_1_2","phase":"commentary","role":"assistant","status":"completed","type":"message"},` +
-		`{"call_id":"call_1","output":"Error: Tool execution failed","type":"function_call_output"},` +
+		`{"call_id":"call_1","output":"Error: (error without message)","type":"function_call_output"},` +
 		`{"content":[{"annotations":[],"text":"Done.","type":"output_text"}],"id":"msg_2_1","phase":"final_answer","role":"assistant","status":"completed","type":"message"}]`
 	if got != want {
 		t.Errorf("input items:\n%s\nwant:\n%s", got, want)

@@ -81,7 +81,7 @@ type ToolDef struct {
 // Params are the generation parameters of one request.
 type Params struct {
 	Model       string   // "" = the provider's default model
-	MaxTokens   int      // 0 = the provider's default
+	MaxTokens   int      // 0 = the provider's default; never sent above the model's limit
 	Temperature *float64 // nil = not sent
 	// Thinking is the unified thinking level: "" (default, = "high"),
 	// "off", "minimal", "low", "medium", "high", "max", or a token budget
@@ -102,6 +102,21 @@ type Request struct {
 	Messages []Message
 	Tools    []ToolDef
 	Params   Params
+	// ModelInfo describes Params.Model (LookupModel, with the user's
+	// overrides); nil = the built-in catalogue's entry.
+	ModelInfo *ModelInfo
+}
+
+// modelInfo is what the request's body is built for.
+func (r Request) modelInfo(provider string) (string, ModelInfo) {
+	model := r.Params.Model
+	if model == "" {
+		model = DefaultModel(provider)
+	}
+	if r.ModelInfo != nil {
+		return model, *r.ModelInfo
+	}
+	return model, LookupModel(provider, model, nil)
 }
 
 // Event kinds, in the order a response may produce them.

@@ -18,10 +18,7 @@ type vertex struct {
 	newID func(name string) string // tool call ids: Gemini sends none
 }
 
-const (
-	vertexDefaultModel = "gemini-3.1-pro-preview"
-	vertexMaxTokens    = 32768
-)
+const vertexMaxTokens = 32768 // when max_tokens is not set (and the model allows it)
 
 func (v *vertex) Name() string { return "vertex" }
 
@@ -37,7 +34,7 @@ func (v *vertex) endpoint(model string) (string, error) {
 		project = strings.TrimSpace(v.cfg.Getenv("GOOGLE_CLOUD_PROJECT"))
 	}
 	if project == "" {
-		return "", fmt.Errorf("Vertex AI needs a project id: set parameters.vertex.project_id or $GOOGLE_CLOUD_PROJECT")
+		return "", fmt.Errorf("Vertex AI needs a project id: set providers.vertex.project in setup() or $GOOGLE_CLOUD_PROJECT")
 	}
 	location := strings.TrimSpace(v.cfg.Location)
 	if location == "" {
@@ -60,10 +57,7 @@ func (v *vertex) Stream(ctx context.Context, req Request, emit func(Event)) erro
 	if err != nil {
 		return err
 	}
-	model := req.Params.Model
-	if model == "" {
-		model = vertexDefaultModel
-	}
+	model, _ := req.modelInfo("vertex")
 	endpoint, err := v.endpoint(model)
 	if err != nil {
 		return &Error{Provider: "vertex", Message: err.Error()}
@@ -87,14 +81,8 @@ func (v *vertex) Stream(ctx context.Context, req Request, emit func(Event)) erro
 // vertexBody builds the request body: tools and contents last.
 func vertexBody(req Request) ([]byte, error) {
 	p := req.Params
-	model := p.Model
-	if model == "" {
-		model = vertexDefaultModel
-	}
-	maxTokens := p.MaxTokens
-	if maxTokens <= 0 {
-		maxTokens = vertexMaxTokens
-	}
+	_, info := req.modelInfo("vertex")
+	maxTokens := outputTokens(p, info, vertexMaxTokens)
 	if _, err := cacheRetention(p); err != nil {
 		return nil, err
 	}
@@ -102,16 +90,18 @@ func vertexBody(req Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	gen := map[string]any{"maxOutputTokens": maxTokens}
-	if p.Temperature != nil {
+	gen := map[string]any{}
+	if p.Temperature != nil && !info.NoSampling {
 		gen["temperature"] = *p.Temperature
 	}
-	if tc := vertexThinking(model, th); tc != nil {
+	var tc map[string]any
+	if tc, maxTokens = vertexThinking(info, th, p, maxTokens); tc != nil {
 		gen["thinkingConfig"] = tc
 	}
+	gen["maxOutputTokens"] = maxTokens
 	body := map[string]any{
 		"generationConfig": gen,
-		"contents":         vertexContents(req.Messages),
+		"contents":         vertexContents(req.Messages, info.ThoughtSignatures),
 	}
 	if req.System != "" {
 		body["systemInstruction"] = map[string]any{"parts": []any{map[string]any{"text": req.System}}}
@@ -127,44 +117,44 @@ func vertexBody(req Request) ([]byte, error) {
 	return encodeOrdered(body, "tools", "contents")
 }
 
-// vertexThinking returns the thinkingConfig for a model: a level for
-// Gemini 3, a budget for Gemini 2.5, nothing for models that do not think.
-func vertexThinking(model string, th thinking) map[string]any {
-	pro := strings.Contains(model, "-pro")
-	switch {
-	case hasAnyPrefix(model, "gemini-3"):
+// vertexThinking returns the thinkingConfig for a model, and the
+// maxOutputTokens to send with it: a level (Gemini 3), a budget below
+// maxOutputTokens (Gemini 2.5; 0 turns thinking off where the model
+// allows it), or nothing for models that do not think, and for "off" on
+// models that cannot stop.
+func vertexThinking(m ModelInfo, th thinking, p Params, maxTokens int) (map[string]any, int) {
+	switch m.Thinking {
+	case ThinkingEffort, ThinkingAdaptive:
 		if !th.on {
-			return nil
+			return nil, maxTokens
 		}
-		level := map[string]string{"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "max": "HIGH"}[th.level]
-		if level == "" {
-			level = "HIGH"
+		return map[string]any{"includeThoughts": true, "thinkingLevel": strings.ToUpper(effortFor(m, th.level))}, maxTokens
+	case ThinkingBudget:
+		off := map[string]any{"thinkingBudget": 0}
+		if m.AlwaysThinks {
+			off = nil // the model's own budget rather than one it rejects
 		}
-		if level == "MINIMAL" && pro {
-			level = "LOW"
-		}
-		return map[string]any{"includeThoughts": true, "thinkingLevel": level}
-	case hasAnyPrefix(model, "gemini-2.5"):
 		if !th.on {
-			if pro {
-				return nil // 2.5 Pro cannot stop thinking
-			}
-			return map[string]any{"thinkingBudget": 0}
+			return off, maxTokens
 		}
-		lo, hi := 1, 24576
-		if pro {
-			lo, hi = 128, 32768
+		budget, mt, ok := fitBudget(p, m, th.budget, max(m.MinBudget, 1), m.MaxBudget, maxTokens)
+		if !ok {
+			return off, maxTokens
 		}
-		return map[string]any{"includeThoughts": true, "thinkingBudget": min(max(th.budget, lo), hi)}
+		return map[string]any{"includeThoughts": true, "thinkingBudget": budget}, mt
 	}
-	return nil
+	return nil, maxTokens
 }
 
 // vertexContents converts the conversation. User parts: functionResponse
 // per result first, then text. Model parts: other providers' thinking as
 // text, the text, then functionCall parts; the signature of the last
 // Vertex-signed thinking rides on the first functionCall (or the text).
-func vertexContents(msgs []Message) []any {
+// With signed (Gemini 3 requires a signature on the calls of the current
+// turn), calls that have none — made by another provider, or whose
+// signature was lost — carry the placeholder Google documents for
+// conversations that come from elsewhere.
+func vertexContents(msgs []Message, signed bool) []any {
 	names := map[string]string{}
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -187,7 +177,7 @@ func vertexContents(msgs []Message) []any {
 					key = "error"
 				}
 				parts = append(parts, map[string]any{"functionResponse": map[string]any{
-					"name": wireName(vertexToolName(names, r.ToolUseID)), "response": map[string]any{key: r.Content}}})
+					"name": wireName(vertexToolName(names, r.ToolUseID)), "response": map[string]any{key: toolResultText(r)}}})
 			}
 			for _, p := range m.Parts {
 				if p.Kind == PartText && strings.TrimSpace(p.Text) != "" {
@@ -231,6 +221,9 @@ func vertexContents(msgs []Message) []any {
 				parts = append(parts, map[string]any{"functionCall": map[string]any{"name": wireName(p.ToolUse.Name), "args": objectJSON(p.ToolUse.Input)}})
 			}
 		}
+		if sig == "" && signed && callIdx >= 0 {
+			sig = vertexForeignSignature
+		}
 		if sig != "" {
 			switch {
 			case callIdx >= 0:
@@ -247,6 +240,11 @@ func vertexContents(msgs []Message) []any {
 	}
 	return out
 }
+
+// vertexForeignSignature is the thought signature Google documents for
+// function calls that no Gemini model made ("skip_thought_signature_validator",
+// https://ai.google.dev/gemini-api/docs/thought-signatures).
+const vertexForeignSignature = "skip_thought_signature_validator"
 
 // vertexToolName finds the tool a result answers: from its call in the
 // conversation, else from an id of the form urn:flemma:tool:<name>:….

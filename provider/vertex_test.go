@@ -132,7 +132,9 @@ func TestVertexEndpoint(t *testing.T) {
 	p, _ := New("vertex", Config{Getenv: func(k string) string { return map[string]string{"VERTEX_AI_ACCESS_TOKEN": "tok"}[k] }})
 	err := p.Stream(context.Background(), hello(), func(Event) {})
 	var pe *Error
-	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "project") {
+	// The message names the setup key that works (options.Config reads
+	// providers.<name>.project), not one that is ignored.
+	if !errors.As(err, &pe) || !strings.Contains(pe.Message, "providers.vertex.project") || strings.Contains(pe.Message, "parameters.vertex") {
 		t.Errorf("no project: err = %v", err)
 	}
 }
@@ -147,10 +149,13 @@ func TestVertexParams(t *testing.T) {
 		{"gemini 3 pro minimal is LOW", Params{Model: "gemini-3.1-pro-preview", Thinking: "minimal"}, `{"maxOutputTokens":32768,"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"LOW"}}`},
 		{"gemini 3 flash minimal", Params{Model: "gemini-3-flash-preview", Thinking: "minimal"}, `{"maxOutputTokens":32768,"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"MINIMAL"}}`},
 		{"gemini 3 max is HIGH", Params{Model: "gemini-3-flash-preview", Thinking: "max"}, `{"maxOutputTokens":32768,"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"HIGH"}}`},
-		{"2.5 budget from provider", Params{Model: "gemini-2.5-flash", MaxTokens: 1000, Extra: map[string]any{"thinking_budget": 4096}}, `{"maxOutputTokens":1000,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":4096}}`},
+		{"2.5 budget from provider", Params{Model: "gemini-2.5-flash", MaxTokens: 1000, Extra: map[string]any{"thinking_budget": 4096}}, `{"maxOutputTokens":1000,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":500}}`},
+		{"2.5 budget flemma chose: maxOutputTokens grows", Params{Model: "gemini-2.5-pro", Thinking: "max"}, `{"maxOutputTokens":36864,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":32768}}`},
+		{"2.5 flash-lite: no budget fits, off", Params{Model: "gemini-2.5-flash-lite", MaxTokens: 600, Thinking: "low"}, `{"maxOutputTokens":600,"thinkingConfig":{"thinkingBudget":0}}`},
 		{"2.5 flash off", Params{Model: "gemini-2.5-flash", Thinking: "off"}, `{"maxOutputTokens":32768,"thinkingConfig":{"thinkingBudget":0}}`},
 		{"2.5 pro cannot stop", Params{Model: "gemini-2.5-pro", Thinking: "off"}, `{"maxOutputTokens":32768}`},
-		{"2.0 does not think", Params{Model: "gemini-2.0-flash", Thinking: "high"}, `{"maxOutputTokens":32768}`},
+		{"2.0 does not think; its limit is 8192", Params{Model: "gemini-2.0-flash", Thinking: "high"}, `{"maxOutputTokens":8192}`},
+		{"unknown model: 8192, no thinkingConfig", Params{Model: "gemini-9-ultra", Thinking: "high"}, `{"maxOutputTokens":8192}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

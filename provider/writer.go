@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"strings"
 
@@ -333,16 +334,24 @@ func (w *Writer) flushThinking(all bool) {
 
 // thinkingBlock renders a block (send.md §4.3); "" when there is nothing
 // to keep. The content is model text: sanitized and escaped like the
-// answer. Escaping is undone before the thinking is sent back, so the
-// signature still holds; sanitizing is not, so a signature over content
-// that had to be cleaned is dropped (the provider would reject it).
+// answer, and trimmed. Escaping is undone before the thinking is sent
+// back. Anthropic's signature covers the thinking text itself, so a block
+// it signed is written byte for byte instead (not trimmed); when the text
+// cannot be held by buffer lines as it is (a carriage return, a control
+// character, invalid UTF-8), the cleaned text is shown and the exact text
+// travels in the signature (exactSignature). The other providers' signatures
+// do not depend on the text shown.
 func thinkingBlock(b *thinkBlock) string {
-	raw := strings.TrimSpace(b.content.String())
-	content := strings.TrimSpace(buffer.Sanitize(raw))
-	if content != raw {
-		b.signature = ""
+	raw := b.content.String()
+	signed := b.signature != "" && b.provider != "" && !strings.ContainsAny(b.signature, "\"\n\r")
+	if signed && b.provider == "anthropic" && !b.redacted && buffer.Sanitize(raw) == raw {
+		open := "<thinking " + b.provider + ":signature=\"" + b.signature + "\">"
+		if raw == "" {
+			return open + "\n</thinking>\n"
+		}
+		return open + "\n" + buffer.EscapeText(raw) + "\n</thinking>\n"
 	}
-	content = buffer.EscapeText(content)
+	content := buffer.EscapeText(strings.TrimSpace(buffer.Sanitize(strings.TrimSpace(raw))))
 	if b.redacted {
 		if content == "" {
 			return ""
@@ -350,8 +359,12 @@ func thinkingBlock(b *thinkBlock) string {
 		return "<thinking redacted>\n" + content + "\n</thinking>\n"
 	}
 	open := "<thinking>"
-	if b.signature != "" && b.provider != "" && !strings.ContainsAny(b.signature, "\"\n\r") {
-		open = "<thinking " + b.provider + ":signature=\"" + b.signature + "\">"
+	if signed {
+		sig := b.signature
+		if b.provider == "anthropic" {
+			sig = exactSignature(raw, sig)
+		}
+		open = "<thinking " + b.provider + ":signature=\"" + sig + "\">"
 	} else if content == "" {
 		return ""
 	}
@@ -359,6 +372,32 @@ func thinkingBlock(b *thinkBlock) string {
 		return open + "\n</thinking>\n"
 	}
 	return open + "\n" + content + "\n</thinking>\n"
+}
+
+// exactPrefix starts a signature that carries the exact thinking text
+// (base64) before the provider's signature: "flemma-exact:TEXT:SIG". No
+// provider's signature starts so (':' and '-' are not base64).
+const exactPrefix = "flemma-exact:"
+
+// exactSignature wraps a signature with the exact text it signs.
+func exactSignature(text, sig string) string {
+	return exactPrefix + base64.StdEncoding.EncodeToString([]byte(text)) + ":" + sig
+}
+
+// signedThinking returns the thinking text and the signature to send back
+// for a signed block as the buffer holds it: the exact text when the
+// signature carries it (exactSignature), else the block's content.
+func signedThinking(content, sig string) (string, string) {
+	rest, ok := strings.CutPrefix(sig, exactPrefix)
+	if !ok {
+		return content, sig
+	}
+	enc, inner, ok := strings.Cut(rest, ":")
+	text, err := base64.StdEncoding.DecodeString(enc)
+	if !ok || err != nil || inner == "" {
+		return content, sig // not ours after all: the provider judges it
+	}
+	return string(text), inner
 }
 
 // toolUseBlock renders a tool call (send.md §4.2) with its input on one

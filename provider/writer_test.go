@@ -175,16 +175,42 @@ func TestDisplayJSON(t *testing.T) {
 
 func TestNormalizeToolID(t *testing.T) {
 	for in, want := range map[string]string{
-		"toolu_01ABC": "toolu_01ABC",
-		"urn:flemma:tool:calculator:6963a326cb51": "urn_flemma_tool_calculator_6963a326cb51",
-		"call.1:":               "call_1",
-		strings.Repeat("a", 70): strings.Repeat("a", 64),
-		"":                      "",
+		"toolu_01ABC": "toolu_01ABC", // valid ids stay as they are
+		"call_Z-9":    "call_Z-9",
+		"urn:flemma:tool:calculator:6963a326cb51": "urn_flemma_tool_calculator_6963a326cb51_c791960e",
+		"call.1:":               "call_1_1eaf0f65",
+		strings.Repeat("a", 64): strings.Repeat("a", 64),
+		strings.Repeat("a", 70): strings.Repeat("a", 55) + "_6bd5e503",
+		"":                      "id_e3b0c442",
+		"::":                    "id_71546855",
 	} {
-		if got := normalizeToolID(in); got != want {
+		got := normalizeToolID(in)
+		if got != want {
 			t.Errorf("normalizeToolID(%q) = %q, want %q", in, got, want)
 		}
+		if !validToolID(got) {
+			t.Errorf("normalizeToolID(%q) = %q is not [A-Za-z0-9_-]{1,64}", in, got)
+		}
 	}
+	// Ids that the old rule (replace, cut, trim) made equal stay apart:
+	// the API rejects a repeated tool_use id.
+	for _, pair := range [][2]string{{"call.1", "call:1"}, {"a:b", "a_b"}, {strings.Repeat("x", 64) + "1", strings.Repeat("x", 64) + "2"}, {"id:", "id"}} {
+		if a, b := normalizeToolID(pair[0]), normalizeToolID(pair[1]); a == b {
+			t.Errorf("%q and %q both normalize to %q", pair[0], pair[1], a)
+		}
+	}
+}
+
+func validToolID(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Model text is untrusted (issue 11, class 2): whatever an answer or its

@@ -172,14 +172,43 @@ function M.names()
   return names
 end
 
+-- The parameters :Flemma switch takes after the provider and model.
+local switch_params = { "max_tokens=", "temperature=", "thinking=", "cache_retention=" }
+
+-- Completion of a subcommand's arguments: fn(args before the one being
+-- completed) returns the candidates.
+M.completers = {
+  -- :Flemma switch <provider> [model] [key=value…]: the host's providers
+  -- and, for the provider typed, the models of its catalogue and setup's.
+  switch = function(args)
+    local cat = host.catalogue() or {}
+    if #args == 0 then
+      return cat.providers or {}
+    end
+    local out = {}
+    if #args == 1 then
+      out = vim.deepcopy((cat.models or {})[args[1]] or {})
+    end
+    vim.list_extend(out, switch_params)
+    return out
+  end,
+}
+
 function M.complete(arglead, cmdline, _)
-  local words = vim.split(cmdline, "%s+", { trimempty = false })
-  if #words > 2 then
-    return {}
+  local words = vim.split(cmdline:gsub("^[%s:]+", ""), "%s+", { trimempty = false })
+  local candidates
+  if #words <= 2 then
+    candidates = M.names()
+  else
+    local fn = M.completers[words[2]]
+    if not fn then
+      return {}
+    end
+    candidates = fn(vim.list_slice(words, 3, #words - 1))
   end
   return vim.tbl_filter(function(n)
-    return n:sub(1, #arglead) == arglead
-  end, M.names())
+    return type(n) == "string" and n:sub(1, #arglead) == arglead
+  end, candidates)
 end
 
 return M

@@ -18,6 +18,11 @@ M.defaults = {
     openai = {},
     vertex = {},
   },
+  -- What flemma takes a model for, over its built-in catalogue (provider/models.go), by model id or
+  -- prefix: ["my-model"] = { max_output_tokens = 32000, context_window = 128000,
+  -- thinking = "adaptive" | "budget" | "effort" | "none", input_price = 1, output_price = 4,
+  -- cache_read_price = 0.1, cache_write_price = 1.25 } (prices in USD per million tokens).
+  models = {},
   -- base_url per provider (proxies, gateways, local servers); replay = { file = "script.sse" }
   -- answers from a recorded script instead of a network (demos, tests). Any other name is a
   -- named provider (provider = "ollama", :Flemma switch ollama), e.g.
@@ -267,7 +272,20 @@ local open_maps = {
   ["parameters.openai"] = true,
   ["parameters.vertex"] = true,
   ["providers"] = true,
+  ["models"] = true,
 }
+
+-- The fields of one models = { [id] = {…} } entry and their types.
+local model_fields = {
+  max_output_tokens = "number",
+  context_window = "number",
+  thinking = "string",
+  input_price = "number",
+  output_price = "number",
+  cache_read_price = "number",
+  cache_write_price = "number",
+}
+local thinking_forms = { "adaptive", "budget", "effort", "none" }
 
 local function distance(a, b)
   if math.abs(#a - #b) > 2 then
@@ -389,6 +407,50 @@ local function check_providers(cfg, errors, warnings)
   end
 end
 
+-- models = { [id] = { … } }: each entry's fields; a wrong one is reported and
+-- dropped, the rest of the entry applies.
+local function check_models(cfg, errors, warnings)
+  if type(cfg.models) == "table" then
+    for id, entry in pairs(cfg.models) do
+      local key = "models[" .. string.format("%q", tostring(id)) .. "]"
+      if type(id) ~= "string" or type(entry) ~= "table" then
+        table.insert(errors, key .. ": expected a table of model settings (the entry is ignored)")
+        cfg.models[id] = nil
+      else
+        for field, v in pairs(entry) do
+          local want = model_fields[field]
+          if not want then
+            local best, best_d = nil, 3
+            for known in pairs(model_fields) do
+              local d = distance(tostring(field), known)
+              if d < best_d then
+                best, best_d = known, d
+              end
+            end
+            table.insert(
+              warnings,
+              string.format(
+                "unknown option %s.%s%s: it is ignored",
+                key,
+                tostring(field),
+                best and (" (did you mean " .. best .. "?)") or ""
+              )
+            )
+            entry[field] = nil
+          elseif type(v) ~= want or (field == "thinking" and not vim.tbl_contains(thinking_forms, v)) then
+            local what = field == "thinking" and ("one of " .. table.concat(thinking_forms, ", ")) or want
+            table.insert(
+              errors,
+              string.format("%s.%s: expected %s, got %s (it is ignored)", key, field, what, vim.inspect(v))
+            )
+            entry[field] = nil
+          end
+        end
+      end
+    end
+  end
+end
+
 --- Merge user options over the defaults and validate them.
 ---@return table config, string[] errors, string[] warnings
 function M.resolve(user)
@@ -433,6 +495,7 @@ function M.resolve(user)
     end
   end
   check_providers(cfg, errors, warnings)
+  check_models(cfg, errors, warnings)
   if type(cfg.tools.autopilot) == "boolean" then
     cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
   end
@@ -472,6 +535,7 @@ function M.for_host(cfg)
     paths = { state = M.state_dir(), config = vim.fn.stdpath("config") },
     provider = cfg.provider,
     model = cfg.model,
+    models = cfg.models,
     parameters = cfg.parameters,
     providers = cfg.providers,
     send = cfg.send,

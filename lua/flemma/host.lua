@@ -70,6 +70,7 @@ local function on_exit(job, code)
   if current then
     host.chan = nil
     host.version = nil
+    host.catalogue = nil
   end
   local on_purpose = host.stopped[job] or leaving()
   host.stopped[job] = nil
@@ -191,6 +192,7 @@ function M.ensure(cfg)
   if not sok then
     notify("host rejected the configuration: " .. tostring(serr))
   end
+  M.refresh_catalogue(chan)
   -- Tools registered before the host started, then tools.modules (lazily,
   -- on this first start).
   local tools = require("flemma.tools")
@@ -223,6 +225,31 @@ function M.ensure(cfg)
     pcall(vim.rpcrequest, chan, P.autopilot, host.runtime.autopilot)
   end
   return chan
+end
+
+--- Ask the host for what :Flemma switch completes (after each setup: the
+--- models setup describes are in it).
+function M.refresh_catalogue(chan)
+  chan = chan or host.chan
+  host.catalogue = nil
+  if chan then
+    local ok, res = pcall(vim.rpcrequest, chan, P.models)
+    if ok and type(res) == "table" then
+      host.catalogue = res
+    end
+  end
+end
+
+--- What :Flemma switch completes: { providers, models = { [provider] = ids } },
+--- starting the host when it is not running; nil when it cannot start.
+function M.catalogue()
+  if not host.catalogue then
+    local ok, chan = pcall(M.ensure, state.config())
+    if ok and chan and not host.catalogue then
+      M.refresh_catalogue(chan)
+    end
+  end
+  return host.catalogue
 end
 
 --- The configuration as the host takes it: JSON (flemma.setup).
@@ -384,6 +411,7 @@ function M.stop()
     host.stopped[host.chan] = true
     pcall(vim.fn.jobstop, host.chan)
     host.chan = nil
+    host.catalogue = nil
   end
 end
 

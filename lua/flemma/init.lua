@@ -37,6 +37,7 @@ function M.setup(opts)
     if err then
       notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
     end
+    host.refresh_catalogue()
   end
 end
 

@@ -24,6 +24,7 @@ return {
   journal_log = "flemma.journal_log",
   sandbox_status = "flemma.sandbox_status",
   switch = "flemma.switch",
+  models = "flemma.models", -- { providers, models = { [provider] = { id… } } }: :Flemma switch completion
   autopilot = "flemma.autopilot",
   sandbox_writable = "flemma.sandbox_writable",
   sandbox_wrap = "flemma.sandbox_wrap",

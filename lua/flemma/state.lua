@@ -32,6 +32,9 @@ M.host = {
   pending = {}, -- request id -> { method, args, cb, started (ms), warned, retried, chan }
   next_id = 0,
   watchdog = nil, -- timer that reports late answers while requests are pending
+  -- What :Flemma switch completes, as the running host answered it after the
+  -- last setup: { providers = {…}, models = { [provider] = { id… } } }.
+  catalogue = nil,
   -- Runtime overrides replayed into a (re)started host: switch = the
   -- arguments of the last :Flemma switch, autopilot = "enable" | "disable".
   runtime = {},
