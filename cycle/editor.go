@@ -73,7 +73,10 @@ type RequestEvent struct {
 	StopReason string      `msgpack:"stop_reason,omitempty"`
 	Error      string      `msgpack:"error,omitempty"`
 	Usage      *UsageEvent `msgpack:"usage,omitempty"`
-	DurationMS int64       `msgpack:"duration_ms,omitempty"`
+	// CostUSD is the response's cost at the model's catalogue prices
+	// (models = {…} may set them); absent when they are not known.
+	CostUSD    *float64 `msgpack:"cost_usd,omitempty"`
+	DurationMS int64    `msgpack:"duration_ms,omitempty"`
 }
 
 // UsageEvent is the token accounting of one response.

@@ -142,3 +142,40 @@ func TestPressRightAfterTheAnswer(t *testing.T) {
 	}
 	env.ed.waitIdle(t, env.h, 1)
 }
+
+// A response of a model with catalogue prices has a cost: in
+// FlemmaRequestEnd, the notification and the session's totals.
+func TestResponseCost(t *testing.T) {
+	prov := &scripted{events: []provider.Event{
+		{Kind: provider.EventText, Text: "Priced."},
+		{Kind: provider.EventUsage, Usage: &provider.Usage{InputTokens: 1000, OutputTokens: 2000, CacheReadTokens: 10000, CacheWriteTokens: 4000}},
+		{Kind: provider.EventDone, StopReason: "end_turn"},
+	}}
+	// Prices set in setup (models = {…}) for the replay provider's model.
+	cfg := with(noSandbox(), replayAt, map[string]any{"model": "my-model", "models": map[string]any{"my-model": map[string]any{
+		"input_price": 3, "output_price": 15, "cache_read_price": 0.3, "cache_write_price": 3.75}}})
+	env := newEnvWith(t, cfg, Deps{Providers: (&factory{prov: prov}).New})
+	env.ed.load(1, "", env.dir, "@You:\nhi\n")
+	if phase, msg := env.press(1); phase != "send" {
+		t.Fatalf("press: %s %s", phase, msg)
+	}
+	env.ed.waitText(t, 1, "Priced.")
+	env.ed.waitIdle(t, env.h, 1)
+	env.ed.mu.Lock()
+	end := env.ed.reqs[len(env.ed.reqs)-1]
+	notes := strings.Join(env.ed.notes, "\n")
+	env.ed.mu.Unlock()
+	if end.CostUSD == nil || *end.CostUSD < 0.050999 || *end.CostUSD > 0.051001 {
+		t.Errorf("FlemmaRequestEnd cost = %v, want 0.051", end.CostUSD)
+	}
+	if !strings.Contains(notes, "1000 input · 2000 output tokens · $0.0510") {
+		t.Errorf("notifications:\n%s", notes)
+	}
+	st, err := env.h.Status(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(st.Text, "this buffer, this session: 1 responses · 1,000 input · 2,000 output tokens · cache 10,000 read, 4,000 written · $0.0510") {
+		t.Errorf("status:\n%s", st.Text)
+	}
+}

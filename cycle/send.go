@@ -23,16 +23,26 @@ const flushEvery = 16 * time.Millisecond
 // animates the spinner and the elapsed time by itself in between).
 const progressEvery = 250 * time.Millisecond
 
-// usageTotal sums the token accounting of responses.
+// usageTotal sums the token accounting of responses, and their cost where
+// the model's prices are known.
 type usageTotal struct {
 	Requests int
 	provider.Usage
+	Cost     float64 // US dollars, of the responses whose prices are known
+	Priced   int     // responses with usage and known prices
+	Unpriced int     // responses with usage but no known prices
 }
 
-func (u *usageTotal) add(x *provider.Usage) {
+func (u *usageTotal) add(x *provider.Usage, cost float64, known bool) {
 	u.Requests++
 	if x == nil {
 		return
+	}
+	if known {
+		u.Cost += cost
+		u.Priced++
+	} else {
+		u.Unpriced++
 	}
 	u.InputTokens += x.InputTokens
 	u.OutputTokens += x.OutputTokens
@@ -49,7 +59,21 @@ func (u usageTotal) String() string {
 	if u.ThinkingTokens > 0 {
 		s += fmt.Sprintf(" · %s reasoning", thousands(u.ThinkingTokens))
 	}
+	switch {
+	case u.Priced > 0 && u.Unpriced == 0:
+		s += " · " + dollars(u.Cost)
+	case u.Priced > 0:
+		s += fmt.Sprintf(" · %s (%d responses without known prices)", dollars(u.Cost), u.Unpriced)
+	}
 	return s
+}
+
+// dollars writes a cost: cents under a dollar keep four decimals ($0.0123).
+func dollars(c float64) string {
+	if c < 1 {
+		return fmt.Sprintf("$%.4f", c)
+	}
+	return fmt.Sprintf("$%.2f", c)
 }
 
 // thousands writes n with a comma every three digits (1,204).
@@ -426,16 +450,24 @@ loop:
 		h.setModifiable(sw.bufnr, true)
 	}
 	h.logf("send: done in %s, %d buffer updates, %d tool calls, usage %+v, err %v", time.Since(started), flushes+2, toolUses, usage, streamErr)
+	var cost float64
+	costKnown := false
+	if usage != nil && req.ModelInfo != nil {
+		cost, costKnown = req.ModelInfo.Prices.Cost(*usage)
+	}
 	h.mu.Lock()
 	st := h.state(sw.bufnr)
 	st.lastUsage = usage
 	st.lastFlushes = flushes + 2
-	st.usage.add(usage)
-	h.usage.add(usage)
+	st.usage.add(usage, cost, costKnown)
+	h.usage.add(usage, cost, costKnown)
 	h.mu.Unlock()
 	h.progress(sw.bufnr, Progress{Provider: prov.Name(), Model: req.Params.Model})
 	end := RequestEvent{Bufnr: sw.bufnr, Provider: prov.Name(), Model: req.Params.Model, Status: "ok",
 		StopReason: w.StopReason(), Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
+	if costKnown {
+		end.CostUSD = &cost
+	}
 	switch {
 	case errors.Is(streamErr, context.Canceled):
 		end.Status = "cancelled"
@@ -455,7 +487,11 @@ loop:
 		return
 	}
 	if usage != nil {
-		h.notify(fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens), levelInfo)
+		msg := fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens)
+		if costKnown {
+			msg += " · " + dollars(cost)
+		}
+		h.notify(msg, levelInfo)
 	}
 	if cut := w.Cut(); cut != "" {
 		// Cut at the output limit, filtered, or ended inside a tool call:

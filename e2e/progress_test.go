@@ -32,7 +32,7 @@ func progressMark(t *testing.T, s *nvimtest.Session) string {
 // when the answer is in, and the statusline component counts the tokens.
 func TestRequestProgress(t *testing.T) {
 	f := &fakeAnthropic{turns: []string{sse("It is 42.")}}
-	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+	eachNvimSend(t, f, `, models = { ["test-model"] = { input_price = 3, output_price = 15 } }`, func(t *testing.T, s *nvimtest.Session) {
 		f.mu.Lock()
 		f.hold = make(chan struct{})
 		hold := f.hold
@@ -79,7 +79,8 @@ func TestRequestProgress(t *testing.T) {
 		if err := s.Lua(&line, `return require("flemma").statusline()`); err != nil {
 			t.Fatal(err)
 		}
-		if line != "anthropic test-model · 12 in · 34 out" {
+		// 12 input tokens at $3 and 34 output at $15 per million.
+		if line != "anthropic test-model · 12 in · 34 out · $0.0005" {
 			t.Errorf("statusline = %q", line)
 		}
 		// :Flemma switch changes what it names.

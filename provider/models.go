@@ -93,6 +93,17 @@ type Prices struct {
 	Input, Output, CacheRead, CacheWrite float64
 }
 
+// Cost is what u costs at these prices, in US dollars, and whether it is
+// known: the input and output prices are (a cache price of 0 costs nothing).
+func (p Prices) Cost(u Usage) (float64, bool) {
+	if p.Input == 0 || p.Output == 0 {
+		return 0, false
+	}
+	c := float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite
+	return c / 1e6, true
+}
+
 // ModelOverride is one entry of setup()'s models = {…}: nil/"" fields keep
 // the catalogue's value (or the unknown-model default).
 type ModelOverride struct {

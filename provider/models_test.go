@@ -421,3 +421,19 @@ func TestChatCompletionsModels(t *testing.T) {
 		})
 	}
 }
+
+func TestPricesCost(t *testing.T) {
+	sonnet := Prices{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}
+	u := Usage{InputTokens: 1000, OutputTokens: 2000, CacheReadTokens: 10000, CacheWriteTokens: 4000, ThinkingTokens: 500}
+	got, ok := sonnet.Cost(u)
+	// 1000*3 + 2000*15 + 10000*0.3 + 4000*3.75 = 3000+30000+3000+15000 = 51000 per million
+	if !ok || got < 0.050999 || got > 0.051001 {
+		t.Errorf("Cost = %v, %v; want 0.051, true", got, ok)
+	}
+	if _, ok := (Prices{}).Cost(u); ok {
+		t.Error("unknown prices gave a cost")
+	}
+	if _, ok := (Prices{Input: 1}).Cost(u); ok {
+		t.Error("a missing output price gave a cost")
+	}
+}

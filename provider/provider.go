@@ -155,8 +155,10 @@ type Event struct {
 	StopReason string
 }
 
-// Usage is the token accounting of a response. InputTokens excludes the
-// cached input (CacheReadTokens).
+// Usage is the token accounting of a response. InputTokens, CacheReadTokens
+// and CacheWriteTokens are disjoint (the input read from or written to the
+// cache is not counted again as input). OutputTokens are every output token
+// billed, reasoning included; ThinkingTokens is the reasoning part of them.
 type Usage struct {
 	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens, ThinkingTokens int
 }

@@ -323,7 +323,9 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 			usage.InputTokens = *u.PromptTokenCount
 		}
 		if u.CandidatesTokenCount != nil {
-			usage.OutputTokens = *u.CandidatesTokenCount
+			// Gemini counts thoughts apart from the answer; both are
+			// billed as output.
+			usage.OutputTokens = *u.CandidatesTokenCount + u.ThoughtsTokenCount
 		}
 		if u.CachedContentTokenCount > 0 {
 			usage.CacheReadTokens = u.CachedContentTokenCount

@@ -361,6 +361,9 @@ local function observe(pattern, data)
     }) do
       total[k] = total[k] + (tonumber(data.usage[k]) or 0)
     end
+    if tonumber(data.cost_usd) then
+      total.cost_usd = total.cost_usd + tonumber(data.cost_usd)
+    end
   end
 end
 

@@ -137,6 +137,9 @@ function M.statusline(bufnr)
       string.format("%s in · %s out", short(u.input_tokens + u.cache_read_tokens), short(u.output_tokens))
     )
   end
+  if u.cost_usd > 0 then
+    table.insert(parts, string.format(u.cost_usd < 1 and "$%.4f" or "$%.2f", u.cost_usd))
+  end
   return table.concat(parts, " · ")
 end
 

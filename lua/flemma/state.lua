@@ -65,6 +65,7 @@ M.usage = {
   cache_read_tokens = 0,
   cache_write_tokens = 0,
   reasoning_tokens = 0,
+  cost_usd = 0, -- of the responses whose model's prices are known
 }
 
 --- Per chat buffer, dropped when it is wiped (forget_buffer):
