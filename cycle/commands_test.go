@@ -44,6 +44,8 @@ func TestCommandsOnABlock(t *testing.T) {
 // Listings and status: :Flemma tools (with the decision the chain would
 // make), :Flemma status, :checkhealth, sandbox:status, the version.
 func TestListings(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("OPENAI_API_KEY", "")
 	env := newEnv(t, noSandbox())
 	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, "@You:\nhi\n")
 	res, err := env.h.Tools(1, "bash")
@@ -72,6 +74,19 @@ func TestListings(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("health does not name the journal: %+v", hr.Lines)
+	}
+	// The active provider without a credential is a warning; another
+	// provider's is information.
+	levels := map[string]string{}
+	for _, l := range hr.Lines {
+		for _, p := range []string{"anthropic", "openai"} {
+			if strings.HasPrefix(l.Text, p+" credentials not set") {
+				levels[p] = l.Level
+			}
+		}
+	}
+	if levels["anthropic"] != "warn" || levels["openai"] != "info" {
+		t.Errorf("credential levels %v; health: %+v", levels, hr.Lines)
 	}
 	if v, _ := env.h.VersionInfo(); v.Version != "test" {
 		t.Errorf("version %q", v.Version)

@@ -257,6 +257,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	maps.Copy(st.outcomes, p.Outcomes)
 	h.mu.Unlock()
 	if p.Pending > 0 {
+		h.event("FlemmaApprovalPending", PendingEvent{Bufnr: bufnr, Pending: p.Pending, First: p.FirstPending, Auto: auto})
 		if auto {
 			// Autopilot stops here: say so, once, in a line short
 			// enough for the message area (no hit-enter prompt).

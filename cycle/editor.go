@@ -62,6 +62,15 @@ type ToolEvent struct {
 	Status   string `msgpack:"status"` // executing | success | error
 }
 
+// PendingEvent is the data of FlemmaApprovalPending: a press left calls
+// waiting for the user's approval.
+type PendingEvent struct {
+	Bufnr   int    `msgpack:"bufnr"`
+	Pending int    `msgpack:"pending"` // how many calls wait
+	First   string `msgpack:"first"`   // the tool id of the first one (the cursor goes there)
+	Auto    bool   `msgpack:"auto"`    // autopilot stopped on them
+}
+
 // RequestEvent is the data of FlemmaRequestStart / FlemmaRequestEnd.
 type RequestEvent struct {
 	Bufnr    int    `msgpack:"bufnr"`

@@ -325,8 +325,9 @@ func (h *Engine) Health() (HealthReply, error) {
 	// Each configured provider: where its credential comes from and
 	// whether that source is there (never the value; no command is run).
 	h.mu.Lock()
-	cfg := h.cfg
+	cfg, rt := h.cfg, h.rt
 	h.mu.Unlock()
+	active := options.Resolve(cfg, rt, options.Buffer{}).Provider
 	for _, name := range cfg.ProviderNames() {
 		if name == "replay" {
 			continue
@@ -343,6 +344,9 @@ func (h *Engine) Health() (HealthReply, error) {
 		}
 		if ok, src := provider.CredentialStatus(name, pc); ok {
 			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", what, src)})
+		} else if name == active {
+			// The provider a press sends to: nothing can be sent.
+			lines = append(lines, line{"warn", fmt.Sprintf("%s credentials not set (%s): the active provider cannot send", what, src)})
 		} else {
 			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", what, src)})
 		}

@@ -285,6 +285,8 @@ func (f *fakeEditor) Event(pattern string, data any) error {
 	switch d := data.(type) {
 	case ToolEvent:
 		f.evs = append(f.evs, fmt.Sprintf("%s %s %s", pattern, d.ToolID, d.Status))
+	case PendingEvent:
+		f.evs = append(f.evs, fmt.Sprintf("%s %d %s", pattern, d.Pending, d.First))
 	case RequestEvent:
 		f.reqs = append(f.reqs, d)
 		f.evs = append(f.evs, fmt.Sprintf("%s %s %s", pattern, d.Provider, d.Status))

@@ -169,6 +169,12 @@ func TestPrivilegeGroupOnlyFromTheUser(t *testing.T) {
 	if got := fromFile.ed.String(1); !strings.Contains(got, "status=pending") || strings.Contains(got, "\nhi\n```") {
 		t.Fatalf("bash was approved by the file's $commands:\n%s", got)
 	}
+	fromFile.ed.mu.Lock()
+	evs := strings.Join(fromFile.ed.evs, "\n")
+	fromFile.ed.mu.Unlock()
+	if !strings.Contains(evs, "FlemmaApprovalPending 1 toolu_sh") {
+		t.Errorf("no FlemmaApprovalPending for the waiting call; events:\n%s", evs)
+	}
 
 	fromConfig := newEnv(t, with(noSandbox(), script(t, turn{calls: []call{bashCall}}, turn{text: "ok"}),
 		map[string]any{"tools": map[string]any{"auto_approve": []any{"$commands"}}}))

@@ -178,6 +178,14 @@ func TestAutopilotPausesOnPending(t *testing.T) {
 	}}
 	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "pause.chat", question)
+		if err := s.Lua(nil, `
+			_G.pending_events = {}
+			vim.api.nvim_create_autocmd("User", { pattern = "FlemmaApprovalPending", callback = function(ev)
+				local d = ev.data or require("flemma.buf").last_event
+				table.insert(_G.pending_events, string.format("%d %s %s", d.pending, d.first, tostring(d.auto)))
+			end })`); err != nil {
+			t.Fatal(err)
+		}
 		press(t, s, "<C-]>")
 		got, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "status=pending") })
 		if err != nil {
@@ -193,6 +201,13 @@ func TestAutopilotPausesOnPending(t *testing.T) {
 		// It says so, once.
 		if m := s.Messages(); strings.Count(m, "Autopilot paused: calculator waits for your approval.") != 1 {
 			t.Errorf("messages after the pause:\n%s", m)
+		}
+		var events []string
+		if err := s.Lua(&events, `return _G.pending_events`); err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 1 || events[0] != "1 toolu_p1 true" {
+			t.Errorf("FlemmaApprovalPending: %q", events)
 		}
 	})
 }
