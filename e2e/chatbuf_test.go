@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -424,6 +425,45 @@ func TestNewChatTemplate(t *testing.T) {
 		}
 		if got := text(t, s); got != "" {
 			t.Errorf("no template: %q", got)
+		}
+	})
+}
+
+// rulerLines are the 1-based lines that carry a role ruler.
+func rulerLines(t *testing.T, s *nvimtest.Session) []int {
+	t.Helper()
+	var lines []int
+	if err := s.Lua(&lines, `
+		local out = {}
+		for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, require("flemma.chatbuf").rulers_namespace, 0, -1, {})) do
+			table.insert(out, m[2] + 1)
+		end
+		return out`); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// TestRoleRulers: every role line has a ruler, also the ones the host
+// writes (a response) and the ones the user types; the text is untouched;
+// chat.rulers = false draws none.
+func TestRoleRulers(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{sse("It is 42.")}}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "r.chat", "@System:\nBe brief.\n\n"+question)
+		if got := rulerLines(t, s); fmt.Sprint(got) != "[1 4]" {
+			t.Errorf("rulers on %v, want [1 4]", got)
+		}
+		press(t, s, "<C-]>")
+		waitText(t, s, "@System:\nBe brief.\n\n@You:\nWhat is 6*7?\n\n@Assistant:\nIt is 42.\n\n@You:\n")
+		if _, err := s.Wait(5*time.Second, func(string) bool { return fmt.Sprint(rulerLines(t, s)) == "[1 4 7 10]" }); err != nil {
+			t.Errorf("rulers after the response on %v, want [1 4 7 10]", rulerLines(t, s))
+		}
+	})
+	eachNvim(t, `{ chat = { rulers = false } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "n.chat", question)
+		if got := rulerLines(t, s); len(got) != 0 {
+			t.Errorf("rulers with chat.rulers = false: %v", got)
 		}
 	})
 }

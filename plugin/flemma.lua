@@ -45,6 +45,7 @@ local links = {
   FlemmaToolRunning = "DiagnosticInfo",
   FlemmaLocked = "WarningMsg",
   FlemmaProgress = "Comment",
+  FlemmaRuler = "NonText",
   FlemmaRoleYou = "Title",
   FlemmaRoleAssistant = "Statement",
   FlemmaRoleSystem = "PreProc",

@@ -4,6 +4,7 @@
 -- file otherwise), and the keys that move between messages and tool blocks.
 local fold = require("flemma.fold")
 local nav = require("flemma.nav")
+local outline = require("flemma.outline")
 local state = require("flemma.state")
 
 local M = {}
@@ -98,6 +99,45 @@ local function keymaps(bufnr)
   end, "around tool block")
 end
 
+local ns_rulers = vim.api.nvim_create_namespace("flemma.rulers")
+local ruler = string.rep("─", 240) -- cut at the window's edge
+
+--- Draw a ruler after every role line (chat.rulers): extmarks, so the text
+--- is untouched and copies, yanks and saves never see them.
+function M.draw_rulers(bufnr)
+  local b = state.buffer(bufnr)
+  b.rulers_pending = false
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  vim.api.nvim_buf_clear_namespace(bufnr, ns_rulers, 0, -1)
+  if not state.config().chat.rulers then
+    return
+  end
+  for _, m in ipairs(outline.get(bufnr).messages) do
+    pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_rulers, m.first - 1, 0, {
+      virt_text = { { " " .. ruler, "FlemmaRuler" } },
+      virt_text_pos = "eol",
+      hl_mode = "combine",
+    })
+  end
+end
+
+-- One redraw of the rulers per batch of changes, whoever made them (the
+-- user, or the host writing a response).
+local function rulers_later(bufnr)
+  local b = state.buffer(bufnr)
+  if b.rulers_pending then
+    return
+  end
+  b.rulers_pending = true
+  vim.schedule(function()
+    M.draw_rulers(bufnr)
+  end)
+end
+
+M.rulers_namespace = ns_rulers
+
 --- Called by flemma.attach for every chat buffer (FileType chat).
 function M.attach(bufnr)
   apply_template(bufnr)
@@ -113,6 +153,18 @@ function M.attach(bufnr)
   for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
     setup_window(bufnr, win)
   end
+  if not state.buffer(bufnr).rulers_attached then
+    state.buffer(bufnr).rulers_attached = true
+    vim.api.nvim_buf_attach(bufnr, false, {
+      on_lines = function()
+        if not vim.api.nvim_buf_is_valid(bufnr) or not state.buffers[bufnr] then
+          return true -- wiped: detach
+        end
+        rulers_later(bufnr)
+      end,
+    })
+  end
+  M.draw_rulers(bufnr)
   local group = vim.api.nvim_create_augroup("flemma.chatbuf." .. bufnr, { clear = true })
   vim.api.nvim_create_autocmd("BufWinEnter", {
     group = group,

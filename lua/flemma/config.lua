@@ -126,6 +126,7 @@ M.defaults = {
     template = "@You:\n", -- what a new, empty chat buffer starts with ("" : nothing)
     markdown = "auto", -- "auto" (treesitter where Neovim has the parser, else syntax) | "treesitter" | "syntax" | "none"
     conceal_fences = false, -- hide the backticks of code fences (conceallevel=2 in chat windows)
+    rulers = true, -- a line after each @You: / @Assistant: / @System: (highlight FlemmaRuler)
   },
   fold = {
     enabled = true, -- 'foldmethod' expr in chat windows: messages, thinking, tool blocks
