@@ -214,6 +214,12 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if len(msgs) == 0 {
 		return reply("send", "Nothing to send: write a message under @You: first.", levelWarn), nil
 	}
+	if files := provider.Files(msgs); len(files) > 0 || h.hadAttachDiags(bufnr) {
+		r, stop := h.attach(bufnr, doc, fm, s, msgs, len(files) > 0)
+		if stop {
+			return r, nil
+		}
+	}
 	prov, err := h.providers(name, pcfg)
 	if err != nil {
 		return reply("send", err.Error(), levelError), nil

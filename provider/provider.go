@@ -31,8 +31,9 @@ const (
 
 // Part is one piece of a Message. Kind says which field is set.
 type Part struct {
-	Kind       string // PartText, PartThinking, PartToolUse or PartToolResult
+	Kind       string // PartText, PartThinking, PartToolUse, PartToolResult or PartFile
 	Text       string
+	File       *File
 	Thinking   *Thinking
 	ToolUse    *ToolUse
 	ToolResult *ToolResult
@@ -62,6 +63,9 @@ type ToolUse struct {
 type ToolResult struct {
 	ToolUseID, Content string
 	IsError            bool
+	// Files are attached to the result: the image or PDF a `read` answered
+	// with a file reference (Content keeps the reference as text).
+	Files []*File
 }
 
 // Message is one turn of the conversation.
