@@ -41,18 +41,29 @@ func (h *Engine) attachSandbox(fm *frontmatter.Result, cwd, bufferPath string) (
 // cannot be read gets a note. A user's reference that cannot be read is an
 // error diagnostic on its line, and the send stops (stop names the first);
 // a tool result's file that is gone only gets its note.
-func loadAttachments(sb *sandbox.Sandbox, msgs []provider.Message) (diags []Diag, stop string) {
-	fail := func(f *provider.File, msg string) {
-		diags = append(diags, Diag{Lnum: f.Line, Severity: "error", Message: msg})
+//
+// A {{ expr }} becomes its value (expand); an expression that fails is an
+// error diagnostic on its line and stops the send too.
+func loadAttachments(sb *sandbox.Sandbox, expand func(string) (string, error), msgs []provider.Message) (diags []Diag, stop string) {
+	failAt := func(line int, msg string) {
+		diags = append(diags, Diag{Lnum: line, Severity: "error", Message: msg})
 		if stop == "" {
-			stop = fmt.Sprintf("line %d: %s", f.Line, msg)
+			stop = fmt.Sprintf("line %d: %s", line, msg)
 		}
 	}
+	fail := func(f *provider.File, msg string) { failAt(f.Line, msg) }
 	for mi := range msgs {
 		m := &msgs[mi]
 		for pi := range m.Parts {
 			p := &m.Parts[pi]
 			switch p.Kind {
+			case provider.PartExpr:
+				v, err := expand(p.Expr.Code)
+				if err != nil {
+					failAt(p.Expr.Line, fmt.Sprintf("{{%s}}: %v", clipExpr(p.Expr.Code), err))
+					continue
+				}
+				*p = provider.Part{Kind: provider.PartText, Text: v}
 			case provider.PartToolResult:
 				for _, f := range p.ToolResult.Files {
 					data, mime, _, err := readAttachment(sb, f.Path)
@@ -90,6 +101,27 @@ func loadAttachments(sb *sandbox.Sandbox, msgs []provider.Message) (diags []Diag
 		}
 	}
 	return diags, stop
+}
+
+// clipExpr shortens an expression for a message.
+func clipExpr(code string) string {
+	code = strings.Join(strings.Fields(code), " ")
+	if r := []rune(code); len(r) > 40 {
+		code = string(r[:40]) + "…"
+	}
+	return " " + code + " "
+}
+
+// hasExprs reports whether msgs hold a {{ }} to evaluate.
+func hasExprs(msgs []provider.Message) bool {
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.Kind == provider.PartExpr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // includeText is a text file as a user message includes it.
@@ -162,15 +194,20 @@ func (h *Engine) hadAttachDiags(bufnr int) bool {
 // attach loads the files of a send (loadAttachments) and publishes their
 // diagnostics with the buffer's others. stop reports that the send is
 // refused; the reply says why.
-func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result, s *Snapshot, msgs []provider.Message, any bool) (Reply, bool) {
+func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result, s *Snapshot, msgs []provider.Message, work bool) (Reply, bool) {
 	var diags []Diag
 	var stop string
-	if any {
+	if work {
 		sb, err := h.attachSandbox(fm, s.Cwd, s.Name)
 		if err != nil {
 			return reply("send", "Cannot send: the sandbox that checks attached files: "+err.Error(), levelError), true
 		}
-		diags, stop = loadAttachments(sb, msgs)
+		var vars map[string]any
+		if fm != nil {
+			vars = fm.Vars
+		}
+		expand := func(code string) (string, error) { return h.fm.Expand(vars, code) }
+		diags, stop = loadAttachments(sb, expand, msgs)
 	}
 	h.mu.Lock()
 	h.state(bufnr).attachDiags = len(diags) > 0
@@ -180,7 +217,7 @@ func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result,
 		h.logf("publish diagnostics: %v", err)
 	}
 	if stop != "" {
-		return reply("send", "Cannot send: "+stop+". Nothing was sent; fix or escape the reference (\\@).", levelError), true
+		return reply("send", "Cannot send: "+stop+". Nothing was sent; fix it, or escape it (\\@./path, \\{{).", levelError), true
 	}
 	return Reply{}, false
 }

@@ -155,3 +155,46 @@ func TestAttachmentDenyRead(t *testing.T) {
 		}
 	}
 }
+
+// {{ expr }} in a user message takes the frontmatter's variables; a failing
+// one stops the send with its line; "\{{" stays literal.
+func TestTemplates(t *testing.T) {
+	env, prov := attachEnv(t, noSandbox())
+	text := "```lua\nwho = 'Ada'\nn = 2\n```\n@You:\nHello {{ who }}, {{ n * 21 }} and \\{{ who }}.\n"
+	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, text)
+	if phase, msg := env.press(1); phase != "send" || msg != "" {
+		t.Fatalf("press: %s %q", phase, msg)
+	}
+	env.ed.waitText(t, 1, "Seen.")
+	env.ed.waitIdle(t, env.h, 1)
+	reqs := prov.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	var got strings.Builder
+	for _, p := range reqs[0].Messages[0].Parts {
+		got.WriteString(p.Text)
+	}
+	if got.String() != "Hello Ada, 42 and {{ who }}." {
+		t.Errorf("sent %q", got.String())
+	}
+	if !strings.Contains(env.ed.String(1), "Hello {{ who }}, {{ n * 21 }}") {
+		t.Errorf("the buffer must keep the template:\n%s", env.ed.String(1))
+	}
+
+	bad := "```lua\nwho = 'Ada'\n```\n@You:\nok\nHello {{ whom }}\n"
+	env.ed.load(2, filepath.Join(env.dir, "d.chat"), env.dir, bad)
+	phase, msg := env.press(2)
+	if phase != "send" || !strings.Contains(msg, "line 6: {{ whom }}: Lua error") || !strings.Contains(msg, "Undefined variable 'whom'") {
+		t.Fatalf("press: %s %q", phase, msg)
+	}
+	if n := len(prov.requests()); n != 1 {
+		t.Errorf("%d requests, want no new one", n)
+	}
+	env.ed.mu.Lock()
+	diags := env.ed.bufs[2].diags
+	env.ed.mu.Unlock()
+	if len(diags) != 1 || diags[0].Lnum != 6 || diags[0].Severity != "error" {
+		t.Errorf("diagnostics = %+v", diags)
+	}
+}

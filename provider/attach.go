@@ -261,3 +261,86 @@ func vertexFile(f *File) map[string]any {
 	}
 	return map[string]any{"inlineData": map[string]any{"mimeType": f.MIME, "data": f.Base64(), "displayName": f.Name()}}
 }
+
+// PartExpr is a {{ expr }} of a user message, to be evaluated by the
+// engine with the frontmatter's variables (it becomes a PartText). A
+// provider never sees one: an unevaluated expression is not sent.
+const PartExpr = "expr"
+
+// Expr is the expression of a {{ }} and the buffer line of its "{{".
+type Expr struct {
+	Code string
+	Line int
+}
+
+// splitUser cuts a user's text into text, expression and file parts: the
+// {{ }} first (an expression's value is text, never a reference), then the
+// file references of the text between them. "\{{" is a literal "{{".
+func splitUser(text string, line int) []Part {
+	var parts []Part
+	addText := func(s string, at int) {
+		if s == "" {
+			return
+		}
+		for _, p := range splitRefs(s, line+strings.Count(text[:at], "\n")) {
+			if n := len(parts); n > 0 && p.Kind == PartText && parts[n-1].Kind == PartText {
+				parts[n-1].Text += p.Text
+				continue
+			}
+			parts = append(parts, p)
+		}
+	}
+	i, start := 0, 0
+	var lit strings.Builder // text of the current run, escapes undone
+	for {
+		j := strings.Index(text[i:], "{{")
+		if j < 0 {
+			lit.WriteString(text[i:])
+			addText(lit.String(), start)
+			return parts
+		}
+		j += i
+		if j > 0 && text[j-1] == '\\' {
+			lit.WriteString(text[i:j-1] + "{{")
+			i = j + 2
+			continue
+		}
+		end := exprEnd(text, j+2)
+		if end < 0 {
+			lit.WriteString(text[i:])
+			addText(lit.String(), start)
+			return parts
+		}
+		lit.WriteString(text[i:j])
+		addText(lit.String(), start)
+		lit.Reset()
+		parts = append(parts, Part{Kind: PartExpr, Expr: &Expr{Code: text[j+2 : end], Line: line + strings.Count(text[:j], "\n")}})
+		i, start = end+2, end+2
+	}
+}
+
+// exprEnd returns the index of the "}}" closing an expression whose code
+// starts at i, skipping Lua strings and nested braces; -1 if none.
+func exprEnd(s string, i int) int {
+	depth := 0
+	for ; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\'':
+			for i++; i < len(s) && s[i] != c; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '{':
+			depth++
+		case '}':
+			if depth == 0 && i+1 < len(s) && s[i+1] == '}' {
+				return i
+			}
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return -1
+}

@@ -214,3 +214,22 @@ func TestAttachmentLimits(t *testing.T) {
 		t.Errorf("missing = %v", b["text"])
 	}
 }
+
+func TestSplitUserTemplates(t *testing.T) {
+	parts := splitUser("a {{ x }}\nb \\{{ y }} {{ t[\"}}\"] }} @./f.png", 5)
+	var kinds []string
+	for _, p := range parts {
+		switch p.Kind {
+		case PartText:
+			kinds = append(kinds, "T:"+p.Text)
+		case PartExpr:
+			kinds = append(kinds, "E:"+p.Expr.Code+":"+string(rune('0'+p.Expr.Line)))
+		case PartFile:
+			kinds = append(kinds, "F:"+p.File.Path+":"+string(rune('0'+p.File.Line)))
+		}
+	}
+	want := `T:a |E: x :5|T:` + "\n" + `b {{ y }} |E: t["}}"] :6|T: |F:./f.png:6`
+	if got := strings.Join(kinds, "|"); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

@@ -37,7 +37,8 @@ func (e *BlockError) Error() string {
 //   - the last @System: message is the system prompt (trimmed);
 //   - @You: gives a user message of text, file references (@./path,
 //     @../path, @~/path, @//abs, optionally ;type=MIME; "\@" escapes one)
-//     as PartFile parts, and completed tool results (in buffer order; the
+//     as PartFile parts, {{ expr }} as PartExpr parts ("\{{" escapes one),
+//     and completed tool results (in buffer order; the
 //     providers put the results first on the wire); a result of `read` that
 //     is a file reference carries that file (ToolResult.Files). Files are
 //     not read here: the engine loads them (LoadFiles' callers) through
@@ -176,7 +177,7 @@ func userParts(doc *buffer.Document, m *buffer.Message) []Part {
 	for _, s := range m.Segments {
 		switch s := s.(type) {
 		case *buffer.Text:
-			parts = append(parts, splitRefs(buffer.UnescapeText(s.Value), s.StartLine)...)
+			parts = append(parts, splitUser(buffer.UnescapeText(s.Value), s.StartLine)...)
 		case *buffer.ToolResult:
 			if s.Status != "" || doc.Result(s.ToolUseID) != s {
 				continue // placeholders are refused above; a duplicate is not sent

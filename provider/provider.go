@@ -31,9 +31,10 @@ const (
 
 // Part is one piece of a Message. Kind says which field is set.
 type Part struct {
-	Kind       string // PartText, PartThinking, PartToolUse, PartToolResult or PartFile
+	Kind       string // PartText, PartThinking, PartToolUse, PartToolResult, PartFile or PartExpr
 	Text       string
 	File       *File
+	Expr       *Expr
 	Thinking   *Thinking
 	ToolUse    *ToolUse
 	ToolResult *ToolResult
