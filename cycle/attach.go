@@ -100,7 +100,24 @@ func loadAttachments(sb *sandbox.Sandbox, expand func(string) (string, error), m
 			}
 		}
 	}
+	for mi := range msgs {
+		msgs[mi].Parts = mergeText(msgs[mi].Parts)
+	}
 	return diags, stop
+}
+
+// mergeText joins adjacent text parts: an included file or a template's
+// value reads as part of the sentence around it.
+func mergeText(parts []provider.Part) []provider.Part {
+	out := parts[:0]
+	for _, p := range parts {
+		if n := len(out); n > 0 && p.Kind == provider.PartText && out[n-1].Kind == provider.PartText {
+			out[n-1].Text += p.Text
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // clipExpr shortens an expression for a message.
