@@ -65,14 +65,15 @@ type Engine struct {
 // evaluated and decided on it, and the work running on it. Its fields are
 // read and written with Engine.mu held.
 type bufState struct {
-	mirror   *mirror                     // the host's copy of the text, as of a changedtick
-	fm       *frontmatter.Result         // the latest evaluated frontmatter
-	outcomes map[string]approval.Outcome // tool id -> the decision that categorized it
-	trust    *bufTrust                   // what in the buffer counts as the user's
-	pins     *sandbox.RootPins           // identity of the buffer's writable roots
-	notes    map[string]string           // tool id -> why it waits (a diagnostic on its header)
-	kept     map[string]tools.Result     // finished results whose block changed while they ran
-	ran      map[string]ranCall          // tool id -> how its last run in this session ended
+	mirror      *mirror                     // the host's copy of the text, as of a changedtick
+	fm          *frontmatter.Result         // the latest evaluated frontmatter
+	outcomes    map[string]approval.Outcome // tool id -> the decision that categorized it
+	trust       *bufTrust                   // what in the buffer counts as the user's
+	pins        *sandbox.RootPins           // identity of the buffer's writable roots
+	notes       map[string]string           // tool id -> why it waits (a diagnostic on its header)
+	attachDiags bool                        // the last send published diagnostics of its attachments
+	kept        map[string]tools.Result     // finished results whose block changed while they ran
+	ran         map[string]ranCall          // tool id -> how its last run in this session ended
 
 	// The work on the buffer.
 	running     map[string]context.CancelFunc // tool id -> cancel

@@ -214,6 +214,12 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if len(msgs) == 0 {
 		return reply("send", "Nothing to send: write a message under @You: first.", levelWarn), nil
 	}
+	if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.hadAttachDiags(bufnr) {
+		r, stop := h.attach(bufnr, doc, fm, s, msgs, work)
+		if stop {
+			return r, nil
+		}
+	}
 	prov, err := h.providers(name, pcfg)
 	if err != nil {
 		return reply("send", err.Error(), levelError), nil

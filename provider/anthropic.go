@@ -208,7 +208,15 @@ func anthropicMessages(msgs []Message) []any {
 		if m.Role == RoleUser {
 			for _, p := range m.Parts {
 				if p.Kind == PartToolResult {
-					r := map[string]any{"type": "tool_result", "tool_use_id": normalizeToolID(p.ToolResult.ToolUseID), "content": toolResultText(p.ToolResult)}
+					var c any = toolResultText(p.ToolResult)
+					if len(p.ToolResult.Files) > 0 {
+						blocks := []any{map[string]any{"type": "text", "text": c}}
+						for _, f := range p.ToolResult.Files {
+							blocks = append(blocks, anthropicFile(f))
+						}
+						c = blocks
+					}
+					r := map[string]any{"type": "tool_result", "tool_use_id": normalizeToolID(p.ToolResult.ToolUseID), "content": c}
 					if p.ToolResult.IsError {
 						r["is_error"] = true
 					}
@@ -216,8 +224,11 @@ func anthropicMessages(msgs []Message) []any {
 				}
 			}
 			for _, p := range m.Parts {
-				if p.Kind == PartText && strings.TrimSpace(p.Text) != "" {
+				switch {
+				case p.Kind == PartText && strings.TrimSpace(p.Text) != "":
 					content = append(content, map[string]any{"type": "text", "text": p.Text})
+				case p.Kind == PartFile:
+					content = append(content, anthropicFile(p.File))
 				}
 			}
 		} else {

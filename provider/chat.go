@@ -160,6 +160,17 @@ func chatMessages(system string, msgs []Message, name string) []any {
 	for i, m := range msgs {
 		if m.Role == RoleUser {
 			var text strings.Builder
+			var files []any // image parts: the results' files, then the user's
+			hasImage := false
+			for _, p := range m.Parts {
+				if p.Kind == PartToolResult {
+					for _, f := range p.ToolResult.Files {
+						c := chatFile(f)
+						hasImage = hasImage || c["type"] == "image_url"
+						files = append(files, map[string]any{"type": "text", "text": "Attached by the tool call " + p.ToolResult.ToolUseID + ":"}, c)
+					}
+				}
+			}
 			for _, p := range m.Parts {
 				switch p.Kind {
 				case PartToolResult:
@@ -178,11 +189,43 @@ func chatMessages(system string, msgs []Message, name string) []any {
 					out = append(out, msg)
 				case PartText:
 					text.WriteString(p.Text)
+				case PartFile:
+					c := chatFile(p.File)
+					if c["type"] == "image_url" {
+						hasImage = true
+						if s := text.String(); strings.TrimSpace(s) != "" {
+							files = append(files, map[string]any{"type": "text", "text": s})
+						}
+						text.Reset()
+						files = append(files, c)
+					} else {
+						text.WriteString(c["text"].(string))
+					}
 				}
 			}
-			if s := strings.TrimSpace(text.String()); s != "" {
-				out = append(out, map[string]any{"role": "user", "content": s})
+			if !hasImage {
+				// Tool messages are text only: without images the notes
+				// join the user's text.
+				var notes []string
+				for _, f := range files {
+					if t := f.(map[string]any)["text"].(string); !strings.HasPrefix(t, "Attached by") {
+						notes = append(notes, t)
+					}
+				}
+				if len(notes) > 0 {
+					text.WriteString("\n" + strings.Join(notes, "\n"))
+				}
+				if s := strings.TrimSpace(text.String()); s != "" {
+					out = append(out, map[string]any{"role": "user", "content": s})
+				}
+				continue
 			}
+			// Tool messages are text only: the images follow them in a user
+			// message (the results' first, then the user's own).
+			if s := text.String(); strings.TrimSpace(s) != "" {
+				files = append(files, map[string]any{"type": "text", "text": s})
+			}
+			out = append(out, map[string]any{"role": "user", "content": files})
 			continue
 		}
 		var text strings.Builder

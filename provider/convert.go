@@ -35,8 +35,14 @@ func (e *BlockError) Error() string {
 // named provider:
 //
 //   - the last @System: message is the system prompt (trimmed);
-//   - @You: gives a user message of text and completed tool results (in
-//     buffer order; the providers put the results first on the wire);
+//   - @You: gives a user message of text, file references (@./path,
+//     @../path, @~/path, @//abs, optionally ;type=MIME; "\@" escapes one)
+//     as PartFile parts, {{ expr }} as PartExpr parts ("\{{" escapes one),
+//     and completed tool results (in buffer order; the
+//     providers put the results first on the wire); a result of `read` that
+//     is a file reference carries that file (ToolResult.Files). Files are
+//     not read here: the engine loads them (LoadFiles' callers) through
+//     the sandbox's read rules;
 //   - @Assistant: gives an assistant message of text, thinking, and tool
 //     uses (their input exactly as the buffer holds it, nulls included);
 //     a thinking signature is kept only when it was made by this provider
@@ -171,14 +177,18 @@ func userParts(doc *buffer.Document, m *buffer.Message) []Part {
 	for _, s := range m.Segments {
 		switch s := s.(type) {
 		case *buffer.Text:
-			parts = append(parts, Part{Kind: PartText, Text: buffer.UnescapeText(s.Value)})
+			parts = append(parts, splitUser(buffer.UnescapeText(s.Value), s.StartLine)...)
 		case *buffer.ToolResult:
 			if s.Status != "" || doc.Result(s.ToolUseID) != s {
 				continue // placeholders are refused above; a duplicate is not sent
 			}
-			parts = append(parts, Part{Kind: PartToolResult, ToolResult: &ToolResult{
-				ToolUseID: s.ToolUseID, Content: s.Content, IsError: s.IsError,
-			}})
+			r := &ToolResult{ToolUseID: s.ToolUseID, Content: s.Content, IsError: s.IsError}
+			if u := doc.Use(s.ToolUseID); u != nil && u.Name == "read" && !s.IsError {
+				if f := readReference(s.Content); f != nil {
+					r.Files = []*File{f}
+				}
+			}
+			parts = append(parts, Part{Kind: PartToolResult, ToolResult: r})
 		}
 	}
 	return parts

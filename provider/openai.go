@@ -135,11 +135,23 @@ func openaiInput(system string, msgs []Message, phase bool) ([]any, error) {
 					if r.IsError {
 						output = "Error: " + output
 					}
-					out = append(out, map[string]any{"type": "function_call_output", "call_id": normalizeToolID(r.ToolUseID), "output": output})
+					var o any = output
+					if len(r.Files) > 0 {
+						// function_call_output takes an array of input
+						// parts: the reference, then the file itself.
+						items := []any{map[string]any{"type": "input_text", "text": output}}
+						for _, f := range r.Files {
+							items = append(items, openaiFile(f))
+						}
+						o = items
+					}
+					out = append(out, map[string]any{"type": "function_call_output", "call_id": normalizeToolID(r.ToolUseID), "output": o})
 				case PartText:
 					if strings.TrimSpace(p.Text) != "" {
 						content = append(content, map[string]any{"type": "input_text", "text": p.Text})
 					}
+				case PartFile:
+					content = append(content, openaiFile(p.File))
 				}
 			}
 			if len(content) > 0 {

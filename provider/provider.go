@@ -31,8 +31,10 @@ const (
 
 // Part is one piece of a Message. Kind says which field is set.
 type Part struct {
-	Kind       string // PartText, PartThinking, PartToolUse or PartToolResult
+	Kind       string // PartText, PartThinking, PartToolUse, PartToolResult, PartFile or PartExpr
 	Text       string
+	File       *File
+	Expr       *Expr
 	Thinking   *Thinking
 	ToolUse    *ToolUse
 	ToolResult *ToolResult
@@ -62,6 +64,9 @@ type ToolUse struct {
 type ToolResult struct {
 	ToolUseID, Content string
 	IsError            bool
+	// Files are attached to the result: the image or PDF a `read` answered
+	// with a file reference (Content keeps the reference as text).
+	Files []*File
 }
 
 // Message is one turn of the conversation.

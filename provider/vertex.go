@@ -179,9 +179,21 @@ func vertexContents(msgs []Message, signed bool) []any {
 				parts = append(parts, map[string]any{"functionResponse": map[string]any{
 					"name": wireName(vertexToolName(names, r.ToolUseID)), "response": map[string]any{key: toolResultText(r)}}})
 			}
+			// A result's files follow the function responses as inline
+			// data (a functionResponse holds JSON only on this API).
 			for _, p := range m.Parts {
-				if p.Kind == PartText && strings.TrimSpace(p.Text) != "" {
+				if p.Kind == PartToolResult {
+					for _, f := range p.ToolResult.Files {
+						parts = append(parts, vertexFile(f))
+					}
+				}
+			}
+			for _, p := range m.Parts {
+				switch {
+				case p.Kind == PartText && strings.TrimSpace(p.Text) != "":
 					parts = append(parts, map[string]any{"text": p.Text})
+				case p.Kind == PartFile:
+					parts = append(parts, vertexFile(p.File))
 				}
 			}
 			if len(parts) > 0 {

@@ -321,3 +321,7 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// DetectMIME returns the MIME type of a file from its name and its first
+// bytes, and whether it is binary (the rules read uses).
+func DetectMIME(path string, head []byte) (mime string, binary bool) { return detectMIME(path, head) }
