@@ -492,6 +492,9 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 	if src, ok := p.deny[c.Tool]; ok {
 		return Deny, src
 	}
+	if src, ok := matchNamePattern(p.deny, c.Tool); ok {
+		return Deny, src
+	}
 	cmd, hasCmd := "", false
 	if c.Tool == BashTool {
 		cmd, hasCmd = c.Input["command"].(string)
@@ -515,6 +518,9 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 	if src, ok := p.approve[c.Tool]; ok && !slices.Contains(c.Env.Exclusions, c.Tool) {
 		return Approve, src
 	}
+	if src, ok := matchNamePattern(p.approve, c.Tool); ok && !slices.Contains(c.Env.Exclusions, c.Tool) {
+		return Approve, src
+	}
 	if hasCmd && len(p.approveRules) > 0 && !slices.Contains(c.Env.Exclusions, BashTool) {
 		if norm, ok := normalizeApprove(cmd); ok {
 			for _, r := range p.approveRules {
@@ -525,4 +531,49 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 		}
 	}
 	return Pass, ""
+}
+
+// matchNamePattern finds, among the entries of set, a name pattern (an
+// entry with '*', which matches any run of characters: "mcp__github__*")
+// matching tool, the first in sorted order, and returns its label. A
+// pattern never matches bash: bash is approved by its name or by
+// bash(<pattern>) rules, which look at the command.
+func matchNamePattern(set map[string]string, tool string) (string, bool) {
+	if tool == BashTool {
+		return "", false
+	}
+	for _, entry := range slices.Sorted(maps.Keys(set)) {
+		if strings.Contains(entry, "*") && NameMatch(entry, tool) {
+			return set[entry], true
+		}
+	}
+	return "", false
+}
+
+// NameMatch reports whether a tool name pattern matches name: '*' matches
+// any run of characters (none included), every other character itself.
+// Linear backtracking to the last '*', so no pattern is slow.
+func NameMatch(pattern, name string) bool {
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case p < len(pattern) && pattern[p] == name[n]:
+			p++
+			n++
+		case star >= 0:
+			p = star + 1
+			mark++
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
 }

@@ -257,3 +257,53 @@ func TestPrivilegeGroups(t *testing.T) {
 		}
 	}
 }
+
+func TestNameMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"mcp__github__*", "mcp__github__create_issue", true},
+		{"mcp__github__*", "mcp__github__", true},
+		{"mcp__github__*", "mcp__gitlab__x", false},
+		{"mcp__github__*", "xmcp__github__x", false},
+		{"mcp__*__read", "mcp__fs__read", true},
+		{"mcp__*__read", "mcp__fs__read_all", false},
+		{"mcp__*", "read", false},
+		{"*", "anything", true},
+		{"*_issue", "create_issue", true},
+		{"a*b*c", "aXbYbZc", true},
+		{"a*b*c", "aXbYbZ", false},
+		{"read", "read", true},
+		{"read", "reader", false},
+	} {
+		if got := NameMatch(tc.pattern, tc.name); got != tc.want {
+			t.Errorf("NameMatch(%q, %q) = %v, want %v", tc.pattern, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPolicyNamePatterns(t *testing.T) {
+	p, _ := NewPresets(map[string]PresetDef{"$nogh": {Deny: []string{"mcp__github__delete_*"}}})
+	pol := p.Expand([]string{"mcp__github__*", "mcp__test__*", "$nogh", "*"}, nil)
+	for _, tc := range []struct {
+		tool string
+		excl []string
+		want Decision
+	}{
+		{"mcp__github__create_issue", nil, Approve},
+		{"mcp__github__delete_repo", nil, Deny}, // deny wins
+		{"mcp__test__echo", nil, Approve},
+		{"mcp__test__echo", []string{"mcp__test__echo"}, Pass}, // a frontmatter exclusion
+		{"bash", nil, Pass},                                    // a pattern never approves bash
+	} {
+		c := Call{Tool: tc.tool, Input: map[string]any{"command": "rm -rf /"}}
+		c.Env.Exclusions = tc.excl
+		if got, _ := pol.Decide(c); got != tc.want {
+			t.Errorf("%s (exclusions %v): %v, want %v", tc.tool, tc.excl, got, tc.want)
+		}
+	}
+	if got, rule := p.Expand([]string{"mcp__test__*"}, nil).Decide(Call{Tool: "mcp__test__echo"}); got != Approve || rule != "mcp__test__*" {
+		t.Errorf("rule %q", rule)
+	}
+}
