@@ -305,6 +305,7 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		if entry == "" {
 			return
 		}
+		entry = InternalName(entry)
 		if _, ok := pol.approve[entry]; !ok {
 			label := source
 			if label == "" {
@@ -328,13 +329,13 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		for _, d := range def.Deny {
 			if looksLikeRule(d) {
 				addRule(&pol.denyRules, d, entry)
-			} else if _, ok := pol.deny[d]; !ok && d != "" {
-				pol.deny[d] = entry
+			} else if _, ok := pol.deny[InternalName(d)]; !ok && d != "" {
+				pol.deny[InternalName(d)] = entry
 			}
 		}
 	}
 	for _, x := range exclusions {
-		delete(pol.approve, x)
+		delete(pol.approve, InternalName(x))
 		pol.approveRules = slices.DeleteFunc(pol.approveRules, func(r cmdRule) bool {
 			return x == BashTool || r.entry == x
 		})
@@ -515,10 +516,11 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 			}
 		}
 	}
-	if src, ok := p.approve[c.Tool]; ok && !slices.Contains(c.Env.Exclusions, c.Tool) {
+	excluded := slices.ContainsFunc(c.Env.Exclusions, func(x string) bool { return InternalName(x) == c.Tool })
+	if src, ok := p.approve[c.Tool]; ok && !excluded {
 		return Approve, src
 	}
-	if src, ok := matchNamePattern(p.approve, c.Tool); ok && !slices.Contains(c.Env.Exclusions, c.Tool) {
+	if src, ok := matchNamePattern(p.approve, c.Tool); ok && !excluded {
 		return Approve, src
 	}
 	if hasCmd && len(p.approveRules) > 0 && !slices.Contains(c.Env.Exclusions, BashTool) {
@@ -532,6 +534,12 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 	}
 	return Pass, ""
 }
+
+// InternalName is a tool name as the registry knows it: the providers send
+// a name's ':' as "__" (mcp:github:create_issue travels as
+// mcp__github__create_issue), so an entry written the wire's way
+// ("mcp__github__*") means the same tools.
+func InternalName(entry string) string { return strings.ReplaceAll(entry, "__", ":") }
 
 // matchNamePattern finds, among the entries of set, a name pattern (an
 // entry with '*', which matches any run of characters: "mcp__github__*")

@@ -285,17 +285,18 @@ func TestNameMatch(t *testing.T) {
 
 func TestPolicyNamePatterns(t *testing.T) {
 	p, _ := NewPresets(map[string]PresetDef{"$nogh": {Deny: []string{"mcp__github__delete_*"}}})
-	pol := p.Expand([]string{"mcp__github__*", "mcp__test__*", "$nogh", "*"}, nil)
+	// Entries may use the wire's spelling of ':' ("__").
+	pol := p.Expand([]string{"mcp__github__*", "mcp:test:*", "$nogh", "*"}, nil)
 	for _, tc := range []struct {
 		tool string
 		excl []string
 		want Decision
 	}{
-		{"mcp__github__create_issue", nil, Approve},
-		{"mcp__github__delete_repo", nil, Deny}, // deny wins
-		{"mcp__test__echo", nil, Approve},
-		{"mcp__test__echo", []string{"mcp__test__echo"}, Pass}, // a frontmatter exclusion
-		{"bash", nil, Pass},                                    // a pattern never approves bash
+		{"mcp:github:create_issue", nil, Approve},
+		{"mcp:github:delete_repo", nil, Deny}, // deny wins
+		{"mcp:test:echo", nil, Approve},
+		{"mcp:test:echo", []string{"mcp__test__echo"}, Pass}, // a frontmatter exclusion, either spelling
+		{"bash", nil, Pass},                                  // a pattern never approves bash
 	} {
 		c := Call{Tool: tc.tool, Input: map[string]any{"command": "rm -rf /"}}
 		c.Env.Exclusions = tc.excl
@@ -303,7 +304,7 @@ func TestPolicyNamePatterns(t *testing.T) {
 			t.Errorf("%s (exclusions %v): %v, want %v", tc.tool, tc.excl, got, tc.want)
 		}
 	}
-	if got, rule := p.Expand([]string{"mcp__test__*"}, nil).Decide(Call{Tool: "mcp__test__echo"}); got != Approve || rule != "mcp__test__*" {
+	if got, rule := p.Expand([]string{"mcp__test__*"}, nil).Decide(Call{Tool: "mcp:test:echo"}); got != Approve || rule != "mcp:test:*" {
 		t.Errorf("rule %q", rule)
 	}
 }

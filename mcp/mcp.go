@@ -57,7 +57,9 @@ func (c ServerConfig) Validate() error {
 	return nil
 }
 
-var serverNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_]*$`)
+// serverNameRE: no "__" and no _ at the ends, which the wire name
+// (mcp__<server>__<tool>) could not carry.
+var serverNameRE = regexp.MustCompile(`^[a-z0-9]+(_[a-z0-9]+)*$`)
 
 // Status of a server.
 const (
@@ -137,7 +139,7 @@ func (m *Manager) Configure(cfgs map[string]ServerConfig, envDeny []string) erro
 	for _, name := range slices.Sorted(maps.Keys(cfgs)) {
 		c := cfgs[name]
 		if !serverNameRE.MatchString(name) {
-			errs = append(errs, fmt.Sprintf("mcp_servers.%s: a server name is lower-case letters, digits and _", name))
+			errs = append(errs, fmt.Sprintf("mcp_servers.%s: a server name is lower-case letters and digits, words joined by one _", name))
 			continue
 		}
 		if err := c.Validate(); err != nil {
@@ -325,19 +327,25 @@ func closeSession(sess *sdk.ClientSession, proc *process) {
 	_ = sess.Close()
 }
 
-// ToolName is the registry name of a server's tool: mcp__<server>__<tool>,
-// the tool's name lower-cased with every other character than a-z, 0-9
-// and _ turned into _.
+// ToolName is the registry name of a server's tool: mcp:<server>:<tool>,
+// which the providers send the model as mcp__<server>__<tool> (a tool
+// name's ':' travels as "__" and is decoded back). The tool's own name is
+// lower-cased, every character but a-z and 0-9 becomes _, and runs of _
+// become one (a "__" would decode as ':'). "" when nothing is left.
 func ToolName(server, tool string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(tool) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			b.WriteRune(r)
-		} else {
+		} else if b.Len() > 0 && !strings.HasSuffix(b.String(), "_") {
 			b.WriteByte('_')
 		}
 	}
-	return "mcp__" + server + "__" + b.String()
+	name := strings.TrimSuffix(b.String(), "_")
+	if name == "" {
+		return ""
+	}
+	return "mcp:" + server + ":" + name
 }
 
 // registerLocked replaces the server's tools in the registry with list.
@@ -348,8 +356,8 @@ func (m *Manager) registerLocked(s *server, list []*sdk.Tool) {
 	s.tools = nil
 	for _, t := range list {
 		name := ToolName(s.name, t.Name)
-		if !tools.ValidName(name) {
-			m.logf("mcp server %s: tool %q skipped: %s is not a valid tool name (at most 64 characters)", s.name, t.Name, name)
+		if name == "" || !tools.ValidName(name) {
+			m.logf("mcp server %s: tool %q skipped: %q is not a valid tool name (at most 64 characters)", s.name, t.Name, name)
 			continue
 		}
 		if slices.Contains(s.tools, name) {

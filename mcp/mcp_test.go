@@ -44,7 +44,7 @@ func TestToolsAppearLazilyWithSchemas(t *testing.T) {
 	if st := m.Status(); len(st) != 1 || st[0].Status != StatusIdle {
 		t.Fatalf("before Ensure: %+v", st)
 	}
-	if _, ok := reg.Get("mcp__test__echo"); ok {
+	if _, ok := reg.Get("mcp:test:echo"); ok {
 		t.Fatal("a tool was registered before anything needed the list")
 	}
 	m.Ensure(context.Background())
@@ -52,16 +52,16 @@ func TestToolsAppearLazilyWithSchemas(t *testing.T) {
 	if st[0].Status != StatusReady {
 		t.Fatalf("after Ensure: %+v", st)
 	}
-	want := []string{"mcp__test__crash", "mcp__test__echo", "mcp__test__fail", "mcp__test__get_env", "mcp__test__hang", "mcp__test__sum"}
+	want := []string{"mcp:test:crash", "mcp:test:echo", "mcp:test:fail", "mcp:test:get_env", "mcp:test:hang", "mcp:test:sum"}
 	if strings.Join(st[0].Tools, ",") != strings.Join(want, ",") {
 		t.Fatalf("tools %v, want %v", st[0].Tools, want)
 	}
-	echo, _ := reg.Get("mcp__test__echo")
+	echo, _ := reg.Get("mcp:test:echo")
 	props, _ := echo.Spec().InputSchema["properties"].(map[string]any)
 	if _, ok := props["text"]; !ok {
 		t.Fatalf("echo input schema %v has no text property", echo.Spec().InputSchema)
 	}
-	sum, _ := reg.Get("mcp__test__sum")
+	sum, _ := reg.Get("mcp:test:sum")
 	if sum.Spec().OutputSchema == nil {
 		t.Fatal("sum has no output schema")
 	}
@@ -75,10 +75,10 @@ func TestCalls(t *testing.T) {
 		tool, input, want string
 		isErr             bool
 	}{
-		{"mcp__test__echo", `{"text":"hi"}`, "echo: hi", false},
-		{"mcp__test__sum", `{"a":2,"b":3}`, `"sum": 5`, false},
-		{"mcp__test__fail", `{}`, "it failed on purpose", true},
-		{"mcp__test__echo", `{"text":5}`, "text", true}, // the executor validates the input schema
+		{"mcp:test:echo", `{"text":"hi"}`, "echo: hi", false},
+		{"mcp:test:sum", `{"a":2,"b":3}`, `"sum": 5`, false},
+		{"mcp:test:fail", `{}`, "it failed on purpose", true},
+		{"mcp:test:echo", `{"text":5}`, "text", true}, // the executor validates the input schema
 	} {
 		res := run(t, reg, tc.tool, tc.input)
 		if res.IsError != tc.isErr || !strings.Contains(res.Content, tc.want) {
@@ -94,7 +94,7 @@ func TestSecretsInOutputAreRedacted(t *testing.T) {
 	_ = m.Configure(map[string]ServerConfig{"test": {Command: "unused", Env: map[string]string{"GITHUB_TOKEN": "ghp_servertoken"}}}, nil)
 	m.Ensure(context.Background())
 	for _, s := range []string{secret, "ghp_servertoken"} {
-		res := run(t, reg, "mcp__test__echo", `{"text":"`+s+`"}`)
+		res := run(t, reg, "mcp:test:echo", `{"text":"`+s+`"}`)
 		if strings.Contains(res.Content, s) || !strings.Contains(res.Content, "[redacted]") {
 			t.Fatalf("secret reached the result: %q", res.Content)
 		}
@@ -114,6 +114,8 @@ func TestConfigureValidates(t *testing.T) {
 		{"a", ServerConfig{URL: "http://h", Env: map[string]string{"A": "b"}}, "headers"},
 		{"a", ServerConfig{Command: "x", Headers: map[string]string{"A": "b"}}, "args and env"},
 		{"Bad-Name", ServerConfig{Command: "x"}, "lower-case"},
+		{"a__b", ServerConfig{Command: "x"}, "lower-case"},
+		{"a_", ServerConfig{Command: "x"}, "lower-case"},
 	} {
 		err := m.Configure(map[string]ServerConfig{tc.name: tc.cfg}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -126,17 +128,17 @@ func TestReconfigureRemovesTools(t *testing.T) {
 	m, reg := inMemory(t)
 	_ = m.Configure(map[string]ServerConfig{"test": {Command: "unused"}}, nil)
 	m.Ensure(context.Background())
-	if _, ok := reg.Get("mcp__test__echo"); !ok {
+	if _, ok := reg.Get("mcp:test:echo"); !ok {
 		t.Fatal("no echo")
 	}
 	_ = m.Configure(nil, nil)
-	if _, ok := reg.Get("mcp__test__echo"); ok || len(m.Status()) != 0 {
+	if _, ok := reg.Get("mcp:test:echo"); ok || len(m.Status()) != 0 {
 		t.Fatal("a removed server's tools stayed")
 	}
 }
 
 func TestToolName(t *testing.T) {
-	for in, want := range map[string]string{"echo": "mcp__s__echo", "Get-Env": "mcp__s__get_env", "a.b c": "mcp__s__a_b_c"} {
+	for in, want := range map[string]string{"echo": "mcp:s:echo", "Get-Env": "mcp:s:get_env", "a.b c": "mcp:s:a_b_c", "get__x": "mcp:s:get_x", "_x_": "mcp:s:x", "--": ""} {
 		if got := ToolName("s", in); got != want {
 			t.Errorf("ToolName(%q) = %q, want %q", in, got, want)
 		}
@@ -187,17 +189,17 @@ func TestStdioEnvIsScrubbedWithSetupEnvOnTop(t *testing.T) {
 	if st := m.Status()[0]; st.Status != StatusReady {
 		t.Fatalf("%+v", st)
 	}
-	if res := run(t, reg, "mcp__test__echo", `{"text":"over stdio"}`); res.Content != "echo: over stdio" {
+	if res := run(t, reg, "mcp:test:echo", `{"text":"over stdio"}`); res.Content != "echo: over stdio" {
 		t.Fatalf("%+v", res)
 	}
-	if res := run(t, reg, "mcp__test__get_env", `{"name":"ANTHROPIC_API_KEY"}`); res.Content != "false:" {
+	if res := run(t, reg, "mcp:test:get_env", `{"name":"ANTHROPIC_API_KEY"}`); res.Content != "false:" {
 		t.Fatalf("the host's key reached the server: %+v", res)
 	}
-	if res := run(t, reg, "mcp__test__get_env", `{"name":"SERVER_MODE"}`); res.Content != "true:dev" {
+	if res := run(t, reg, "mcp:test:get_env", `{"name":"SERVER_MODE"}`); res.Content != "true:dev" {
 		t.Fatalf("setup's env did not reach the server: %+v", res)
 	}
 	// A token of the server's env reaches it, and never the buffer.
-	if res := run(t, reg, "mcp__test__get_env", `{"name":"SERVER_TOKEN"}`); res.Content != "true:[redacted]" {
+	if res := run(t, reg, "mcp:test:get_env", `{"name":"SERVER_TOKEN"}`); res.Content != "true:[redacted]" {
 		t.Fatalf("setup's token: %+v", res)
 	}
 }
@@ -208,7 +210,7 @@ func TestStdioCrashRestarts(t *testing.T) {
 	t.Cleanup(func() { Backoff = old })
 	m, reg := stdio(t, nil)
 	m.Ensure(context.Background())
-	res := run(t, reg, "mcp__test__crash", `{}`)
+	res := run(t, reg, "mcp:test:crash", `{}`)
 	if !res.IsError {
 		t.Fatalf("a call whose server died: %+v", res)
 	}
@@ -216,7 +218,7 @@ func TestStdioCrashRestarts(t *testing.T) {
 	if len(st.Tools) != 6 {
 		t.Fatalf("after restart: %+v", st)
 	}
-	if res := run(t, reg, "mcp__test__echo", `{"text":"again"}`); res.Content != "echo: again" {
+	if res := run(t, reg, "mcp:test:echo", `{"text":"again"}`); res.Content != "echo: again" {
 		t.Fatalf("after restart: %+v", res)
 	}
 }
@@ -227,13 +229,13 @@ func TestStdioDeadServerAnswersAtOnce(t *testing.T) {
 	t.Cleanup(func() { MaxRestarts = oldMax })
 	m, reg := stdio(t, nil)
 	m.Ensure(context.Background())
-	run(t, reg, "mcp__test__crash", `{}`)
+	run(t, reg, "mcp:test:crash", `{}`)
 	st := waitStatus(t, m, func(s ServerStatus) bool { return s.Status == StatusFailed })
 	if !strings.Contains(st.Reason, "crashing on purpose") || !strings.Contains(st.Reason, "gave up") {
 		t.Fatalf("reason %q", st.Reason)
 	}
 	start := time.Now()
-	res := run(t, reg, "mcp__test__echo", `{"text":"x"}`)
+	res := run(t, reg, "mcp:test:echo", `{"text":"x"}`)
 	if !res.IsError || !strings.Contains(res.Content, "MCP server test is not running") {
 		t.Fatalf("%+v", res)
 	}
@@ -258,7 +260,7 @@ func TestStdioCallTimesOut(t *testing.T) {
 	m, reg := stdio(t, nil)
 	m.Ensure(context.Background())
 	ex := &tools.Executor{Registry: reg, Logf: t.Logf}
-	res := ex.Run(context.Background(), tools.Call{ID: "t", Tool: "mcp__test__hang", Timeout: 200 * time.Millisecond}, json.RawMessage(`{}`))
+	res := ex.Run(context.Background(), tools.Call{ID: "t", Tool: "mcp:test:hang", Timeout: 200 * time.Millisecond}, json.RawMessage(`{}`))
 	if !res.IsError || res.Kind != "Timeout" {
 		t.Fatalf("%+v", res)
 	}
