@@ -15,7 +15,7 @@ import (
 
 // inMemory returns a manager whose servers are testServer() over the SDK's
 // in-memory transport.
-func inMemory(t *testing.T) (*Manager, *tools.Registry) {
+func inMemory(t testing.TB) (*Manager, *tools.Registry) {
 	t.Helper()
 	reg := tools.NewRegistry()
 	m := New(reg, t.Logf)
@@ -146,7 +146,7 @@ func TestToolName(t *testing.T) {
 }
 
 // stdio: the test binary itself is the server.
-func stdio(t *testing.T, extra map[string]string) (*Manager, *tools.Registry) {
+func stdio(t testing.TB, extra map[string]string) (*Manager, *tools.Registry) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {

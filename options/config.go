@@ -32,7 +32,7 @@ type Config struct {
 	// mcp__<server>__<tool>. Setup only: Resolve never reads it, so a
 	// file's frontmatter can neither start a server nor add one.
 	MCPServers map[string]MCPServer `json:"mcp_servers"`
-	Tools     struct {
+	Tools      struct {
 		Mode                 string                `json:"mode"`
 		RequireApproval      *bool                 `json:"require_approval"`
 		AutoApprove          json.RawMessage       `json:"auto_approve"`
