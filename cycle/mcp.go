@@ -25,7 +25,10 @@ func (h *Engine) MCP() (Reply, error) {
 	var b strings.Builder
 	for _, s := range st {
 		fmt.Fprintf(&b, "%s  [%s]  %s", s.Name, s.Transport, s.Status)
-		if s.Reason != "" {
+		switch {
+		case s.Reason != "" && s.Status == mcp.StatusStarting:
+			fmt.Fprintf(&b, " again, after: %s", s.Reason)
+		case s.Reason != "":
 			fmt.Fprintf(&b, ": %s", s.Reason)
 		}
 		if s.Restarts > 0 {

@@ -51,3 +51,36 @@ func TestMCPToolCall(t *testing.T) {
 		}
 	})
 }
+
+// A wrong mcp_servers entry is reported and left out; the valid ones stay
+// (:Flemma mcp lists them).
+func TestMCPSetupChecked(t *testing.T) {
+	setup := `{ mcp_servers = {
+		["Bad-Name"] = { command = "x" },
+		both = { command = "x", url = "http://127.0.0.1:1/mcp" },
+		argv = { command = "x", args = "--flag" },
+		typo = { comand = "x" },
+		ok = { command = "/nonexistent/mcp-server", env = { TOKEN = "t" } },
+	} }`
+	eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
+		m := s.Messages()
+		for _, want := range []string{
+			"mcp_servers.Bad-Name: a server name is lower-case letters and digits",
+			"mcp_servers.both: set command (a stdio server) or url (a streamable HTTP server), one of the two",
+			"mcp_servers.argv: args: expected a list of strings, got string",
+			"unknown option mcp_servers.typo.comand: it is ignored",
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("no %q in the messages:\n%s", want, m)
+			}
+		}
+		mustOpen(t, s, "m.chat", "@You:\nhi\n")
+		if err := s.Nv.Command("Flemma mcp"); err != nil {
+			t.Fatal(err)
+		}
+		list := listingWindow(t, s, "mcp")
+		if !strings.Contains(list, "ok  [stdio: /nonexistent/mcp-server]  failed") || strings.Contains(list, "both") || strings.Contains(list, "argv") {
+			t.Errorf(":Flemma mcp:\n%s", list)
+		}
+	})
+}

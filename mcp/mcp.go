@@ -222,7 +222,12 @@ func (m *Manager) startLocked(s *server, delay time.Duration) {
 		if err != nil {
 			s.status, s.reason = StatusFailed, err.Error()
 			m.logf("mcp server %s failed to start: %v", s.name, err)
-			m.scheduleRestartLocked(s)
+			// Only a server that ran and crashed is started again: one
+			// that never came up (a wrong command, a refused token)
+			// stays failed with its reason until the next setup().
+			if s.restarts > 0 {
+				m.scheduleRestartLocked(s)
+			}
 			return
 		}
 		s.session, s.proc, s.status, s.reason = sess, proc, StatusReady, ""
@@ -301,11 +306,9 @@ func (m *Manager) connect(s *server, envDeny []string) (*sdk.ClientSession, *pro
 	client := sdk.NewClient(&sdk.Implementation{Name: "flemma", Version: "1"}, nil)
 	sess, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		if proc != nil {
+		if proc != nil && proc.cmd.Process != nil {
 			proc.kill()
-			if r := proc.exitReason(); r != "" {
-				return nil, nil, nil, fmt.Errorf("%v (%s)", err, r)
-			}
+			return nil, nil, nil, fmt.Errorf("%v (%s)", err, proc.exitReason())
 		}
 		return nil, nil, nil, err
 	}

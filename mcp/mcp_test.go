@@ -244,14 +244,22 @@ func TestStdioDeadServerAnswersAtOnce(t *testing.T) {
 	}
 }
 
+// A server whose first start fails stays failed with the reason (the end
+// of its stderr), not restarted: a restart would be scheduled in the same
+// step that records the failure, so "failed" after Ensure means none was.
 func TestStdioStartFailureHasReason(t *testing.T) {
-	oldMax := MaxRestarts
-	MaxRestarts = 0
-	t.Cleanup(func() { MaxRestarts = oldMax })
 	m, _ := stdio(t, map[string]string{"FLEMMA_MCP_TEST_FAIL_START": "1"})
 	m.Ensure(context.Background())
 	st := m.Status()[0]
-	if st.Status != StatusFailed || !strings.Contains(st.Reason, "cannot start: no config") {
+	if st.Status != StatusFailed || st.Restarts != 0 || !strings.Contains(st.Reason, "cannot start: no config") {
+		t.Fatalf("%+v", st)
+	}
+	reg := tools.NewRegistry()
+	m2 := New(reg, t.Logf)
+	t.Cleanup(m2.Close)
+	_ = m2.Configure(map[string]ServerConfig{"x": {Command: "/nonexistent/mcp-server"}}, nil)
+	m2.Ensure(context.Background())
+	if st := m2.Status()[0]; st.Status != StatusFailed || !strings.Contains(st.Reason, "no such file") || strings.Contains(st.Reason, "exited") {
 		t.Fatalf("%+v", st)
 	}
 }

@@ -479,8 +479,13 @@ local function check_mcp_servers(cfg, errors, warnings)
   for name, entry in pairs(cfg.mcp_servers) do
     local key = "mcp_servers." .. tostring(name)
     local why
-    if type(name) ~= "string" or not name:match("^[a-z0-9][a-z0-9_]*$") then
-      why = "a server name is lower-case letters, digits and _ (its tools are mcp__<name>__<tool>)"
+    if
+      type(name) ~= "string"
+      or not name:match("^[a-z0-9][a-z0-9_]*$")
+      or name:find("__", 1, true)
+      or name:sub(-1) == "_"
+    then
+      why = "a server name is lower-case letters and digits, words joined by one _ (its tools are mcp__<name>__<tool>)"
     elseif type(entry) ~= "table" then
       why = "expected a table { command = …, args = {…}, env = {…} } or { url = …, headers = {…} }"
     else
