@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/flemma-dev/flemma/tools"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,11 +67,32 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "cannot start: no config")
 			os.Exit(2)
 		}
-		if err := testServer().Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+		err := testServer().Run(context.Background(), &sdk.StdioTransport{})
+		if os.Getenv("FLEMMA_MCP_TEST_STUBBORN") == "1" {
+			select {} // a server that outlives its stdin's end
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		os.Exit(0)
+	}
+	if os.Getenv("FLEMMA_MCP_TEST_HOST") == "1" {
+		// A host: starts the stdio server, says its pid, and waits to be
+		// killed (TestHostDeathKillsServer).
+		exe, _ := os.Executable()
+		mgr := New(tools.NewRegistry(), nil)
+		_ = mgr.Configure(map[string]ServerConfig{"test": {Command: exe, Args: []string{"-test.run=^$"}, Env: map[string]string{"FLEMMA_MCP_TEST_SERVER": "1", "FLEMMA_MCP_TEST_STUBBORN": "1"}}}, nil)
+		mgr.Ensure(context.Background())
+		mgr.mu.Lock()
+		s := mgr.servers["test"]
+		if s.proc == nil {
+			fmt.Println("failed:", s.reason)
+		} else {
+			fmt.Println(s.proc.cmd.Process.Pid)
+		}
+		mgr.mu.Unlock()
+		select {}
 	}
 	os.Exit(m.Run())
 }
