@@ -207,7 +207,7 @@ func TestStatusNamesTheDefaultModel(t *testing.T) {
 	eachNvim(t, `{ provider = "openai" }`, func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "st.chat", "@You:\nhi\n")
 		press(t, s, ":Flemma status<CR>")
-		m := s.Messages()
+		m := listingWindow(t, s, "status") // listings open in a window, not the message area
 		for _, want := range []string{"provider: openai  model: gpt-5.4 (default)", "max_tokens=64000 (default)", "model info: context 1,050,000 · output limit 128,000 · thinking effort"} {
 			if !strings.Contains(m, want) {
 				t.Errorf(":Flemma status lacks %q:\n%s", want, m)
