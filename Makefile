@@ -8,7 +8,7 @@ NVIMS    = $(shell scripts/provision-nvim.sh | paste -sd: -)
 all: build
 
 check-go:
-	@command -v $(GO) >/dev/null 2>&1 || { echo "make: Go is required (https://go.dev/dl, 1.24 or newer); it was not found on PATH" >&2; exit 1; }
+	@command -v $(GO) >/dev/null 2>&1 || { echo "make: Go is required (https://go.dev/dl, 1.25 or newer); it was not found on PATH" >&2; exit 1; }
 
 build: check-go
 	$(GO) build -o $(BIN) ./cmd/flemma-host

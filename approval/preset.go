@@ -305,6 +305,7 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		if entry == "" {
 			return
 		}
+		entry = InternalName(entry)
 		if _, ok := pol.approve[entry]; !ok {
 			label := source
 			if label == "" {
@@ -328,13 +329,13 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		for _, d := range def.Deny {
 			if looksLikeRule(d) {
 				addRule(&pol.denyRules, d, entry)
-			} else if _, ok := pol.deny[d]; !ok && d != "" {
-				pol.deny[d] = entry
+			} else if _, ok := pol.deny[InternalName(d)]; !ok && d != "" {
+				pol.deny[InternalName(d)] = entry
 			}
 		}
 	}
 	for _, x := range exclusions {
-		delete(pol.approve, x)
+		delete(pol.approve, InternalName(x))
 		pol.approveRules = slices.DeleteFunc(pol.approveRules, func(r cmdRule) bool {
 			return x == BashTool || r.entry == x
 		})
@@ -492,6 +493,9 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 	if src, ok := p.deny[c.Tool]; ok {
 		return Deny, src
 	}
+	if src, ok := matchNamePattern(p.deny, c.Tool); ok {
+		return Deny, src
+	}
 	cmd, hasCmd := "", false
 	if c.Tool == BashTool {
 		cmd, hasCmd = c.Input["command"].(string)
@@ -512,7 +516,11 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 			}
 		}
 	}
-	if src, ok := p.approve[c.Tool]; ok && !slices.Contains(c.Env.Exclusions, c.Tool) {
+	excluded := slices.ContainsFunc(c.Env.Exclusions, func(x string) bool { return InternalName(x) == c.Tool })
+	if src, ok := p.approve[c.Tool]; ok && !excluded {
+		return Approve, src
+	}
+	if src, ok := matchNamePattern(p.approve, c.Tool); ok && !excluded {
 		return Approve, src
 	}
 	if hasCmd && len(p.approveRules) > 0 && !slices.Contains(c.Env.Exclusions, BashTool) {
@@ -525,4 +533,55 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 		}
 	}
 	return Pass, ""
+}
+
+// InternalName is a tool name as the registry knows it: the providers send
+// a name's ':' as "__" (mcp:github:create_issue travels as
+// mcp__github__create_issue), so an entry written the wire's way
+// ("mcp__github__*") means the same tools.
+func InternalName(entry string) string { return strings.ReplaceAll(entry, "__", ":") }
+
+// matchNamePattern finds, among the entries of set, a name pattern (an
+// entry with '*', which matches any run of characters: "mcp__github__*")
+// matching tool, the first in sorted order, and returns its label. A
+// pattern never matches bash: bash is approved by its name or by
+// bash(<pattern>) rules, which look at the command.
+func matchNamePattern(set map[string]string, tool string) (string, bool) {
+	if tool == BashTool {
+		return "", false
+	}
+	for _, entry := range slices.Sorted(maps.Keys(set)) {
+		if strings.Contains(entry, "*") && NameMatch(entry, tool) {
+			return set[entry], true
+		}
+	}
+	return "", false
+}
+
+// NameMatch reports whether a tool name pattern matches name: '*' matches
+// any run of characters (none included), every other character itself.
+// Linear backtracking to the last '*', so no pattern is slow.
+func NameMatch(pattern, name string) bool {
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case p < len(pattern) && pattern[p] == name[n]:
+			p++
+			n++
+		case star >= 0:
+			p = star + 1
+			mark++
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
 }

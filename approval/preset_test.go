@@ -257,3 +257,54 @@ func TestPrivilegeGroups(t *testing.T) {
 		}
 	}
 }
+
+func TestNameMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"mcp__github__*", "mcp__github__create_issue", true},
+		{"mcp__github__*", "mcp__github__", true},
+		{"mcp__github__*", "mcp__gitlab__x", false},
+		{"mcp__github__*", "xmcp__github__x", false},
+		{"mcp__*__read", "mcp__fs__read", true},
+		{"mcp__*__read", "mcp__fs__read_all", false},
+		{"mcp__*", "read", false},
+		{"*", "anything", true},
+		{"*_issue", "create_issue", true},
+		{"a*b*c", "aXbYbZc", true},
+		{"a*b*c", "aXbYbZ", false},
+		{"read", "read", true},
+		{"read", "reader", false},
+	} {
+		if got := NameMatch(tc.pattern, tc.name); got != tc.want {
+			t.Errorf("NameMatch(%q, %q) = %v, want %v", tc.pattern, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPolicyNamePatterns(t *testing.T) {
+	p, _ := NewPresets(map[string]PresetDef{"$nogh": {Deny: []string{"mcp__github__delete_*"}}})
+	// Entries may use the wire's spelling of ':' ("__").
+	pol := p.Expand([]string{"mcp__github__*", "mcp:test:*", "$nogh", "*"}, nil)
+	for _, tc := range []struct {
+		tool string
+		excl []string
+		want Decision
+	}{
+		{"mcp:github:create_issue", nil, Approve},
+		{"mcp:github:delete_repo", nil, Deny}, // deny wins
+		{"mcp:test:echo", nil, Approve},
+		{"mcp:test:echo", []string{"mcp__test__echo"}, Pass}, // a frontmatter exclusion, either spelling
+		{"bash", nil, Pass},                                  // a pattern never approves bash
+	} {
+		c := Call{Tool: tc.tool, Input: map[string]any{"command": "rm -rf /"}}
+		c.Env.Exclusions = tc.excl
+		if got, _ := pol.Decide(c); got != tc.want {
+			t.Errorf("%s (exclusions %v): %v, want %v", tc.tool, tc.excl, got, tc.want)
+		}
+	}
+	if got, rule := p.Expand([]string{"mcp__test__*"}, nil).Decide(Call{Tool: "mcp:test:echo"}); got != Approve || rule != "mcp:test:*" {
+		t.Errorf("rule %q", rule)
+	}
+}

@@ -110,6 +110,9 @@ func (h *Engine) Cycle(bufnr int) (Reply, error) {
 }
 
 func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
+	// The request this press may send, and the calls it categorizes, need
+	// the MCP servers' tools: the first press starts them.
+	h.ensureMCP()
 	if !auto {
 		// A press while a step is being planned and written (a moment)
 		// runs when that step ends: one queued press per buffer, repeats

@@ -12,6 +12,7 @@ import (
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/journal"
+	"github.com/flemma-dev/flemma/mcp"
 	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
@@ -33,6 +34,7 @@ type Engine struct {
 	sleep     func(ctx context.Context, d time.Duration) error // retry waits (nil = a timer)
 	jitter    func() float64                                   // retry jitter (nil = math/rand)
 	exec      *tools.Executor
+	mcp       *mcp.Manager // setup's mcp_servers and their tools in Registry
 	fm        *frontmatter.Evaluator
 	chain     *approval.Chain
 
@@ -142,6 +144,9 @@ type Deps struct {
 	// Tests record the waits instead of sleeping.
 	Sleep  func(ctx context.Context, d time.Duration) error
 	Jitter func() float64
+	// MCP runs setup's mcp_servers and registers their tools in Registry
+	// (mcp.New(Registry, …)); nil makes one with real transports.
+	MCP *mcp.Manager
 }
 
 // NewEngine returns an engine with default configuration; Connect gives it
@@ -163,6 +168,10 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		bufs:      map[int]*bufState{},
 	}
 	h.idle = sync.NewCond(&h.mu)
+	h.mcp = d.MCP
+	if h.mcp == nil {
+		h.mcp = mcp.New(reg, h.logf)
+	}
 	h.exec = &tools.Executor{Registry: reg, Logf: h.logf}
 	h.reads = tools.NewReadLog()
 	if dir, cleanup, err := sandbox.NewOutputDir(); err == nil {
@@ -275,6 +284,15 @@ func (h *Engine) configure(cfg options.Config) error {
 		msgs = append(msgs, "tools.auto_approve must be a list, a function or a module path")
 	}
 
+	// Servers start later, when a request needs the tool list.
+	servers := map[string]mcp.ServerConfig{}
+	for name, c := range cfg.MCPServers {
+		servers[name] = mcp.ServerConfig(c)
+	}
+	if err := h.mcp.Configure(servers, cfg.Sandbox.EnvDeny); err != nil {
+		msgs = append(msgs, err.Error())
+	}
+
 	h.mu.Lock()
 	h.cfg = cfg
 	h.presets = presets
@@ -369,6 +387,7 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 	// frontmatter and sandbox, for a call the model makes in this session
 	// with no input (rules on the input, such as bash(git *) or protected
 	// paths, can still change the decision for a given call).
+	h.ensureMCP()
 	fm, _, _ := h.bufferContext(bufnr)
 	eff := h.effective(bufnr, fm)
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
@@ -536,6 +555,7 @@ func (h *Engine) Shutdown() {
 		}
 	}
 	h.mu.Unlock()
+	h.mcp.Close()
 	if h.outputCleanup != nil {
 		h.outputCleanup()
 	}

@@ -30,6 +30,7 @@ const (
 	MUndo               = "flemma.undo"
 	MToolList           = "flemma.tool_list"
 	MTools              = "flemma.tools"
+	MMCP                = "flemma.mcp"
 	MStatus             = "flemma.status"
 	MJournalLog         = "flemma.journal_log"
 	MSandboxStatus      = "flemma.sandbox_status"
@@ -80,6 +81,7 @@ func (h *Engine) Methods() []Method {
 		{MUndo, h.Undo, true},
 		{MToolList, h.ToolList, true},
 		{MTools, h.Tools, true},
+		{MMCP, h.MCP, true},
 		{MStatus, h.Status, true},
 		{MJournalLog, h.JournalLog, true},
 		{MSandboxStatus, h.SandboxStatus, true},

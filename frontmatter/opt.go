@@ -103,6 +103,7 @@ const (
 	reasonHost      = "can only be set in setup(): it chooses the program flemma starts"
 	reasonProviders = "can only be set in setup(): a .chat file must not redirect your API requests or credentials"
 	reasonSetupOnly = "can only be set in setup()"
+	reasonMCP       = "can only be set in setup(): a .chat file must not start programs or connect to servers"
 )
 
 var (
@@ -178,6 +179,7 @@ var schema = sync.OnceValue(func() *node {
 		"parameters":      parameters,
 		"host":            blocked("host", reasonHost),
 		"providers":       blocked("providers", reasonProviders),
+		"mcp_servers":     blocked("mcp_servers", reasonMCP),
 		"keymaps":         blocked("keymaps", reasonSetupOnly),
 		"highlights":      blocked("highlights", reasonSetupOnly),
 		"presets":         blocked("presets", reasonSetupOnly),

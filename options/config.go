@@ -28,7 +28,11 @@ type Config struct {
 	// change it.
 	Models    map[string]ModelOverride  `json:"models"`
 	Providers map[string]ProviderConfig `json:"providers"`
-	Tools     struct {
+	// MCPServers is setup's mcp_servers: MCP servers whose tools become
+	// mcp__<server>__<tool>. Setup only: Resolve never reads it, so a
+	// file's frontmatter can neither start a server nor add one.
+	MCPServers map[string]MCPServer `json:"mcp_servers"`
+	Tools      struct {
 		Mode                 string                `json:"mode"`
 		RequireApproval      *bool                 `json:"require_approval"`
 		AutoApprove          json.RawMessage       `json:"auto_approve"`
@@ -80,6 +84,16 @@ type Config struct {
 		EnvDeny  []string `json:"env_deny"`
 		Network  *bool    `json:"network"`
 	} `json:"sandbox"`
+}
+
+// MCPServer is one entry of mcp_servers: a command run over stdio, or the
+// URL of a streamable HTTP server (mcp.ServerConfig).
+type MCPServer struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
 }
 
 // ModelOverride is one entry of models = {…} (provider.ModelOverride).

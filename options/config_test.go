@@ -101,3 +101,25 @@ func TestSendOptions(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeMCPServers(t *testing.T) {
+	c, err := decodeConfig(map[string]any{"mcp_servers": map[string]any{
+		"fs":     map[string]any{"command": "mcp-fs", "args": []any{"--root", "."}, "env": map[string]any{"TOKEN": "t"}},
+		"remote": map[string]any{"url": "https://example.invalid/mcp", "headers": map[string]any{"Authorization": "Bearer x"}},
+		"bare":   map[string]any{"command": "srv", "args": []any{}, "env": []any{}}, // Lua's {}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]MCPServer{
+		"fs":     {Command: "mcp-fs", Args: []string{"--root", "."}, Env: map[string]string{"TOKEN": "t"}},
+		"remote": {URL: "https://example.invalid/mcp", Headers: map[string]string{"Authorization": "Bearer x"}},
+		"bare":   {Command: "srv"},
+	}
+	if !reflect.DeepEqual(c.MCPServers, want) {
+		t.Fatalf("mcp_servers = %+v, want %+v", c.MCPServers, want)
+	}
+	if _, err := decodeConfig(map[string]any{"mcp_servers": map[string]any{"x": map[string]any{"args": "not a list"}}}); err == nil {
+		t.Error("args as a string was accepted")
+	}
+}

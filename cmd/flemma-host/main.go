@@ -18,6 +18,7 @@ import (
 	"github.com/flemma-dev/flemma"
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/cycle"
+	"github.com/flemma-dev/flemma/mcp"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/rpc"
 	"github.com/flemma-dev/flemma/tools"
@@ -41,13 +42,16 @@ func main() {
 
 // deps are the engine's dependencies: the built-in tools, the providers
 // and the built-in approval resolvers (the same for Neovim and headless).
-func deps() cycle.Deps {
+func deps(logf func(string, ...any)) cycle.Deps {
 	reg := tools.NewRegistry()
 	reg.Have = sandbox.HaveRequirement
 	for _, t := range builtin.All() {
 		reg.MustAdd(t)
 	}
-	return cycle.Deps{Registry: reg, Providers: provider.New, Resolvers: approval.Builtins}
+	// setup's mcp_servers: started at the first request that needs the
+	// tool list, stopped (their processes killed) at Shutdown.
+	servers := mcp.New(reg, logf)
+	return cycle.Deps{Registry: reg, Providers: provider.New, Resolvers: approval.Builtins, MCP: servers}
 }
 
 func run() int {
@@ -76,7 +80,7 @@ func run() int {
 	logger := log.New(logw, "", log.LstdFlags|log.Lmicroseconds)
 	logger.Printf("flemma-host %s starting (pid %d)", version, os.Getpid())
 
-	host := rpc.NewHost(version, logger, deps())
+	host := rpc.NewHost(version, logger, deps(logger.Printf))
 
 	v, err := nvim.New(os.Stdin, stdout, stdout, logger.Printf)
 	if err != nil {

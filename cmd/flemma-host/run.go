@@ -159,7 +159,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer cancel()
-	res := headless.Run(ctx, o, deps())
+	res := headless.Run(ctx, o, deps(nil))
 	sandbox.KillAll() // whatever still runs (a cancelled command's tree) ends with the run
 	switch {
 	case res.Message != "":

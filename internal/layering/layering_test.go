@@ -116,10 +116,11 @@ var layers = map[string][]string{
 	"tools/sandbox":           {"tools/internal/procsup", "tools/internal/testhook"},
 	"tools":                   {"buffer", "internal/size", "tools/sandbox"},
 	"tools/builtin":           {"internal/size", "tools", "tools/sandbox", "tools/internal/testhook"},
-	"cycle":                   {"approval", "buffer", "frontmatter", "journal", "options", "preview", "provider", "tools", "tools/builtin", "tools/sandbox", "trust"},
+	"mcp":                     {"tools", "tools/sandbox"},
+	"cycle":                   {"approval", "buffer", "frontmatter", "journal", "mcp", "options", "preview", "provider", "tools", "tools/builtin", "tools/sandbox", "trust"},
 	"rpc":                     {"cycle", "tools/sandbox"},
 	"headless":                {"buffer", "cycle", "options", "preview", "trust"},
-	"cmd/flemma-host":         {".", "approval", "cycle", "headless", "journal", "provider", "rpc", "tools", "tools/builtin", "tools/sandbox"},
+	"cmd/flemma-host":         {".", "approval", "cycle", "headless", "journal", "mcp", "provider", "rpc", "tools", "tools/builtin", "tools/sandbox"},
 	"cmd/flemma-demo":         {"internal/nvimtest"},
 	"internal/nvimtest":       {},
 	"internal/chatgen":        {},
@@ -174,7 +175,10 @@ func TestOnlyRPCTalksToNeovimOnlyProviderTalksHTTP(t *testing.T) {
 				if strings.HasPrefix(path, "github.com/neovim/go-client") && pkg != "rpc" && pkg != "cmd/flemma-host" && pkg != "internal/nvimtest" && pkg != "e2e" && pkg != "cmd/flemma-demo" {
 					t.Errorf("%s/%s imports %s: only rpc talks to Neovim", pkg, file, path)
 				}
-				if path == "net/http" && pkg != "provider" && pkg != "e2e" {
+				// mcp speaks MCP's streamable HTTP transport through the
+				// official SDK's client, which takes an *http.Client: mcp
+				// imports net/http only to add setup's headers to it.
+				if path == "net/http" && pkg != "provider" && pkg != "e2e" && pkg != "mcp" {
 					t.Errorf("%s/%s imports net/http: only provider talks HTTP", pkg, file)
 				}
 			}

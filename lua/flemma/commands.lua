@@ -97,6 +97,9 @@ M.subcommands = {
   tools = function(args)
     show(P.tools, { buf(), args[1] or "" }, "tools")
   end,
+  mcp = function()
+    show(P.mcp, {}, "mcp")
+  end,
   ["autopilot:enable"] = function()
     state.host.runtime.autopilot = "enable"
     host_call(P.autopilot, { "enable" })

@@ -31,6 +31,14 @@ M.defaults = {
   -- name, a list, or false for none), api_key_cmd (argv, no shell), api_key_cache (seconds),
   -- api_key_timeout (seconds), api_key_header, headers, extra_body; project, location, file.
   providers = { anthropic = {}, openai = {}, vertex = {}, replay = {} },
+  -- MCP servers whose tools the model may call, as mcp__<server>__<tool> (approve them with
+  -- patterns: tools.auto_approve = { "mcp__github__*" }). Setup only: a .chat file can neither add
+  -- nor start one. A server is a command spoken to over stdio, started with a scrubbed environment
+  -- (sandbox.env_deny) plus its env, or the URL of a streamable HTTP server, e.g.
+  --   github = { command = "github-mcp-server", args = { "stdio" }, env = { GITHUB_PERSONAL_ACCESS_TOKEN = "…" } },
+  --   docs = { url = "https://example.com/mcp", headers = { Authorization = "Bearer …" } },
+  -- Servers start at the first request that needs the tool list; :Flemma mcp lists them.
+  mcp_servers = {},
   -- Sending a request. A request that fails before any of its answer arrives
   -- with 429, 529, a 5xx or an overload/rate-limit error in the stream is sent
   -- again after a wait (the server's retry-after, else retry_delay doubling
@@ -235,6 +243,15 @@ local provider_keys = {
 }
 M.provider_keys = provider_keys
 
+-- The keys of an mcp_servers.<name> entry and their types.
+local mcp_keys = {
+  command = "string",
+  args = "list",
+  env = "map",
+  url = "string",
+  headers = "map",
+}
+
 local function set(t, path, value)
   local parts = vim.split(path, ".", { plain = true })
   for i = 1, #parts - 1 do
@@ -274,6 +291,7 @@ local open_maps = {
   ["parameters.vertex"] = true,
   ["providers"] = true,
   ["models"] = true,
+  ["mcp_servers"] = true,
 }
 
 -- The fields of one models = { [id] = {…} } entry and their types.
@@ -452,6 +470,65 @@ local function check_models(cfg, errors, warnings)
   end
 end
 
+-- mcp_servers = { [name] = { command, args, env } | { url, headers } }: a
+-- wrong entry is reported and dropped (the other servers still start).
+local function check_mcp_servers(cfg, errors, warnings)
+  if type(cfg.mcp_servers) ~= "table" then
+    return -- reported by the type check of the default
+  end
+  for name, entry in pairs(cfg.mcp_servers) do
+    local key = "mcp_servers." .. tostring(name)
+    local why
+    if
+      type(name) ~= "string"
+      or not name:match("^[a-z0-9][a-z0-9_]*$")
+      or name:find("__", 1, true)
+      or name:sub(-1) == "_"
+    then
+      why = "a server name is lower-case letters and digits, words joined by one _ (its tools are mcp__<name>__<tool>)"
+    elseif type(entry) ~= "table" then
+      why = "expected a table { command = …, args = {…}, env = {…} } or { url = …, headers = {…} }"
+    else
+      for k, v in pairs(entry) do
+        local want = mcp_keys[k]
+        if not want then
+          table.insert(warnings, string.format("unknown option %s.%s: it is ignored", key, tostring(k)))
+          entry[k] = nil
+        elseif want == "string" and type(v) ~= "string" then
+          why = string.format("%s: expected string, got %s", k, type(v))
+        elseif want == "list" then
+          if type(v) ~= "table" then
+            why = string.format("%s: expected a list of strings, got %s", k, type(v))
+          else
+            for i, x in pairs(v) do
+              if type(i) ~= "number" or type(x) ~= "string" then
+                why = k .. ": expected a list of strings (argv: no shell)"
+              end
+            end
+          end
+        elseif want == "map" then
+          if type(v) ~= "table" then
+            why = string.format("%s: expected a table of names to strings, got %s", k, type(v))
+          else
+            for mk, mv in pairs(v) do
+              if type(mk) ~= "string" or type(mv) ~= "string" then
+                why = k .. ": expected a table of names to string values"
+              end
+            end
+          end
+        end
+      end
+      if not why and (entry.command == nil) == (entry.url == nil) then
+        why = "set command (a stdio server) or url (a streamable HTTP server), one of the two"
+      end
+    end
+    if why then
+      table.insert(errors, string.format("%s: %s (the server is ignored)", key, why))
+      cfg.mcp_servers[name] = nil
+    end
+  end
+end
+
 --- Merge user options over the defaults and validate them.
 ---@return table config, string[] errors, string[] warnings
 function M.resolve(user)
@@ -497,6 +574,7 @@ function M.resolve(user)
   end
   check_providers(cfg, errors, warnings)
   check_models(cfg, errors, warnings)
+  check_mcp_servers(cfg, errors, warnings)
   if type(cfg.tools.autopilot) == "boolean" then
     cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
   end
@@ -539,6 +617,7 @@ function M.for_host(cfg)
     models = cfg.models,
     parameters = cfg.parameters,
     providers = cfg.providers,
+    mcp_servers = cfg.mcp_servers,
     send = cfg.send,
     tools = cfg.tools,
     sandbox = cfg.sandbox,

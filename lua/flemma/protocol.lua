@@ -20,6 +20,7 @@ return {
   undo = "flemma.undo",
   tool_list = "flemma.tool_list",
   tools = "flemma.tools",
+  mcp = "flemma.mcp",
   status = "flemma.status",
   journal_log = "flemma.journal_log",
   sandbox_status = "flemma.sandbox_status",

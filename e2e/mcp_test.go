@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+// TestMCPToolCall: the model calls mcp__test__echo, a tool of an MCP server
+// setup configures (a stdio server built with the official SDK,
+// testdata/mcpecho); auto_approve's mcp__test__* pattern approves it, the
+// host starts the server at the first send and the server's answer lands in
+// the buffer. :Flemma mcp lists the server and its tool.
+func TestMCPToolCall(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mcpecho")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/mcpecho").CombinedOutput(); err != nil {
+		t.Fatalf("building the MCP server: %v\n%s", err, out)
+	}
+	f := &fakeAnthropic{turns: []string{
+		sse("Asking the server.", [3]string{"toolu_m1", "mcp__test__echo", `{"text": "hello MCP"}`}),
+		sse("The server answered."),
+	}}
+	extra := `, mcp_servers = { test = { command = "` + bin + `" } }, tools = { auto_approve = { "mcp__test__*" } }`
+	eachNvimSend(t, f, extra, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "mcp.chat", question)
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "toolu_m1"); isErr || body != "mcpecho says: hello MCP" {
+			t.Errorf("mcp__test__echo = %q (error %v)", body, isErr)
+		}
+		f.mu.Lock()
+		first := f.bodies[0]
+		f.mu.Unlock()
+		var schema map[string]any
+		list, _ := first["tools"].([]any)
+		for _, x := range list {
+			if d, _ := x.(map[string]any); d["name"] == "mcp__test__echo" {
+				schema, _ = d["input_schema"].(map[string]any)
+			}
+		}
+		if props, _ := schema["properties"].(map[string]any); props["text"] == nil {
+			t.Errorf("the request's mcp__test__echo lacks its schema: %v", list)
+		}
+		if err := s.Nv.Command("Flemma mcp"); err != nil {
+			t.Fatal(err)
+		}
+		if m := listingWindow(t, s, "mcp"); !strings.Contains(m, "test  [stdio: "+bin+"]  ready") || !strings.Contains(m, "mcp:test:echo  Echoes text back.") {
+			t.Errorf(":Flemma mcp:\n%s", m)
+		}
+	})
+}
+
+// A wrong mcp_servers entry is reported and left out; the valid ones stay
+// (:Flemma mcp lists them).
+func TestMCPSetupChecked(t *testing.T) {
+	setup := `{ mcp_servers = {
+		["Bad-Name"] = { command = "x" },
+		both = { command = "x", url = "http://127.0.0.1:1/mcp" },
+		argv = { command = "x", args = "--flag" },
+		typo = { comand = "x" },
+		ok = { command = "/nonexistent/mcp-server", env = { TOKEN = "t" } },
+	} }`
+	eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
+		m := s.Messages()
+		for _, want := range []string{
+			"mcp_servers.Bad-Name: a server name is lower-case letters and digits",
+			"mcp_servers.both: set command (a stdio server) or url (a streamable HTTP server), one of the two",
+			"mcp_servers.argv: args: expected a list of strings, got string",
+			"unknown option mcp_servers.typo.comand: it is ignored",
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("no %q in the messages:\n%s", want, m)
+			}
+		}
+		mustOpen(t, s, "m.chat", "@You:\nhi\n")
+		if err := s.Nv.Command("Flemma mcp"); err != nil {
+			t.Fatal(err)
+		}
+		list := listingWindow(t, s, "mcp")
+		if !strings.Contains(list, "ok  [stdio: /nonexistent/mcp-server]  failed") || strings.Contains(list, "both") || strings.Contains(list, "argv") {
+			t.Errorf(":Flemma mcp:\n%s", list)
+		}
+	})
+}
