@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log"
 	"strings"
@@ -37,6 +38,7 @@ type Engine struct {
 	chain     *approval.Chain
 
 	mu            sync.Mutex
+	diffs         map[[sha256.Size]byte][]MarkLine // diff previews by diffKey (bounded)
 	cfg           options.Config
 	rt            options.Runtime // :Flemma switch and :Flemma autopilot
 	presets       *approval.Presets
@@ -72,6 +74,7 @@ type bufState struct {
 	pins     *sandbox.RootPins           // identity of the buffer's writable roots
 	notes    map[string]string           // tool id -> why it waits (a diagnostic on its header)
 	kept     map[string]tools.Result     // finished results whose block changed while they ran
+	reviewed map[string]bool             // tool id -> approved from a diff view (true: modified by the user)
 	ran      map[string]ranCall          // tool id -> how its last run in this session ended
 
 	// The work on the buffer.
