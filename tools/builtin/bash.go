@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,18 +99,22 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 
 	// Under bubblewrap the writable roots are the only place the command
 	// can change: snapshot them to list what it created, changed, deleted.
-	var track []string
+	var track, skip []string
 	var before rootSnapshot
 	if sb.Backend() == "bwrap" {
 		track = trackedRoots(sb.Roots())
-		before = snapshotRoots(track)
+		skip = []string{sandbox.CanonicalOr(env.OutputDirOrDefault())}
+		if env.BackupDir != "" {
+			skip = append(skip, sandbox.CanonicalOr(filepath.Dir(env.BackupDir))) // the state folder: backups, journal
+		}
+		before = snapshotRoots(track, skip)
 	}
 	var changes []tools.Change
 	tracked := func() string {
 		if track == nil {
 			return ""
 		}
-		c := compareSnapshots(before, snapshotRoots(track))
+		c := compareSnapshots(before, snapshotRoots(track, skip))
 		changes = c.undoable()
 		if t := c.text(env.WorkDir(call)); t != "" {
 			return "\n\n" + t

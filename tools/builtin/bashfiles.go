@@ -64,8 +64,9 @@ func trackedRoots(roots []string) []string {
 }
 
 // snapshotRoots walks the roots without following symbolic links,
-// recording at most maxTrackEntries files.
-func snapshotRoots(roots []string) rootSnapshot {
+// recording at most maxTrackEntries files; folders in skip (flemma's own
+// state and output, which the host writes meanwhile) are left out.
+func snapshotRoots(roots, skip []string) rootSnapshot {
 	s := rootSnapshot{files: map[string]fileMeta{}}
 	n := 0
 	for _, root := range roots {
@@ -78,6 +79,11 @@ func snapshotRoots(roots []string) rootSnapshot {
 				return filepath.SkipAll
 			}
 			if d.IsDir() {
+				for _, k := range skip {
+					if p == k {
+						return filepath.SkipDir
+					}
+				}
 				return nil
 			}
 			info, err := d.Info()

@@ -53,6 +53,15 @@ func TestBashTrackingBounds(t *testing.T) {
 	if got := trackedRoots([]string{"/work/p/sub", tmp, "/work/p", "/"}); strings.Join(got, ",") != "/work/p" {
 		t.Errorf("trackedRoots = %v", got)
 	}
+	// flemma's own state (journal, backups) and output are not the command's.
+	root := sandbox.CanonicalOr(t.TempDir())
+	os.MkdirAll(filepath.Join(root, "state", "backups"), 0o755)
+	os.WriteFile(filepath.Join(root, "state", "journal.db"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(root, "mine.txt"), []byte("x"), 0o644)
+	if got := snapshotRoots([]string{root}, []string{filepath.Join(root, "state")}); len(got.files) != 1 {
+		t.Errorf("snapshot with the state folder skipped = %v", got.files)
+	}
+
 	before := rootSnapshot{files: map[string]fileMeta{}}
 	after := rootSnapshot{files: map[string]fileMeta{}, cut: true}
 	for i := 0; i < maxTrackListed+5; i++ {
