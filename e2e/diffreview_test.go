@@ -153,3 +153,31 @@ func TestDiffReviewReject(t *testing.T) {
 		}
 	})
 }
+
+// TestBashFilesUndo: a sandboxed bash lists the files it created in its
+// result, and :Flemma tool:undo on the result removes them.
+func TestBashFilesUndo(t *testing.T) {
+	needBwrap(t)
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		chat := toolChat("bash", "b1", `{"command": "echo hi > made.txt", "label": "make a file", "timeout": null}`)
+		mustOpen(t, s, "bash/b.chat", chat)
+		press(t, s, "<C-]>")
+		body, _ := waitResult(t, s, "b1")
+		if !strings.Contains(body, "created: made.txt") {
+			t.Fatalf("the result does not list the created file: %q", body)
+		}
+		made := filepath.Join(s.Dir, "bash", "made.txt")
+		if _, err := os.Stat(made); err != nil {
+			t.Fatalf("bash did not run: %v", err)
+		}
+		waitIdle(t, s)
+		cursorTo(t, s, "Tool Result:\\*\\* `b1`")
+		press(t, s, ":Flemma tool:undo<CR>")
+		if _, err := os.Stat(made); err == nil {
+			t.Errorf("undo left the file bash created")
+		}
+		if body, _ := waitResult(t, s, "b1"); !strings.Contains(body, "The user undid this call's changes on disk") {
+			t.Errorf("the result does not tell the model: %q", body)
+		}
+	})
+}

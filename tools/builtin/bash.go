@@ -102,7 +102,11 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	var track, skip []string
 	var before rootSnapshot
 	if sb.Backend() == "bwrap" {
-		track = trackedRoots(sb.Roots())
+		dirs := []string{sandbox.CanonicalOr(env.WorkDir(call))}
+		if call.Buffer != "" {
+			dirs = append(dirs, sandbox.CanonicalOr(filepath.Dir(call.Buffer)))
+		}
+		track = trackedRoots(sb.Roots(), dirs...)
 		skip = []string{sandbox.CanonicalOr(env.OutputDirOrDefault())}
 		if env.BackupDir != "" {
 			skip = append(skip, sandbox.CanonicalOr(filepath.Dir(env.BackupDir))) // the state folder: backups, journal

@@ -38,25 +38,36 @@ type rootSnapshot struct {
 	cut   bool
 }
 
-// trackedRoots are the writable roots a bash's file changes are tracked
-// in: all but the temporary folder (other programs write there all the
-// time) and roots inside another tracked root.
-func trackedRoots(roots []string) []string {
+// trackedRoots are the folders a bash's file changes are tracked in: the
+// writable roots but the temporary folder (other programs write there all
+// the time), plus the chat's and the command's folders when they lie in a
+// root (in the temporary folder, say), none inside another.
+func trackedRoots(roots []string, dirs ...string) []string {
 	tmp := sandbox.CanonicalOr(os.TempDir())
-	var out []string
-	sorted := append([]string(nil), roots...)
-	sort.Strings(sorted)
-	for _, r := range sorted {
-		if r == tmp || r == "/" {
+	within := func(p, root string) bool {
+		return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+	}
+	var cands []string
+	for _, r := range roots {
+		if r != tmp && r != "/" {
+			cands = append(cands, r)
+		}
+	}
+	for _, d := range dirs {
+		if d == "" || d == "/" || d == tmp {
 			continue
 		}
-		inside := false
-		for _, o := range out {
-			if strings.HasPrefix(r, strings.TrimSuffix(o, "/")+"/") {
-				inside = true
+		for _, r := range roots {
+			if within(d, r) {
+				cands = append(cands, d)
+				break
 			}
 		}
-		if !inside {
+	}
+	sort.Strings(cands)
+	var out []string
+	for _, r := range cands {
+		if len(out) == 0 || !within(r, out[len(out)-1]) {
 			out = append(out, r)
 		}
 	}

@@ -53,6 +53,10 @@ func TestBashTrackingBounds(t *testing.T) {
 	if got := trackedRoots([]string{"/work/p/sub", tmp, "/work/p", "/"}); strings.Join(got, ",") != "/work/p" {
 		t.Errorf("trackedRoots = %v", got)
 	}
+	// A chat in the temporary folder: its folder is tracked, not the rest.
+	if got := trackedRoots([]string{tmp}, tmp+"/chat", tmp+"/chat/sub", "/elsewhere", tmp); strings.Join(got, ",") != tmp+"/chat" {
+		t.Errorf("trackedRoots in the temporary folder = %v", got)
+	}
 	// flemma's own state (journal, backups) and output are not the command's.
 	root := sandbox.CanonicalOr(t.TempDir())
 	os.MkdirAll(filepath.Join(root, "state", "backups"), 0o755)
