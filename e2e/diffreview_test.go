@@ -181,3 +181,12 @@ func TestBashFilesUndo(t *testing.T) {
 		}
 	})
 }
+
+// commandOutput is a bash result without the list of the files it changed
+// (which a sandboxed bash appends).
+func commandOutput(body string) string {
+	if i := strings.Index(body, "\n\nFiles in the writable roots the command changed:"); i >= 0 {
+		return body[:i]
+	}
+	return body
+}

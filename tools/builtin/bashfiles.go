@@ -31,8 +31,8 @@ type fileMeta struct {
 	mode  fs.FileMode
 }
 
-// rootSnapshot is the metadata of the files (not folders) under the
-// tracked roots; cut is set when the bound was reached.
+// rootSnapshot is the metadata of the regular files and symbolic links
+// under the tracked roots; cut is set when the bound was reached.
 type rootSnapshot struct {
 	files map[string]fileMeta
 	cut   bool
@@ -96,6 +96,9 @@ func snapshotRoots(roots, skip []string) rootSnapshot {
 					}
 				}
 				return nil
+			}
+			if t := d.Type(); !t.IsRegular() && t&fs.ModeSymlink == 0 {
+				return nil // FIFOs, sockets, devices: not files a command makes
 			}
 			info, err := d.Info()
 			if err != nil {
