@@ -8,6 +8,7 @@ require (
 	github.com/mattn/go-runewidth v0.0.16
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/neovim/go-client v1.2.1
+	github.com/pmezard/go-difflib v1.0.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/yuin/gopher-lua v1.1.2
 	golang.org/x/text v0.14.0

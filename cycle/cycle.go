@@ -553,6 +553,11 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	jid := h.journalStart(bufnr, s.Name, j)
 	res := h.exec.Run(ctx, call, j.input)
+	h.mu.Lock()
+	if st := h.bufs[bufnr]; st != nil && st.reviewed[j.id] {
+		res.Content = reviewedNote + res.Content
+	}
+	h.mu.Unlock()
 	h.markEnded(bufnr, j.id)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
 	if h.closingNow() {

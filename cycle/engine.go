@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log"
 	"strings"
@@ -39,6 +40,7 @@ type Engine struct {
 	chain     *approval.Chain
 
 	mu            sync.Mutex
+	diffs         map[[sha256.Size]byte][]MarkLine // diff previews by diffKey (bounded)
 	cfg           options.Config
 	rt            options.Runtime // :Flemma switch and :Flemma autopilot
 	presets       *approval.Presets
@@ -76,6 +78,7 @@ type bufState struct {
 	attachDiags bool                        // the last send published diagnostics of its attachments
 	kept        map[string]tools.Result     // finished results whose block changed while they ran
 	ran         map[string]ranCall          // tool id -> how its last run in this session ended
+	reviewed    map[string]bool             // tool id -> approved from a diff view (true: modified by the user)
 
 	// The work on the buffer.
 	running     map[string]context.CancelFunc // tool id -> cancel

@@ -54,7 +54,7 @@ func (h *Engine) marks(bufnr int, s *Snapshot, doc *buffer.Document) []Mark {
 			continue
 		}
 		if (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && r.Content == "" && r.FenceLine > 0 {
-			out = append(out, Mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s), HL: hlPreview})
+			out = append(out, Mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s), HL: hlPreview, Lines: h.diffLines(bufnr, tu, s)})
 		}
 	}
 	return out

@@ -44,6 +44,14 @@ type Mark struct {
 	Kind string `msgpack:"kind"` // "preview" (virtual line below) | "status" (end of line)
 	Text string `msgpack:"text"`
 	HL   string `msgpack:"hl"`
+	// Lines are more virtual lines under a "preview" (a write/edit's diff).
+	Lines []MarkLine `msgpack:"lines,omitempty"`
+}
+
+// MarkLine is one more virtual line of a Mark.
+type MarkLine struct {
+	Text string `msgpack:"text"`
+	HL   string `msgpack:"hl"`
 }
 
 // ApplyOpts travel with the edits in the same call.

@@ -28,6 +28,9 @@ const (
 	MResume             = "flemma.resume"
 	MDiscard            = "flemma.discard"
 	MUndo               = "flemma.undo"
+	MDiff               = "flemma.diff"
+	MReview             = "flemma.review"
+	MSetStatusID        = "flemma.set_status_id"
 	MToolList           = "flemma.tool_list"
 	MTools              = "flemma.tools"
 	MMCP                = "flemma.mcp"
@@ -79,6 +82,9 @@ func (h *Engine) Methods() []Method {
 		{MResume, h.Resume, true},
 		{MDiscard, h.Discard, true},
 		{MUndo, h.Undo, true},
+		{MDiff, h.DiffAt, true},
+		{MReview, h.Review, true},
+		{MSetStatusID, h.SetStatusID, true},
 		{MToolList, h.ToolList, true},
 		{MTools, h.Tools, true},
 		{MMCP, h.MCP, true},

@@ -389,3 +389,99 @@ func BenchmarkChatBuffer10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDiffPreview5k is the time from a press to a pending edit's diff
+// on a 5,000-line file: "preview" is the <C-]> that makes the call pending
+// until its placeholder shows the diff lines; "view" is <CR> on the block
+// until the side-by-side diff tab is open. Timed inside Neovim; each
+// preview press has a new edit (no cached diff).
+func BenchmarkDiffPreview5k(b *testing.B) {
+	found, _ := nvimtest.Neovims()
+	if len(found) == 0 {
+		b.Skip("no Neovim available")
+	}
+	var file strings.Builder
+	for i := 1; i <= 5000; i++ {
+		fmt.Fprintf(&file, "line %d: some text of a source file\n", i)
+	}
+	chat := toolChat("edit", "e1", `{"path": "big.txt", "label": "one line", "oldText": "line 2500: some text", "newText": "line 2500: other text"}`)
+	lines := strings.Split(strings.TrimSuffix(chat, "\n"), "\n")
+	const preview = `
+		local buf = vim.api.nvim_get_current_buf()
+		local lines, n = ...
+		-- A new edit each time: no cached preview.
+		local fresh = {}
+		for i, l in ipairs(lines) do
+			fresh[i] = l:gsub("other text", "other text " .. n)
+		end
+		vim.api.nvim_buf_set_lines(buf, 0, -1, false, fresh)
+		local ns = require("flemma.buf").namespaces().marks
+		local function shown()
+			for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+				for _, vl in ipairs(m[4].virt_lines or {}) do
+					if vl[1][2] == "DiffAdd" then return true end
+				end
+			end
+			return false
+		end
+		local t0 = vim.loop.hrtime()
+		require("flemma").cycle(buf)
+		local ok = vim.wait(20000, function() return require("flemma.host")._pending() == 0 and shown() end, 1)
+		return { ns = vim.loop.hrtime() - t0, ok = ok }`
+	const view = `
+		local t0 = vim.loop.hrtime()
+		require("flemma.diffview").at_cursor(vim.api.nvim_get_current_buf())
+		local ok = vim.wait(20000, function() return #vim.api.nvim_list_tabpages() == 2 end, 1)
+		local ns = vim.loop.hrtime() - t0
+		vim.cmd("tabclose")
+		return { ns = ns, ok = ok }`
+	for _, bin := range found {
+		for _, mode := range []string{"preview", "view"} {
+			b.Run(fmt.Sprintf("nvim-%s/%s", nvimtest.Version(bin), mode), func(b *testing.B) {
+				s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				if err := os.WriteFile(s.Dir+"/big.txt", []byte(file.String()), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Open("d.chat", chat); err != nil {
+					b.Fatal(err)
+				}
+				var res struct {
+					Ns int64 `msgpack:"ns"`
+					OK bool  `msgpack:"ok"`
+				}
+				if mode == "view" {
+					if err := s.Lua(&res, preview, lines, 0); err != nil || !res.OK {
+						b.Fatalf("no preview: %v; messages: %s", err, s.Messages())
+					}
+				}
+				var samples []time.Duration
+				for b.Loop() {
+					code := preview
+					if mode == "view" {
+						code = view
+					}
+					if err := s.Lua(&res, code, lines, len(samples)+1); err != nil {
+						b.Fatal(err)
+					}
+					if !res.OK {
+						b.Fatalf("no diff shown; messages: %s", s.Messages())
+					}
+					samples = append(samples, time.Duration(res.Ns))
+				}
+				b.StopTimer()
+				med := median(samples[min(1, len(samples)-1):])
+				b.ReportMetric(float64(med.Microseconds()), "µs-median/press")
+				if path := os.Getenv("FLEMMA_BENCH_OUT"); path != "" {
+					if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+						fmt.Fprintf(f, "nvim %s %s: press to diff median %s (n=%d)\n", nvimtest.Version(bin), mode, med, len(samples)-1)
+						f.Close()
+					}
+				}
+			})
+		}
+	}
+}

@@ -125,7 +125,7 @@ func TestFinishedResultIsRecovered(t *testing.T) {
 		s = restart(t, s, setup)
 		reopen(t, s, "rec/r.chat")
 		press(t, s, "<C-]>")
-		if body, _ := waitResult(t, s, "b1"); body != "the-result" {
+		if body, _ := waitResult(t, s, "b1"); commandOutput(body) != "the-result" {
 			t.Errorf("recovered result = %q, want the-result", body)
 		}
 		if b, _ := os.ReadFile(filepath.Join(dir, "count.txt")); string(b) != "run\n" {

@@ -64,7 +64,7 @@ func TestUnlimitedConcurrencyKeepsEveryResult(t *testing.T) {
 		for i := 1; i <= n; i++ {
 			id := fmt.Sprintf("b%d", i)
 			r := doc.Result(id)
-			if r == nil || r.Status != "" || r.Content != fmt.Sprintf("out%d", i) {
+			if r == nil || r.Status != "" || commandOutput(r.Content) != fmt.Sprintf("out%d", i) {
 				t.Errorf("result of %s = %+v, want out%d", id, r, i)
 			}
 		}
@@ -113,7 +113,7 @@ func TestResultDoesNotOverwriteAChangedBlock(t *testing.T) {
 		}
 		cursorTo(t, s, "my own notes")
 		press(t, s, "<M-CR>")
-		if body, _ := waitResult(t, s, "b1"); body != "finished" {
+		if body, _ := waitResult(t, s, "b1"); commandOutput(body) != "finished" {
 			t.Errorf("kept result = %q, want finished", body)
 		}
 		if b, _ := os.ReadFile(filepath.Join(dir, "runs.txt")); string(b) != "ran\n" {

@@ -71,8 +71,8 @@ func (h *Host) callAsync(method string, args []any) (res any, err error) {
 }
 
 // convertArg converts one msgpack-decoded argument to a handler's
-// parameter type: the integer, string and boolean parameters the
-// asynchronous handlers take.
+// parameter type: the integer, string, boolean and list-of-strings
+// parameters the asynchronous handlers take.
 func convertArg(a any, t reflect.Type) (reflect.Value, error) {
 	switch t.Kind() {
 	case reflect.Int:
@@ -93,6 +93,18 @@ func convertArg(a any, t reflect.Type) (reflect.Value, error) {
 	case reflect.Bool:
 		if x, ok := a.(bool); ok {
 			return reflect.ValueOf(x), nil
+		}
+	case reflect.Slice:
+		if x, ok := a.([]any); ok && t.Elem().Kind() == reflect.String {
+			out := make([]string, len(x))
+			for i, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return reflect.Value{}, fmt.Errorf("%T in a list where %s is expected", e, t)
+				}
+				out[i] = s
+			}
+			return reflect.ValueOf(out), nil
 		}
 	}
 	return reflect.Value{}, fmt.Errorf("%T where %s is expected", a, t)

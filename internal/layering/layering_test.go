@@ -63,7 +63,7 @@ func TestPurePackages(t *testing.T) {
 		"buffer":        nil,
 		"approval":      {"github.com/google/shlex", "github.com/bmatcuk/doublestar/v4"},
 		"frontmatter":   {"github.com/yuin/gopher-lua"},
-		"preview":       {"github.com/mattn/go-runewidth"},
+		"preview":       {"github.com/mattn/go-runewidth", "github.com/pmezard/go-difflib"}, // difflib: bufio, bytes, fmt, io, strings only
 		"trust":         nil,
 		"options":       nil,
 		"internal/size": nil,

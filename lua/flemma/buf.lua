@@ -237,13 +237,19 @@ end
 
 --- Replace flemma's extmarks (previews, running indicators). items: {line
 --- (0-based), text, hl, kind = "preview" (a virtual line below) | "status"
---- (virtual text at the end of the line)}.
+--- (virtual text at the end of the line)}; a preview's lines ({text, hl}
+--- each: a write/edit's diff) are more virtual lines under it.
 function M.set_marks(bufnr, items)
   vim.api.nvim_buf_clear_namespace(bufnr, ns_marks, 0, -1)
   for _, m in ipairs(items) do
     local o = {}
     if m.kind == "preview" then
       o.virt_lines = { { { m.text, m.hl } } }
+      if type(m.lines) == "table" then
+        for _, l in ipairs(m.lines) do
+          table.insert(o.virt_lines, { { l.text, l.hl } })
+        end
+      end
     else
       o.virt_text = { { m.text, m.hl } }
       o.virt_text_pos = "eol"

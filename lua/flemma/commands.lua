@@ -1,6 +1,7 @@
 -- :Flemma <subcommand> [args]: dispatch and completion.
 local P = require("flemma.protocol")
 local actions = require("flemma.actions")
+local diffview = require("flemma.diffview")
 local host = require("flemma.host")
 local listing = require("flemma.listing")
 local state = require("flemma.state")
@@ -41,10 +42,20 @@ M.subcommands = {
     host_call(P.execute_at, { buf(), line() })
   end,
   ["tool:approve"] = function()
+    if diffview.current() then -- in a diff view: approve the reviewed version
+      diffview.approve()
+      return
+    end
     host_call(P.set_status, { buf(), line(), "approved", "" })
   end,
   ["tool:reject"] = function(args)
+    if diffview.reject(table.concat(args, " ")) then
+      return
+    end
     host_call(P.set_status, { buf(), line(), "rejected", table.concat(args, " ") })
+  end,
+  ["tool:diff"] = function()
+    diffview.at_cursor(buf())
   end,
   ["tool:result"] = function(args)
     local id = table.remove(args, 1)

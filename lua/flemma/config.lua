@@ -124,6 +124,7 @@ M.defaults = {
   -- Buffer-local keys of chat buffers; false (or "") leaves a key unmapped.
   keymaps = {
     send = "<C-]>", tool_execute = "<M-CR>", cancel = "<C-c>",
+    tool_diff = "<CR>", -- on a pending write/edit: its diff in a new tab (elsewhere <CR> stays <CR>)
     next_message = "]m", prev_message = "[m", -- motions (normal, visual, operator-pending)
     next_tool = "]t", prev_tool = "[t", -- Tool Use and Tool Result blocks
     message_inner = "im", message_around = "am", -- text objects (visual, operator-pending)
@@ -204,6 +205,7 @@ local checks = {
   ["keymaps.send"] = { "string", "boolean" }, -- false: no key
   ["keymaps.tool_execute"] = { "string", "boolean" },
   ["keymaps.cancel"] = { "string", "boolean" },
+  ["keymaps.tool_diff"] = { "string", "boolean" },
   ["keymaps.next_message"] = { "string", "boolean" },
   ["keymaps.prev_message"] = { "string", "boolean" },
   ["keymaps.next_tool"] = { "string", "boolean" },

@@ -162,6 +162,17 @@ function M.attach(bufnr)
   map({ "n", "i" }, km.cancel, function()
     actions.cancel(bufnr)
   end, "cancel the running request or tools")
+  -- <CR> opens the diff of a pending write/edit; elsewhere it stays <CR>
+  -- (and it is not mapped at all when another mapping has it).
+  if type(km.tool_diff) == "string" and km.tool_diff ~= "" and vim.fn.maparg(km.tool_diff, "n") == "" then
+    local lhs = km.tool_diff
+    map("n", lhs, function()
+      local count = vim.v.count1
+      require("flemma.diffview").at_cursor(bufnr, function()
+        vim.cmd("normal! " .. count .. vim.api.nvim_replace_termcodes(lhs, true, false, true))
+      end)
+    end, "review the diff of the write/edit under the cursor")
+  end
   -- The template of a new chat, folds, Markdown, motions and text objects.
   chatbuf.attach(bufnr)
 

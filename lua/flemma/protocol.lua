@@ -18,6 +18,9 @@ return {
   resume = "flemma.resume",
   discard = "flemma.discard",
   undo = "flemma.undo",
+  diff = "flemma.diff", -- { id, tool, path, exists, old, new } of the write/edit under the cursor
+  review = "flemma.review", -- (bufnr, id, lines): the reviewed version, approved by the user
+  set_status_id = "flemma.set_status_id",
   tool_list = "flemma.tool_list",
   tools = "flemma.tools",
   mcp = "flemma.mcp",

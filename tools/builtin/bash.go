@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,35 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		testHookAfterWrap()
 	}
 
+	// Under bubblewrap the writable roots are the only place the command
+	// can change: snapshot them to list what it created, changed, deleted.
+	var track, skip []string
+	var before rootSnapshot
+	if sb.Backend() == "bwrap" {
+		dirs := []string{sandbox.CanonicalOr(env.WorkDir(call))}
+		if call.Buffer != "" {
+			dirs = append(dirs, sandbox.CanonicalOr(filepath.Dir(call.Buffer)))
+		}
+		track = trackedRoots(sb.Roots(), dirs...)
+		skip = []string{sandbox.CanonicalOr(env.OutputDirOrDefault())}
+		if env.BackupDir != "" {
+			skip = append(skip, sandbox.CanonicalOr(filepath.Dir(env.BackupDir))) // the state folder: backups, journal
+		}
+		before = snapshotRoots(track, skip)
+	}
+	var changes []tools.Change
+	tracked := func() string {
+		if track == nil {
+			return ""
+		}
+		c := compareSnapshots(before, snapshotRoots(track, skip))
+		changes = c.undoable()
+		if t := c.text(env.WorkDir(call)); t != "" {
+			return "\n\n" + t
+		}
+		return ""
+	}
+
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return tools.Output{}, &tools.Internal{Err: err}
@@ -157,7 +187,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		if text != "" {
 			msg = tools.TruncateWithOverflow(text, true, env.Limits(), save) + "\n\n" + msg
 		}
-		return tools.Output{}, errors.New(msg)
+		return tools.Output{}, errors.New(msg + tracked())
 	}
 	if text == "" {
 		text = "(no output)"
@@ -170,11 +200,12 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	case err != nil:
 		return tools.Output{}, &tools.Internal{Err: err}
 	case signal != "":
-		return tools.Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)", text, signal)
+		return tools.Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)%s", text, signal, tracked())
 	case code != 0:
-		return tools.Output{}, fmt.Errorf("%s\n\nCommand exited with code %d", text, code)
+		return tools.Output{}, fmt.Errorf("%s\n\nCommand exited with code %d%s", text, code, tracked())
 	}
-	return tools.Output{Text: text}, nil
+	text += tracked()
+	return tools.Output{Text: text, Changes: changes}, nil
 }
 
 func formatSeconds(d time.Duration) string {

@@ -190,26 +190,9 @@ func runEdit(_ context.Context, call tools.Call, in EditInput) (tools.Output, er
 		return tools.Output{}, err
 	}
 
-	oldText, newText := []byte(in.OldText), []byte(in.NewText)
-	n := countOverlapping(data, oldText)
-	if n == 0 && bytes.Contains(data, []byte("\r\n")) && bytes.Contains(oldText, []byte("\n")) && !bytes.Contains(oldText, []byte("\r\n")) {
-		// read shows CRLF files without their CRs; match the way the model saw it.
-		crlf := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
-		if m := countOverlapping(data, crlf(oldText)); m > 0 {
-			oldText, newText, n = crlf(oldText), crlf(newText), m
-		}
-	}
-	switch {
-	case n == 0:
-		return tools.Output{}, fmt.Errorf("Could not find the exact text in %s. The old text must match exactly including all whitespace and newlines.", in.Path)
-	case n > 1:
-		return tools.Output{}, fmt.Errorf("Found %d occurrences of the text in %s. The text must be unique. Please provide more context to make it unique.", n, in.Path)
-	}
-	i := bytes.Index(data, oldText)
-	out := make([]byte, 0, len(data)-len(oldText)+len(newText))
-	out = append(append(append(out, data[:i]...), newText...), data[i+len(oldText):]...)
-	if bytes.Equal(out, data) {
-		return tools.Output{}, fmt.Errorf("No changes made to %s. The replacement produced identical content.", in.Path)
+	out, err := editContent(data, in)
+	if err != nil {
+		return tools.Output{}, err
 	}
 	if testHookAfterCheck != nil {
 		testHookAfterCheck(resolved)
@@ -227,6 +210,34 @@ func runEdit(_ context.Context, call tools.Call, in EditInput) (tools.Output, er
 		Text:    fmt.Sprintf("Successfully replaced text in %s.", in.Path),
 		Changes: []tools.Change{{Path: resolved, Before: before, After: hex.EncodeToString(after[:])}},
 	}, nil
+}
+
+// editContent is edit's pure step: data with the one exact occurrence of
+// in.OldText replaced by in.NewText (CRLF files matched as read shows
+// them), or the error edit reports (not found, ambiguous, no change).
+func editContent(data []byte, in EditInput) ([]byte, error) {
+	oldText, newText := []byte(in.OldText), []byte(in.NewText)
+	n := countOverlapping(data, oldText)
+	if n == 0 && bytes.Contains(data, []byte("\r\n")) && bytes.Contains(oldText, []byte("\n")) && !bytes.Contains(oldText, []byte("\r\n")) {
+		// read shows CRLF files without their CRs; match the way the model saw it.
+		crlf := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) }
+		if m := countOverlapping(data, crlf(oldText)); m > 0 {
+			oldText, newText, n = crlf(oldText), crlf(newText), m
+		}
+	}
+	switch {
+	case n == 0:
+		return nil, fmt.Errorf("Could not find the exact text in %s. The old text must match exactly including all whitespace and newlines.", in.Path)
+	case n > 1:
+		return nil, fmt.Errorf("Found %d occurrences of the text in %s. The text must be unique. Please provide more context to make it unique.", n, in.Path)
+	}
+	i := bytes.Index(data, oldText)
+	out := make([]byte, 0, len(data)-len(oldText)+len(newText))
+	out = append(append(append(out, data[:i]...), newText...), data[i+len(oldText):]...)
+	if bytes.Equal(out, data) {
+		return nil, fmt.Errorf("No changes made to %s. The replacement produced identical content.", in.Path)
+	}
+	return out, nil
 }
 
 // countOverlapping counts occurrences of sub in b, advancing one byte after

@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+// diffLines returns the virtual lines (text, highlight) under the pending
+// placeholders of the current buffer.
+func diffLines(t *testing.T, s *nvimtest.Session) []string {
+	t.Helper()
+	var out []string
+	err := s.Lua(&out, `
+		local ns = require("flemma.buf").namespaces().marks
+		local out = {}
+		for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })) do
+			for _, vl in ipairs(m[4].virt_lines or {}) do
+				table.insert(out, vl[1][1] .. "|" .. vl[1][2])
+			end
+		end
+		return out`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func tabs(t *testing.T, s *nvimtest.Session) int {
+	t.Helper()
+	var n int
+	if err := s.Lua(&n, `return #vim.api.nvim_list_tabpages()`); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitTabs(t *testing.T, s *nvimtest.Session, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tabs(t, s) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("never %d tab pages; messages:\n%s", n, s.Messages())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestDiffReview: a pending edit shows its diff under the placeholder;
+// <CR> on the block opens the file and the proposal side by side; the user
+// takes one hunk back from the file (diffget), :w makes that version the
+// call's input and approves it (a call from a foreign file, which no
+// policy may approve: only the user's review did); the next <C-]> writes
+// exactly the reviewed version, and the result tells the model.
+func TestDiffReview(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		var orig strings.Builder
+		for _, l := range []string{"l1", "l2", "l3", "l4", "l5", "l6", "l7", "l8", "l9", "l10", "l11"} {
+			orig.WriteString(l + "\n")
+		}
+		target := filepath.Join(s.Dir, "notes.txt")
+		if err := os.WriteFile(target, []byte(orig.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		input, _ := json.Marshal(map[string]any{"path": "notes.txt", "label": "bump two lines",
+			"oldText": "l2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n", "newText": "L2\nl3\nl4\nl5\nl6\nl7\nl8\nL9\n"})
+		chat := toolChat("edit", "e1", string(input))
+		mustOpenForeign(t, s, "d.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("e1", "pending", "")))
+		want := []string{"edit: notes.txt  # bump two lines|FlemmaToolPreview",
+			"@@ -1,3 +1,3 @@|FlemmaToolPreview", " l1|FlemmaToolPreview", "-l2|DiffDelete", "+L2|DiffAdd", " l3|FlemmaToolPreview",
+			"@@ -8,3 +8,3 @@|FlemmaToolPreview", " l8|FlemmaToolPreview", "-l9|DiffDelete", "+L9|DiffAdd", " l10|FlemmaToolPreview"}
+		if got := diffLines(t, s); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("preview lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+
+		// <CR> on the Tool Use header opens the review.
+		lines := strings.Split(text(t, s), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "**Tool Use:**") {
+				if err := s.Nv.Command("normal! " + strconv.Itoa(i+1) + "G"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		press(t, s, "<CR>")
+		waitTabs(t, s, 2)
+		var view struct {
+			Wins     int      `msgpack:"wins"`
+			Diff     bool     `msgpack:"diff"`
+			Proposal []string `msgpack:"proposal"`
+		}
+		if err := s.Lua(&view, `return { wins = #vim.api.nvim_tabpage_list_wins(0), diff = vim.wo.diff,
+			proposal = vim.api.nvim_buf_get_lines(0, 0, -1, false) }`); err != nil {
+			t.Fatal(err)
+		}
+		if view.Wins != 2 || !view.Diff || strings.Join(view.Proposal, ",") != "l1,L2,l3,l4,l5,l6,l7,l8,L9,l10,l11" {
+			t.Fatalf("diff view = %+v", view)
+		}
+		// Drop the first hunk (take the file's line 2 back), then :w.
+		if err := s.Nv.Command("2diffget"); err != nil {
+			t.Fatal(err)
+		}
+		press(t, s, ":w<CR>")
+		waitTabs(t, s, 1)
+		waitIdle(t, s)
+		got := text(t, s)
+		if !strings.Contains(got, "```flemma:tool status=approved") || !strings.Contains(got, `"oldText":"l9\n"`) || !strings.Contains(got, `"newText":"L9\n"`) {
+			t.Fatalf("after the review the chat is:\n%s", got)
+		}
+		if b, _ := os.ReadFile(target); string(b) != orig.String() {
+			t.Fatalf("the review wrote the file before the call ran")
+		}
+
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(10*time.Second, func(text string) bool { _, _, ok := resultOf(text, "e1"); return ok }); err != nil {
+			t.Fatalf("the reviewed edit never ran:\n%s\n%s", text(t, s), s.Messages())
+		}
+		waitIdle(t, s)
+		body, isErr, _ := resultOf(text(t, s), "e1")
+		if isErr || !strings.Contains(body, "the user reviewed this change and modified it") || !strings.Contains(body, "Successfully replaced text in notes.txt") {
+			t.Errorf("result = %q (error %v)", body, isErr)
+		}
+		wantFile := strings.Replace(orig.String(), "l9\n", "L9\n", 1)
+		if b, _ := os.ReadFile(target); string(b) != wantFile {
+			t.Errorf("notes.txt = %q, want %q", b, wantFile)
+		}
+	})
+}
+
+// TestDiffReviewReject: :Flemma tool:reject in the view rejects the call
+// with the reason given, and closes the view; nothing is written.
+func TestDiffReviewReject(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		chat := toolChat("write", "w1", `{"path": "new.txt", "content": "hello\n", "label": "greet"}`)
+		mustOpenForeign(t, s, "r.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("w1", "pending", "")))
+		press(t, s, ":Flemma tool:diff<CR>")
+		waitTabs(t, s, 2)
+		press(t, s, ":Flemma tool:reject not now<CR>")
+		waitTabs(t, s, 1)
+		waitText(t, s, withResults(chat, placeholder("w1", "rejected", "not now")))
+		if _, err := os.Stat(filepath.Join(s.Dir, "new.txt")); err == nil {
+			t.Errorf("a rejected write created its file")
+		}
+	})
+}
+
+// TestBashFilesUndo: a sandboxed bash lists the files it created in its
+// result, and :Flemma tool:undo on the result removes them.
+func TestBashFilesUndo(t *testing.T) {
+	needBwrap(t)
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		chat := toolChat("bash", "b1", `{"command": "echo hi > made.txt", "label": "make a file", "timeout": null}`)
+		mustOpen(t, s, "bash/b.chat", chat)
+		press(t, s, "<C-]>")
+		body, _ := waitResult(t, s, "b1")
+		if !strings.Contains(body, "created: made.txt") {
+			t.Fatalf("the result does not list the created file: %q", body)
+		}
+		made := filepath.Join(s.Dir, "bash", "made.txt")
+		if _, err := os.Stat(made); err != nil {
+			t.Fatalf("bash did not run: %v", err)
+		}
+		waitIdle(t, s)
+		cursorTo(t, s, "Tool Result:\\*\\* `b1`")
+		press(t, s, ":Flemma tool:undo<CR>")
+		if _, err := os.Stat(made); err == nil {
+			t.Errorf("undo left the file bash created")
+		}
+		if body, _ := waitResult(t, s, "b1"); !strings.Contains(body, "The user undid this call's changes on disk") {
+			t.Errorf("the result does not tell the model: %q", body)
+		}
+	})
+}
+
+// commandOutput is a bash result without the list of the files it changed
+// (which a sandboxed bash appends).
+func commandOutput(body string) string {
+	if i := strings.Index(body, "\n\nFiles in the writable roots the command changed:"); i >= 0 {
+		return body[:i]
+	}
+	return body
+}

@@ -1,0 +1,159 @@
+-- The review of a pending write/edit: a new tab with the file as it is
+-- (left) and the proposal (right, a scratch buffer) in diff mode. The user
+-- edits the proposal (do/dp, deleting lines) and :w approves that version
+-- (the host makes it the call's input); :Flemma tool:reject in the view
+-- rejects the call, asking for an optional reason.
+local P = require("flemma.protocol")
+local host = require("flemma.host")
+local M = {}
+
+local notify = require("flemma.notify").new(vim.log.levels.INFO)
+
+local function scratch(name, lines, writable)
+  local b = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
+  vim.bo[b].buftype = writable and "acwrite" or "nofile"
+  vim.bo[b].bufhidden = "wipe"
+  vim.bo[b].swapfile = false
+  vim.bo[b].modifiable = writable
+  vim.bo[b].modified = false
+  pcall(vim.api.nvim_buf_set_name, b, name)
+  vim.cmd("diffthis")
+  return b
+end
+
+--- The review under the cursor's buffer: { chat, id, tab } or nil.
+function M.current()
+  local ok, r = pcall(vim.api.nvim_buf_get_var, 0, "flemma_review")
+  if ok and type(r) == "table" then
+    return r
+  end
+  return nil
+end
+
+local function close(r)
+  for _, tab in ipairs(vim.api.nvim_list_tabpages()) do
+    if tab == r.tab and #vim.api.nvim_list_tabpages() > 1 then
+      local cur = vim.api.nvim_get_current_tabpage()
+      vim.api.nvim_set_current_tabpage(tab)
+      vim.cmd("tabclose")
+      if cur ~= tab and vim.api.nvim_tabpage_is_valid(cur) then
+        vim.api.nvim_set_current_tabpage(cur)
+      end
+      return
+    end
+  end
+end
+
+--- Open the view for a host's flemma.diff answer d.
+function M.open(d)
+  vim.cmd("tabnew")
+  local tab = vim.api.nvim_get_current_tabpage()
+  local r = { chat = d.bufnr, id = d.id, tab = tab }
+  local left = scratch("flemma://" .. d.id .. "/file/" .. d.path, d.old or {}, false)
+  vim.cmd("rightbelow vnew")
+  local right = scratch("flemma://" .. d.id .. "/proposal/" .. d.path, d.new or {}, true)
+  for _, b in ipairs({ left, right }) do
+    vim.api.nvim_buf_set_var(b, "flemma_review", r)
+  end
+  vim.api.nvim_create_autocmd("BufWriteCmd", {
+    buffer = right,
+    callback = function()
+      M.approve(right)
+    end,
+  })
+  notify(
+    string.format(
+      "Reviewing %s %s: edit the right side (do, dp, delete lines), :w approves your version, :Flemma tool:reject rejects.",
+      d.tool,
+      d.path
+    )
+  )
+end
+
+--- Approve the proposal buffer's text as the call's input (:w).
+function M.approve(b)
+  b = b or vim.api.nvim_get_current_buf()
+  local ok, r = pcall(vim.api.nvim_buf_get_var, b, "flemma_review")
+  if not ok then
+    return
+  end
+  local right = b
+  if not vim.bo[b].modifiable then -- the left side: take the proposal's text
+    for _, w in ipairs(vim.api.nvim_tabpage_list_wins(r.tab)) do
+      local wb = vim.api.nvim_win_get_buf(w)
+      if wb ~= b and vim.bo[wb].modifiable then
+        right = wb
+      end
+    end
+  end
+  local lines = vim.api.nvim_buf_get_lines(right, 0, -1, false)
+  host.request_async(P.review, { r.chat, r.id, lines }, function(res, err)
+    if err then
+      notify(err, vim.log.levels.ERROR)
+      return
+    end
+    if type(res) == "table" and type(res.message) == "string" then
+      notify(res.message, res.level or vim.log.levels.INFO)
+    end
+    if type(res) == "table" and res.phase == "status" then
+      if vim.api.nvim_buf_is_valid(right) then
+        vim.bo[right].modified = false
+      end
+      close(r)
+    end
+  end)
+end
+
+--- Reject the call under review; reason nil asks for one (optional).
+function M.reject(reason)
+  local r = M.current()
+  if not r then
+    return false
+  end
+  if reason == nil or reason == "" then
+    reason = vim.fn.input("Reason for rejecting (optional): ")
+  end
+  host.request_async(P.set_status_id, { r.chat, r.id, "rejected", reason or "" }, function(res, err)
+    if err then
+      notify(err, vim.log.levels.ERROR)
+      return
+    end
+    if type(res) == "table" and type(res.message) == "string" then
+      notify(res.message, res.level or vim.log.levels.INFO)
+    end
+    close(r)
+  end)
+  return true
+end
+
+--- Open the diff of the write/edit under the cursor (:Flemma tool:diff,
+--- <CR>). fallback, when given, runs instead (quietly) when there is no
+--- diff to show there.
+function M.at_cursor(bufnr, fallback)
+  local lnum = vim.api.nvim_win_get_cursor(0)[1]
+  if fallback then
+    -- <CR>: only a tool block asks the host (and only a running one).
+    local outline = require("flemma.outline")
+    local b = outline.block_at(outline.get(0), lnum, { tool_use = true, tool_result = true })
+    if not b or not host.running() then
+      fallback()
+      return
+    end
+  end
+  host.request_async(P.diff, { bufnr, lnum }, function(res, err)
+    if type(res) == "table" and res.phase == "diff" then
+      M.open(res)
+      return
+    end
+    if fallback then
+      fallback()
+    elseif err then
+      notify(err, vim.log.levels.ERROR)
+    elseif type(res) == "table" and type(res.message) == "string" then
+      notify(res.message, res.level or vim.log.levels.INFO)
+    end
+  end)
+end
+
+return M

@@ -1,0 +1,96 @@
+package builtin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/flemma-dev/flemma/tools"
+	"github.com/flemma-dev/flemma/tools/sandbox"
+)
+
+// MaxProposeBytes bounds the file a proposal reads: a bigger one is not
+// previewed (the call itself is not affected).
+const MaxProposeBytes = 8 << 20
+
+// Proposal is what a pending write or edit would leave in its file,
+// computed in memory by the same steps as the call (sandbox check, stale
+// file check, edit's exact-match rules) without writing anything.
+type Proposal struct {
+	Path   string // the resolved path
+	Input  string // the path as the call gave it
+	Exists bool   // the file exists (Old is its content)
+	Old    []byte
+	New    []byte
+}
+
+// Proposes reports whether Propose knows the tool.
+func Proposes(name string) bool { return name == "write" || name == "edit" }
+
+// Propose computes the Proposal of a write or edit call. Its error is the
+// one the call would report if it ran now (a refusal of the sandbox, a
+// stale file, edit's text not found or ambiguous, …).
+func Propose(call tools.Call, name string, input json.RawMessage) (Proposal, error) {
+	var p Proposal
+	var path string
+	var edit EditInput
+	var write WriteInput
+	switch name {
+	case "write":
+		if err := json.Unmarshal(input, &write); err != nil {
+			return p, fmt.Errorf("Invalid input: %v", err)
+		}
+		path = write.Path
+	case "edit":
+		if err := json.Unmarshal(input, &edit); err != nil {
+			return p, fmt.Errorf("Invalid input: %v", err)
+		}
+		if edit.Path != "" && edit.OldText == "" {
+			return p, errors.New("No oldText provided")
+		}
+		path = edit.Path
+	default:
+		return p, fmt.Errorf("%s has no diff preview", name)
+	}
+	if path == "" {
+		return p, errors.New("No path provided")
+	}
+	resolved, root, err := checkedWrite(call, name, path)
+	if err != nil {
+		return p, err
+	}
+	p.Path, p.Input = resolved, path
+	f, err := sandbox.OpenNoFollowIn(resolved, root)
+	switch {
+	case err == nil:
+	case name == "write" && errors.Is(err, os.ErrNotExist):
+		p.New = []byte(write.Content)
+		return p, nil
+	case name == "edit" && (errors.Is(err, os.ErrNotExist) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrIsDir)):
+		return p, fmt.Errorf("File not found: %s", path)
+	default:
+		return p, ioError(name, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > MaxProposeBytes {
+		return p, fmt.Errorf("%s is too large to preview (%d bytes)", path, st.Size())
+	}
+	var buf bytes.Buffer
+	_, sum, _, err := readStamped(f, &buf)
+	if err != nil {
+		return p, ioError("read", err)
+	}
+	p.Exists, p.Old = true, buf.Bytes()
+	gerund := map[string]string{"write": "overwriting", "edit": "editing"}[name]
+	if err := staleRefusal(call, call.Env.ReadsOrDefault(), resolved, sum, path, name, gerund); err != nil {
+		return p, err
+	}
+	if name == "write" {
+		p.New = []byte(write.Content)
+		return p, nil
+	}
+	p.New, err = editContent(p.Old, edit)
+	return p, err
+}
