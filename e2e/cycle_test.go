@@ -161,7 +161,9 @@ func TestUndoPhase(t *testing.T) {
 		mustOpen(t, s, "undo.chat", chat)
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(chat, result("c1", "4", false), result("c2", "9", false)))
-		waitUnlocked(t, s) // the last result is written a moment before the step unlocks
+		// Autopilot's next step (a send, refused: no credential) follows the
+		// results: undo once the host is idle, as a user who reads them would.
+		waitIdle(t, s)
 		press(t, s, "u")
 		got := text(t, s)
 		if got != withResults(chat, placeholder("c1", "approved", ""), placeholder("c2", "approved", "")) {
