@@ -62,12 +62,10 @@ function M.open(d)
       M.approve(right)
     end,
   })
-  notify(
-    string.format(
-      "Reviewing %s %s: edit the right side (do, dp, delete lines), :w approves your version, :Flemma tool:reject rejects.",
-      d.tool,
-      d.path
-    )
+  -- After the new tab is drawn, and short enough for one line: no
+  -- hit-enter prompt.
+  require("flemma.notify").later(
+    string.format("%s %s: change the right side, :w approves it, :Flemma tool:reject rejects", d.tool, d.path)
   )
 end
 
