@@ -559,29 +559,6 @@ func matchNamePattern(set map[string]string, tool string) (string, bool) {
 }
 
 // NameMatch reports whether a tool name pattern matches name: '*' matches
-// any run of characters (none included), every other character itself.
-// Linear backtracking to the last '*', so no pattern is slow.
-func NameMatch(pattern, name string) bool {
-	p, n := 0, 0
-	star, mark := -1, 0
-	for n < len(name) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, n
-			p++
-		case p < len(pattern) && pattern[p] == name[n]:
-			p++
-			n++
-		case star >= 0:
-			p = star + 1
-			mark++
-			n = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
+// any run of characters (none included), every other character itself —
+// the matching of command rules (globMatch).
+func NameMatch(pattern, name string) bool { return globMatch(pattern, name) }

@@ -411,26 +411,7 @@ func TestDidYouMean(t *testing.T) {
 			t.Errorf("suggest(%q) = %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"abc", "", 3}, {"raed", "read", 1}, {"kitten", "sitting", 3}, {"ca", "abc", 3}} {
-		if got := osaDistance(tt.a, tt.b, 1<<30); got != tt.want {
-			t.Errorf("osaDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-	// With a bound, the distance is exact below it and the bound otherwise.
-	words := []string{"", "a", "ab", "ba", "abc", "acb", "bca", "read", "raed", "dear", "bash", "abash", "kitten", "sitting", "calculator", "calculater"}
-	for _, a := range words {
-		for _, b := range words {
-			exact := osaDistance(a, b, 1<<30)
-			for bound := 1; bound <= 5; bound++ {
-				if got := osaDistance(a, b, bound); got != min(exact, bound) {
-					t.Errorf("osaDistance(%q, %q, %d) = %d, want %d", a, b, bound, got, min(exact, bound))
-				}
-			}
-		}
-	}
+
 }
 
 func TestJSONFrontmatter(t *testing.T) {

@@ -3,6 +3,8 @@ package provider
 import (
 	"sort"
 	"strings"
+
+	"github.com/flemma-dev/flemma/internal/editdist"
 )
 
 // The model catalogue: what flemma knows of each model it can send to, so
@@ -546,7 +548,7 @@ func SuggestModel(provider, model string, overrides map[string]ModelOverride, kn
 	}
 	best, bestD := "", limit+1
 	for _, n := range names {
-		d := editDistance(model, n, limit)
+		d := editdist.Distance(model, n, limit+1) // limit+1: too far
 		// On a tie, a name as long as the typed one (a wrong letter) wins.
 		if d < bestD || d == bestD && best != "" && len(n) == len(model) && len(best) != len(model) {
 			best, bestD = n, d
@@ -571,32 +573,4 @@ func digitShape(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-// editDistance is the Levenshtein distance of a and b, or limit+1 when it
-// is more than limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	if prev[len(b)] > limit {
-		return limit + 1
-	}
-	return prev[len(b)]
 }

@@ -60,13 +60,14 @@ func ours(path string) (string, bool) {
 func TestPurePackages(t *testing.T) {
 	forbidden := []string{"os", "os/exec", "net", "net/http", "io/fs", "syscall", "unsafe"}
 	pure := map[string][]string{ // package -> modules it may import besides the stdlib
-		"buffer":        nil,
-		"approval":      {"github.com/google/shlex", "github.com/bmatcuk/doublestar/v4"},
-		"frontmatter":   {"github.com/yuin/gopher-lua"},
-		"preview":       {"github.com/mattn/go-runewidth", "github.com/pmezard/go-difflib"}, // difflib: bufio, bytes, fmt, io, strings only
-		"trust":         nil,
-		"options":       nil,
-		"internal/size": nil,
+		"buffer":            nil,
+		"approval":          {"github.com/google/shlex", "github.com/bmatcuk/doublestar/v4"},
+		"frontmatter":       {"github.com/yuin/gopher-lua"},
+		"preview":           {"github.com/mattn/go-runewidth", "github.com/pmezard/go-difflib"}, // difflib: bufio, bytes, fmt, io, strings only
+		"trust":             nil,
+		"options":           nil,
+		"internal/size":     nil,
+		"internal/editdist": nil,
 	}
 	for pkg, allowed := range pure {
 		for file, paths := range imports(t, pkg) {
@@ -105,12 +106,13 @@ var layers = map[string][]string{
 	"buffer":                  {},
 	"trust":                   {"buffer"},
 	"approval":                {},
-	"frontmatter":             {},
+	"frontmatter":             {"internal/editdist"},
+	"internal/editdist":       {},
 	"preview":                 {"internal/size"},
 	"internal/size":           {},
 	"journal":                 {},
 	"options":                 {"frontmatter"},
-	"provider":                {"buffer"},
+	"provider":                {"buffer", "internal/editdist"},
 	"tools/internal/procsup":  {},
 	"tools/internal/testhook": {},
 	"tools/sandbox":           {"tools/internal/procsup", "tools/internal/testhook"},

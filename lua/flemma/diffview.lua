@@ -4,6 +4,7 @@
 -- (the host makes it the call's input); :Flemma tool:reject in the view
 -- rejects the call, asking for an optional reason.
 local P = require("flemma.protocol")
+local actions = require("flemma.actions")
 local host = require("flemma.host")
 local M = {}
 
@@ -86,14 +87,7 @@ function M.approve(b)
     end
   end
   local lines = vim.api.nvim_buf_get_lines(right, 0, -1, false)
-  host.request_async(P.review, { r.chat, r.id, lines }, function(res, err)
-    if err then
-      notify(err, vim.log.levels.ERROR)
-      return
-    end
-    if type(res) == "table" and type(res.message) == "string" then
-      notify(res.message, res.level or vim.log.levels.INFO)
-    end
+  actions.call(P.review, { r.chat, r.id, lines }, function(res)
     if type(res) == "table" and res.phase == "status" then
       if vim.api.nvim_buf_is_valid(right) then
         vim.bo[right].modified = false
@@ -112,15 +106,10 @@ function M.reject(reason)
   if reason == nil or reason == "" then
     reason = vim.fn.input("Reason for rejecting (optional): ")
   end
-  host.request_async(P.set_status_id, { r.chat, r.id, "rejected", reason or "" }, function(res, err)
-    if err then
-      notify(err, vim.log.levels.ERROR)
-      return
+  actions.call(P.set_status_id, { r.chat, r.id, "rejected", reason or "" }, function(res)
+    if res then -- nil: the error was shown, the view stays
+      close(r)
     end
-    if type(res) == "table" and type(res.message) == "string" then
-      notify(res.message, res.level or vim.log.levels.INFO)
-    end
-    close(r)
   end)
   return true
 end
