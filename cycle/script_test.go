@@ -2,11 +2,12 @@ package cycle
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flemma-dev/flemma/internal/ssetest"
 )
 
 // A replay script (provider/replay.go) written by the test: each turn is an
@@ -24,44 +25,14 @@ type turn struct {
 	cut   string // raw arguments of a last call cut inside its input
 }
 
-func sseEvent(b *strings.Builder, v map[string]any) {
-	data, _ := json.Marshal(v)
-	fmt.Fprintf(b, "event: %s\ndata: %s\n\n", v["type"], data)
-}
-
+// sse is the turn as an Anthropic event stream.
 func (tr turn) sse() string {
-	var b strings.Builder
-	sseEvent(&b, map[string]any{"type": "message_start", "message": map[string]any{"id": "msg", "type": "message", "role": "assistant",
-		"model": "claude-test", "content": []any{}, "usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
-	i := 0
-	if tr.text != "" {
-		sseEvent(&b, map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-		sseEvent(&b, map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": tr.text}})
-		sseEvent(&b, map[string]any{"type": "content_block_stop", "index": i})
-		i++
-	}
+	t := ssetest.Turn{Text: tr.text, Stop: tr.stop, Cut: tr.cut}
 	for _, c := range tr.calls {
 		in, _ := json.Marshal(c.input)
-		sseEvent(&b, map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": c.id, "name": c.name, "input": map[string]any{}}})
-		sseEvent(&b, map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(in)}})
-		sseEvent(&b, map[string]any{"type": "content_block_stop", "index": i})
-		i++
+		t.Calls = append(t.Calls, ssetest.Call{ID: c.id, Name: c.name, Input: string(in)})
 	}
-	if tr.cut != "" {
-		sseEvent(&b, map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": "toolu_cut", "name": "bash", "input": map[string]any{}}})
-		sseEvent(&b, map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": tr.cut}})
-		sseEvent(&b, map[string]any{"type": "content_block_stop", "index": i})
-	}
-	stop := "end_turn"
-	if len(tr.calls) > 0 {
-		stop = "tool_use"
-	}
-	if tr.stop != "" {
-		stop = tr.stop
-	}
-	sseEvent(&b, map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 7}})
-	sseEvent(&b, map[string]any{"type": "message_stop"})
-	return b.String()
+	return t.String()
 }
 
 // script writes a replay script and returns the setup that uses it.

@@ -14,36 +14,16 @@ import (
 	"time"
 
 	"github.com/flemma-dev/flemma/internal/nvimtest"
+	"github.com/flemma-dev/flemma/internal/ssetest"
 )
 
-// sse builds an Anthropic Messages stream: text, then tool calls.
+// sse is an Anthropic stream with text and tool calls ({id, name, input}).
 func sse(text string, calls ...[3]string) string {
-	var b strings.Builder
-	ev := func(name string, data any) {
-		j, _ := json.Marshal(data)
-		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", name, j)
+	t := ssetest.Turn{Text: text, InputTokens: 12, OutputTokens: 34}
+	for _, c := range calls {
+		t.Calls = append(t.Calls, ssetest.Call{ID: c[0], Name: c[1], Input: c[2]})
 	}
-	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "content": []any{}, "model": "test-model", "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})
-	idx := 0
-	if text != "" {
-		ev("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
-		for _, w := range strings.SplitAfter(text, " ") {
-			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": w}})
-		}
-		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
-		idx++
-	}
-	stop := "end_turn"
-	for _, c := range calls { // {id, name, input json}
-		stop = "tool_use"
-		ev("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "tool_use", "id": c[0], "name": c[1], "input": map[string]any{}}})
-		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": c[2]}})
-		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
-		idx++
-	}
-	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 34}})
-	ev("message_stop", map[string]any{"type": "message_stop"})
-	return b.String()
+	return t.String()
 }
 
 // fakeAnthropic serves turns[i] to the request that carries i assistant

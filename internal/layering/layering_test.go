@@ -108,6 +108,7 @@ var layers = map[string][]string{
 	"approval":                {},
 	"frontmatter":             {"internal/editdist"},
 	"internal/editdist":       {},
+	"internal/ssetest":        {},
 	"preview":                 {"internal/size"},
 	"internal/size":           {},
 	"journal":                 {},
