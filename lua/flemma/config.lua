@@ -327,6 +327,40 @@ local function distance(a, b)
   return prev[#b]
 end
 
+--- The name among names (a list, or the keys of a table) closest to k, when
+--- one is within two edits (a typo such as auto_aprove); nil otherwise.
+local function closest(k, names)
+  local best, best_d = nil, 3
+  local list = is_list(names) and names or vim.tbl_keys(names)
+  for _, c in ipairs(list) do
+    local d = distance(tostring(k), tostring(c))
+    if d < best_d then
+      best, best_d = c, d
+    end
+  end
+  return best
+end
+
+--- v is a list of strings (an argv: no shell).
+local function string_list(v)
+  for i, x in pairs(v) do
+    if type(i) ~= "number" or type(x) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
+--- v maps names to strings (headers, environment variables).
+local function string_map(v)
+  for k, x in pairs(v) do
+    if type(k) ~= "string" or type(x) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
 --- Warnings for keys of user that flemma does not know, with the closest
 --- known key when one is near (a typo such as auto_aprove).
 local function unknown_keys(user, defaults, path, out)
@@ -337,7 +371,6 @@ local function unknown_keys(user, defaults, path, out)
     local key = path == "" and tostring(k) or (path .. "." .. tostring(k))
     local known = type(defaults) == "table" and defaults[k] ~= nil or nil_defaults[key]
     if not known then
-      local best, best_d = nil, 3
       local candidates = {}
       for dk in pairs(type(defaults) == "table" and defaults or {}) do
         candidates[#candidates + 1] = tostring(dk)
@@ -348,12 +381,7 @@ local function unknown_keys(user, defaults, path, out)
           candidates[#candidates + 1] = name
         end
       end
-      for _, c in ipairs(candidates) do
-        local d = distance(tostring(k), c)
-        if d < best_d then
-          best, best_d = c, d
-        end
-      end
+      local best = closest(k, candidates)
       if path == "tools" and type(v) == "table" and not best then
         -- tools.<name> = { … } is a tool's own configuration (ctx:get_config()).
         goto continue
@@ -386,13 +414,7 @@ local function check_providers(cfg, errors, warnings)
         local key = base .. "." .. tostring(k)
         local spec = provider_keys[k]
         if not spec then
-          local best, best_d = nil, 3
-          for known in pairs(provider_keys) do
-            local d = distance(tostring(k), known)
-            if d < best_d then
-              best, best_d = known, d
-            end
-          end
+          local best = closest(k, provider_keys)
           local hint = best and string.format(" (did you mean %s.%s?)", base, best) or ""
           table.insert(warnings, string.format("unknown option %s%s: it is ignored", key, hint))
           entry[k] = nil
@@ -403,18 +425,10 @@ local function check_providers(cfg, errors, warnings)
             ok, why = false, string.format("expected one of %s, got %q", table.concat(spec.one_of, ", "), tostring(v))
           elseif ok and k == "api_key_env" and v == true then
             ok, why = false, "expected a variable name, a list of names, or false (no key)"
-          elseif ok and (k == "api_key_cmd" or k == "api_key_env") and type(v) == "table" then
-            for i, x in pairs(v) do
-              if type(i) ~= "number" or type(x) ~= "string" then
-                ok, why = false, "expected a list of strings (argv: no shell)"
-              end
-            end
-          elseif ok and k == "headers" then
-            for hk, hv in pairs(v) do
-              if type(hk) ~= "string" or type(hv) ~= "string" then
-                ok, why = false, "expected a table of header names to string values"
-              end
-            end
+          elseif ok and (k == "api_key_cmd" or k == "api_key_env") and type(v) == "table" and not string_list(v) then
+            ok, why = false, "expected a list of strings (argv: no shell)"
+          elseif ok and k == "headers" and not string_map(v) then
+            ok, why = false, "expected a table of header names to string values"
           elseif ok and k == "extra_body" and next(v) ~= nil and is_list(v) then
             ok, why = false, "expected a table of body fields, got a list"
           end
@@ -441,13 +455,7 @@ local function check_models(cfg, errors, warnings)
         for field, v in pairs(entry) do
           local want = model_fields[field]
           if not want then
-            local best, best_d = nil, 3
-            for known in pairs(model_fields) do
-              local d = distance(tostring(field), known)
-              if d < best_d then
-                best, best_d = known, d
-              end
-            end
+            local best = closest(field, model_fields)
             table.insert(
               warnings,
               string.format(
@@ -498,26 +506,14 @@ local function check_mcp_servers(cfg, errors, warnings)
           entry[k] = nil
         elseif want == "string" and type(v) ~= "string" then
           why = string.format("%s: expected string, got %s", k, type(v))
-        elseif want == "list" then
-          if type(v) ~= "table" then
-            why = string.format("%s: expected a list of strings, got %s", k, type(v))
-          else
-            for i, x in pairs(v) do
-              if type(i) ~= "number" or type(x) ~= "string" then
-                why = k .. ": expected a list of strings (argv: no shell)"
-              end
-            end
-          end
-        elseif want == "map" then
-          if type(v) ~= "table" then
-            why = string.format("%s: expected a table of names to strings, got %s", k, type(v))
-          else
-            for mk, mv in pairs(v) do
-              if type(mk) ~= "string" or type(mv) ~= "string" then
-                why = k .. ": expected a table of names to string values"
-              end
-            end
-          end
+        elseif want == "list" and type(v) ~= "table" then
+          why = string.format("%s: expected a list of strings, got %s", k, type(v))
+        elseif want == "list" and not string_list(v) then
+          why = k .. ": expected a list of strings (argv: no shell)"
+        elseif want == "map" and type(v) ~= "table" then
+          why = string.format("%s: expected a table of names to strings, got %s", k, type(v))
+        elseif want == "map" and not string_map(v) then
+          why = k .. ": expected a table of names to string values"
         end
       end
       if not why and (entry.command == nil) == (entry.url == nil) then
