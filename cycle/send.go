@@ -458,7 +458,7 @@ loop:
 	h.logf("send: done in %s, %d buffer updates, %d tool calls, usage %+v, err %v", time.Since(started), flushes+2, toolUses, usage, streamErr)
 	var cost float64
 	costKnown := false
-	if usage != nil && req.ModelInfo != nil && prov.Name() != "replay" { // a recorded script costs nothing
+	if usage != nil && req.ModelInfo != nil {
 		cost, costKnown = req.ModelInfo.Prices.Cost(*usage)
 	}
 	h.mu.Lock()

@@ -259,6 +259,7 @@ func ModelNames(provider string) []string {
 // the longest matching key of overrides on top. model "" is the provider's
 // default model.
 func LookupModel(provider, model string, overrides map[string]ModelOverride) ModelInfo {
+	replay := provider == "replay"
 	provider = catalogueProvider(provider)
 	if model == "" {
 		model = DefaultModel(provider)
@@ -271,6 +272,9 @@ func LookupModel(provider, model string, overrides map[string]ModelOverride) Mod
 	}
 	if !ok {
 		info = unknownModel(provider, model)
+	}
+	if replay {
+		info.Prices = Prices{} // a recorded script is not billed
 	}
 	if key, o, found := overrideFor(model, overrides); found {
 		info = o.apply(info, key)

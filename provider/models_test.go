@@ -437,3 +437,18 @@ func TestPricesCost(t *testing.T) {
 		t.Error("a missing output price gave a cost")
 	}
 }
+
+// The replay provider answers from a recorded script: its model has the
+// Anthropic catalogue's limits but no prices (nothing is billed), unless
+// setup gives some.
+func TestReplayModelHasNoPrices(t *testing.T) {
+	if m := LookupModel("replay", "", nil); m.Prices != (Prices{}) || m.MaxOutputTokens == 0 {
+		t.Errorf("replay: %+v", m)
+	}
+	in := 3.0
+	out := 15.0
+	m := LookupModel("replay", "claude-sonnet-4-6", map[string]ModelOverride{"claude-sonnet-4-6": {InputPrice: &in, OutputPrice: &out}})
+	if m.Prices.Input != 3 || m.Prices.Output != 15 {
+		t.Errorf("replay with prices from setup: %+v", m.Prices)
+	}
+}
