@@ -83,6 +83,13 @@ func TestRequestProgress(t *testing.T) {
 		if line != "anthropic test-model · 12 in · 34 out · $0.0005" {
 			t.Errorf("statusline = %q", line)
 		}
+		var buf int
+		if err := s.Lua(&buf, `return vim.api.nvim_get_current_buf()`); err != nil {
+			t.Fatal(err)
+		}
+		if st := hostText(t, s, "flemma.status", buf); !strings.Contains(st, "this buffer, this session: 1 responses · 12 input · 34 output tokens · $0.0005") {
+			t.Errorf(":Flemma status lacks the session's totals:\n%s", st)
+		}
 		// :Flemma switch changes what it names.
 		if err := s.Nv.Command("Flemma switch openai gpt-4o"); err != nil {
 			t.Fatal(err)

@@ -122,6 +122,15 @@ func TestHealth(t *testing.T) {
 				t.Errorf("checkhealth output lacks %q:\n%s", want, out)
 			}
 		}
+		// The active provider (anthropic) has no credential here: a
+		// warning, not information.
+		warned := false
+		for _, l := range strings.Split(out, "\n") {
+			warned = warned || strings.Contains(l, "anthropic credentials not set") && strings.Contains(l, "WARNING")
+		}
+		if !warned {
+			t.Errorf("checkhealth does not warn about the active provider's missing credential:\n%s", out)
+		}
 	})
 }
 
