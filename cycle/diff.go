@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/preview"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/builtin"
@@ -25,18 +27,28 @@ const (
 // diffInlineMax bounds the diff lines shown under a pending placeholder.
 const diffInlineMax = 12
 
-// proposes reports whether a call is one of the built-in write/edit (not
-// a Lua tool of the same name), which have a diff preview.
+// proposes reports whether a call has a diff preview: the built-in
+// write/edit (not a Lua tool of the same name) and Lua tools with the
+// "diff" capability.
 func (h *Engine) proposes(name string) bool {
-	if !builtin.Proposes(name) {
-		return false
-	}
 	t, ok := h.Registry.Get(name)
 	if !ok {
 		return false
 	}
-	_, lua := t.(*luaTool)
-	return !lua
+	if lt, lua := t.(*luaTool); lua {
+		return lt.hasDiff
+	}
+	return builtin.Proposes(name)
+}
+
+// reviewable reports whether the user's version of a proposal can become
+// the call's input: write/edit, and Lua tools with a review function.
+func (h *Engine) reviewable(name string) bool {
+	t, ok := h.Registry.Get(name)
+	if lt, lua := t.(*luaTool); ok && lua {
+		return lt.hasReview
+	}
+	return ok && builtin.Proposes(name)
 }
 
 // propose computes what a pending write/edit would leave in its file, by
@@ -59,7 +71,34 @@ func (h *Engine) propose(bufnr int, tu *buffer.ToolUse, s *Snapshot) (builtin.Pr
 		return builtin.Proposal{}, err
 	}
 	call := tools.Call{ID: tu.ID, Tool: tu.Name, Bufnr: bufnr, Cwd: s.Cwd, Buffer: s.Name, Env: env}
+	if t, _ := h.Registry.Get(tu.Name); t != nil && isLua(t) {
+		return h.proposeLua(call, fm, input)
+	}
 	return builtin.Propose(call, tu.Name, raw)
+}
+
+// proposeLua asks a Lua tool's diff function what it would write, and
+// reads the file as it is. The path is the model's to choose, so the file
+// is read after the read check that attachments get: deny_read applies
+// even with the sandbox disabled for tools.
+func (h *Engine) proposeLua(call tools.Call, fm *frontmatter.Result, input map[string]any) (builtin.Proposal, error) {
+	d, err := h.lua.Diff(call.Tool, input, ToolInfo{Bufnr: call.Bufnr, Cwd: call.Cwd, Buffer: call.Buffer, ToolID: call.ID})
+	switch {
+	case err != nil:
+		h.logf("diff of %s (%s): %v", call.Tool, call.ID, err)
+		return builtin.Proposal{}, errors.New("its diff function could not be called")
+	case d == nil:
+		return builtin.Proposal{}, errors.New("its diff function declined this call")
+	case d.Error != "":
+		return builtin.Proposal{}, fmt.Errorf("its diff function failed: %s", d.Error)
+	case !filepath.IsAbs(d.Path):
+		return builtin.Proposal{}, fmt.Errorf("its diff function named no absolute path (%q)", d.Path)
+	}
+	sb, err := h.attachSandbox(fm, call.Cwd, call.Buffer)
+	if err != nil {
+		return builtin.Proposal{}, err
+	}
+	return builtin.ProposeContent(sb, d.Path, d.Input, []byte(d.Content))
 }
 
 // diffLines are the virtual lines of a pending write/edit's diff preview
@@ -126,13 +165,16 @@ func (h *Engine) diffMarkLines(p builtin.Proposal, s *Snapshot) []MarkLine {
 // the file as it is and the proposal, as lines, for a side-by-side view.
 type DiffReply struct {
 	Reply
-	Bufnr  int      `msgpack:"bufnr"`
-	ID     string   `msgpack:"id"`
-	Tool   string   `msgpack:"tool"`
-	Path   string   `msgpack:"path"` // the path as the call gives it
-	Exists bool     `msgpack:"exists"`
-	Old    []string `msgpack:"old"`
-	New    []string `msgpack:"new"`
+	Bufnr  int    `msgpack:"bufnr"`
+	ID     string `msgpack:"id"`
+	Tool   string `msgpack:"tool"`
+	Path   string `msgpack:"path"` // the path as the call gives it
+	Exists bool   `msgpack:"exists"`
+	// Reviewable: :w in the proposal makes the user's version the input
+	// (false for a Lua tool without a review function: view only).
+	Reviewable bool     `msgpack:"reviewable"`
+	Old        []string `msgpack:"old"`
+	New        []string `msgpack:"new"`
 }
 
 // DiffAt answers :Flemma tool:diff (and <CR>) on a block: the proposal of
@@ -155,7 +197,7 @@ func (h *Engine) DiffAt(bufnr, line int) (DiffReply, error) {
 		return DiffReply{Reply: reply("none", "No tool block under the cursor.", levelWarn)}, nil
 	}
 	if !h.proposes(tu.Name) {
-		return DiffReply{Reply: reply("none", fmt.Sprintf("%s has no diff: only write and edit calls do.", tu.Name), levelInfo)}, nil
+		return DiffReply{Reply: reply("none", fmt.Sprintf("%s has no diff: only write, edit and tools with the diff capability do.", tu.Name), levelInfo)}, nil
 	}
 	if r := doc.Result(tu.ID); r == nil || r.Status == "" || r.Content != "" || (r.Status != buffer.StatusPending && r.Status != buffer.StatusApproved) {
 		return DiffReply{Reply: reply("none", fmt.Sprintf("%s (%s) is not waiting to run: nothing to review.", tu.Name, tu.ID), levelInfo)}, nil
@@ -165,7 +207,7 @@ func (h *Engine) DiffAt(bufnr, line int) (DiffReply, error) {
 		return DiffReply{Reply: reply("none", fmt.Sprintf("No diff for %s (%s): %v", tu.Name, tu.ID, err), levelWarn)}, nil
 	}
 	return DiffReply{Reply: reply("diff", "", 0), Bufnr: bufnr, ID: tu.ID, Tool: tu.Name, Path: p.Input, Exists: p.Exists,
-		Old: preview.SplitLines(string(p.Old)), New: preview.SplitLines(string(p.New))}, nil
+		Reviewable: h.reviewable(tu.Name), Old: preview.SplitLines(string(p.Old)), New: preview.SplitLines(string(p.New))}, nil
 }
 
 // joinAs joins reviewed lines the way the proposal is written: its line
@@ -263,7 +305,11 @@ func (h *Engine) Review(bufnr int, id string, lines []string) (Reply, error) {
 			for k, v := range tu.Input {
 				input[k] = v
 			}
-			if tu.Name == "write" {
+			if t, _ := h.Registry.Get(tu.Name); t != nil && isLua(t) {
+				if input, err = h.reviewLua(bufnr, tu, s, p, reviewed); err != nil {
+					return nil, ApplyOpts{}, err
+				}
+			} else if tu.Name == "write" {
 				input["content"] = reviewed
 			} else if oldText, newText, ok := reviewedEdit(string(p.Old), reviewed); ok {
 				input["oldText"], input["newText"] = oldText, newText
@@ -308,6 +354,38 @@ func (h *Engine) Review(bufnr int, id string, lines []string) (Reply, error) {
 		return reply("status", "Your reviewed version is approved; it runs on the next <C-]>.", levelInfo), nil
 	}
 	return reply("status", "Approved as proposed; it runs on the next <C-]>.", levelInfo), nil
+}
+
+// reviewLua asks a Lua tool's review function for the input that writes
+// the user's version, and checks it does: its diff function, given that
+// input, must name the same file and give that content.
+func (h *Engine) reviewLua(bufnr int, tu *buffer.ToolUse, s *Snapshot, p builtin.Proposal, reviewed string) (map[string]any, error) {
+	if !h.reviewable(tu.Name) {
+		return nil, fmt.Errorf("%s takes no reviewed version (it has no review function): approve or reject it as proposed", tu.Name)
+	}
+	r, err := h.lua.ReviewInput(tu.Name, tu.Input, reviewed)
+	if err != nil {
+		h.logf("review of %s (%s): %v", tu.Name, tu.ID, err)
+		return nil, fmt.Errorf("the review function of %s could not be called", tu.Name)
+	}
+	if r.Error != "" {
+		return nil, fmt.Errorf("the review function of %s failed: %s", tu.Name, r.Error)
+	}
+	check := *tu
+	check.Input = r.Input
+	q, err := h.propose(bufnr, &check, s)
+	if err != nil {
+		return nil, fmt.Errorf("the input from the review function of %s has no diff: %v", tu.Name, err)
+	}
+	if q.Path != p.Path || string(q.New) != reviewed {
+		return nil, fmt.Errorf("the input from the review function of %s does not write your version of %s", tu.Name, p.Input)
+	}
+	return r.Input, nil
+}
+
+func isLua(t tools.Tool) bool {
+	_, ok := t.(*luaTool)
+	return ok
 }
 
 // reviewedNote is put before the result of a call the user modified in a

@@ -52,6 +52,28 @@ type Lua interface {
 	CancelTool(token string) error
 	// Preview calls a Lua tool's format_preview (nil: it declined).
 	Preview(name string, input map[string]any, maxLen int) (*string, error)
+	// Diff calls the diff function of a Lua tool with the "diff"
+	// capability: the file it would write and its content (nil: it
+	// declined). The context is the one execute would get.
+	Diff(name string, input map[string]any, info ToolInfo) (*LuaDiff, error)
+	// ReviewInput calls a Lua tool's review function: the input that makes
+	// the tool write content (the user's reviewed version).
+	ReviewInput(name string, input map[string]any, content string) (LuaReview, error)
+}
+
+// LuaDiff is what a Lua tool's diff function answers (flemma.tools._diff).
+type LuaDiff struct {
+	Path    string `msgpack:"path"`  // resolved as ctx.path.resolve does
+	Input   string `msgpack:"input"` // as the function named it
+	Content string `msgpack:"content"`
+	Error   string `msgpack:"error"` // the function failed or answered something else
+}
+
+// LuaReview is what a Lua tool's review function answers
+// (flemma.tools._review): the call's new input, or why not.
+type LuaReview struct {
+	Input map[string]any `msgpack:"input"`
+	Error string         `msgpack:"error"`
 }
 
 // ToolEvent is the data of FlemmaToolExecuting / FlemmaToolFinished.

@@ -381,6 +381,37 @@ func (l *fakeLua) ExecuteTool(name, token string, input any, info ToolInfo) (Lua
 
 func (l *fakeLua) CancelTool(token string) error { return nil }
 
+// Diff is the diff function of the fake Lua tools "save" (writes input.text
+// to input.path), "liar" (whose review function answers an input that
+// writes something else) and "crashing" (whose diff function throws).
+func (l *fakeLua) Diff(name string, input map[string]any, info ToolInfo) (*LuaDiff, error) {
+	switch name {
+	case "crashing":
+		return &LuaDiff{Error: "attempt to call a nil value"}, nil
+	case "shy":
+		return nil, nil
+	}
+	path, _ := input["path"].(string)
+	text, _ := input["text"].(string)
+	abs := path
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(info.Cwd, path)
+	}
+	return &LuaDiff{Path: abs, Input: path, Content: text}, nil
+}
+
+func (l *fakeLua) ReviewInput(name string, input map[string]any, content string) (LuaReview, error) {
+	out := map[string]any{}
+	for k, v := range input {
+		out[k] = v
+	}
+	out["text"] = content
+	if name == "liar" {
+		out["text"] = "something else\n"
+	}
+	return LuaReview{Input: out}, nil
+}
+
 func (l *fakeLua) Preview(name string, input map[string]any, maxLen int) (*string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -19,6 +19,8 @@ type luaTool struct {
 	h          *Engine
 	spec       tools.Spec
 	hasPreview bool
+	hasDiff    bool // the "diff" capability: a diff function (flemma.tools._diff)
+	hasReview  bool // a review function takes the user's version (flemma.tools._review)
 }
 
 func (t *luaTool) Spec() tools.Spec { return t.spec }
@@ -195,6 +197,8 @@ type wireDef struct {
 	Timeout      float64        `json:"timeout"`
 	Source       string         `json:"source"`
 	HasPreview   bool           `json:"has_preview"`
+	HasDiff      bool           `json:"has_diff"`
+	HasReview    bool           `json:"has_review"`
 }
 
 // fixSchema repairs what msgpack does to Lua tables in a JSON Schema: an
@@ -269,7 +273,7 @@ func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
 				h.Registry.Remove(spec.Name)
 			}
 		}
-		if err := h.Registry.Add(&luaTool{h: h, spec: spec, hasPreview: d.HasPreview}); err != nil {
+		if err := h.Registry.Add(&luaTool{h: h, spec: spec, hasPreview: d.HasPreview, hasDiff: d.HasDiff, hasReview: d.HasReview}); err != nil {
 			errs = append(errs, fmt.Sprintf("register %s: %v", spec.Name, err))
 			continue
 		}

@@ -190,3 +190,64 @@ func commandOutput(body string) string {
 	}
 	return body
 }
+
+// TestReadmeDiffToolExample: the README's Lua tool with a diff, exactly as
+// written: its pending call shows the diff, the view opens, the user's
+// change to the proposal becomes the call's input through its review
+// function, and the tool writes the reviewed version.
+func TestReadmeDiffToolExample(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, readmeBlock(t, `register("save"`)); err != nil {
+			t.Fatalf("the README example: %v", err)
+		}
+		// The capability without the function is refused, saying why.
+		var ok bool
+		if err := s.Lua(&ok, `return require("flemma.tools").register("bad", { description = "x",
+			capabilities = { "diff" }, execute = function() return { success = true } end })`); err != nil || ok {
+			t.Fatalf("a diff capability without a diff function: registered %v (%v)", ok, err)
+		}
+		if m := s.Messages(); !strings.Contains(m, `the "diff" capability needs diff = function`) {
+			t.Errorf("messages:\n%s", m)
+		}
+		target := filepath.Join(s.Dir, "notes.txt")
+		if err := os.WriteFile(target, []byte("a\nb\nc\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		chat := toolChat("save", "s1", `{"path": "notes.txt", "text": "a\nB\nc\n"}`)
+		mustOpenForeign(t, s, "s.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("s1", "pending", "")))
+		got := strings.Join(diffLines(t, s), "\n")
+		if !strings.Contains(got, "-b|DiffDelete") || !strings.Contains(got, "+B|DiffAdd") {
+			t.Fatalf("preview lines:\n%s", got)
+		}
+		cursorTo(t, s, "Tool Use:\\*\\* `save`")
+		press(t, s, "<CR>")
+		waitTabs(t, s, 2)
+		var proposal []string
+		if err := s.Lua(&proposal, `return vim.api.nvim_buf_get_lines(0, 0, -1, false)`); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(proposal, ",") != "a,B,c" {
+			t.Fatalf("proposal = %q", proposal)
+		}
+		if err := s.Lua(nil, `vim.api.nvim_buf_set_lines(0, 2, 3, false, { "C" })`); err != nil {
+			t.Fatal(err)
+		}
+		press(t, s, ":w<CR>")
+		waitTabs(t, s, 1)
+		waitIdle(t, s)
+		if got := text(t, s); !strings.Contains(got, "status=approved") || !strings.Contains(got, `"text":"a\nB\nC\n"`) {
+			t.Fatalf("after the review the chat is:\n%s", got)
+		}
+		press(t, s, "<C-]>")
+		body, isErr := waitResult(t, s, "s1")
+		if isErr || !strings.Contains(body, "saved notes.txt") || !strings.Contains(body, "the user reviewed this change and modified it") {
+			t.Errorf("result = %q (error %v)", body, isErr)
+		}
+		waitIdle(t, s)
+		if b, _ := os.ReadFile(target); string(b) != "a\nB\nC\n" {
+			t.Errorf("notes.txt = %q", b)
+		}
+	})
+}

@@ -8,7 +8,8 @@ const noLuaHere = "no Lua in a headless run (flemma-host run)"
 
 // NoLua is the cycle.Lua of a process without Neovim: there are no Lua
 // tools (none is ever registered), no Lua resolvers (an error, which the
-// approval chain logs and skips: the call asks) and no custom previews.
+// approval chain logs and skips: the call asks) and no custom previews or
+// diffs.
 // Run refuses a configuration that needs Lua before the engine starts.
 type NoLua struct{}
 
@@ -27,3 +28,11 @@ func (NoLua) Preview(name string, input map[string]any, maxLen int) (*string, er
 }
 
 var _ cycle.Lua = NoLua{}
+
+func (NoLua) Diff(name string, input map[string]any, info cycle.ToolInfo) (*cycle.LuaDiff, error) {
+	return nil, nil
+}
+
+func (NoLua) ReviewInput(name string, input map[string]any, content string) (cycle.LuaReview, error) {
+	return cycle.LuaReview{Error: noLuaHere}, nil
+}

@@ -76,6 +76,18 @@ func (l luaCalls) CancelTool(token string) error {
 	return l.nv.ExecLua(`require("flemma.tools")._cancel(...)`, nil, token)
 }
 
+func (l luaCalls) Diff(name string, input map[string]any, info cycle.ToolInfo) (*cycle.LuaDiff, error) {
+	var out *cycle.LuaDiff
+	err := l.nv.ExecLua(`return require("flemma.tools")._diff(...)`, &out, name, input, info)
+	return out, err
+}
+
+func (l luaCalls) ReviewInput(name string, input map[string]any, content string) (cycle.LuaReview, error) {
+	var out cycle.LuaReview
+	err := l.nv.ExecLua(`return require("flemma.tools")._review(...)`, &out, name, input, content)
+	return out, err
+}
+
 func (l luaCalls) Preview(name string, input map[string]any, maxLen int) (*string, error) {
 	var out *string
 	err := l.nv.ExecLua(`return require("flemma.tools")._preview(...)`, &out, name, input, maxLen)

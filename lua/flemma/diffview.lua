@@ -1,4 +1,5 @@
--- The review of a pending write/edit: a new tab with the file as it is
+-- The review of a pending write/edit (or a Lua tool's call with the diff
+-- capability): a new tab with the file as it is
 -- (left) and the proposal (right, a scratch buffer) in diff mode. The user
 -- edits the proposal (do/dp, deleting lines) and :w approves that version
 -- (the host makes it the call's input); :Flemma tool:reject in the view
@@ -10,13 +11,15 @@ local M = {}
 
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
-local function scratch(name, lines, writable)
+-- A scratch buffer of the view: the proposal is written with :w (acwrite)
+-- and editable when the call takes a reviewed version.
+local function scratch(name, lines, proposal, editable)
   local b = vim.api.nvim_get_current_buf()
   vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
-  vim.bo[b].buftype = writable and "acwrite" or "nofile"
+  vim.bo[b].buftype = proposal and "acwrite" or "nofile"
   vim.bo[b].bufhidden = "wipe"
   vim.bo[b].swapfile = false
-  vim.bo[b].modifiable = writable
+  vim.bo[b].modifiable = editable
   vim.bo[b].modified = false
   pcall(vim.api.nvim_buf_set_name, b, name)
   vim.cmd("diffthis")
@@ -51,9 +54,10 @@ function M.open(d)
   vim.cmd("tabnew")
   local tab = vim.api.nvim_get_current_tabpage()
   local r = { chat = d.bufnr, id = d.id, tab = tab }
-  local left = scratch("flemma://" .. d.id .. "/file/" .. d.path, d.old or {}, false)
+  local left = scratch("flemma://" .. d.id .. "/file/" .. d.path, d.old or {}, false, false)
   vim.cmd("rightbelow vnew")
-  local right = scratch("flemma://" .. d.id .. "/proposal/" .. d.path, d.new or {}, true)
+  local right = scratch("flemma://" .. d.id .. "/proposal/" .. d.path, d.new or {}, true, d.reviewable ~= false)
+  r.proposal = right
   for _, b in ipairs({ left, right }) do
     vim.api.nvim_buf_set_var(b, "flemma_review", r)
   end
@@ -65,9 +69,9 @@ function M.open(d)
   })
   -- After the new tab is drawn, and short enough for one line: no
   -- hit-enter prompt.
-  require("flemma.notify").later(
-    string.format("%s %s: change the right side, :w approves it, :Flemma tool:reject rejects", d.tool, d.path)
-  )
+  local how = d.reviewable == false and "view only (the tool takes no reviewed version), :w approves it as proposed"
+    or "change the right side, :w approves it"
+  require("flemma.notify").later(string.format("%s %s: %s, :Flemma tool:reject rejects", d.tool, d.path, how))
 end
 
 --- Approve the proposal buffer's text as the call's input (:w).
@@ -77,14 +81,9 @@ function M.approve(b)
   if not ok then
     return
   end
-  local right = b
-  if not vim.bo[b].modifiable then -- the left side: take the proposal's text
-    for _, w in ipairs(vim.api.nvim_tabpage_list_wins(r.tab)) do
-      local wb = vim.api.nvim_win_get_buf(w)
-      if wb ~= b and vim.bo[wb].modifiable then
-        right = wb
-      end
-    end
+  local right = r.proposal or b -- from the left side too: the proposal's text
+  if not vim.api.nvim_buf_is_valid(right) then
+    return
   end
   local lines = vim.api.nvim_buf_get_lines(right, 0, -1, false)
   actions.call(P.review, { r.chat, r.id, lines }, function(res)

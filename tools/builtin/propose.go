@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,15 +75,10 @@ func Propose(call tools.Call, name string, input json.RawMessage) (Proposal, err
 		return p, ioError(name, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > MaxProposeBytes {
-		return p, fmt.Errorf("%s is too large to preview (%d bytes)", path, st.Size())
-	}
-	var buf bytes.Buffer
-	_, sum, _, err := readStamped(f, &buf)
+	sum, err := readProposed(f, path, &p)
 	if err != nil {
-		return p, ioError("read", err)
+		return p, err
 	}
-	p.Exists, p.Old = true, buf.Bytes()
 	gerund := map[string]string{"write": "overwriting", "edit": "editing"}[name]
 	if err := staleRefusal(call, call.Env.ReadsOrDefault(), resolved, sum, path, name, gerund); err != nil {
 		return p, err
@@ -92,5 +88,49 @@ func Propose(call tools.Call, name string, input json.RawMessage) (Proposal, err
 		return p, nil
 	}
 	p.New, err = editContent(p.Old, edit)
+	return p, err
+}
+
+// readProposed reads an open file into p.Old (bounded by MaxProposeBytes)
+// and returns its digest.
+func readProposed(f *os.File, path string, p *Proposal) ([sha256.Size]byte, error) {
+	if st, err := f.Stat(); err == nil && st.Size() > MaxProposeBytes {
+		return [sha256.Size]byte{}, fmt.Errorf("%s is too large to preview (%d bytes)", path, st.Size())
+	}
+	var buf bytes.Buffer
+	_, sum, _, err := readStamped(f, &buf)
+	if err != nil {
+		return sum, ioError("read", err)
+	}
+	p.Exists, p.Old = true, buf.Bytes()
+	return sum, nil
+}
+
+// ProposeContent is the Proposal of a tool that would leave content in
+// the file at path, an absolute path (a Lua tool with the "diff"
+// capability, which writes on its own; input is the path as the tool
+// names it): the file as it is now is read after sb's read check
+// (deny_read, per-process files), without following a symbolic link. The
+// tool's write itself is not checked: flemma does not do it.
+func ProposeContent(sb *sandbox.Sandbox, path, input string, content []byte) (Proposal, error) {
+	p := Proposal{Input: input, New: content}
+	if len(content) > MaxProposeBytes {
+		return p, fmt.Errorf("the proposed content of %s is too large to preview (%d bytes)", input, len(content))
+	}
+	resolved, err := sb.CheckRead(path)
+	if err != nil {
+		return p, pathError(err, "read", input, sb)
+	}
+	p.Path = resolved
+	f, err := sandbox.OpenNoFollow(resolved)
+	switch {
+	case err == nil:
+	case errors.Is(err, os.ErrNotExist):
+		return p, nil
+	default:
+		return p, ioError("read", err)
+	}
+	defer f.Close()
+	_, err = readProposed(f, input, &p)
 	return p, err
 }

@@ -36,7 +36,18 @@ local function wire(def)
     timeout = def.timeout,
     source = def._source or "lua",
     has_preview = type(def.format_preview) == "function",
+    has_diff = type(def.diff) == "function",
+    has_review = type(def.review) == "function",
   }
+end
+
+local function has_capability(def, cap)
+  for _, c in ipairs(def.capabilities or {}) do
+    if c == cap then
+      return true
+    end
+  end
+  return false
 end
 
 local function push(list)
@@ -71,6 +82,26 @@ local function add(name, def, source)
   end
   if type(def.execute) ~= "function" then
     notify("register(" .. def.name .. "): execute must be a function", vim.log.levels.ERROR)
+    return false
+  end
+  -- The "diff" capability and the diff function come together: a diff
+  -- function declares the capability, the capability needs the function.
+  if type(def.diff) == "function" then
+    if not has_capability(def, "diff") then
+      def.capabilities = def.capabilities or {}
+      table.insert(def.capabilities, "diff")
+    end
+  elseif def.diff ~= nil or has_capability(def, "diff") then
+    notify(
+      "register("
+        .. def.name
+        .. '): the "diff" capability needs diff = function(input, ctx) returning { path, content }',
+      vim.log.levels.ERROR
+    )
+    return false
+  end
+  if def.review ~= nil and (type(def.review) ~= "function" or type(def.diff) ~= "function") then
+    notify("register(" .. def.name .. "): review must be a function, and needs a diff function", vim.log.levels.ERROR)
     return false
   end
   def._source = source or def._source or "lua"
@@ -264,6 +295,47 @@ function M._cancel(token)
   if type(cancel) == "function" then
     pcall(cancel)
   end
+end
+
+--- Called by the host: what a Lua tool with the "diff" capability would
+--- leave in a file, { path (resolved), input (as named), content }; nil when it declines, { error } when
+--- its diff function failed or answered something else.
+function M._diff(name, input, info)
+  local def = defs[name]
+  if not def or type(def.diff) ~= "function" then
+    return nil
+  end
+  local ctx = require("flemma.tools.context").new(name, info)
+  local ok, d, err = pcall(def.diff, vim.deepcopy(input), ctx)
+  if not ok then
+    return { error = tostring(d) }
+  elseif d == nil then
+    return err ~= nil and { error = tostring(err) } or nil
+  elseif type(d) ~= "table" or type(d.path) ~= "string" or d.path == "" or type(d.content) ~= "string" then
+    return { error = "diff must return { path = string, content = string }" }
+  end
+  -- The path as the tool's execute resolves it (ctx.path.resolve).
+  return { path = ctx.path.resolve(d.path), input = d.path, content = d.content }
+end
+
+--- Called by the host: the input that makes a Lua tool write content (the
+--- user's reviewed version), from its review function.
+function M._review(name, input, content)
+  local def = defs[name]
+  if not def or type(def.review) ~= "function" then
+    return { error = name .. " takes no reviewed version" }
+  end
+  local ok, res, err = pcall(def.review, vim.deepcopy(input), content)
+  if not ok then
+    return { error = tostring(res) }
+  elseif type(res) ~= "table" then
+    return { error = err ~= nil and tostring(err) or "review must return the new input (a table)" }
+  end
+  -- An empty table is an object here: the input is an object.
+  if next(res) == nil then
+    res = vim.empty_dict()
+  end
+  return { input = res }
 end
 
 --- Called by the host: a Lua tool's format_preview, or nil.
