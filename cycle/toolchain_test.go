@@ -227,3 +227,34 @@ func TestRegisterChain(t *testing.T) {
 		t.Fatal("lua_chain not registered")
 	}
 }
+
+// The model's input is substituted into a step's command, and the bash
+// rules judge the command that results: a path that smuggles a second
+// command does not match "bash(wc -l *)", so the chain call asks instead
+// of running it.
+func TestChainInjectedInputIsJudgedAsTheStepsCall(t *testing.T) {
+	spec := tools.ChainSpec{Name: "count_lines", Steps: []tools.ChainStep{
+		{Name: "count", Tool: "bash", Input: map[string]any{"command": "wc -l {{ input.path }}", "label": "counting"}},
+	}}
+	auto := map[string]any{"auto_approve": []any{"$default", "count_lines", "bash(wc -l *)"}, "autopilot": map[string]any{"enabled": false}}
+	t.Run("plain path runs", func(t *testing.T) {
+		env := chainEnv(t, spec, call{"toolu_ch", "count_lines", map[string]any{"path": "notes.txt"}}, auto)
+		env.press(1)
+		env.ed.waitIdle(t, env.h, 1)
+		env.press(1)
+		env.ed.waitText(t, 1, "chain count_lines: all 1 steps ok")
+	})
+	t.Run("injected command asks", func(t *testing.T) {
+		evil := call{"toolu_ch", "count_lines", map[string]any{"path": "notes.txt; echo run >> runs"}}
+		env := chainEnv(t, spec, evil, auto)
+		env.press(1)
+		env.ed.waitIdle(t, env.h, 1)
+		env.press(1)
+		env.ed.waitIdle(t, env.h, 1)
+		mustContain(t, env.ed.String(1), "```flemma:tool status=pending")
+		mustContain(t, env.toolList(), "count_lines (toolu_ch): pending", "step 1 'count' (bash)")
+		if env.runs() != 0 {
+			t.Fatal("the injected command ran")
+		}
+	})
+}
