@@ -258,3 +258,43 @@ func TestChainInjectedInputIsJudgedAsTheStepsCall(t *testing.T) {
 		}
 	})
 }
+
+// <C-c> stops a running chain: the running step is cancelled, the later
+// ones never start, and the result says so.
+func TestChainCancel(t *testing.T) {
+	started := filepath.Join(t.TempDir(), "started")
+	spec := tools.ChainSpec{Name: "slow", Steps: []tools.ChainStep{
+		{Name: "wait", Tool: "bash", Input: map[string]any{"command": "echo > " + started + "; sleep 30", "label": "waiting"}},
+		{Name: "after", Tool: "bash", Input: map[string]any{"command": "echo run >> runs", "label": "counting"}},
+	}}
+	env := chainEnv(t, spec, call{"toolu_ch", "slow", map[string]any{}}, map[string]any{"auto_approve": []any{"slow", "bash"}, "autopilot": map[string]any{"enabled": false}})
+	env.press(1)
+	env.ed.waitIdle(t, env.h, 1)
+	env.press(1)
+	env.ed.wait(t, 1, "the first step runs", func(*fakeBuf) bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	if _, err := env.h.Cancel(1); err != nil {
+		t.Fatal(err)
+	}
+	env.ed.waitText(t, 1, "**Tool Result:** `toolu_ch` (error)")
+	env.ed.waitIdle(t, env.h, 1)
+	mustContain(t, env.ed.String(1), "chain slow: stopped at step 1 'wait' (bash): error", "User aborted tool execution.", "step 2 after (bash): skipped")
+	if env.runs() != 0 {
+		t.Fatal("the step after the cancelled one ran")
+	}
+}
+
+// The buffer's frontmatter narrows the policy for the steps too: the
+// config approves bash, this file does not, so the chain call asks.
+func TestChainFrontmatterNarrowsSteps(t *testing.T) {
+	env := chainEnv(t, inspect(), inspectCall, map[string]any{"auto_approve": []any{"$default", "inspect", "bash"}, "autopilot": map[string]any{"enabled": false}})
+	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "```lua\nflemma.opt.tools.auto_approve = { \"$default\", \"inspect\" }\n```\n@You:\ninspect notes.txt\n")
+	env.press(1)
+	env.ed.waitIdle(t, env.h, 1)
+	env.press(1)
+	env.ed.waitIdle(t, env.h, 1)
+	mustContain(t, env.ed.String(1), "```flemma:tool status=pending")
+	mustContain(t, env.toolList(), "inspect (toolu_ch): pending", "step 2 'count' (bash)")
+}

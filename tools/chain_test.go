@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -209,5 +210,24 @@ func TestChainRunInputErrorAndCancel(t *testing.T) {
 	run = c.Run(ctx, map[string]any{"x": 1}, never)
 	if run.Failed != 1 || run.Steps[1].Status != StepSkipped {
 		t.Fatalf("%+v", run)
+	}
+}
+
+// failingWriter changed a file, then failed: what it changed stays in the
+// result (a chain whose write step ran before a later step failed keeps
+// the undo record).
+type failingWriter struct{}
+
+func (failingWriter) Spec() Spec { return Spec{Name: "failing_writer"} }
+func (failingWriter) Run(context.Context, Call, json.RawMessage) (Output, error) {
+	return Output{Changes: []Change{{Path: "/x", Before: BackupAbsent, After: "h"}}}, errors.New("then it failed")
+}
+
+func TestExecutorKeepsChangesOfAFailure(t *testing.T) {
+	r := NewRegistry()
+	r.MustAdd(failingWriter{})
+	res := (&Executor{Registry: r}).Run(context.Background(), Call{ID: "1", Tool: "failing_writer"}, nil)
+	if !res.IsError || len(res.Changes) != 1 || res.Changes[0].Path != "/x" {
+		t.Fatalf("%+v", res)
 	}
 }
