@@ -298,3 +298,30 @@ func TestChainFrontmatterNarrowsSteps(t *testing.T) {
 	mustContain(t, env.ed.String(1), "```flemma:tool status=pending")
 	mustContain(t, env.toolList(), "inspect (toolu_ch): pending", "step 2 'count' (bash)")
 }
+
+// A chain that wrote a file and then failed keeps what it changed:
+// :Flemma tool:undo on the chain call takes the write back.
+func TestChainFailedAfterWriteIsUndoable(t *testing.T) {
+	spec := tools.ChainSpec{Name: "scribble", Steps: []tools.ChainStep{
+		{Name: "write", Tool: "write", Input: map[string]any{"path": "{{ input.path }}", "content": "new\n", "label": "writing"}},
+		{Name: "read", Tool: "read", Input: map[string]any{"path": "missing.txt", "label": "reading"}},
+	}}
+	env := chainEnv(t, spec, call{"toolu_ch", "scribble", map[string]any{"path": "out.txt"}}, map[string]any{"auto_approve": []any{"$default", "scribble"}, "autopilot": map[string]any{"enabled": false}})
+	env.press(1)
+	env.ed.waitIdle(t, env.h, 1)
+	env.press(1)
+	env.ed.waitText(t, 1, "**Tool Result:** `toolu_ch` (error)")
+	env.ed.waitIdle(t, env.h, 1)
+	mustContain(t, env.ed.String(1), "step 1 write: ok", "stopped at step 2 'read' (read): error")
+	out := filepath.Join(env.dir, "out.txt")
+	if _, err := os.Stat(out); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.h.Undo(1, resultLine(env, 1, "toolu_ch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("out.txt still there after undo (%s)", res.Message)
+	}
+}
