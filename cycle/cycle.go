@@ -1019,8 +1019,8 @@ func (h *Engine) writesPath(tu *buffer.ToolUse) string {
 	if path == "" {
 		return ""
 	}
-	if t, ok := h.Registry.Get(tu.Name); ok && !slices.Contains(t.Spec().Capabilities, tools.CapSideEffects) {
-		return ""
+	if t, ok := h.Registry.Get(tu.Name); ok && (!slices.Contains(t.Spec().Capabilities, tools.CapSideEffects) || isChainTool(t)) {
+		return "" // a tool chain's steps are decided each with its own path
 	}
 	return path
 }

@@ -182,7 +182,8 @@ func (t *chainTool) Run(ctx context.Context, call tools.Call, raw json.RawMessag
 		fm = st.fm
 	}
 	h.mu.Unlock()
-	r := &stepRunner{h: h, chain: t.spec.Name, call: call, fm: fm, byUser: info.byUser, eff: h.effective(call.Bufnr, fm)}
+	r := &stepRunner{h: h, chain: t.spec.Name, call: call, fm: fm, byUser: info.byUser, eff: h.effective(call.Bufnr, fm),
+		budget: h.fm.NewBudget()}
 	run := t.chain.Run(ctx, input, r.run)
 	var changes []tools.Change
 	for i, s := range run.Steps {
@@ -203,6 +204,9 @@ type stepRunner struct {
 	fm     *frontmatter.Result
 	eff    options.Effective
 	byUser bool
+	// budget bounds the frontmatter's approval function over the whole
+	// chain, as categorize bounds it over a press.
+	budget *frontmatter.Budget
 }
 
 func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json.RawMessage, dependsOnSteps bool) tools.StepResult {
@@ -232,7 +236,7 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	}
 	// The chain call's origin, journal and re-run gates were applied to
 	// it before it ran: the step is decided on its tool and input.
-	ac := h.stepApproval(ctx, r.call.Bufnr, tu, r.fm, approval.Facts{FromProvider: true}, protected)
+	ac := h.stepApproval(frontmatter.WithBudget(ctx, r.budget), r.call.Bufnr, tu, r.fm, approval.Facts{FromProvider: true}, protected)
 	out := ac.gated()
 	h.logf("chain %s (%s): %s %s: %s", r.chain, r.call.ID, where, st.Tool, out)
 	switch out.Decision {

@@ -325,3 +325,16 @@ func TestChainFailedAfterWriteIsUndoable(t *testing.T) {
 		t.Fatalf("out.txt still there after undo (%s)", res.Message)
 	}
 }
+
+// A chain's own input "path" is not a path it writes: only its steps'
+// writes meet the protected-path gate (reading .envrc is no write).
+func TestChainPathInputIsNotAWrite(t *testing.T) {
+	env := chainEnv(t, inspect(), call{"toolu_ch", "inspect", map[string]any{"path": ".envrc"}}, map[string]any{"auto_approve": []any{"$default", "inspect", "bash"}})
+	if err := os.WriteFile(filepath.Join(env.dir, ".envrc"), []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env.press(1)
+	env.ed.waitText(t, 1, "Done.")
+	env.ed.waitIdle(t, env.h, 1)
+	mustContain(t, env.ed.String(1), "chain inspect: all 3 steps ok")
+}
