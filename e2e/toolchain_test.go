@@ -79,3 +79,20 @@ func TestToolChainStepAsks(t *testing.T) {
 		}
 	})
 }
+
+// TestToolChainFromModule: a module in tools.modules that exports chains
+// registers them; the second step's input comes from the first's output
+// (the calculator is approved by the policy, so it runs).
+func TestToolChainFromModule(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default", "calculator", "calc_twice" }, modules = { "flemma_test.chains" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `vim.opt.runtimepath:append(...)`, nvimtest.RepoRoot()+"/testdata"); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "c.chat", toolChat("calc_twice", "ch1", `{"expr": "2^10"}`))
+		press(t, s, "<C-]>")
+		body, isErr := waitResult(t, s, "ch1")
+		if isErr || !strings.Contains(body, "step 2 again (calculator): ok") || !strings.Contains(body, "\n  2048") {
+			t.Fatalf("result (error %v):\n%s", isErr, body)
+		}
+	})
+}
