@@ -184,6 +184,9 @@ func (c *Chain) Template(i int) *Template { return c.steps[i] }
 // may hold references.
 func CompileTemplate(v any) (*Template, error) {
 	t := &Template{}
+	if v == nil {
+		v = map[string]any{} // a step without input
+	}
 	root, err := t.compile(v, "")
 	if err != nil {
 		return nil, err
@@ -207,7 +210,7 @@ func compactStrings(s []string) []string {
 func (t *Template) compile(v any, at string) (tnode, error) {
 	switch x := v.(type) {
 	case nil:
-		return tobj{}, nil
+		return tlit{nil}, nil
 	case map[string]any:
 		out := make(tobj, len(x))
 		for k, e := range x {

@@ -87,6 +87,8 @@ func TestTemplateResolve(t *testing.T) {
 		// inserted as is, never expanded.
 		{"reference text in a value is not expanded", map[string]any{"c": "{{ input.evil }}"}, map[string]any{"c": "{{ steps.read.output }}"}, ""},
 		{"nor when interpolated", map[string]any{"c": "say {{ input.evil }}!"}, map[string]any{"c": "say {{ steps.read.output }}!"}, ""},
+		{"null stays null", map[string]any{"a": nil, "b": []any{nil}}, map[string]any{"a": nil, "b": []any{nil}}, ""},
+		{"no input", nil, map[string]any{}, ""},
 		{"missing input field", map[string]any{"c": "{{ input.nope }}"}, nil, "{{ input.nope }}: no field 'nope'"},
 		{"missing deep field", map[string]any{"c": "{{ input.path.x }}"}, nil, "is not an object"},
 		{"index out of range", map[string]any{"c": "{{ input.opts.deep.7 }}"}, nil, "no element 'opts.deep.7'"},
