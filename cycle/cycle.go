@@ -320,6 +320,9 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 				c.ProtectedRule, c.Protected = protected(c.Gate.Writes)
 			}
 		}
+		if ct, ok := h.chainOf(tu.Name); ok {
+			c.Steps = h.chainSteps(ctx, bufnr, key, tu, fm, ct, protected)
+		}
 		f.Calls[tu.ID] = c
 	}
 	h.mu.Lock()
@@ -552,7 +555,8 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		return
 	}
 	jid := h.journalStart(bufnr, s.Name, j)
-	res := h.exec.Run(ctx, call, j.input)
+	// A tool chain's steps need to know whether the user approved it.
+	res := h.exec.Run(context.WithValue(ctx, chainRunKey{}, chainRunInfo{byUser: j.byUser}), call, j.input)
 	h.mu.Lock()
 	if st := h.bufs[bufnr]; st != nil && st.reviewed[j.id] {
 		res.Content = reviewedNote + res.Content
@@ -1015,8 +1019,8 @@ func (h *Engine) writesPath(tu *buffer.ToolUse) string {
 	if path == "" {
 		return ""
 	}
-	if t, ok := h.Registry.Get(tu.Name); ok && !slices.Contains(t.Spec().Capabilities, tools.CapSideEffects) {
-		return ""
+	if t, ok := h.Registry.Get(tu.Name); ok && (!slices.Contains(t.Spec().Capabilities, tools.CapSideEffects) || isChainTool(t)) {
+		return "" // a tool chain's steps are decided each with its own path
 	}
 	return path
 }

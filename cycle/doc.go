@@ -8,4 +8,9 @@
 // tests over an in-memory buffer. Every step re-reads and re-parses the
 // buffer and finds blocks by tool id, never by remembered line numbers, and
 // writes its edits in one call that checks changedtick.
+//
+// Tool chains (toolchain.go) are registered tools whose run calls other
+// tools step by step; each step goes through the approval chain as its own
+// call, when the chain call is categorized and again before it runs
+// (RegisterChain, chainTool).
 package cycle

@@ -409,6 +409,9 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 		out := h.chain.Decide(ctx, h.approvalCall(bufnr, &buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
 		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), out)
 		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
+		if ct, ok := t.(*chainTool); ok {
+			fmt.Fprintf(&b, "  chain steps (each also decided on its own): %s\n", ct.stepsLine())
+		}
 	}
 	if b.Len() > 0 {
 		b.WriteString("(approval: for a call the model makes in this session; calls found in the file always ask)\n")

@@ -69,6 +69,10 @@ func (h *Engine) previewText(tu *buffer.ToolUse, s *Snapshot) string {
 	}
 	opts := preview.Options{EOL: s.EOL, AmbiguousWide: s.Ambiwidth == "double"}
 	if t, ok := h.Registry.Get(tu.Name); ok {
+		if ct, ok := t.(*chainTool); ok {
+			o := opts
+			opts.Custom = func(maxLen int) (string, bool) { return ct.chainPreview(tu.Input, maxLen, o), true }
+		}
 		if lt, ok := t.(*luaTool); ok && lt.hasPreview {
 			opts.Custom = func(maxLen int) (string, bool) {
 				input := tu.Input

@@ -39,6 +39,10 @@ type chainCall struct {
 	// Protected: Gate.Writes is a protected path, by ProtectedRule.
 	Protected     bool
 	ProtectedRule string
+	// Steps are the decisions on the steps of a tool chain call that the
+	// chain's input alone determines (chainSteps): the call's outcome is
+	// the strictest of its own and theirs.
+	Steps []chainStepCall
 }
 
 // gated is the call's outcome once the gates had their say.
@@ -47,7 +51,14 @@ func (c chainCall) gated() approval.Outcome {
 	if c.Protected {
 		f.Protected = func(string) (string, bool) { return c.ProtectedRule, true }
 	}
-	return approval.Gate(c.Chain, f)
+	out := approval.Gate(c.Chain, f)
+	for _, st := range c.Steps {
+		if so := st.Call.gated(); strictness(so.Decision) > strictness(out.Decision) {
+			out = approval.Outcome{Decision: so.Decision, Resolver: so.Resolver,
+				Rule: fmt.Sprintf("step %d '%s' (%s): %s", st.N, st.Name, st.Tool, so.Rule)}
+		}
+	}
+	return out
 }
 
 // categorizePlan is what phase 1 writes and remembers.
@@ -89,7 +100,11 @@ func planCategorize(doc *buffer.Document, lines []string, f categorizeFacts) (ca
 			c := f.Calls[tu.ID]
 			out := c.gated()
 			if out != c.Chain {
-				p.Log = append(p.Log, fmt.Sprintf("approval %s (%s): %s, but %s; asking", tu.Name, tu.ID, c.Chain, out.Rule))
+				verb := "asking"
+				if out.Decision == approval.Deny {
+					verb = "denying"
+				}
+				p.Log = append(p.Log, fmt.Sprintf("approval %s (%s): %s, but %s; %s", tu.Name, tu.ID, c.Chain, out.Rule, verb))
 			}
 			p.Log = append(p.Log, fmt.Sprintf("approval %s (%s): %s", tu.Name, tu.ID, out))
 			p.Outcomes[tu.ID] = out

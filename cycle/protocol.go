@@ -48,6 +48,7 @@ const (
 	MBenchRun           = "flemma.bench_run"
 	MRefresh            = "flemma.refresh"
 	MDefineTools        = "flemma.define_tools"
+	MDefineChains       = "flemma.define_chains"
 	MApprovalRegister   = "flemma.approval_register"
 	MApprovalUnregister = "flemma.approval_unregister"
 	MApprovalList       = "flemma.approval_list"
@@ -102,6 +103,7 @@ func (h *Engine) Methods() []Method {
 		{MBenchRun, h.BenchRun, false},
 		{MRefresh, h.Refresh, false},
 		{MDefineTools, h.DefineTools, false},
+		{MDefineChains, h.DefineChains, false},
 		{MApprovalRegister, h.ApprovalRegister, false},
 		{MApprovalUnregister, h.ApprovalUnregister, false},
 		{MApprovalList, h.ApprovalList, false},

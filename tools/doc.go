@@ -26,6 +26,13 @@
 // CapSandboxed), the form Lua tools declare them in; docs/design.md says
 // why they are not Go interfaces.
 //
+// Tool chains (chain.go): a ChainSpec names ordered steps, each a tool
+// and an input template over the chain's input and the earlier steps'
+// outputs ({{ input.x }}, {{ steps.y.output }}); CompileChain validates it
+// and Chain.Run runs the steps through a caller's StepRunner (the engine's,
+// which decides each step's approval and runs it with the executor),
+// stopping at the first that is not ok.
+//
 // Output: Finish strips terminal control sequences (buffer.Sanitize) and
 // replaces the values of secret variables by [redacted] (Redact) before any
 // text enters the buffer; the executor calls it on every result.

@@ -148,7 +148,11 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 		}
 	}
 	if r.err != nil {
-		return e.failure(spec, call, r.err)
+		// What a failing call changed stays undoable (a tool chain whose
+		// write step ran before a later step failed).
+		res := e.failure(spec, call, r.err)
+		res.Changes = r.out.Changes
+		return res
 	}
 	if spec.OutputSchema != nil && r.out.JSON != nil {
 		if err := e.validateOutput(spec, r.out.JSON); err != nil {

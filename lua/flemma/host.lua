@@ -209,6 +209,20 @@ function M.ensure(cfg)
       end
     end
   end
+  -- Tool chains, after the tools their steps call.
+  local chains = tools._wire_chains()
+  if #chains > 0 then
+    local cok, res = pcall(function()
+      return vim.rpcrequest(chan, P.define_chains, vim.fn.json_encode(chains))
+    end)
+    if not cok then
+      notify("could not register tool chains: " .. tostring(res))
+    elseif type(res) == "table" and type(res.errors) == "table" then
+      for _, e in ipairs(res.errors) do
+        notify(e)
+      end
+    end
+  end
   tools.load_modules()
   -- Approval resolvers registered in Lua (flemma.tools.approval keeps them
   -- in flemma.state), by name.

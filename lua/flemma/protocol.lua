@@ -38,6 +38,7 @@ return {
   bench_run = "flemma.bench_run",
   refresh = "flemma.refresh",
   define_tools = "flemma.define_tools", -- one argument: the definitions as JSON
+  define_chains = "flemma.define_chains", -- one argument: the tool chains as JSON
   approval_register = "flemma.approval_register",
   approval_unregister = "flemma.approval_unregister",
   approval_list = "flemma.approval_list",

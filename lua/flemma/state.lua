@@ -48,6 +48,8 @@ M.tools = {
   running = {}, -- token -> cancel function of an async execution
   sources = { pending = 0, generation = 0, waiters = {} }, -- async tool sources
   modules_loaded = false, -- tools.modules of the config (loaded on the first start)
+  chains = {}, -- name -> tool chain definition (register_chain)
+  chain_order = {}, -- chain names in registration order
 }
 
 --- Approval resolvers registered from Lua (flemma.tools.approval):

@@ -50,23 +50,93 @@ local function has_capability(def, cap)
   return false
 end
 
-local function push(list)
+-- Sends definitions to a running host with method (define_tools or
+-- define_chains); false when the host refused one of them.
+local function push(list, method)
+  method = method or P.define_tools
   if not channel.get() or #list == 0 then
-    return
+    return true
   end
   local ok, encoded = pcall(vim.fn.json_encode, list)
   if not ok then
     notify("could not register tools: " .. tostring(encoded), vim.log.levels.ERROR)
-    return
+    return false
   end
-  local res, err = channel.request(P.define_tools, encoded)
+  local res, err = channel.request(method, encoded)
   if err then
     notify("could not register tools: " .. err, vim.log.levels.ERROR)
-  elseif type(res) == "table" and type(res.errors) == "table" then
+    return false
+  elseif type(res) == "table" and type(res.errors) == "table" and #res.errors > 0 then
     for _, e in ipairs(res.errors) do
       notify(e, vim.log.levels.ERROR)
     end
+    return false
   end
+  return true
+end
+
+-- A tool chain as the host expects it (the host validates it).
+local function chain_wire(def)
+  local steps = {}
+  for i, st in ipairs(def.steps) do
+    local input = st.input
+    if type(input) ~= "table" or next(input) == nil then
+      input = vim.empty_dict()
+    end
+    steps[i] = { name = st.name, tool = st.tool, input = input }
+  end
+  return {
+    name = def.name,
+    description = def.description or "",
+    input_schema = def.input_schema,
+    steps = steps,
+    tags = def.tags or {},
+    timeout = def.timeout,
+    source = def._source or "lua",
+  }
+end
+
+--- Register a tool chain: { name, description?, input_schema?, steps = { { name, tool,
+--- input }, … }, tags?, timeout? }. A step's input is a template: strings may hold
+--- {{ input.<field> }} and {{ steps.<step>.output }}. The host validates it; an error is
+--- shown and false returned.
+function M.register_chain(def, source)
+  if type(def) ~= "table" or type(def.name) ~= "string" or def.name == "" then
+    notify("register_chain(): a chain is a table with a name", vim.log.levels.ERROR)
+    return false
+  end
+  if not is_list(def.steps) then
+    notify("register_chain(" .. def.name .. "): steps must be a non-empty list", vim.log.levels.ERROR)
+    return false
+  end
+  for i, st in ipairs(def.steps) do
+    if type(st) ~= "table" or type(st.name) ~= "string" or type(st.tool) ~= "string" then
+      notify(
+        string.format("register_chain(%s): step %d needs a name and a tool (strings)", def.name, i),
+        vim.log.levels.ERROR
+      )
+      return false
+    end
+  end
+  def = vim.deepcopy(def)
+  def._source = source or def._source or "lua"
+  local chains, chain_order = reg.chains, reg.chain_order
+  if not chains[def.name] then
+    table.insert(chain_order, def.name)
+  end
+  chains[def.name] = def
+  return push({ chain_wire(def) }, P.define_chains)
+end
+
+--- Every tool chain in host form (sent when the host starts, after the tools).
+function M._wire_chains()
+  local out = {}
+  for _, name in ipairs(reg.chain_order) do
+    if reg.chains[name] then
+      table.insert(out, chain_wire(reg.chains[name]))
+    end
+  end
+  return out
 end
 
 local function add(name, def, source)
@@ -166,15 +236,21 @@ function M.register(a, b)
       notify("could not load tool module '" .. a .. "': " .. tostring(mod), vim.log.levels.ERROR)
       return false
     end
+    local has_chains = type(mod) == "table" and is_list(mod.chains)
     if type(mod) == "table" and type(mod.definitions) == "table" then
       for _, def in ipairs(mod.definitions) do
         add(nil, def, "lua module " .. a)
       end
     elseif type(mod) == "table" and type(mod.resolve) == "function" then
       add_source(mod.resolve, mod.timeout, "lua module " .. a)
-    else
-      notify("tool module '" .. a .. "' exports neither definitions nor resolve", vim.log.levels.ERROR)
+    elseif not has_chains then
+      notify("tool module '" .. a .. "' exports neither definitions, resolve nor chains", vim.log.levels.ERROR)
       return false
+    end
+    if has_chains then
+      for _, def in ipairs(mod.chains) do
+        M.register_chain(def, "lua module " .. a)
+      end
     end
     return true
   elseif type(a) == "function" then
