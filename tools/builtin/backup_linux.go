@@ -11,6 +11,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
@@ -178,3 +180,7 @@ func (d *backupDir) open(name string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), name), nil
 }
+
+// syncAll flushes the file system holding the directory (syncfs): every
+// file written there so far is on disk after it.
+func (d *backupDir) syncAll() error { return unix.Syncfs(d.fd) }
