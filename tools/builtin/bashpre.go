@@ -2,8 +2,10 @@ package builtin
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,8 +30,9 @@ import (
 
 // Bounds of the pre-images (variables for the tests).
 var (
-	preimageMaxFile int64 = 4 << 20  // largest file kept (and at most the store's per-file limit)
-	preimageBudget  int64 = 64 << 20 // bytes read per command (and at most a quarter of the store)
+	preimageMaxFile  int64 = 4 << 20  // largest file kept (and at most the store's per-file limit)
+	preimageBudget   int64 = 64 << 20 // bytes read per command (and at most a quarter of the store)
+	preimageMaxFiles       = 1000     // files read per command (a new blob costs a file creation, ~0.3 ms)
 )
 
 // racyWindow: a file whose change time is this close to the moment it was
@@ -127,14 +130,25 @@ func preserveFiles(cfg backupConfig, snap rootSnapshot) preimages {
 		}
 	}
 
+	// Over the budget, the files changed most recently (the ones being
+	// worked on) are kept first; the others over the next commands.
+	if len(toRead) > preimageMaxFiles {
+		sort.Slice(toRead, func(i, j int) bool { return snap.files[toRead[i]].mtime > snap.files[toRead[j]].mtime })
+	}
 	fresh := map[string]preimageEntry{}
 	var buf []byte
+	read := 0
 	for _, p := range toRead {
 		m := snap.files[p]
+		if read >= preimageMaxFiles {
+			pre.why[p] = fmt.Sprintf("not backed up yet, past the %d files read before a command", preimageMaxFiles)
+			continue
+		}
 		if m.size > budget {
 			pre.why[p] = "the " + tools.FormatSize(min(preimageBudget, cfg.maxBytes/4)) + " budget of backups per command was spent"
 			continue
 		}
+		read++
 		var data []byte
 		data, buf, err = readPreimage(p, m, buf)
 		if err != nil {

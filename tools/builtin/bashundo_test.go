@@ -96,6 +96,19 @@ func TestBashUndoBounds(t *testing.T) {
 		t.Errorf("one of a.txt, b.txt fits the budget; %d over it, changes %+v:\n%s", n, res.Changes, res.Content)
 	}
 
+	// Past the files read per command, the most recently changed go first.
+	defer func(n int) { preimageMaxFiles = n }(preimageMaxFiles)
+	preimageMaxFiles, preimageBudget = 1, 1<<20
+	old := f.write("old.txt", "o\n")
+	os.Chtimes(old, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))
+	recent := f.write("recent.txt", "r\n")
+	os.Remove(filepath.Join(f.dir, "big.bin"))
+	res = f.run("bash", map[string]any{"command": "echo >> old.txt; echo >> recent.txt"})
+	want(t, "files budget", res, true, "old.txt (not undoable: not backed up yet, past the 1 files read before a command)")
+	if len(res.Changes) != 1 || res.Changes[0].Path != recent {
+		t.Errorf("changes past the files budget: %+v", res.Changes)
+	}
+
 	f.env.BackupMaxBytes = -1
 	res = f.run("bash", map[string]any{"command": "echo >> a.txt"})
 	want(t, "backups off", res, true, "a.txt (not undoable: backups are off)")
