@@ -20,3 +20,14 @@ type Change struct {
 // BackupAbsent is Change.Before for a file the tool created, and
 // Change.After for one it deleted.
 const BackupAbsent = "absent"
+
+// ChangedError is a tool's failure after it changed files (a command that
+// exited non-zero after writing some): the result is an error, and its
+// Changes are kept for Undo all the same.
+type ChangedError struct {
+	Err     error
+	Changes []Change
+}
+
+func (e *ChangedError) Error() string { return e.Err.Error() }
+func (e *ChangedError) Unwrap() error { return e.Err }

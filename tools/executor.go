@@ -202,7 +202,12 @@ func (e *Executor) failure(spec Spec, call Call, err error) Result {
 		b, _ := json.Marshal(map[string]string{"error": "InternalError", "message": fmt.Sprintf("Tool '%s' failed — see logs", name)})
 		return errResult("InternalError", string(b))
 	default:
-		return errResult("ToolError", e.finish(err.Error(), call, spec))
+		r := errResult("ToolError", e.finish(err.Error(), call, spec))
+		var ce *ChangedError
+		if errors.As(err, &ce) {
+			r.Changes = ce.Changes
+		}
+		return r
 	}
 }
 

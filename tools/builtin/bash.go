@@ -198,7 +198,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		if text != "" {
 			msg = tools.TruncateWithOverflow(text, true, env.Limits(), save) + "\n\n" + msg
 		}
-		return tools.Output{}, errors.New(msg + tracked())
+		return tools.Output{}, withChanges(errors.New(msg+tracked()), changes)
 	}
 	if text == "" {
 		text = "(no output)"
@@ -211,12 +211,22 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	case err != nil:
 		return tools.Output{}, &tools.Internal{Err: err}
 	case signal != "":
-		return tools.Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)%s", text, signal, tracked())
+		err := fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)%s", text, signal, tracked())
+		return tools.Output{}, withChanges(err, changes)
 	case code != 0:
-		return tools.Output{}, fmt.Errorf("%s\n\nCommand exited with code %d%s", text, code, tracked())
+		err := fmt.Errorf("%s\n\nCommand exited with code %d%s", text, code, tracked())
+		return tools.Output{}, withChanges(err, changes)
 	}
 	text += tracked()
 	return tools.Output{Text: text, Changes: changes}, nil
+}
+
+// withChanges keeps the undoable changes of a command that failed.
+func withChanges(err error, changes []tools.Change) error {
+	if len(changes) == 0 {
+		return err
+	}
+	return &tools.ChangedError{Err: err, Changes: changes}
 }
 
 func formatSeconds(d time.Duration) string {

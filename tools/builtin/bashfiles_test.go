@@ -42,9 +42,12 @@ func TestBashTracksFiles(t *testing.T) {
 	if strings.Contains(res.Content, "Files in the writable roots") || len(res.Changes) != 0 {
 		t.Errorf("a command that changed nothing lists changes:\n%s", res.Content)
 	}
-	// A failing command still says what it changed (not undoable: errors carry no changes).
+	// A failing command still says what it changed, and it is undoable.
 	res = f.run("bash", map[string]any{"command": "echo x > half.txt; exit 3"})
 	want(t, "failed", res, false, "Command exited with code 3", "created: half.txt")
+	if len(res.Changes) != 1 || Undo(res.Changes[0], f.env.BackupDir) != nil || exists(filepath.Join(f.dir, "half.txt")) {
+		t.Errorf("the change of a failed command is not undone: %+v", res.Changes)
+	}
 }
 
 // TestBashTrackingBounds: tracking is bounded and says so; the temporary
