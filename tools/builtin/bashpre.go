@@ -32,7 +32,7 @@ import (
 var (
 	preimageMaxFile  int64 = 4 << 20  // largest file kept (and at most the store's per-file limit)
 	preimageBudget   int64 = 64 << 20 // bytes read per command (and at most a quarter of the store)
-	preimageMaxFiles       = 1000     // files read per command (a new blob costs a file creation, ~0.3 ms)
+	preimageMaxFiles       = 500      // files read per command (a new blob costs a file creation, ~0.5 ms)
 )
 
 // racyWindow: a file whose change time is this close to the moment it was
@@ -133,7 +133,18 @@ func preserveFiles(cfg backupConfig, snap rootSnapshot) preimages {
 	// Over the budget, the files changed most recently (the ones being
 	// worked on) are kept first; the others over the next commands.
 	if len(toRead) > preimageMaxFiles {
-		sort.Slice(toRead, func(i, j int) bool { return snap.files[toRead[i]].mtime > snap.files[toRead[j]].mtime })
+		type byTime struct {
+			p     string
+			mtime int64
+		}
+		ts := make([]byTime, len(toRead))
+		for i, p := range toRead {
+			ts[i] = byTime{p, snap.files[p].mtime}
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].mtime > ts[j].mtime })
+		for i := range ts {
+			toRead[i] = ts[i].p
+		}
 	}
 	fresh := map[string]preimageEntry{}
 	var buf []byte

@@ -69,7 +69,7 @@ func BenchmarkBashPreimages(b *testing.B) {
 		b.Run(tc.name+"/next", func(b *testing.B) {
 			cfg := backupConfig{dir: filepath.Join(store, "next"), maxBytes: DefaultBackupMaxBytes, maxFile: DefaultBackupMaxFile, maxAge: DefaultBackupMaxAge}
 			// Until the whole tree is kept (preimageMaxFiles per command).
-			for range 30 {
+			for range 100 {
 				n := preimageReads.Load()
 				if preserveFiles(cfg, snapshotRoots(roots, nil, nil)); preimageReads.Load() == n {
 					break
