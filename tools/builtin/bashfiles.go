@@ -210,10 +210,29 @@ func (c fileChanges) text(dir string) string {
 			fmt.Fprintf(&b, " (and %d more)", more)
 		}
 	}
+	if hidden := c.hiddenNotUndoable(); hidden > 0 {
+		fmt.Fprintf(&b, "\n  (%d of the files not named are not undoable)", hidden)
+	}
 	if c.cut {
 		fmt.Fprintf(&b, "\n  (only the first %d entries of the writable roots were compared)", maxTrackEntries)
 	}
 	return b.String()
+}
+
+// hiddenNotUndoable counts the files past the names listed that are not
+// undoable.
+func (c fileChanges) hiddenNotUndoable() int {
+	n := 0
+	for _, paths := range [][]string{c.created, c.changed, c.deleted} {
+		if len(paths) > maxTrackListed {
+			for _, p := range paths[maxTrackListed:] {
+				if c.why[p] != "" {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // undoable are the Changes :Flemma tool:undo takes back (see Undo): the

@@ -75,7 +75,12 @@ func TestBashTrackingBounds(t *testing.T) {
 	for i := 0; i < maxTrackListed+5; i++ {
 		after.files[filepath.Join("/r", strings.Repeat("f", 1+i%3)+string(rune('a'+i%26))+"-"+strconv.Itoa(i))] = fileMeta{size: 1}
 	}
-	text := compareSnapshots(before, after).text("/r")
+	c := compareSnapshots(before, after)
+	c.why = map[string]string{c.created[len(c.created)-1]: "a symbolic link"}
+	text := c.text("/r")
+	if !strings.Contains(text, "(1 of the files not named are not undoable)") {
+		t.Errorf("no count of the files not named that are not undoable:\n%s", text)
+	}
 	if !strings.Contains(text, "(and 5 more)") || !strings.Contains(text, "only the first 20000 entries") {
 		t.Errorf("bounded text:\n%s", text)
 	}
