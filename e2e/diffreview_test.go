@@ -182,6 +182,45 @@ func TestBashFilesUndo(t *testing.T) {
 	})
 }
 
+// TestBashFilesUndoChanged: the files a sandboxed bash changed (sed -i)
+// or deleted (rm) under the project are put back by :Flemma tool:undo on
+// its result, from the copies kept before it ran, and the result says so.
+func TestBashFilesUndoChanged(t *testing.T) {
+	needBwrap(t)
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		dir := filepath.Join(s.Dir, "bashundo")
+		os.MkdirAll(dir, 0o755)
+		notes, old := filepath.Join(dir, "notes.txt"), filepath.Join(dir, "old.txt")
+		os.WriteFile(notes, []byte("alpha\nbeta\n"), 0o644)
+		os.WriteFile(old, []byte("keep me\n"), 0o644)
+		chat := toolChat("bash", "b1", `{"command": "sed -i s/beta/BETA/ notes.txt && rm old.txt", "label": "edit and remove", "timeout": null}`)
+		mustOpen(t, s, "bashundo/b.chat", chat)
+		press(t, s, "<C-]>")
+		body, _ := waitResult(t, s, "b1")
+		if !strings.Contains(body, "changed: notes.txt") || !strings.Contains(body, "deleted: old.txt") || strings.Contains(body, "not undoable") {
+			t.Fatalf("the result does not list the changed and deleted files as undoable: %q", body)
+		}
+		if b, _ := os.ReadFile(notes); string(b) != "alpha\nBETA\n" {
+			t.Fatalf("bash did not run: notes.txt = %q", b)
+		}
+		if _, err := os.Stat(old); err == nil {
+			t.Fatalf("bash did not remove old.txt")
+		}
+		waitIdle(t, s)
+		cursorTo(t, s, "Tool Result:\\*\\* `b1`")
+		press(t, s, ":Flemma tool:undo<CR>")
+		if b, _ := os.ReadFile(notes); string(b) != "alpha\nbeta\n" {
+			t.Errorf("notes.txt after undo = %q", b)
+		}
+		if b, err := os.ReadFile(old); err != nil || string(b) != "keep me\n" {
+			t.Errorf("old.txt after undo = %q (%v)", b, err)
+		}
+		if body, _ := waitResult(t, s, "b1"); !strings.Contains(body, "The user undid this call's changes on disk") {
+			t.Errorf("the result does not tell the model: %q", body)
+		}
+	})
+}
+
 // commandOutput is a bash result without the list of the files it changed
 // (which a sandboxed bash appends).
 func commandOutput(body string) string {

@@ -148,8 +148,10 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 		}
 	}
 	if r.err != nil {
-		// What a failing call changed stays undoable (a tool chain whose
-		// write step ran before a later step failed).
+		// What a failing call changed stays undoable (a command that
+		// exits non-zero after writing, a tool chain whose write step ran
+		// before a later step failed): a tool returns its Changes with
+		// its error.
 		res := e.failure(spec, call, r.err)
 		res.Changes = r.out.Changes
 		return res

@@ -69,7 +69,9 @@ type Output struct {
 	Text string
 	JSON any
 	// Changes are the files the call changed, with what Undo needs to
-	// take each change back (write, edit).
+	// take each change back (write, edit, a sandboxed bash). A tool that
+	// fails after changing files returns them with its error: they stay
+	// undoable.
 	Changes []Change
 }
 

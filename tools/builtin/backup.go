@@ -246,9 +246,134 @@ func (s *stagedBackup) commit() (string, error) {
 		store.total += s.size
 	}
 	if store.scanned.IsZero() || store.total > s.cfg.maxBytes || time.Since(store.scanned) > backupScanEvery {
-		store.prune(s.dir, s.cfg, name)
+		store.prune(s.dir, s.cfg, map[string]bool{name: true})
 	}
 	return name, nil
+}
+
+// backupBatch stores many contents at once (the pre-images of a bash
+// command, see preserveFiles) with two syncs for all instead of two each:
+// every new content goes to a temporary file; finish makes them all
+// durable (syncfs), then names them by their hashes and syncs the
+// directory — the order commit keeps for one.
+type backupBatch struct {
+	cfg     backupConfig
+	dir     *backupDir
+	seen    map[string]bool // blobs known to be in the store, or pending
+	pending []pendingBlob
+}
+
+type pendingBlob struct {
+	tmp, name string
+	size      int64
+}
+
+func openBackupBatch(cfg backupConfig) (*backupBatch, error) {
+	if cfg.off {
+		return nil, errors.New("backups are off")
+	}
+	dir, err := openBackupDir(cfg.dir)
+	if err != nil {
+		return nil, err
+	}
+	return &backupBatch{cfg: cfg, dir: dir, seen: map[string]bool{}}, nil
+}
+
+// has reports whether the store holds the blob name, of that size.
+func (b *backupBatch) has(name string, size int64) bool {
+	if b.seen[name] {
+		return true
+	}
+	st, err := b.dir.stat(name)
+	if err != nil || !st.regular || st.size != size {
+		return false
+	}
+	b.seen[name] = true
+	return true
+}
+
+// put stores data (named at finish) and returns its blob name. A content
+// the store holds already is only marked as recent.
+func (b *backupBatch) put(data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	name := hex.EncodeToString(sum[:])
+	if b.seen[name] {
+		return name, nil
+	}
+	if st, err := b.dir.stat(name); err == nil && st.regular && st.size == int64(len(data)) && b.dir.touch(name) == nil {
+		b.seen[name] = true
+		return name, nil
+	}
+	f, tmp, err := b.dir.createTemp()
+	if err != nil {
+		return "", backupError(err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		b.dir.remove(tmp)
+		return "", backupError(err)
+	}
+	b.pending = append(b.pending, pendingBlob{tmp: tmp, name: name, size: int64(len(data))})
+	b.seen[name] = true
+	return name, nil
+}
+
+// finish makes the contents put durable and names them, then keeps the
+// store within its limits (never removing a blob of this batch). It
+// returns the blobs that could not be stored; the batch is closed.
+func (b *backupBatch) finish() (failed map[string]bool) {
+	defer b.dir.close()
+	if len(b.pending) == 0 {
+		return nil
+	}
+	failAll := func() map[string]bool {
+		failed := map[string]bool{}
+		for _, pb := range b.pending {
+			b.dir.remove(pb.tmp)
+			failed[pb.name] = true
+		}
+		return failed
+	}
+	if err := b.dir.syncAll(); err != nil {
+		return failAll()
+	}
+	store := storeFor(b.dir.path())
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	keep := map[string]bool{}
+	var added int64
+	for _, pb := range b.pending {
+		keep[pb.name] = true
+		switch st, err := b.dir.stat(pb.name); {
+		case err == nil && st.regular && st.size == pb.size:
+			b.dir.remove(pb.tmp) // stored meanwhile (by another instance)
+			continue
+		case err == nil || errors.Is(err, syscall.ELOOP):
+			b.dir.remove(pb.name) // never trust something else under the name
+		}
+		if err := b.dir.rename(pb.tmp, pb.name); err != nil {
+			b.dir.remove(pb.tmp)
+			if failed == nil {
+				failed = map[string]bool{}
+			}
+			failed[pb.name] = true
+			continue
+		}
+		added += pb.size
+	}
+	if added > 0 {
+		if err := b.dir.sync(); err != nil {
+			return failAll()
+		}
+		store.total += added
+	}
+	if store.scanned.IsZero() || store.total > b.cfg.maxBytes || time.Since(store.scanned) > backupScanEvery {
+		store.prune(b.dir, b.cfg, keep)
+	}
+	return failed
 }
 
 // storeBackup backs up data (an edit's file, read whole already). It
@@ -269,9 +394,9 @@ type blobInfo struct {
 
 // prune scans the directory: it removes symbolic links and stale
 // temporary files, blobs older than the age limit, then the oldest blobs
-// until the total fits the size limit. keep (the blob just stored) is never
-// removed. Call with s.mu held.
-func (s *backupStore) prune(dir *backupDir, cfg backupConfig, keep string) {
+// until the total fits the size limit. keep (the blobs just stored) are
+// never removed. Call with s.mu held.
+func (s *backupStore) prune(dir *backupDir, cfg backupConfig, keep map[string]bool) {
 	names, err := dir.names()
 	if err != nil {
 		return
@@ -292,7 +417,7 @@ func (s *backupStore) prune(dir *backupDir, cfg backupConfig, keep string) {
 				dir.remove(n)
 			}
 		case st.regular && isBlobName(n):
-			if n != keep && now.Sub(st.mtime) > cfg.maxAge {
+			if !keep[n] && now.Sub(st.mtime) > cfg.maxAge {
 				dir.remove(n)
 				continue
 			}
@@ -310,7 +435,7 @@ func (s *backupStore) prune(dir *backupDir, cfg backupConfig, keep string) {
 		if total <= cfg.maxBytes {
 			break
 		}
-		if b.name == keep {
+		if keep[b.name] {
 			continue
 		}
 		if dir.remove(b.name) == nil {
@@ -381,8 +506,9 @@ var ErrBackupGone = errors.New("the backup of the previous content is no longer 
 // Undo takes back a change a tool made (a Change from a Result): it puts
 // the previous content back from the backup directory (or removes a file
 // the tool created) — only if the file still holds exactly what the tool
-// wrote; otherwise nothing is touched and the error says why (errors.Is
-// ErrUndoChanged, ErrBackupGone). The file is replaced atomically, keeping
+// wrote; a file the tool deleted (After BackupAbsent, a sandboxed bash) is
+// recreated only while nothing is at its path. Otherwise nothing is
+// touched and the error says why (errors.Is ErrUndoChanged, ErrBackupGone). The file is replaced atomically, keeping
 // its permissions, without following any symbolic link; a backup whose
 // content no longer matches its name is refused. backupDir "" means
 // DefaultBackupDir(). Directories the tool created are left in place.
@@ -391,14 +517,17 @@ func Undo(rec tools.Change, backupDir string) error {
 	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 		return fmt.Errorf("cannot undo: %q is not an absolute, clean path", p)
 	}
-	if !isBlobName(rec.After) {
-		return fmt.Errorf("cannot undo the change of %s: the record has no valid hash of what the tool wrote", p)
-	}
 	if rec.Before == "" {
 		return fmt.Errorf("cannot undo the change of %s: %w (backups were off when the tool changed it)", p, ErrBackupGone)
 	}
 	if rec.Before != tools.BackupAbsent && !isBlobName(rec.Before) {
 		return fmt.Errorf("cannot undo the change of %s: the record's backup name %q is not valid", p, rec.Before)
+	}
+	if rec.After == tools.BackupAbsent && rec.Before != tools.BackupAbsent {
+		return undoDelete(rec, backupDir)
+	}
+	if !isBlobName(rec.After) {
+		return fmt.Errorf("cannot undo the change of %s: the record has no valid hash of what the tool wrote", p)
 	}
 	cur, err := sandbox.OpenNoFollow(p)
 	if err != nil {
@@ -441,6 +570,40 @@ func Undo(rec tools.Change, backupDir string) error {
 			return fmt.Errorf("cannot undo the change of %s: %w; nothing was restored", p, ErrUndoChanged)
 		}
 		return fmt.Errorf("cannot undo the change of %s: %v", p, err)
+	}
+	return nil
+}
+
+// undoDelete recreates a file the tool deleted, from its backup — only
+// while nothing is at the path (created exclusively: a file, link or
+// folder that appeared since is never replaced). Missing folders above it
+// are created again, following no symbolic link.
+func undoDelete(rec tools.Change, backupDir string) error {
+	p := rec.Path
+	var err error
+	if backupDir == "" {
+		if backupDir, err = DefaultBackupDir(); err != nil {
+			return fmt.Errorf("cannot undo the deletion of %s: %v", p, err)
+		}
+	}
+	data, err := readBackup(backupDir, rec.Before)
+	if err != nil {
+		return fmt.Errorf("cannot undo the deletion of %s: %w", p, err)
+	}
+	err = sandbox.WriteFileAtomic(p, data, true, sandbox.RootRef{}, sandbox.Prior{Check: true, Absent: true})
+	switch {
+	case errors.Is(err, sandbox.ErrChangedMeanwhile), errors.Is(err, sandbox.ErrIsDir):
+		return fmt.Errorf("cannot undo the deletion of %s: %w (something is at that path again); nothing was restored", p, ErrUndoChanged)
+	case errors.Is(err, sandbox.ErrPathChanged):
+		return fmt.Errorf("cannot undo the deletion of %s: a folder on its path is now a symbolic link; nothing was restored", p)
+	case err != nil:
+		return fmt.Errorf("cannot undo the deletion of %s: %v", p, err)
+	}
+	if perm := fs.FileMode(rec.Mode) & fs.ModePerm; perm != 0 {
+		if f, err := sandbox.OpenNoFollow(p); err == nil {
+			f.Chmod(perm)
+			f.Close()
+		}
 	}
 	return nil
 }

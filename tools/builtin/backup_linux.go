@@ -11,6 +11,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
@@ -107,20 +109,16 @@ type backupStat struct {
 	mtime            time.Time
 }
 
-// stat describes the entry name without following a symlink.
+// stat describes the entry name without following a symlink (one
+// fstatat with AT_SYMLINK_NOFOLLOW).
 func (d *backupDir) stat(name string) (backupStat, error) {
-	fd, err := syscall.Openat(d.fd, name, sandbox.OPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return backupStat{}, err
-	}
-	defer syscall.Close(fd)
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return backupStat{}, err
 	}
 	return backupStat{
-		regular: st.Mode&syscall.S_IFMT == syscall.S_IFREG,
-		symlink: st.Mode&syscall.S_IFMT == syscall.S_IFLNK,
+		regular: st.Mode&unix.S_IFMT == unix.S_IFREG,
+		symlink: st.Mode&unix.S_IFMT == unix.S_IFLNK,
 		size:    st.Size,
 		mtime:   time.Unix(st.Mtim.Unix()),
 	}, nil
@@ -178,3 +176,7 @@ func (d *backupDir) open(name string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), name), nil
 }
+
+// syncAll flushes the file system holding the directory (syncfs): every
+// file written there so far is on disk after it.
+func (d *backupDir) syncAll() error { return unix.Syncfs(d.fd) }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flemma-dev/flemma/tools/sandbox"
@@ -123,4 +124,28 @@ func (d *backupDir) open(name string) (*os.File, error) {
 		return nil, sandbox.ErrNotRegular
 	}
 	return os.Open(d.join(name))
+}
+
+// syncAll flushes the temporary files of the directory, one by one (no
+// syncfs here).
+func (d *backupDir) syncAll() error {
+	names, err := d.names()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, backupTempPrefix) {
+			continue
+		}
+		f, err := os.OpenFile(d.join(n), os.O_WRONLY, 0)
+		if err != nil {
+			continue // another process's, gone meanwhile
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -101,6 +101,8 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	// can change: snapshot them to list what it created, changed, deleted.
 	var track, skip []string
 	var before rootSnapshot
+	var pre preimages
+	backups := backupsOf(env)
 	if sb.Backend() == "bwrap" {
 		dirs := []string{sandbox.CanonicalOr(env.WorkDir(call))}
 		if call.Buffer != "" {
@@ -111,15 +113,24 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		if env.BackupDir != "" {
 			skip = append(skip, sandbox.CanonicalOr(filepath.Dir(env.BackupDir))) // the state folder: backups, journal
 		}
-		before = snapshotRoots(track, skip)
+		if env.BackupDir == "" {
+			if d, err := DefaultBackupDir(); err == nil {
+				skip = append(skip, sandbox.CanonicalOr(d))
+			}
+		}
+		before = snapshotRoots(track, skip, sb.DeniedEntry)
+		// The previous content of what the command may change, for
+		// :Flemma tool:undo (see preserveFiles).
+		pre = preserveFiles(backups, before)
 	}
 	var changes []tools.Change
 	tracked := func() string {
 		if track == nil {
 			return ""
 		}
-		c := compareSnapshots(before, snapshotRoots(track, skip))
-		changes = c.undoable()
+		after := snapshotRoots(track, skip, nil)
+		c := compareSnapshots(before, after)
+		changes = c.undoable(before, after, pre, backups)
 		if t := c.text(env.WorkDir(call)); t != "" {
 			return "\n\n" + t
 		}
@@ -187,7 +198,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		if text != "" {
 			msg = tools.TruncateWithOverflow(text, true, env.Limits(), save) + "\n\n" + msg
 		}
-		return tools.Output{}, errors.New(msg + tracked())
+		return tools.Output{Changes: changes}, errors.New(msg + tracked())
 	}
 	if text == "" {
 		text = "(no output)"
@@ -200,9 +211,11 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	case err != nil:
 		return tools.Output{}, &tools.Internal{Err: err}
 	case signal != "":
-		return tools.Output{}, fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)%s", text, signal, tracked())
+		err := fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)%s", text, signal, tracked())
+		return tools.Output{Changes: changes}, err
 	case code != 0:
-		return tools.Output{}, fmt.Errorf("%s\n\nCommand exited with code %d%s", text, code, tracked())
+		err := fmt.Errorf("%s\n\nCommand exited with code %d%s", text, code, tracked())
+		return tools.Output{Changes: changes}, err
 	}
 	text += tracked()
 	return tools.Output{Text: text, Changes: changes}, nil

@@ -19,23 +19,35 @@ import (
 const (
 	maxTrackEntries = 20000 // entries walked in the writable roots, before and after
 	maxTrackListed  = 50    // files named per kind (created, changed, deleted) in the result
-	maxTrackHashed  = 200   // created files hashed to be undoable
+	maxTrackHashed  = 200   // created and changed files hashed to be undoable
+
+	maxTrackHashBytes = 256 << 20 // bytes hashed after the command
 )
 
-// fileMeta is what tracking compares: a file whose modification time,
-// size or inode differs after the command was changed by it (or meanwhile).
+// fileMeta is what tracking compares: a file whose modification or change
+// time, size, inode or mode differs after the command was changed by it (or
+// meanwhile). The change time cannot be set back by a program, so a
+// command that restores the modification time is still seen.
 type fileMeta struct {
 	mtime int64
+	ctime int64
 	size  int64
 	ino   uint64
 	mode  fs.FileMode
 }
 
+func metaOf(info fs.FileInfo) fileMeta {
+	return fileMeta{mtime: info.ModTime().UnixNano(), ctime: ctimeOf(info), size: info.Size(), ino: inodeOf(info), mode: info.Mode()}
+}
+
 // rootSnapshot is the metadata of the regular files and symbolic links
-// under the tracked roots; cut is set when the bound was reached.
+// under the tracked roots; cut is set when the bound was reached. denied
+// are the files a deny_read rule matches (themselves or a folder above
+// them): their content is never copied (see preserveFiles).
 type rootSnapshot struct {
-	files map[string]fileMeta
-	cut   bool
+	files  map[string]fileMeta
+	denied map[string]bool
+	cut    bool
 }
 
 // trackedRoots are the folders a bash's file changes are tracked in: the
@@ -76,10 +88,14 @@ func trackedRoots(roots []string, dirs ...string) []string {
 
 // snapshotRoots walks the roots without following symbolic links,
 // recording at most maxTrackEntries files; folders in skip (flemma's own
-// state and output, which the host writes meanwhile) are left out.
-func snapshotRoots(roots, skip []string) rootSnapshot {
-	s := rootSnapshot{files: map[string]fileMeta{}}
+// state and output, which the host writes meanwhile) are left out. denied,
+// when set, tells the entries a deny_read rule matches (see
+// sandbox.DeniedEntry): the files under such a folder are marked denied
+// too.
+func snapshotRoots(roots, skip []string, denied func(abs, name string, isDir bool) bool) rootSnapshot {
+	s := rootSnapshot{files: map[string]fileMeta{}, denied: map[string]bool{}}
 	n := 0
+	deniedDir := "" // the denied folder the walk is in, if any
 	for _, root := range roots {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -89,11 +105,17 @@ func snapshotRoots(roots, skip []string) rootSnapshot {
 				s.cut = true
 				return filepath.SkipAll
 			}
+			if deniedDir != "" && !strings.HasPrefix(p, deniedDir+"/") {
+				deniedDir = ""
+			}
 			if d.IsDir() {
 				for _, k := range skip {
 					if p == k {
 						return filepath.SkipDir
 					}
+				}
+				if deniedDir == "" && denied != nil && denied(p, d.Name(), true) {
+					deniedDir = p
 				}
 				return nil
 			}
@@ -104,7 +126,10 @@ func snapshotRoots(roots, skip []string) rootSnapshot {
 			if err != nil {
 				return nil
 			}
-			s.files[p] = fileMeta{mtime: info.ModTime().UnixNano(), size: info.Size(), ino: inodeOf(info), mode: info.Mode().Type()}
+			s.files[p] = metaOf(info)
+			if deniedDir != "" || denied != nil && denied(p, d.Name(), false) {
+				s.denied[p] = true
+			}
 			return nil
 		})
 		if s.cut {
@@ -118,6 +143,7 @@ func snapshotRoots(roots, skip []string) rootSnapshot {
 type fileChanges struct {
 	created, changed, deleted []string
 	cut                       bool
+	why                       map[string]string // path → why it is not undoable (see undoable)
 }
 
 func compareSnapshots(before, after rootSnapshot) fileChanges {
@@ -175,11 +201,17 @@ func (c fileChanges) text(dir string) string {
 			if rel, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(rel, "..") {
 				names[i] = rel
 			}
+			if w := c.why[p]; w != "" {
+				names[i] += " (not undoable: " + w + ")"
+			}
 		}
 		fmt.Fprintf(&b, "\n  %s: %s", k.name, strings.Join(names, ", "))
 		if more := len(k.paths) - len(shown); more > 0 {
 			fmt.Fprintf(&b, " (and %d more)", more)
 		}
+	}
+	if hidden := c.hiddenNotUndoable(); hidden > 0 {
+		fmt.Fprintf(&b, "\n  (%d of the files not named are not undoable)", hidden)
 	}
 	if c.cut {
 		fmt.Fprintf(&b, "\n  (only the first %d entries of the writable roots were compared)", maxTrackEntries)
@@ -187,26 +219,110 @@ func (c fileChanges) text(dir string) string {
 	return b.String()
 }
 
-// undoable are the Changes of the files the command created (regular
-// files, hashed now): :Flemma tool:undo removes them while they still
-// hold that content. Changed and deleted files have no backup.
-func (c fileChanges) undoable() []tools.Change {
-	var out []tools.Change
-	for _, p := range c.created {
-		if len(out) >= maxTrackHashed {
-			break
+// hiddenNotUndoable counts the files past the names listed that are not
+// undoable.
+func (c fileChanges) hiddenNotUndoable() int {
+	n := 0
+	for _, paths := range [][]string{c.created, c.changed, c.deleted} {
+		if len(paths) > maxTrackListed {
+			for _, p := range paths[maxTrackListed:] {
+				if c.why[p] != "" {
+					n++
+				}
+			}
 		}
+	}
+	return n
+}
+
+// undoable are the Changes :Flemma tool:undo takes back (see Undo): the
+// files the command created (removed while they hold what it wrote), and
+// the regular files it changed or deleted whose previous content pre holds
+// (put back while they hold what it wrote, or while nothing is at the path
+// again). It records in c.why why each other file is not undoable.
+func (c *fileChanges) undoable(before, after rootSnapshot, pre preimages, cfg backupConfig) []tools.Change {
+	c.why = map[string]string{}
+	var out []tools.Change
+	hashed, hashedBytes := 0, int64(0)
+	hash := func(p string) (string, string) {
+		m := after.files[p]
+		if hashed >= maxTrackHashed || hashedBytes+m.size > maxTrackHashBytes {
+			return "", "too many files to hash after the command"
+		}
+		hashed++
+		hashedBytes += m.size
 		f, err := sandbox.OpenNoFollow(p)
 		if err != nil {
-			continue
+			return "", "could not be read after the command"
 		}
+		defer f.Close()
 		h := sha256.New()
-		_, err = io.Copy(h, onlyReader{f})
-		f.Close()
+		buf := copyBufs.Get().(*[]byte)
+		_, err = io.CopyBuffer(h, onlyReader{f}, *buf)
+		copyBufs.Put(buf)
 		if err != nil {
+			return "", "could not be read after the command"
+		}
+		return hex.EncodeToString(h.Sum(nil)), ""
+	}
+	for _, p := range c.created {
+		if after.files[p].isSymlink() {
+			c.why[p] = "a symbolic link"
 			continue
 		}
-		out = append(out, tools.Change{Path: p, Before: tools.BackupAbsent, After: hex.EncodeToString(h.Sum(nil))})
+		sum, why := hash(p)
+		if why != "" {
+			c.why[p] = why
+			continue
+		}
+		out = append(out, tools.Change{Path: p, Before: tools.BackupAbsent, After: sum})
+	}
+	// Changed and deleted files: the blobs of their previous content must
+	// still be in the store; they are marked as recent.
+	var dir *backupDir
+	if len(c.changed)+len(c.deleted) > 0 && len(pre.blob) > 0 {
+		if d, err := openBackupDir(cfg.dir); err == nil {
+			dir = d
+			defer dir.close()
+		}
+	}
+	kept := func(p string) (string, bool) {
+		b := before.files[p]
+		switch {
+		case b.isSymlink():
+			c.why[p] = "a symbolic link"
+			return "", false
+		case pre.blob[p] == "":
+			c.why[p] = pre.reason(p)
+			return "", false
+		case dir == nil || dir.touch(pre.blob[p]) != nil:
+			c.why[p] = "its backup is no longer kept"
+			return "", false
+		}
+		return pre.blob[p], true
+	}
+	for _, p := range c.changed {
+		if after.files[p].isSymlink() {
+			c.why[p] = "now a symbolic link"
+			continue
+		}
+		blob, ok := kept(p)
+		if !ok {
+			continue
+		}
+		sum, why := hash(p)
+		if why != "" {
+			c.why[p] = why
+			continue
+		}
+		out = append(out, tools.Change{Path: p, Before: blob, After: sum})
+	}
+	for _, p := range c.deleted {
+		blob, ok := kept(p)
+		if !ok {
+			continue
+		}
+		out = append(out, tools.Change{Path: p, Before: blob, After: tools.BackupAbsent, Mode: uint32(before.files[p].mode.Perm())})
 	}
 	return out
 }

@@ -11,3 +11,10 @@ func inodeOf(info fs.FileInfo) uint64 {
 	}
 	return 0
 }
+
+func ctimeOf(info fs.FileInfo) int64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Ctim.Nano()
+	}
+	return 0
+}

@@ -25,7 +25,8 @@ func TestBashTracksFiles(t *testing.T) {
 	if strings.Contains(res.Content, "keep.txt") || strings.Contains(res.Content, "pipe") {
 		t.Errorf("an untouched file is listed:\n%s", res.Content)
 	}
-	if len(res.Changes) != 2 || res.Changes[1].Path != filepath.Join(f.dir, "made.txt") || res.Changes[1].Before != tools.BackupAbsent {
+	// Created, then changed, then deleted (see bashundo_test.go).
+	if len(res.Changes) != 4 || res.Changes[1].Path != filepath.Join(f.dir, "made.txt") || res.Changes[1].Before != tools.BackupAbsent {
 		t.Fatalf("changes = %+v", res.Changes)
 	}
 	if err := Undo(res.Changes[1], f.env.BackupDir); err != nil {
@@ -41,9 +42,12 @@ func TestBashTracksFiles(t *testing.T) {
 	if strings.Contains(res.Content, "Files in the writable roots") || len(res.Changes) != 0 {
 		t.Errorf("a command that changed nothing lists changes:\n%s", res.Content)
 	}
-	// A failing command still says what it changed (not undoable: errors carry no changes).
+	// A failing command still says what it changed, and it is undoable.
 	res = f.run("bash", map[string]any{"command": "echo x > half.txt; exit 3"})
 	want(t, "failed", res, false, "Command exited with code 3", "created: half.txt")
+	if len(res.Changes) != 1 || Undo(res.Changes[0], f.env.BackupDir) != nil || exists(filepath.Join(f.dir, "half.txt")) {
+		t.Errorf("the change of a failed command is not undone: %+v", res.Changes)
+	}
 }
 
 // TestBashTrackingBounds: tracking is bounded and says so; the temporary
@@ -62,7 +66,7 @@ func TestBashTrackingBounds(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "state", "backups"), 0o755)
 	os.WriteFile(filepath.Join(root, "state", "journal.db"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(root, "mine.txt"), []byte("x"), 0o644)
-	if got := snapshotRoots([]string{root}, []string{filepath.Join(root, "state")}); len(got.files) != 1 {
+	if got := snapshotRoots([]string{root}, []string{filepath.Join(root, "state")}, nil); len(got.files) != 1 {
 		t.Errorf("snapshot with the state folder skipped = %v", got.files)
 	}
 
@@ -71,7 +75,12 @@ func TestBashTrackingBounds(t *testing.T) {
 	for i := 0; i < maxTrackListed+5; i++ {
 		after.files[filepath.Join("/r", strings.Repeat("f", 1+i%3)+string(rune('a'+i%26))+"-"+strconv.Itoa(i))] = fileMeta{size: 1}
 	}
-	text := compareSnapshots(before, after).text("/r")
+	c := compareSnapshots(before, after)
+	c.why = map[string]string{c.created[len(c.created)-1]: "a symbolic link"}
+	text := c.text("/r")
+	if !strings.Contains(text, "(1 of the files not named are not undoable)") {
+		t.Errorf("no count of the files not named that are not undoable:\n%s", text)
+	}
 	if !strings.Contains(text, "(and 5 more)") || !strings.Contains(text, "only the first 20000 entries") {
 		t.Errorf("bounded text:\n%s", text)
 	}
