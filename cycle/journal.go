@@ -319,7 +319,7 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 		done = append(done, ch.Path)
 	}
 	if len(done) > 0 {
-		note := fmt.Sprintf("[The user undid this call's changes on disk: %s %s restored to what it was before the call.]",
+		note := fmt.Sprintf("[The user undid this call's changes on disk: %s %s as before the call.]",
 			strings.Join(done, ", "), map[bool]string{true: "is", false: "are"}[len(done) == 1])
 		if err := h.placeResult(bufnr, tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
 			h.logf("tool:undo: note in the result of %s: %v", tu.ID, err)
