@@ -92,7 +92,8 @@ func TestPendingAndApprovedContent(t *testing.T) {
 		press(t, s, "<C-]>")
 		want := withResults(chat, "**Tool Result:** `c1`\n\n```\n4, I did it by hand\n```", placeholder("c2", "approved", "my own notes"))
 		waitText(t, s, want)
-		if msgs := messages(t, s); !strings.Contains(msgs, "edited content inside an approved flemma:tool block") || !strings.Contains(msgs, "c2") {
+		waitMessage(t, s, "edited content inside an approved flemma:tool block")
+		if msgs := messages(t, s); !strings.Contains(msgs, "c2") {
 			t.Errorf("no warning naming c2; messages:\n%s", msgs)
 		}
 		if msgs := messages(t, s); strings.Contains(msgs, "credential") {

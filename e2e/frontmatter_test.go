@@ -48,8 +48,6 @@ func TestFrontmatterSyntaxError(t *testing.T) {
 		if !found {
 			t.Errorf("no error diagnostic on line 3; got %+v", diags)
 		}
-		if msgs := s.Messages(); !strings.Contains(msgs, "frontmatter has errors") {
-			t.Errorf("no notification about the frontmatter; messages:\n%s", msgs)
-		}
+		waitMessage(t, s, "frontmatter has errors")
 	})
 }

@@ -19,7 +19,8 @@ func TestParseOnlyMode(t *testing.T) {
 		setLines(t, s, withResults(chat, placeholder("c1", "approved", ""), placeholder("c2", "pending", "")))
 		press(t, s, "<C-]>")
 		waitIdle(t, s)
-		if msgs := s.Messages(); !strings.Contains(msgs, `tools.mode = "parse_only"`) || !strings.Contains(msgs, "c1") {
+		waitMessage(t, s, `tools.mode = "parse_only"`)
+		if msgs := s.Messages(); !strings.Contains(msgs, "c1") {
 			t.Errorf("no parse_only notice naming c1; messages:\n%s", msgs)
 		}
 		press(t, s, ":Flemma tool:result c1 four, by hand<CR>")

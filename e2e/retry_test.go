@@ -99,9 +99,7 @@ func TestRetryAfterOverload(t *testing.T) {
 		press(t, s, "<C-]>")
 		waitText(t, s, "@You:\nWhat is 6*7?\n\n@Assistant:\nIt is 42.\n\n@You:\n")
 		notice := "anthropic: 529 Overloaded — retrying in 300 ms (attempt 2/5); <C-c> cancels"
-		if m := s.Messages(); !strings.Contains(m, notice) {
-			t.Errorf("no retry notice %q in the messages:\n%s", notice, m)
-		}
+		waitMessage(t, s, notice)
 		if n := len(f.requests()); n != 2 {
 			t.Errorf("%d requests, want 2", n)
 		}
