@@ -237,12 +237,13 @@ func fixSchema(s map[string]any) map[string]any {
 	return s
 }
 
-// DefineTools registers (or re-registers) tools defined in Lua, sent as a
-// JSON list of definitions (flemma.tools _wire_all).
-func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
+// defineFromLua decodes a JSON list of definitions sent from Lua (each a
+// Lua table: NormalizeLua, then into a T) and registers each with add;
+// what fails is reported per definition, the others are registered.
+func defineFromLua[T any](method, what, defsJSON string, add func(T) error) (DefineReply, error) {
 	var raw []any
 	if err := json.Unmarshal([]byte(defsJSON), &raw); err != nil {
-		return DefineReply{}, fmt.Errorf("define_tools: %w", err)
+		return DefineReply{}, fmt.Errorf("%s: %w", method, err)
 	}
 	var errs []string
 	for _, item := range raw {
@@ -251,11 +252,22 @@ func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
 			errs = append(errs, err.Error())
 			continue
 		}
-		var d wireDef
+		var d T
 		if err := json.Unmarshal(b, &d); err != nil {
-			errs = append(errs, fmt.Sprintf("tool definition: %v", err))
+			errs = append(errs, fmt.Sprintf("%s: %v", what, err))
 			continue
 		}
+		if err := add(d); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	return DefineReply{Errors: errs}, nil
+}
+
+// DefineTools registers (or re-registers) tools defined in Lua, sent as a
+// JSON list of definitions (flemma.tools _wire_all).
+func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
+	return defineFromLua("define_tools", "tool definition", defsJSON, func(d wireDef) error {
 		spec := tools.Spec{
 			Name: d.Name, Description: d.Description, InputSchema: fixSchema(d.InputSchema),
 			Strict: d.Strict, Async: d.Async, Capabilities: d.Capabilities, Tags: d.Tags,
@@ -274,12 +286,11 @@ func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
 			}
 		}
 		if err := h.Registry.Add(&luaTool{h: h, spec: spec, hasPreview: d.HasPreview, hasDiff: d.HasDiff, hasReview: d.HasReview}); err != nil {
-			errs = append(errs, fmt.Sprintf("register %s: %v", spec.Name, err))
-			continue
+			return fmt.Errorf("register %s: %v", spec.Name, err)
 		}
 		h.logf("registered Lua tool %s (%s)", spec.Name, spec.Source)
-	}
-	return DefineReply{Errors: errs}, nil
+		return nil
+	})
 }
 
 // ToolDone receives an async Lua tool's answer (a notification).

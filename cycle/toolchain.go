@@ -129,22 +129,7 @@ type wireChain struct {
 // DefineChains registers (or re-registers) chains declared in Lua, sent as
 // a JSON list (flemma.tools register_chain).
 func (h *Engine) DefineChains(defsJSON string) (DefineReply, error) {
-	var raw []any
-	if err := json.Unmarshal([]byte(defsJSON), &raw); err != nil {
-		return DefineReply{}, fmt.Errorf("define_chains: %w", err)
-	}
-	var errs []string
-	for _, item := range raw {
-		b, err := json.Marshal(options.NormalizeLua(item, false))
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		var d wireChain
-		if err := json.Unmarshal(b, &d); err != nil {
-			errs = append(errs, fmt.Sprintf("tool chain definition: %v", err))
-			continue
-		}
+	return defineFromLua("define_chains", "tool chain definition", defsJSON, func(d wireChain) error {
 		spec := tools.ChainSpec{Name: d.Name, Description: d.Description, Tags: d.Tags, Timeout: secs(d.Timeout), Source: d.Source}
 		if d.InputSchema != nil {
 			spec.InputSchema = fixSchema(d.InputSchema)
@@ -160,10 +145,10 @@ func (h *Engine) DefineChains(defsJSON string) (DefineReply, error) {
 			spec.Steps = append(spec.Steps, tools.ChainStep{Name: st.Name, Tool: st.Tool, Input: in})
 		}
 		if err := h.RegisterChain(spec); err != nil {
-			errs = append(errs, "register_chain: "+err.Error())
+			return errors.New("register_chain: " + err.Error())
 		}
-	}
-	return DefineReply{Errors: errs}, nil
+		return nil
+	})
 }
 
 // Run runs the chain's steps (tools.Chain.Run), each as an ordinary call of
