@@ -124,6 +124,24 @@ local function on_exit(job, code)
   end
 end
 
+-- Sends definitions (tools or tool chains) to a host that just started;
+-- what it refuses is shown.
+local function send_defs(chan, method, list, what)
+  if #list == 0 then
+    return
+  end
+  local ok, res = pcall(function()
+    return vim.rpcrequest(chan, method, vim.fn.json_encode(list))
+  end)
+  if not ok then
+    notify("could not register " .. what .. ": " .. tostring(res))
+  elseif type(res) == "table" and type(res.errors) == "table" then
+    for _, e in ipairs(res.errors) do
+      notify(e)
+    end
+  end
+end
+
 --- Start the host if it is not running; returns the channel or nil, err.
 function M.ensure(cfg)
   if host.chan then
@@ -196,33 +214,9 @@ function M.ensure(cfg)
   -- Tools registered before the host started, then tools.modules (lazily,
   -- on this first start).
   local tools = require("flemma.tools")
-  local defs = tools._wire_all()
-  if #defs > 0 then
-    local dok, res = pcall(function()
-      return vim.rpcrequest(chan, P.define_tools, vim.fn.json_encode(defs))
-    end)
-    if not dok then
-      notify("could not register tools: " .. tostring(res))
-    elseif type(res) == "table" and type(res.errors) == "table" then
-      for _, e in ipairs(res.errors) do
-        notify(e)
-      end
-    end
-  end
+  send_defs(chan, P.define_tools, tools._wire_all(), "tools")
   -- Tool chains, after the tools their steps call.
-  local chains = tools._wire_chains()
-  if #chains > 0 then
-    local cok, res = pcall(function()
-      return vim.rpcrequest(chan, P.define_chains, vim.fn.json_encode(chains))
-    end)
-    if not cok then
-      notify("could not register tool chains: " .. tostring(res))
-    elseif type(res) == "table" and type(res.errors) == "table" then
-      for _, e in ipairs(res.errors) do
-        notify(e)
-      end
-    end
-  end
+  send_defs(chan, P.define_chains, tools._wire_chains(), "tool chains")
   tools.load_modules()
   -- Approval resolvers registered in Lua (flemma.tools.approval keeps them
   -- in flemma.state), by name.
