@@ -290,3 +290,81 @@ func TestReadmeDiffToolExample(t *testing.T) {
 		}
 	})
 }
+
+// TestLuaDiffViewOnly: a Lua tool with a diff function and no review
+// function gets a view-only review (the proposal cannot be changed, :w
+// approves the call as proposed), and a diff function that throws shows
+// its error under the placeholder instead of a diff.
+func TestLuaDiffViewOnly(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `
+			local tools = require("flemma.tools")
+			tools.register("append", {
+				description = "Append a line",
+				input_schema = { type = "object", properties = { path = { type = "string" }, line = { type = "string" } } },
+				diff = function(input, ctx)
+					local p = ctx.path.resolve(input.path)
+					return { path = input.path, content = table.concat(vim.fn.readfile(p), "\n") .. "\n" .. input.line .. "\n" }
+				end,
+				execute = function(input, ctx)
+					vim.fn.writefile({ input.line }, ctx.path.resolve(input.path), "a")
+					return { success = true, output = "appended" }
+				end,
+			})
+			tools.register("broken", {
+				description = "Its diff throws",
+				input_schema = { type = "object" },
+				diff = function() error("no diff today") end,
+				execute = function() return { success = true, output = "ran" } end,
+			})`); err != nil {
+			t.Fatal(err)
+		}
+		target := filepath.Join(s.Dir, "log.txt")
+		if err := os.WriteFile(target, []byte("one\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		chat := toolChat("broken", "x1", `{}`)
+		mustOpenForeign(t, s, "x.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("x1", "pending", "")))
+		if got := strings.Join(diffLines(t, s), "\n"); !strings.Contains(got, "its diff function failed") || !strings.Contains(got, "no diff today") {
+			t.Errorf("a throwing diff function shows:\n%s", got)
+		}
+
+		chat = toolChat("append", "a1", `{"path": "log.txt", "line": "two"}`)
+		mustOpenForeign(t, s, "a.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("a1", "pending", "")))
+		if got := strings.Join(diffLines(t, s), "\n"); !strings.Contains(got, "+two|DiffAdd") {
+			t.Fatalf("preview lines:\n%s", got)
+		}
+		cursorTo(t, s, "Tool Use:\\*\\* `append`")
+		press(t, s, "<CR>")
+		waitTabs(t, s, 2)
+		var view struct {
+			Modifiable bool     `msgpack:"modifiable"`
+			Lines      []string `msgpack:"lines"`
+		}
+		if err := s.Lua(&view, `return { modifiable = vim.bo.modifiable, lines = vim.api.nvim_buf_get_lines(0, 0, -1, false) }`); err != nil {
+			t.Fatal(err)
+		}
+		if view.Modifiable || strings.Join(view.Lines, ",") != "one,two" {
+			t.Fatalf("view-only proposal = %+v", view)
+		}
+		waitMessage(t, s, "view only")
+		press(t, s, ":w<CR>")
+		waitTabs(t, s, 1)
+		waitIdle(t, s)
+		if got := text(t, s); !strings.Contains(got, "status=approved") || !strings.Contains(got, `{"path": "log.txt", "line": "two"}`) {
+			t.Fatalf("after :w the chat is:\n%s", got)
+		}
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "a1"); isErr || body != "appended" {
+			t.Errorf("result = %q (error %v)", body, isErr)
+		}
+		waitIdle(t, s)
+		if b, _ := os.ReadFile(target); string(b) != "one\ntwo\n" {
+			t.Errorf("log.txt = %q", b)
+		}
+	})
+}
