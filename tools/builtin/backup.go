@@ -508,9 +508,10 @@ var ErrBackupGone = errors.New("the backup of the previous content is no longer 
 // the tool created) — only if the file still holds exactly what the tool
 // wrote; a file the tool deleted (After BackupAbsent, a sandboxed bash) is
 // recreated only while nothing is at its path. Otherwise nothing is
-// touched and the error says why (errors.Is ErrUndoChanged, ErrBackupGone). The file is replaced atomically, keeping
-// its permissions, without following any symbolic link; a backup whose
-// content no longer matches its name is refused. backupDir "" means
+// touched and the error says why (errors.Is ErrUndoChanged,
+// ErrBackupGone). The file is replaced atomically, keeping its
+// permissions, without following any symbolic link; a backup whose content
+// no longer matches its name is refused. backupDir "" means
 // DefaultBackupDir(). Directories the tool created are left in place.
 func Undo(rec tools.Change, backupDir string) error {
 	p := rec.Path
