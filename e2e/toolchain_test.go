@@ -96,3 +96,37 @@ func TestToolChainFromModule(t *testing.T) {
 		}
 	})
 }
+
+// TestToolChainCancel: <C-c> while a chain's step runs stops the chain:
+// the running step is aborted, the later steps are skipped (and never
+// run), and the buffer is editable again.
+func TestToolChainCancel(t *testing.T) {
+	eachNvim(t, `{ sandbox = { enabled = false }, tools = { auto_approve = { "slow", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `require("flemma.tools").register_chain({
+			name = "slow",
+			steps = {
+				{ name = "wait", tool = "bash", input = { command = "sleep 30", label = "waiting" } },
+				{ name = "after", tool = "bash", input = { command = "echo ran > after.txt", label = "after" } },
+			},
+		})`); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "slow.chat", toolChat("slow", "ch1", `{}`))
+		press(t, s, "<C-]>")
+		waitRunning(t, s, 1)
+		press(t, s, "<C-c>")
+		body, isErr := waitResult(t, s, "ch1")
+		if !isErr {
+			t.Errorf("a cancelled chain is not an error:\n%s", body)
+		}
+		for _, want := range []string{"chain slow: stopped at step 1 'wait' (bash)", "User aborted tool execution.", "step 2 after (bash): skipped"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("result lacks %q:\n%s", want, body)
+			}
+		}
+		waitUnlocked(t, s)
+		if _, err := os.Stat(filepath.Join(s.Dir, "after.txt")); err == nil {
+			t.Error("the step after the cancelled one ran")
+		}
+	})
+}
