@@ -224,6 +224,11 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	ac := h.stepApproval(frontmatter.WithBudget(ctx, r.budget), r.call.Bufnr, tu, r.fm, approval.Facts{FromProvider: true}, protected)
 	out := ac.gated()
 	h.logf("chain %s (%s): %s %s: %s", r.chain, r.call.ID, where, st.Tool, out)
+	if ctx.Err() != nil {
+		// Cancelled while the step was being decided: the decision (asks,
+		// by "canceled") is the cancel's, not the policy's.
+		return fail(tools.StepError, "%s", tools.Aborted)
+	}
 	switch out.Decision {
 	case approval.Deny:
 		return fail(tools.StepDenied, "the call of '%s' was denied by a policy (%s).", st.Tool, out)

@@ -1,12 +1,15 @@
 package cycle
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/preview"
 	"github.com/flemma-dev/flemma/tools"
 )
@@ -283,6 +286,24 @@ func TestChainCancel(t *testing.T) {
 	mustContain(t, env.ed.String(1), "chain slow: stopped at step 1 'wait' (bash): error", "User aborted tool execution.", "step 2 after (bash): skipped")
 	if env.runs() != 0 {
 		t.Fatal("the step after the cancelled one ran")
+	}
+}
+
+// A cancel that lands while a step is being decided (before its tool
+// runs) aborts the step: the chain does not report the decision the
+// cancel caused ("asks, by canceled") as the policy's.
+func TestChainCancelWhileDeciding(t *testing.T) {
+	env := chainEnv(t, inspect(), inspectCall, map[string]any{"auto_approve": []any{"inspect", "bash"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := &stepRunner{h: env.h, chain: "inspect", call: tools.Call{ID: "toolu_ch", Tool: "inspect", Bufnr: 1, Cwd: env.dir},
+		eff: env.h.effective(1, nil), budget: frontmatter.NewBudget(0)}
+	got := r.run(ctx, 1, inspect().Steps[1], json.RawMessage(`{"command": "echo run >> runs", "label": "counting"}`), false)
+	if got.Status != tools.StepError || !strings.Contains(got.Output, tools.Aborted) {
+		t.Errorf("step = %s %q, want error %q", got.Status, got.Output, tools.Aborted)
+	}
+	if env.runs() != 0 {
+		t.Error("the cancelled step ran")
 	}
 }
 

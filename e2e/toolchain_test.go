@@ -105,7 +105,7 @@ func TestToolChainCancel(t *testing.T) {
 		if err := s.Lua(nil, `require("flemma.tools").register_chain({
 			name = "slow",
 			steps = {
-				{ name = "wait", tool = "bash", input = { command = "sleep 30", label = "waiting" } },
+				{ name = "wait", tool = "bash", input = { command = "echo on > started.txt; sleep 30", label = "waiting" } },
 				{ name = "after", tool = "bash", input = { command = "echo ran > after.txt", label = "after" } },
 			},
 		})`); err != nil {
@@ -114,6 +114,9 @@ func TestToolChainCancel(t *testing.T) {
 		mustOpen(t, s, "slow.chat", toolChat("slow", "ch1", `{}`))
 		press(t, s, "<C-]>")
 		waitRunning(t, s, 1)
+		// The chain call runs from the press; its first step from a little
+		// later (it is decided first): cancel once that step's command runs.
+		waitFile(t, filepath.Join(s.Dir, "started.txt"), "on\n")
 		press(t, s, "<C-c>")
 		body, isErr := waitResult(t, s, "ch1")
 		if !isErr {

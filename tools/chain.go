@@ -504,7 +504,7 @@ func (c *Chain) Run(ctx context.Context, input any, run StepRunner) ChainRun {
 		}
 		var r StepResult
 		if ctx.Err() != nil {
-			r = StepResult{Name: st.Name, Tool: st.Tool, Status: StepError, Output: "User aborted tool execution."}
+			r = StepResult{Name: st.Name, Tool: st.Tool, Status: StepError, Output: Aborted}
 			res.Failed = i + 1
 			res.Steps = append(res.Steps, r)
 			continue

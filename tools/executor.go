@@ -193,6 +193,10 @@ func (e *Executor) finish(text string, call Call, spec Spec) string {
 	})
 }
 
+// Aborted is the result of a call the user cancelled (<C-c>), as the Lua
+// original words it.
+const Aborted = "User aborted tool execution."
+
 func errResult(kind, msg string) Result { return Result{Content: msg, IsError: true, Kind: kind} }
 
 func (e *Executor) failure(spec Spec, call Call, err error) Result {
@@ -202,7 +206,7 @@ func (e *Executor) failure(spec Spec, call Call, err error) Result {
 	case errors.Is(err, context.DeadlineExceeded):
 		return errResult("Timeout", fmt.Sprintf("Tool '%s' timed out.", name))
 	case errors.Is(err, context.Canceled):
-		return errResult("Canceled", "User aborted tool execution.")
+		return errResult("Canceled", Aborted)
 	case errors.As(err, &in):
 		e.logf("tool %s (%s) internal error: %v", name, call.ID, in.Err)
 		b, _ := json.Marshal(map[string]string{"error": "InternalError", "message": fmt.Sprintf("Tool '%s' failed — see logs", name)})
