@@ -85,6 +85,7 @@ tools.register("slow_async", {
   async = true,
   input_schema = { type = "object", properties = { ms = { type = "number" } }, required = { "ms" } },
   execute = function(input, ctx, callback)
+    _G.flemma_test_started = true
     local timer = vim.loop.new_timer()
     timer:start(input.ms, 0, vim.schedule_wrap(function()
       timer:close()
@@ -196,6 +197,16 @@ func TestAsyncLuaToolCancel(t *testing.T) {
 		mustOpen(t, s, "c.chat", toolChat("slow_async", "t1", `{"ms": 20000}`))
 		press(t, s, "<C-]>")
 		waitRunning(t, s, 1)
+		// The call shows as running once the host starts it; its execute
+		// runs a moment later: cancel once it has, so that there is a
+		// cancel function to call.
+		if _, err := s.Wait(10*time.Second, func(string) bool {
+			var started bool
+			_ = s.Lua(&started, "return _G.flemma_test_started == true")
+			return started
+		}); err != nil {
+			t.Fatal("the tool's execute never ran")
+		}
 		press(t, s, "<C-c>")
 		body, isErr := waitResult(t, s, "t1")
 		if !isErr || body != "User aborted tool execution." {
