@@ -40,16 +40,27 @@ func TestApproveRejectCommands(t *testing.T) {
 func TestToolCancelCommand(t *testing.T) {
 	eachNvim(t, approveAll, func(t *testing.T, s *nvimtest.Session) {
 		startTools(t, s)
-		chat := "@You:\ngo\n\n@Assistant:\nTwo waits.\n\n**Tool Use:** `slow_async` (`w1`)\n\n```json\n{\"ms\": 20000}\n```\n\n**Tool Use:** `slow_async` (`w2`)\n\n```json\n{\"ms\": 300}\n```\n"
+		chat := "@You:\ngo\n\n@Assistant:\nTwo waits.\n\n**Tool Use:** `slow_async` (`w1`)\n\n```json\n{\"ms\": 20000}\n```\n\n**Tool Use:** `slow_async` (`w2`)\n\n```json\n{\"ms\": -1}\n```\n"
 		mustOpen(t, s, "tc.chat", chat)
 		press(t, s, "<C-]>")
 		if _, err := s.Wait(3*time.Second, func(x string) bool { return strings.Contains(x, "`w2`\n\n```flemma:tool status=approved") }); err != nil {
 			t.Fatalf("not executing: %s", text(t, s))
 		}
-		waitRunning(t, s, 2)
+		waitRunning(t, s, 2) // w1 runs until cancelled, w2 until released
 		cursorTo(t, s, "Tool Result:\\*\\* `w1`")
 		press(t, s, ":Flemma tool:cancel<CR>")
-		waitText(t, s, withResults(chat, result("w1", "User aborted tool execution.", true), result("w2", "waited 300ms", false)))
+		waitText(t, s, withResults(chat, result("w1", "User aborted tool execution.", true), placeholder("w2", "approved", "")))
+		if _, err := s.Wait(10*time.Second, func(string) bool {
+			var started bool
+			_ = s.Lua(&started, "return _G.release_slow ~= nil")
+			return started
+		}); err != nil {
+			t.Fatal("w2's execute never ran")
+		}
+		if err := s.Lua(nil, "_G.release_slow()"); err != nil {
+			t.Fatal(err)
+		}
+		waitText(t, s, withResults(chat, result("w1", "User aborted tool execution.", true), result("w2", "released", false)))
 	})
 }
 

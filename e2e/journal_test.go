@@ -171,6 +171,7 @@ func TestToolUndo(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "alpha\nBETA\n" {
 			t.Fatalf("edit did not run: %q", b)
 		}
+		waitIdle(t, s) // autopilot goes on after the results; undo waits for no step
 		cursorTo(t, s, "Tool Result:\\*\\* `e1`")
 		press(t, s, ":Flemma tool:undo<CR>")
 		if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "alpha\nbeta\n" {

@@ -166,6 +166,7 @@ func TestResolvedPressDoesNotSendWithoutAutopilot(t *testing.T) {
 		if body, isErr := waitResult(t, s, "c1"); !isErr || body != "not now" {
 			t.Fatalf("c1 = %q (error %v)", body, isErr)
 		}
+		waitIdle(t, s) // nothing left in flight that could still send
 		f.mu.Lock()
 		n := len(f.bodies)
 		f.mu.Unlock()

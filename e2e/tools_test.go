@@ -86,6 +86,12 @@ tools.register("slow_async", {
   input_schema = { type = "object", properties = { ms = { type = "number" } }, required = { "ms" } },
   execute = function(input, ctx, callback)
     _G.flemma_test_started = true
+    if input.ms < 0 then
+      _G.release_slow = function()
+        callback({ success = true, output = "released" })
+      end
+      return function() end
+    end
     local timer = vim.loop.new_timer()
     timer:start(input.ms, 0, vim.schedule_wrap(function()
       timer:close()
@@ -178,14 +184,26 @@ func TestLuaToolValidation(t *testing.T) {
 func TestAsyncLuaTool(t *testing.T) {
 	eachNvim(t, approveAll, func(t *testing.T, s *nvimtest.Session) {
 		startTools(t, s)
-		mustOpen(t, s, "a.chat", toolChat("slow_async", "t1", `{"ms": 150}`))
+		mustOpen(t, s, "a.chat", toolChat("slow_async", "t1", `{"ms": -1}`))
 		press(t, s, "<C-]>")
+		// ms -1 waits for _G.release_slow: the tool surely runs while the
+		// lock is checked.
+		if _, err := s.Wait(10*time.Second, func(string) bool {
+			var started bool
+			_ = s.Lua(&started, "return _G.release_slow ~= nil")
+			return started
+		}); err != nil {
+			t.Fatal("the tool's execute never ran")
+		}
 		var modifiable bool
 		if err := s.Lua(&modifiable, "return vim.bo.modifiable"); err != nil || modifiable {
 			t.Errorf("buffer modifiable while the tool runs = %v, %v; want false", modifiable, err)
 		}
+		if err := s.Lua(nil, "_G.release_slow()"); err != nil {
+			t.Fatal(err)
+		}
 		body, isErr := waitResult(t, s, "t1")
-		if isErr || body != "waited 150ms" {
+		if isErr || body != "released" {
 			t.Errorf("slow_async = %q (error %v)", body, isErr)
 		}
 	})
@@ -243,7 +261,8 @@ func TestAsyncSource(t *testing.T) {
 		if err := s.Lua(nil, `
 			vim.api.nvim_create_autocmd("User", { pattern = "FlemmaBootComplete", callback = function() _G.booted = true end })
 			require("flemma.tools").register(function(register, done)
-				vim.defer_fn(function()
+				-- The test says when the source finishes (after the press).
+				_G.finish_source = function()
 					register("late_tool", {
 						description = "Registered late",
 						input_schema = { type = "object", properties = {} },
@@ -251,14 +270,15 @@ func TestAsyncSource(t *testing.T) {
 					})
 					done()
 					done() -- idempotent
-				end, 200)
+				end
 			end)`); err != nil {
 			t.Fatal(err)
 		}
 		mustOpen(t, s, "late.chat", toolChat("late_tool", "t1", `{}`))
 		press(t, s, "<C-]>")
-		if msgs := s.Messages(); !strings.Contains(msgs, "Waiting for tool definitions to load") {
-			t.Errorf("no waiting notice; messages:\n%s", msgs)
+		waitMessage(t, s, "Waiting for tool definitions to load")
+		if err := s.Lua(nil, "_G.finish_source()"); err != nil {
+			t.Fatal(err)
 		}
 		if body, isErr := waitResult(t, s, "t1"); isErr || body != "late but here" {
 			t.Errorf("late_tool = %q (error %v)", body, isErr)

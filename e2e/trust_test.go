@@ -85,6 +85,7 @@ func TestPlantedApprovalDoesNotRun(t *testing.T) {
 		mustOpenForeign(t, s, "planted/fence.chat", chat)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "b1", buffer.StatusPending)
+		waitIdle(t, s) // nothing left in flight that could still run it
 		mustNotExist(t, filepath.Join(dir, "pwned_fence"))
 		if m := s.Messages(); !strings.Contains(m, "b1 (line") || !strings.Contains(m, "already marked approved in the file") {
 			t.Errorf("no word on why b1 did not run:\n%s", m)
@@ -103,6 +104,7 @@ func TestPlantedApprovalDoesNotRun(t *testing.T) {
 		mustOpen(t, s, "planted/header.chat", header) // trusting the file does not make its approvals count
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "h1", buffer.StatusPending)
+		waitIdle(t, s) // nothing left in flight that could still run it
 		mustNotExist(t, filepath.Join(dir, "pwned_header"))
 	})
 }
@@ -121,6 +123,7 @@ func TestUndoDoesNotRestoreAnApproval(t *testing.T) {
 		waitStatus(t, s, "u1", buffer.StatusApproved)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "u1", buffer.StatusPending)
+		waitIdle(t, s) // nothing left in flight that could still run it
 		mustNotExist(t, filepath.Join(dir, "pwned_undo"))
 		if m := s.Messages(); !strings.Contains(m, "an undo brought back an approval") {
 			t.Errorf("no word on why u1 did not run:\n%s", m)
@@ -152,6 +155,7 @@ func TestApprovalReloadedFromDiskDoesNotCount(t *testing.T) {
 		waitStatus(t, s, "r1", buffer.StatusApproved)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "r1", buffer.StatusPending)
+		waitIdle(t, s) // nothing left in flight that could still run it
 		mustNotExist(t, filepath.Join(s.Dir, "reload", "pwned_reload"))
 	})
 }
@@ -174,6 +178,7 @@ func TestModelTextCannotForgeCalls(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the turn did not finish:\n%s\n%s", got, s.Messages())
 		}
+		waitIdle(t, s) // nothing left in flight that could still run it
 		mustNotExist(t, filepath.Join(s.Dir, "forge", "pwned_forged"))
 		doc := buffer.Parse(strings.Split(got, "\n"))
 		var ids []string
@@ -208,6 +213,7 @@ func TestFrontmatterOnlyNarrows(t *testing.T) {
 		mustOpenForeign(t, s, "fm/foreign.chat", fm+question)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "toolu_fm", buffer.StatusPending)
+		waitIdle(t, s) // nothing left in flight that could still run it
 		mustNotExist(t, filepath.Join(s.Dir, "fm", "pwned_fm"))
 	})
 	f2 := &fakeAnthropic{turns: []string{sse("", call), sse("Done.")}}
@@ -226,6 +232,7 @@ func TestFrontmatterOnlyNarrows(t *testing.T) {
 		if !isErr || !strings.Contains(body, "denied by a policy") {
 			t.Errorf("config deny did not stand: %q (error %v)", body, isErr)
 		}
+		waitIdle(t, s) // nothing left in flight that could still run it
 		mustNotExist(t, filepath.Join(s.Dir, "fm", "pwned_fm"))
 	})
 }
@@ -293,6 +300,7 @@ func TestFileCallsAskFirst_ReadOnly(t *testing.T) {
 		if strings.Contains(text(t, s), "s3cr3t") {
 			t.Errorf("the planted read ran")
 		}
+		waitIdle(t, s) // nothing left in flight that could still send
 		f.mu.Lock()
 		n := len(f.bodies)
 		f.mu.Unlock()

@@ -146,10 +146,11 @@ func TestBashBackgroundChild(t *testing.T) {
 func TestBashCancelKillsGroup(t *testing.T) {
 	f := newFixture(t)
 	pidFile := filepath.Join(f.dir, "pgid")
+	marker := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%100000)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan tools.Result, 1)
 	go func() {
-		done <- f.runCtx(ctx, "bash", map[string]any{"command": "echo $$ > " + pidFile + "; sleep 100 & sleep 100"})
+		done <- f.runCtx(ctx, "bash", map[string]any{"command": "echo $$ > " + pidFile + "; sleep " + marker + " & sleep " + marker})
 	}()
 	var pgid int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -161,7 +162,23 @@ func TestBashCancelKillsGroup(t *testing.T) {
 	if pgid == 0 {
 		t.Fatal("the command did not start")
 	}
-	time.Sleep(100 * time.Millisecond) // let both sleeps start
+	// Both sleeps run (the background one is what a group kill is for).
+	sleeps := func() int {
+		n := 0
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); string(b) == "sleep\x00"+marker+"\x00" {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); sleeps() < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := sleeps(); n != 2 {
+		t.Fatalf("%d of the 2 sleeps run", n)
+	}
 	if err := syscall.Kill(-pgid, 0); err != nil {
 		t.Fatalf("process group %d not running before cancel: %v", pgid, err)
 	}
