@@ -50,16 +50,7 @@ func TestToolCancelCommand(t *testing.T) {
 		cursorTo(t, s, "Tool Result:\\*\\* `w1`")
 		press(t, s, ":Flemma tool:cancel<CR>")
 		waitText(t, s, withResults(chat, result("w1", "User aborted tool execution.", true), placeholder("w2", "approved", "")))
-		if _, err := s.Wait(10*time.Second, func(string) bool {
-			var started bool
-			_ = s.Lua(&started, "return _G.release_slow ~= nil")
-			return started
-		}); err != nil {
-			t.Fatal("w2's execute never ran")
-		}
-		if err := s.Lua(nil, "_G.release_slow()"); err != nil {
-			t.Fatal(err)
-		}
+		releaseSlow(t, s)
 		waitText(t, s, withResults(chat, result("w1", "User aborted tool execution.", true), result("w2", "released", false)))
 	})
 }

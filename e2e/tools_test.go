@@ -45,6 +45,28 @@ func resultOf(text, id string) (body string, isError bool, ok bool) {
 	return rest[:end], isError, true
 }
 
+// waitLua waits until the Lua expression expr is true.
+func waitLua(t *testing.T, s *nvimtest.Session, expr, what string) {
+	t.Helper()
+	if _, err := s.Wait(10*time.Second, func(string) bool {
+		var ok bool
+		_ = s.Lua(&ok, "return "+expr)
+		return ok
+	}); err != nil {
+		t.Fatalf("never: %s (%s)", what, expr)
+	}
+}
+
+// releaseSlow finishes the slow_async call started with a negative ms once
+// its execute has run.
+func releaseSlow(t *testing.T, s *nvimtest.Session) {
+	t.Helper()
+	waitLua(t, s, "_G.release_slow ~= nil", "the tool's execute ran")
+	if err := s.Lua(nil, "_G.release_slow()"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func waitResult(t *testing.T, s *nvimtest.Session, id string) (string, bool) {
 	t.Helper()
 	var body string
@@ -188,20 +210,12 @@ func TestAsyncLuaTool(t *testing.T) {
 		press(t, s, "<C-]>")
 		// ms -1 waits for _G.release_slow: the tool surely runs while the
 		// lock is checked.
-		if _, err := s.Wait(10*time.Second, func(string) bool {
-			var started bool
-			_ = s.Lua(&started, "return _G.release_slow ~= nil")
-			return started
-		}); err != nil {
-			t.Fatal("the tool's execute never ran")
-		}
+		waitLua(t, s, "_G.release_slow ~= nil", "the tool's execute ran")
 		var modifiable bool
 		if err := s.Lua(&modifiable, "return vim.bo.modifiable"); err != nil || modifiable {
 			t.Errorf("buffer modifiable while the tool runs = %v, %v; want false", modifiable, err)
 		}
-		if err := s.Lua(nil, "_G.release_slow()"); err != nil {
-			t.Fatal(err)
-		}
+		releaseSlow(t, s)
 		body, isErr := waitResult(t, s, "t1")
 		if isErr || body != "released" {
 			t.Errorf("slow_async = %q (error %v)", body, isErr)
@@ -218,13 +232,7 @@ func TestAsyncLuaToolCancel(t *testing.T) {
 		// The call shows as running once the host starts it; its execute
 		// runs a moment later: cancel once it has, so that there is a
 		// cancel function to call.
-		if _, err := s.Wait(10*time.Second, func(string) bool {
-			var started bool
-			_ = s.Lua(&started, "return _G.flemma_test_started == true")
-			return started
-		}); err != nil {
-			t.Fatal("the tool's execute never ran")
-		}
+		waitLua(t, s, "_G.flemma_test_started == true", "the tool's execute ran")
 		press(t, s, "<C-c>")
 		body, isErr := waitResult(t, s, "t1")
 		if !isErr || body != "User aborted tool execution." {
