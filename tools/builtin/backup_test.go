@@ -128,18 +128,8 @@ func TestBackupAndUndo(t *testing.T) {
 	if err := json.Unmarshal(b, &rec); err != nil || rec != e {
 		t.Fatalf("JSON round trip: %s → %+v, %v", b, rec, err)
 	}
-	if err := Undo(rec, f.env.BackupDir); err != nil {
-		t.Fatalf("Undo(edit): %v", err)
-	}
-	if got := f.read("a.txt"); got != "version 2\n" {
-		t.Errorf("after undoing the edit: %q", got)
-	}
-	if err := Undo(c, f.env.BackupDir); err != nil {
-		t.Fatalf("Undo(write): %v", err)
-	}
-	if got := f.read("a.txt"); got != "version 1\n" {
-		t.Errorf("after undoing the write: %q", got)
-	}
+	f.undoTo(rec, "a.txt", "version 2\n") // the edit
+	f.undoTo(c, "a.txt", "version 1\n")   // the write
 	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o640 {
 		t.Errorf("mode after undo = %v, want 0640", fi.Mode().Perm())
 	}

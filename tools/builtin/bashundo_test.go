@@ -46,18 +46,8 @@ func TestBashUndoChangedAndDeleted(t *testing.T) {
 		t.Errorf("deletion recorded as %+v", del)
 	}
 
-	if err := Undo(ch, f.env.BackupDir); err != nil {
-		t.Fatalf("undo of the change: %v", err)
-	}
-	if got := f.read("notes.txt"); got != "alpha\nbeta\n" {
-		t.Errorf("notes.txt after undo = %q", got)
-	}
-	if err := Undo(del, f.env.BackupDir); err != nil {
-		t.Fatalf("undo of the deletion: %v", err)
-	}
-	if got := f.read("sub/run.sh"); got != "#!/bin/sh\necho hi\n" {
-		t.Errorf("run.sh after undo = %q", got)
-	}
+	f.undoTo(ch, "notes.txt", "alpha\nbeta\n")
+	f.undoTo(del, "sub/run.sh", "#!/bin/sh\necho hi\n")
 	if fi, err := os.Stat(gone); err != nil || fi.Mode().Perm() != 0o750 {
 		t.Errorf("run.sh recreated with %v (%v), want 0750", fi.Mode(), err)
 	}

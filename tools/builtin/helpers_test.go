@@ -96,6 +96,17 @@ func (f *fixture) write(name, content string) string {
 	return p
 }
 
+// undoTo undoes c and checks that name then holds want.
+func (f *fixture) undoTo(c tools.Change, name, want string) {
+	f.t.Helper()
+	if err := Undo(c, f.env.BackupDir); err != nil {
+		f.t.Fatalf("undo of %s: %v", name, err)
+	}
+	if got := f.read(name); got != want {
+		f.t.Errorf("%s after undo = %q, want %q", name, got, want)
+	}
+}
+
 func (f *fixture) read(name string) string {
 	f.t.Helper()
 	p := name
