@@ -226,8 +226,9 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	h.logf("chain %s (%s): %s %s: %s", r.chain, r.call.ID, where, st.Tool, out)
 	if ctx.Err() != nil {
 		// Cancelled while the step was being decided: the decision (asks,
-		// by "canceled") is the cancel's, not the policy's.
-		return fail(tools.StepError, "%s", tools.Aborted)
+		// by "canceled") is the cancel's, not the policy's. Worded as a
+		// step cancelled while it runs.
+		return tools.StepResult{Status: tools.StepError, Output: tools.Aborted}
 	}
 	switch out.Decision {
 	case approval.Deny:
