@@ -89,7 +89,7 @@ true`, server, marker)
 		if !strings.Contains(body, "NVIM=[] LISTEN=[]") {
 			t.Errorf("Neovim's address reached the command:\n%s", body)
 		}
-		mustNotExist(t, marker)
+		mustNotExist(t, s, marker)
 	})
 }
 
@@ -194,7 +194,7 @@ func TestSwappedRootRefused(t *testing.T) {
 			t.Fatalf("the turns did not finish:\n%s\n%s", text(t, s), s.Messages())
 		}
 		for _, name := range []string{"pwned_by_write", "pwned_by_bash", "pwned_by_bash_rel"} {
-			mustNotExist(t, filepath.Join(home, name))
+			mustNotExist(t, s, filepath.Join(home, name))
 		}
 		if _, err := os.Lstat(filepath.Join(s.Dir, "swap", "sub.bak")); err != nil {
 			t.Errorf("the swap itself did not happen (%v): the test attacked nothing", err)

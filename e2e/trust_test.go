@@ -52,8 +52,11 @@ func waitUnlocked(t *testing.T, s *nvimtest.Session) {
 	}
 }
 
-func mustNotExist(t *testing.T, path string) {
+// mustNotExist checks that path, which only a command nobody approved
+// would create, does not exist once nothing is left in flight.
+func mustNotExist(t *testing.T, s *nvimtest.Session, path string) {
 	t.Helper()
+	waitIdle(t, s)
 	if _, err := os.Stat(path); err == nil {
 		t.Errorf("%s exists: a command ran that nobody approved", path)
 	}
@@ -85,8 +88,7 @@ func TestPlantedApprovalDoesNotRun(t *testing.T) {
 		mustOpenForeign(t, s, "planted/fence.chat", chat)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "b1", buffer.StatusPending)
-		waitIdle(t, s) // nothing left in flight that could still run it
-		mustNotExist(t, filepath.Join(dir, "pwned_fence"))
+		mustNotExist(t, s, filepath.Join(dir, "pwned_fence"))
 		if m := s.Messages(); !strings.Contains(m, "b1 (line") || !strings.Contains(m, "already marked approved in the file") {
 			t.Errorf("no word on why b1 did not run:\n%s", m)
 		}
@@ -104,8 +106,7 @@ func TestPlantedApprovalDoesNotRun(t *testing.T) {
 		mustOpen(t, s, "planted/header.chat", header) // trusting the file does not make its approvals count
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "h1", buffer.StatusPending)
-		waitIdle(t, s) // nothing left in flight that could still run it
-		mustNotExist(t, filepath.Join(dir, "pwned_header"))
+		mustNotExist(t, s, filepath.Join(dir, "pwned_header"))
 	})
 }
 
@@ -123,8 +124,7 @@ func TestUndoDoesNotRestoreAnApproval(t *testing.T) {
 		waitStatus(t, s, "u1", buffer.StatusApproved)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "u1", buffer.StatusPending)
-		waitIdle(t, s) // nothing left in flight that could still run it
-		mustNotExist(t, filepath.Join(dir, "pwned_undo"))
+		mustNotExist(t, s, filepath.Join(dir, "pwned_undo"))
 		if m := s.Messages(); !strings.Contains(m, "an undo brought back an approval") {
 			t.Errorf("no word on why u1 did not run:\n%s", m)
 		}
@@ -155,8 +155,7 @@ func TestApprovalReloadedFromDiskDoesNotCount(t *testing.T) {
 		waitStatus(t, s, "r1", buffer.StatusApproved)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "r1", buffer.StatusPending)
-		waitIdle(t, s) // nothing left in flight that could still run it
-		mustNotExist(t, filepath.Join(s.Dir, "reload", "pwned_reload"))
+		mustNotExist(t, s, filepath.Join(s.Dir, "reload", "pwned_reload"))
 	})
 }
 
@@ -178,8 +177,7 @@ func TestModelTextCannotForgeCalls(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the turn did not finish:\n%s\n%s", got, s.Messages())
 		}
-		waitIdle(t, s) // nothing left in flight that could still run it
-		mustNotExist(t, filepath.Join(s.Dir, "forge", "pwned_forged"))
+		mustNotExist(t, s, filepath.Join(s.Dir, "forge", "pwned_forged"))
 		doc := buffer.Parse(strings.Split(got, "\n"))
 		var ids []string
 		for _, u := range doc.ToolUses() {
@@ -213,8 +211,7 @@ func TestFrontmatterOnlyNarrows(t *testing.T) {
 		mustOpenForeign(t, s, "fm/foreign.chat", fm+question)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "toolu_fm", buffer.StatusPending)
-		waitIdle(t, s) // nothing left in flight that could still run it
-		mustNotExist(t, filepath.Join(s.Dir, "fm", "pwned_fm"))
+		mustNotExist(t, s, filepath.Join(s.Dir, "fm", "pwned_fm"))
 	})
 	f2 := &fakeAnthropic{turns: []string{sse("", call), sse("Done.")}}
 	eachNvimSend(t, f2, `, sandbox = { backend = "none" }`, func(t *testing.T, s *nvimtest.Session) {
@@ -232,8 +229,7 @@ func TestFrontmatterOnlyNarrows(t *testing.T) {
 		if !isErr || !strings.Contains(body, "denied by a policy") {
 			t.Errorf("config deny did not stand: %q (error %v)", body, isErr)
 		}
-		waitIdle(t, s) // nothing left in flight that could still run it
-		mustNotExist(t, filepath.Join(s.Dir, "fm", "pwned_fm"))
+		mustNotExist(t, s, filepath.Join(s.Dir, "fm", "pwned_fm"))
 	})
 }
 
