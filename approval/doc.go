@@ -44,8 +44,8 @@
 // when the analyser cannot prove that a command matches an approve rule,
 // the rule does not match.
 //
-// Deny rules are checked by a shell analyser (lex.go, analyze.go,
-// programs.go) that finds every command a shell text may run — through
+// Deny rules are checked by a shell analyser (package approval/shell) that
+// finds every command a shell text may run — through
 // operators, substitutions, redirections placed anywhere, quotes and
 // escapes, wrappers with their options parsed (sudo -Eu root, env -iS
 // '...', flock -c, xargs -I{}, ...), sh -c and eval strings, git's global

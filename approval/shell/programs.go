@@ -1,4 +1,4 @@
-package approval
+package shell
 
 import (
 	"strings"
@@ -443,7 +443,7 @@ func (a *analysis) find(args []word, c *scmd, depth int, open bool) {
 			if j == len(args) && open {
 				a.unverify() // the rest comes from xargs
 			}
-			if depth+1 > maxNesting {
+			if depth+1 > MaxNesting {
 				a.unverify()
 				return
 			}

@@ -1,4 +1,4 @@
-package approval
+package shell
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 // taken out, here-documents attached — and hands each to the analysis.
 // Command and process substitutions are analysed where they stand; strings
 // that a shell will parse again (sh -c, eval, backticks) are lexed again,
-// at most maxNesting deep.
+// at most MaxNesting deep.
 //
 // Where bash's grammar is not followed exactly the lexer errs towards
 // finding more commands, never fewer: an operator it does not know splits,

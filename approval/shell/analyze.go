@@ -1,4 +1,4 @@
-package approval
+package shell
 
 import (
 	"strings"
@@ -30,8 +30,8 @@ import (
 //     in another language (python -c, awk system(), sed's e), a shell
 //     construct that evaluates variable values (${x@P}, arithmetic on
 //     values built at run time), unbalanced quoting, nesting deeper than
-//     maxNesting, more than maxWrappers wrappers, a NUL byte, or a command
-//     longer than MaxAnalyzeCommandLen. Every deny rule then asks.
+//     MaxNesting, more than maxWrappers wrappers, a NUL byte, or a command
+//     longer than MaxAnalyzeLen. Every deny rule then asks.
 
 // placeholder replaces a command or process substitution in a word; as a
 // command word it is dynamic.
@@ -76,9 +76,9 @@ type analysis struct {
 
 func analyze(cmd string) *analysis {
 	a := &analysis{}
-	if len(cmd) > MaxAnalyzeCommandLen {
+	if len(cmd) > MaxAnalyzeLen {
 		a.unverifiable = true
-		cmd = cmd[:MaxAnalyzeCommandLen]
+		cmd = cmd[:MaxAnalyzeLen]
 	}
 	if strings.IndexByte(cmd, 0) >= 0 {
 		a.unverifiable = true // bash drops NUL bytes from script text
@@ -389,7 +389,7 @@ func (a *analysis) suspectCmd(c *scmd) {
 
 // script analyses shell text that a shell parses again (sh -c, eval, ...).
 func (a *analysis) script(src string, depth int) {
-	if depth > maxNesting {
+	if depth > MaxNesting {
 		a.unverify()
 		return
 	}
@@ -400,7 +400,7 @@ func (a *analysis) script(src string, depth int) {
 // lenientScript reads text that may or may not be shell code: everything
 // it finds asks at most, and it is never unverifiable.
 func (a *analysis) lenientScript(src string, depth int) {
-	if depth > maxNesting || src == "" {
+	if depth > MaxNesting || src == "" {
 		return
 	}
 	a.lenient++
