@@ -165,13 +165,14 @@ func TestApproveRuleMatches(t *testing.T) {
 		{"bash(git log --format=%H*)", "git log --format=%H -n 3", true},
 		{"bash(* --version)", "node --version", false}, // interpreter must be named
 		{"bash(* --version)", "gcc --version", true},
-		{"bash(timeout *)", "timeout 5 make", true}, // a wrapper named by the rule
+		{"bash(timeout *)", "timeout 5 ls -la", true}, // a wrapper named by the rule
+		{"bash(timeout *)", "timeout 5 make", false},  // make runs code: the rule must name it
 		{"bash(env *)", "env", true},
 		{"bash(/usr/bin/git status*)", "/usr/bin/git status", true},
 		{"bash(./gradlew build*)", "./gradlew build", true},
 		{"bash(*status)", "sudo status", false},
-		// Option injection is not inspected: the glob says "any arguments".
-		{"bash(git status*)", "git status --output=/etc/passwd", true},
+		// What the '*' stands for must be free of writes and execution.
+		{"bash(git status*)", "git status --output=/etc/passwd", false},
 		{"git status*", "git status", false}, // not a rule
 		{"bash(git status*", "git status", false},
 		{"bash()", "", false},

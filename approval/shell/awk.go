@@ -90,3 +90,62 @@ func (a *analysis) codeText(w word) string {
 	a.nameWord(w)
 	return w.literalParts()
 }
+
+// The approve side of awk: -f, -i, -l, -E, --load and friends read code the
+// rule cannot see; a program (the first operand, or -e/--source) that
+// calls system(), pipes, redirects or reads a command's output is
+// refused. Plain text cannot hold braces or parentheses, so an approvable
+// program is a pattern such as NR==1 or /re/.
+var awkSpec = &approveSpec{custom: awkApprovable}
+
+var awkOpts = opts(`-F= -v= -e= --field-separator= --assign= --source= --posix --traditional --lint?
+	--characters-as-bytes --sandbox --help --version`)
+
+func awkApprovable(args []aword) bool {
+	ops, _, ok := awkOpts.check(args)
+	if !ok {
+		return false
+	}
+	progs := optionValues(args, "-e", "--source")
+	if len(progs) == 0 && len(ops) > 0 {
+		progs = ops[:1]
+	}
+	for _, p := range progs {
+		if strings.Contains(p, "system") || strings.Contains(p, "getline") || strings.ContainsAny(p, "|>") {
+			return false
+		}
+	}
+	return true
+}
+
+// optionValues returns the values of a short and a long option, in every
+// form (-eV, -e V, --long=V, --long V).
+func optionValues(args []aword, short, long string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		s := args[i].s
+		switch {
+		case s == "--":
+			return out
+		case s == short || s == long:
+			if i+1 < len(args) {
+				out = append(out, args[i+1].s)
+				i++
+			}
+		case strings.HasPrefix(s, long+"="):
+			out = append(out, s[len(long)+1:])
+		case strings.HasPrefix(s, short) && len(s) > len(short) && s[1] != '-':
+			out = append(out, s[len(short):])
+		}
+	}
+	return out
+}
+
+var awkExamples = []example{
+	unverifiable(`awk BEGIN{system("rm x")}`),
+	approves("awk *", "awk NR==2 file", true),
+	approves("awk *", "awk -F: -v x=1 NR==1 /etc/passwd", true),
+	approves("awk *", "awk -f prog.awk file", false),
+	approves("awk *", "awk -i inplace NR==1 file", false),
+	approves("awk *", "awk --load=x NR==1 file", false),
+}

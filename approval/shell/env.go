@@ -232,3 +232,9 @@ func envSplit(s string) ([]word, bool) {
 	end()
 	return out, ok
 }
+
+// The approve side of env: -S and --split-string make a command of a
+// string, and NAME=VALUE entries the rule does not spell may name a
+// variable some program runs (PAGER, GIT_SSH_COMMAND, LD_PRELOAD, ...).
+var envSpec = &approveSpec{wrapper: true, assigns: true, opts: opts(`-i -0 -u= -C= -v --ignore-environment
+	--null --unset= --chdir= --debug`)}

@@ -29,105 +29,12 @@ func normalizeBlanks(s string) string {
 	return b.String()
 }
 
-// plainByte is the whitelist for approve rules: bytes that are never special
-// to bash, zsh or dash inside an unquoted word. '~' (tilde expansion), '^'
-// (a pipe in old Bourne shells) and '=' at the start of a word (zsh) are not
-// plain or are handled separately.
-func plainByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '-', '_', '.', '/', ':', '=', ',', '+', '@', '%':
-		return true
-	}
-	return false
-}
-
-// normalizeApprove returns the command as approve rules see it, or false when
-// it is not a single plain simple command.
-func normalizeApprove(cmd string) (string, bool) {
-	cmd = strings.Trim(cmd, " \t")
-	if cmd == "" || len(cmd) > MaxApproveLen {
-		return "", false
-	}
-	wordStart := true
-	for i := 0; i < len(cmd); i++ {
-		c := cmd[i]
-		if c == ' ' || c == '\t' {
-			wordStart = true
-			continue
-		}
-		if !plainByte(c) || (wordStart && c == '=') {
-			return "", false
-		}
-		wordStart = false
-	}
-	return normalizeBlanks(cmd), true
-}
-
-// guarded reports whether a first word runs other commands — a wrapper, a
-// shell, an interpreter, or any command the deny side reads specially
-// (see the commands table in analyze.go) — so that an approve rule matches
-// it only when it names it literally.
-func guarded(first string) bool {
-	if guardedName(first) {
-		return true
-	}
-	if b := basename(first); b != first {
-		return guardedName(b)
-	}
-	return false
-}
-
-func guardedName(n string) bool {
-	n = asciiLower(n)
-	h, ok := commands[n]
-	if !ok {
-		if t := strings.TrimRight(n, "0123456789."); t != n {
-			h, ok = commands[t]
-		}
-	}
-	if !ok {
-		return false
-	}
-	switch h.kind {
-	case cData, cGit, cRead, cPrintf, cDeclare, cLet, cTest, cUnset:
-		return false
-	}
-	return true
-}
-
 func setOf(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))
 	for _, w := range words {
 		m[w] = true
 	}
 	return m
-}
-
-// matchApprove matches a normalized approve pattern against a normalized
-// plain command.
-func matchApprove(pattern, norm string) bool {
-	first := norm
-	if i := strings.IndexByte(norm, ' '); i >= 0 {
-		first = norm[:i]
-	}
-	if strings.IndexByte(first, '=') >= 0 {
-		return false // NAME=value cmd: an assignment prefix changes what runs
-	}
-	if !globMatchWord(pattern, norm) {
-		return false
-	}
-	if guarded(first) {
-		lit := pattern
-		if i := strings.IndexByte(pattern, '*'); i >= 0 {
-			lit = pattern[:i]
-		}
-		return lit == first || strings.HasPrefix(lit, first+" ")
-	}
-	return true
 }
 
 func basename(s string) string {

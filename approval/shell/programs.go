@@ -162,3 +162,28 @@ func init() {
 		cStdin:   (*analysis).runStdin,
 	}
 }
+
+// approveSpecs is the approve side's knowledge, by program name (built in
+// init: some specs check the command a wrapper runs with approvable).
+var approveSpecs map[string]*approveSpec
+
+func init() {
+	approveSpecs = map[string]*approveSpec{
+		"ls": lsSpec, "cat": catSpec, "head": headSpec, "tail": tailSpec, "wc": wcSpec, "pwd": pwdSpec,
+		"echo": freeSpec, "printf": freeSpec, "true": freeSpec, "false": freeSpec, "whoami": freeSpec,
+		"id": freeSpec, "nproc": freeSpec, "tty": freeSpec, "printenv": freeSpec, "groups": freeSpec,
+		"grep": grepSpec, "egrep": grepSpec, "fgrep": grepSpec, "rg": rgSpec, "sort": sortSpec,
+		"uniq": uniqSpec, "cut": cutSpec, "tr": trSpec, "diff": diffSpec, "stat": statSpec, "du": duSpec,
+		"df": dfSpec, "date": dateSpec, "basename": basenameSpec, "dirname": dirnameSpec,
+		"realpath": realpathSpec, "readlink": readlinkSpec, "which": whichSpec, "file": fileSpec,
+		"uname": unameSpec, "tree": treeSpec, "jq": jqSpec,
+		"find": findSpec, "sed": sedSpec, "gsed": sedSpec, "awk": awkSpec, "gawk": awkSpec,
+		"mawk": awkSpec, "nawk": awkSpec, "git": gitSpec, "env": envSpec,
+		"timeout": timeoutSpec, "nice": niceSpec, "nohup": nohupSpec, "stdbuf": stdbufSpec,
+		"time": timeSpec, "command": commandSpec, "setsid": setsidSpec, "ionice": ioniceSpec,
+		"chrt": chrtSpec, "taskset": tasksetSpec, "unbuffer": unbufferSpec,
+	}
+	for _, n := range runnerNames {
+		approveSpecs[n] = runsSpec
+	}
+}

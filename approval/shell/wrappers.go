@@ -321,3 +321,55 @@ func (a *analysis) runCommand(x *cmdCall) step {
 	}
 	return then(rest)
 }
+
+// The approve side of wrappers. A transparent wrapper runs the command
+// after its options unchanged (env, timeout, nice, ...): its own options
+// must be free (time -o writes a file, env -S splits a string into a
+// command, ionice -p and chrt -p change other processes), then the command
+// is checked like any other. The others (sudo, xargs, flock, watch,
+// strace, ...) run commands in ways a rule cannot follow: a rule that
+// names one grants what it runs (runsSpec).
+var (
+	runsSpec    = &approveSpec{runs: true}
+	timeoutSpec = &approveSpec{wrapper: true, positional: 1, opts: opts(`-s= -k= -v --signal= --kill-after=
+		--foreground --preserve-status --verbose`)}
+	niceSpec    = &approveSpec{wrapper: true, opts: opts(`-n= --adjustment=`)}
+	nohupSpec   = &approveSpec{wrapper: true, opts: opts(``)}
+	stdbufSpec  = &approveSpec{wrapper: true, opts: opts(`-i= -o= -e= --input= --output= --error=`)}
+	timeSpec    = &approveSpec{wrapper: true, opts: opts(`-p -v -q -f= --portability --verbose --quiet --format=`)}
+	commandSpec = &approveSpec{wrapper: true, opts: opts(`-p -v -V`)}
+	setsidSpec  = &approveSpec{wrapper: true, opts: opts(`-c -f -w --ctty --fork --wait`)}
+	ioniceSpec  = &approveSpec{wrapper: true, opts: opts(`-c= -n= -t --class= --classdata= --ignore`)}
+	chrtSpec    = &approveSpec{wrapper: true, positional: 1, opts: opts(`-a -b -d -f -i -o -r -R -v -T= -P= -D=
+		--batch --deadline --fifo --idle --other --rr --reset-on-fork --verbose --sched-runtime=
+		--sched-period= --sched-deadline=`)}
+	tasksetSpec  = &approveSpec{wrapper: true, positional: 1, opts: opts(`-c -a --cpu-list --all-tasks`)}
+	unbufferSpec = &approveSpec{wrapper: true, opts: opts(`-p`)}
+)
+
+var wrapperExamples = []example{
+	denies("rm *", "sudo -Eu root rm x", Runs),
+	denies("rm *", "timeout 5 rm x", Runs),
+	approves("timeout *", "timeout 5 git status", true),
+	approves("timeout *", "timeout 5 git log --output=x", false),
+	approves("timeout *", "timeout 5 make", false), // make runs code: name it
+	approves("timeout 60 make*", "timeout 60 make test", true),
+	approves("nice *", "nice -n5 ls -la", true),
+	approves("time *", "time ls", true),
+	approves("time *", "time -o out ls", false),
+	approves("env *", "env", true),
+	approves("env *", "env -i ls", true),
+	approves("env *", "env GIT_PAGER=sh git log", false),
+	approves("env *", "env LD_PRELOAD=/tmp/x.so ls", false),
+	approves("env *", "env -S sh", false),
+	approves("env *", "env rg --pre=sh x", false),
+	approves("env *", "env sh", false),
+	approves("env NO_COLOR=1 *", "env NO_COLOR=1 ls", true),
+	approves("command *", "command -v git", true),
+	approves("ionice *", "ionice -c3 ls", true),
+	approves("ionice *", "ionice -p 1", false),
+	approves("sudo *", "sudo rm -rf x", true), // the rule names sudo: a grant
+	approves("xargs *", "xargs rm", true),
+	approves("*", "sudo ls", false),
+	approves("*", "xargs ls", false),
+}
