@@ -7,105 +7,125 @@ import (
 // env parses env's options, assignments and -S strings and returns the
 // command words.
 func (a *analysis) env(args []word, depth int) []word {
-	i := 0
-	for splices := 0; i < len(args); {
-		w := args[i]
-		if w.eq >= 0 {
-			a.assignment(w)
-			i++
-			continue
-		}
-		if e := strings.IndexByte(w.val, '='); e > 0 && !strings.HasPrefix(w.val, "-") {
-			// env takes any NAME=VALUE, also names bash would not
-			// (BASH_FUNC_ls%%=() { ...; } defines a function for bash).
-			a.suspect(w)
-			i++
-			continue
-		}
-		if !w.lit {
-			if strings.HasPrefix(w.val, "-") {
-				a.suspectAll(args)
-				i++
-				continue
-			}
-			break
-		}
-		s := w.val
-		if s == "-" {
-			i++
-			continue
-		}
-		if s == "--" {
-			i++
-			break
-		}
-		if len(s) < 2 || s[0] != '-' {
-			break
-		}
-		i++
-		split := func(v word) {
-			splices++
-			if !v.lit || splices > maxWrappers {
-				a.unverify()
-				args, i = nil, 0
-				return
-			}
-			ws, ok := envSplit(v.val)
-			if !ok {
-				a.suspectAll([]word{v})
-			}
-			args = append(ws, args[i:]...)
-			i = 0
-		}
-		if strings.HasPrefix(s, "--") {
-			name, val, hasEq := strings.Cut(s[2:], "=")
-			full, kind, known := lookupLong(envLong, name)
-			switch {
-			case !known:
-				a.suspectAll(args)
-			case full == "split-string":
-				if hasEq {
-					split(word{val: val, lit: true, eq: -1})
-				} else if i < len(args) {
-					i++
-					split(args[i-1])
-				}
-			case kind == 1 && !hasEq:
-				if i < len(args) {
-					a.suspect(args[i])
-				}
-				i++
-			}
-			continue
-		}
-		for j := 1; j < len(s); j++ {
-			switch s[j] {
-			case 'i', '0', 'v':
-			case 'u', 'C', 'a':
-				if j+1 == len(s) {
-					if i < len(args) {
-						a.suspect(args[i])
-					}
-					i++
-				}
-				j = len(s)
-			case 'S':
-				if j+1 < len(s) {
-					split(word{val: s[j+1:], lit: true, eq: -1})
-				} else if i < len(args) {
-					i++
-					split(args[i-1])
-				}
-				j = len(s)
-			default:
-				a.suspectAll(args)
-			}
-		}
+	e := &envRead{a: a, args: args}
+	for e.i < len(e.args) && e.next() {
 	}
-	if i > len(args) {
+	if e.i > len(e.args) {
 		return nil
 	}
-	return args[i:]
+	return e.args[e.i:]
+}
+
+// envRead walks env's words; -S splices the words of its string in.
+type envRead struct {
+	a       *analysis
+	args    []word
+	i       int
+	splices int
+}
+
+// next reads the word at e.i; false when it is the command.
+func (e *envRead) next() bool {
+	a, w := e.a, e.args[e.i]
+	switch {
+	case w.eq >= 0:
+		a.assignment(w)
+	case strings.IndexByte(w.val, '=') > 0 && !strings.HasPrefix(w.val, "-"):
+		// env takes any NAME=VALUE, also names bash would not
+		// (BASH_FUNC_ls%%=() { ...; } defines a function for bash).
+		a.suspect(w)
+	case !w.lit && strings.HasPrefix(w.val, "-"):
+		a.suspectAll(e.args)
+	case !w.lit:
+		return false
+	case w.val == "-":
+	case w.val == "--":
+		e.i++
+		return false
+	case len(w.val) < 2 || w.val[0] != '-':
+		return false
+	case strings.HasPrefix(w.val, "--"):
+		e.i++
+		e.long(w.val)
+		return true
+	default:
+		e.i++
+		e.short(w.val)
+		return true
+	}
+	e.i++
+	return true
+}
+
+// split splices the words of an -S string in place of what was read.
+func (e *envRead) split(v word) {
+	e.splices++
+	if !v.lit || e.splices > maxWrappers {
+		e.a.unverify()
+		e.args, e.i = nil, 0
+		return
+	}
+	ws, ok := envSplit(v.val)
+	if !ok {
+		e.a.suspectAll([]word{v})
+	}
+	e.args = append(ws, e.args[e.i:]...)
+	e.i = 0
+}
+
+// value is the next word, the value of an option.
+func (e *envRead) value() (word, bool) {
+	if e.i < len(e.args) {
+		e.i++
+		return e.args[e.i-1], true
+	}
+	e.i++
+	return word{}, false
+}
+
+func (e *envRead) long(s string) {
+	name, val, hasEq := strings.Cut(s[2:], "=")
+	full, kind, known := lookupLong(envLong, name)
+	switch {
+	case !known:
+		e.a.suspectAll(e.args)
+	case full == "split-string" && hasEq:
+		e.split(word{val: val, lit: true, eq: -1})
+	case full == "split-string":
+		if e.i < len(e.args) {
+			v, _ := e.value()
+			e.split(v)
+		}
+	case kind == 1 && !hasEq:
+		if v, ok := e.value(); ok {
+			e.a.suspect(v)
+		}
+	}
+}
+
+func (e *envRead) short(s string) {
+	for j := 1; j < len(s); j++ {
+		switch s[j] {
+		case 'i', '0', 'v':
+		case 'u', 'C', 'a':
+			if j+1 == len(s) {
+				if v, ok := e.value(); ok {
+					e.a.suspect(v)
+				}
+			}
+			return
+		case 'S':
+			if j+1 < len(s) {
+				e.split(word{val: s[j+1:], lit: true, eq: -1})
+			} else if e.i < len(e.args) {
+				v, _ := e.value()
+				e.split(v)
+			}
+			return
+		default:
+			e.a.suspectAll(e.args)
+		}
+	}
 }
 
 var envLong = map[string]int{"ignore-environment": 0, "null": 0, "unset": 1, "chdir": 1, "split-string": 1,
@@ -117,120 +137,139 @@ var envLong = map[string]int{"ignore-environment": 0, "null": 0, "unset": 1, "ch
 // \c ends the string), ${NAME} expands, '#' starts a comment. false when
 // env would reject the string.
 func envSplit(s string) ([]word, bool) {
-	var out []word
-	var b wordBuf
-	b.quoted = -1
-	in := false
-	ok := true
-	end := func() {
-		if in {
-			out = append(out, b.word())
-			b = wordBuf{quoted: -1}
-			in = false
+	e := &envSplitter{s: s, ok: true, b: wordBuf{quoted: -1}}
+	for e.i < len(s) && !e.stop {
+		e.next()
+	}
+	if !e.comment {
+		e.end()
+	}
+	return e.out, e.ok
+}
+
+type envSplitter struct {
+	s       string
+	i       int
+	out     []word
+	b       wordBuf
+	in      bool // a word is open
+	ok      bool
+	stop    bool // \c or a comment ended the string
+	comment bool
+}
+
+func (e *envSplitter) end() {
+	if e.in {
+		e.out = append(e.out, e.b.word())
+		e.b = wordBuf{quoted: -1}
+		e.in = false
+	}
+}
+
+func (e *envSplitter) put(c byte) { e.b.byte1(c); e.in = true }
+
+// next reads what starts at e.i outside quotes.
+func (e *envSplitter) next() {
+	s := e.s
+	c := s[e.i]
+	switch {
+	case c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+		e.end()
+		e.i++
+	case c == '#' && !e.in:
+		e.stop, e.comment = true, true
+	case c == '\\' && e.i+1 < len(s):
+		e.escape(s[e.i+1], false)
+		e.i += 2
+	case c == '\'':
+		e.squote()
+	case c == '"':
+		e.dquote()
+	case c == '$':
+		e.expand()
+	default:
+		e.put(c)
+		e.i++
+	}
+}
+
+// envEscapes are the escapes env -S decodes to one byte.
+var envEscapes = map[byte]byte{'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v', '\\': '\\',
+	'\'': '\'', '"': '"', '#': '#', '$': '$', ' ': ' '}
+
+// escape decodes \c; \c ends the string.
+func (e *envSplitter) escape(c byte, quoted bool) {
+	switch {
+	case c == 'c':
+		e.end()
+		e.stop = true
+	case c == '_' && quoted:
+		e.put(' ')
+	case c == '_':
+		e.end()
+	default:
+		v, known := envEscapes[c]
+		if !known {
+			e.ok = false
+			v = c
+		}
+		e.put(v)
+	}
+}
+
+// expand reads ${NAME} at e.i.
+func (e *envSplitter) expand() {
+	s, i := e.s, e.i
+	if i+1 < len(s) && s[i+1] == '{' {
+		if j := strings.IndexByte(s[i:], '}'); j > 0 {
+			e.b.expansion(s[i:i+j+1], true, false)
+			e.b.refs = append(e.b.refs, s[i+2:i+j])
+			e.in = true
+			e.i = i + j + 1
+			return
 		}
 	}
-	put := func(c byte) { b.byte1(c); in = true }
-	escape := func(c byte, quoted bool) bool { // false: stop
-		switch c {
-		case 'c':
-			return false
-		case '_':
-			if quoted {
-				put(' ')
-			} else {
-				end()
-			}
-		case 'f':
-			put('\f')
-		case 'n':
-			put('\n')
-		case 'r':
-			put('\r')
-		case 't':
-			put('\t')
-		case 'v':
-			put('\v')
-		case '\\', '\'', '"', '#', '$', ' ':
-			put(c)
-		default:
-			ok = false
-			put(c)
+	e.ok = false
+	e.put('$')
+	e.i = i + 1
+}
+
+func (e *envSplitter) squote() {
+	s := e.s
+	e.in = true
+	e.i++
+	for e.i < len(s) && s[e.i] != '\'' {
+		if s[e.i] == '\\' && e.i+1 < len(s) && (s[e.i+1] == '\\' || s[e.i+1] == '\'') {
+			e.i++
 		}
-		return true
+		e.put(s[e.i])
+		e.i++
 	}
-	expand := func(i int) int { // at '$'; returns the index after
-		if i+1 < len(s) && s[i+1] == '{' {
-			if j := strings.IndexByte(s[i:], '}'); j > 0 {
-				name := s[i+2 : i+j]
-				b.expansion(s[i:i+j+1], true, false)
-				b.refs = append(b.refs, name)
-				in = true
-				return i + j + 1
-			}
-		}
-		ok = false
-		put('$')
-		return i + 1
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
+	e.ok = e.ok && e.i < len(s)
+	e.i++
+}
+
+func (e *envSplitter) dquote() {
+	s := e.s
+	e.in = true
+	e.i++
+	for e.i < len(s) && s[e.i] != '"' && !e.stop {
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
-			end()
-			i++
-		case c == '#' && !in:
-			return out, ok
-		case c == '\\' && i+1 < len(s):
-			if !escape(s[i+1], false) {
-				end()
-				return out, ok
-			}
-			i += 2
-		case c == '\'':
-			in = true
-			i++
-			for i < len(s) && s[i] != '\'' {
-				if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '\\' || s[i+1] == '\'') {
-					i++
-				}
-				put(s[i])
-				i++
-			}
-			if i >= len(s) {
-				ok = false
-			}
-			i++
-		case c == '"':
-			in = true
-			i++
-			for i < len(s) && s[i] != '"' {
-				switch {
-				case s[i] == '\\' && i+1 < len(s):
-					if !escape(s[i+1], true) {
-						end()
-						return out, ok
-					}
-					i += 2
-				case s[i] == '$':
-					i = expand(i)
-				default:
-					put(s[i])
-					i++
-				}
-			}
-			if i >= len(s) {
-				ok = false
-			}
-			i++
-		case c == '$':
-			i = expand(i)
+		case s[e.i] == '\\' && e.i+1 < len(s):
+			e.escape(s[e.i+1], true)
+			e.i += 2
+		case s[e.i] == '$':
+			e.expand()
 		default:
-			put(c)
-			i++
+			e.put(s[e.i])
+			e.i++
 		}
 	}
-	end()
-	return out, ok
+	if e.stop {
+		return
+	}
+	e.ok = e.ok && e.i < len(s)
+	e.i++
 }
 
 // The approve side of env: -S and --split-string make a command of a

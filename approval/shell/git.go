@@ -7,95 +7,137 @@ import (
 // git parses git's global options (-C, -c, --git-dir, ...) so that a rule
 // sees "git <subcommand> <args>", and expands aliases given with -c.
 func (a *analysis) git(lname string, args []word, depth int) kind {
-	certain := true
-	var aliases map[string]string
+	g := &gitRead{a: a, certain: true}
+	g.environment()
+	i := g.globals(args)
+	sub := args[i:]
+	if len(sub) == 0 {
+		a.addProbe(lname, "git", "", args)
+		return kData
+	}
+	sub, shell := g.expandAliases(sub, depth)
+	if shell {
+		return kUnknown
+	}
+	a.addWords("git", append([]word{{}}, sub...), false)
+	s := ""
+	if sub[0].lit {
+		s = asciiLower(sub[0].val)
+	}
+	if g.certain && gitData[s] {
+		a.addProbe(lname, "git", s, sub[1:])
+		return kData
+	}
+	a.addProbe(lname, "git", "", args)
+	a.suspectAll(args)
+	return kUnknown
+}
+
+// gitRead is what the deny side learns from git's global options.
+type gitRead struct {
+	a       *analysis
+	certain bool              // the subcommand is the one written (no unknown option, no config elsewhere)
+	aliases map[string]string // -c alias.NAME=VALUE
+}
+
+// environment: configuration the command itself sets in the environment.
+func (g *gitRead) environment() {
 	for _, n := range []string{"GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_GLOBAL",
 		"GIT_CONFIG_SYSTEM", "GIT_CONFIG"} {
-		if a.assigned[n] {
-			a.unverify() // configuration (aliases, pagers) the command sets
+		if g.a.assigned[n] {
+			g.a.unverify() // configuration (aliases, pagers) the command sets
 		}
 	}
 	for _, n := range []string{"GIT_DIR", "GIT_EXEC_PATH", "HOME", "XDG_CONFIG_HOME"} {
-		if a.assigned[n] {
-			certain = false
+		if g.a.assigned[n] {
+			g.certain = false
 		}
 	}
-	config := func(v word) {
-		a.suspect(v)
-		if !v.lit {
-			certain = false
-			return
-		}
-		key, val, _ := strings.Cut(v.val, "=")
-		key = asciiLower(key)
-		switch {
-		case strings.HasPrefix(key, "alias."):
-			if aliases == nil {
-				aliases = map[string]string{}
-			}
-			aliases[key[len("alias."):]] = val
-		case key == "include.path" || strings.HasPrefix(key, "includeif."):
-			a.unverify()
-		}
+}
+
+// config reads the value of -c NAME=VALUE.
+func (g *gitRead) config(v word) {
+	g.a.suspect(v)
+	if !v.lit {
+		g.certain = false
+		return
 	}
+	key, val, _ := strings.Cut(v.val, "=")
+	key = asciiLower(key)
+	switch {
+	case strings.HasPrefix(key, "alias."):
+		if g.aliases == nil {
+			g.aliases = map[string]string{}
+		}
+		g.aliases[key[len("alias."):]] = val
+	case key == "include.path" || strings.HasPrefix(key, "includeif."):
+		g.a.unverify()
+	}
+}
+
+// globals reads the global options and returns the index of the
+// subcommand.
+func (g *gitRead) globals(args []word) int {
 	i := 0
 	for i < len(args) {
 		w := args[i]
 		if !w.lit {
-			certain = false
+			g.certain = false
 			if strings.HasPrefix(w.val, "-") {
 				i++
 				continue
 			}
 			break
 		}
-		s := w.val
-		if len(s) < 2 || s[0] != '-' {
+		if len(w.val) < 2 || w.val[0] != '-' {
 			break
 		}
 		i++
-		name, val, hasEq := strings.Cut(s, "=")
-		switch {
-		case gitArgOpts[name] && hasEq && strings.HasPrefix(name, "--"):
-			if name == "--config-env" {
-				certain = false
+		i += g.global(w, args, i)
+	}
+	return min(i, len(args))
+}
+
+// global reads one global option; it returns how many words its value
+// took after it.
+func (g *gitRead) global(w word, args []word, i int) int {
+	s := w.val
+	name, val, hasEq := strings.Cut(s, "=")
+	switch {
+	case gitArgOpts[name] && hasEq && strings.HasPrefix(name, "--"):
+		g.certain = g.certain && name != "--config-env"
+		g.a.suspect(word{val: val, lit: true, eq: -1})
+		return 0
+	case gitArgOpts[name] && !hasEq:
+		if i < len(args) {
+			if name == "-c" {
+				g.config(args[i])
+			} else {
+				g.certain = g.certain && name != "--config-env"
+				g.a.suspect(args[i])
 			}
-			a.suspect(word{val: val, lit: true, eq: -1})
-		case gitArgOpts[name] && !hasEq:
-			if i < len(args) {
-				if name == "-c" {
-					config(args[i])
-				} else {
-					if name == "--config-env" {
-						certain = false
-					}
-					a.suspect(args[i])
-				}
-			}
-			i++
-		case gitFlags[name] || strings.HasPrefix(s, "--exec-path=") || strings.HasPrefix(s, "--list-cmds="):
-		default:
-			certain = false
-			a.suspect(w)
 		}
+		return 1
+	case gitFlags[name] || strings.HasPrefix(s, "--exec-path=") || strings.HasPrefix(s, "--list-cmds="):
+		return 0
 	}
-	if i > len(args) {
-		i = len(args)
-	}
-	sub := args[i:]
-	if len(sub) == 0 {
-		a.addProbe(lname, "git", "", args)
-		return kData
-	}
+	g.certain = false
+	g.a.suspect(w)
+	return 0
+}
+
+// expandAliases replaces a subcommand that is an alias given with -c by its
+// value; shell reports a "!" alias, which runs a shell script.
+func (g *gitRead) expandAliases(sub []word, depth int) ([]word, bool) {
 	for n := 0; n < 8 && sub[0].lit; n++ {
-		v, ok := aliases[asciiLower(sub[0].val)]
+		v, ok := g.aliases[asciiLower(sub[0].val)]
 		if !ok {
 			break
 		}
 		if strings.HasPrefix(v, "!") {
-			a.script(v[1:], depth+1) // a shell alias
-			a.suspectAll(sub)
-			return kUnknown
+			g.a.script(v[1:], depth+1) // a shell alias
+			g.a.suspectAll(sub)
+			return sub, true
 		}
 		var exp []word
 		for _, f := range strings.Fields(v) {
@@ -106,18 +148,7 @@ func (a *analysis) git(lname string, args []word, depth int) kind {
 		}
 		sub = append(exp, sub[1:]...)
 	}
-	a.addWords("git", append([]word{{}}, sub...), false)
-	s := ""
-	if sub[0].lit {
-		s = asciiLower(sub[0].val)
-	}
-	if certain && gitData[s] {
-		a.addProbe(lname, "git", s, sub[1:])
-		return kData
-	}
-	a.addProbe(lname, "git", "", args)
-	a.suspectAll(args)
-	return kUnknown
+	return sub, false
 }
 
 var gitArgOpts = setOf("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix",

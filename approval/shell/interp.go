@@ -27,37 +27,16 @@ func (a *analysis) interp(base string, sp *interpSpec, args []word) kind {
 		if s == "--" {
 			break
 		}
-		if strings.HasPrefix(s, "--") {
-			name, _, hasEq := strings.Cut(s[2:], "=")
-			switch {
-			case sp.codeLong[name]:
-				a.unverify()
-				return kUnknown
-			case name == "version" || name == "help":
-				info = true
-			case sp.argLong[name] && !hasEq:
-				i++
-			}
-			continue
-		}
-		for j := 1; j < len(s); j++ {
-			ch := s[j]
-			switch {
-			case strings.IndexByte(sp.code, ch) >= 0:
-				a.unverify()
-				return kUnknown
-			case strings.IndexByte(sp.script, ch) >= 0:
-				script = true
-			case strings.IndexByte(sp.info, ch) >= 0:
-				info = true
-			case strings.IndexByte(sp.args, ch) >= 0:
-				if j+1 == len(s) {
-					i++
-				}
-			default:
-				continue
-			}
-			break
+		switch sp.option(s) {
+		case iCode:
+			a.unverify()
+			return kUnknown
+		case iScript:
+			script = true
+		case iInfo:
+			info = true
+		case iArg:
+			i++
 		}
 	}
 	if i > len(args) {
@@ -74,6 +53,49 @@ func (a *analysis) interp(base string, sp *interpSpec, args []word) kind {
 	}
 	a.suspectAll(args)
 	return kUnknown
+}
+
+// What an interpreter's option does.
+const (
+	iNone   = iota
+	iCode   // its value is program text
+	iScript // names the program (python -m)
+	iInfo   // only prints
+	iArg    // its value is the next word
+)
+
+// option classifies an option word (a cluster: its first letter that
+// matters).
+func (sp *interpSpec) option(s string) int {
+	if strings.HasPrefix(s, "--") {
+		name, _, hasEq := strings.Cut(s[2:], "=")
+		switch {
+		case sp.codeLong[name]:
+			return iCode
+		case name == "version" || name == "help":
+			return iInfo
+		case sp.argLong[name] && !hasEq:
+			return iArg
+		}
+		return iNone
+	}
+	for j := 1; j < len(s); j++ {
+		ch := s[j]
+		switch {
+		case strings.IndexByte(sp.code, ch) >= 0:
+			return iCode
+		case strings.IndexByte(sp.script, ch) >= 0:
+			return iScript
+		case strings.IndexByte(sp.info, ch) >= 0:
+			return iInfo
+		case strings.IndexByte(sp.args, ch) >= 0:
+			if j+1 == len(s) {
+				return iArg
+			}
+			return iNone
+		}
+	}
+	return iNone
 }
 
 type interpSpec struct {

@@ -55,10 +55,7 @@ options:
 			break options
 		}
 	}
-	if i > len(args) {
-		i = len(args)
-	}
-	rest := args[i:]
+	rest := args[min(i, len(args)):]
 	if cflag {
 		if len(rest) == 0 {
 			a.unverify() // the string comes from elsewhere (xargs)
@@ -67,19 +64,24 @@ options:
 		a.codeString(rest[0], depth)
 		return kUnknown
 	}
+	a.shellStdin(rest, c, depth, open, piped, sflag)
+	return kUnknown
+}
+
+// shellStdin: a shell without -c runs a script file, or reads commands
+// from stdin, which only here-documents and here-strings show.
+func (a *analysis) shellStdin(rest []word, c *scmd, depth int, open, piped, sflag bool) {
 	if len(rest) > 0 && !sflag || open {
 		a.unverify() // runs a script file
-		return kUnknown
+		return
 	}
-	// Reads commands from stdin.
 	if piped || len(c.stdin) == 0 || c.ins {
 		a.unverify()
-		return kUnknown
+		return
 	}
 	for _, w := range c.stdin {
 		a.codeString(w, depth)
 	}
-	return kUnknown
 }
 
 // su and runuser: -c STRING is a script; runuser -u USER runs the command
@@ -100,37 +102,23 @@ func (a *analysis) su(base string, args []word, depth int) (rest []word, run boo
 			operands = append(operands, args[i+1:]...)
 			break
 		}
-		name, val, hasEq := strings.Cut(s, "=")
-		value := func() (word, bool) {
-			if hasEq {
-				return word{val: val, lit: true, eq: -1}, true
-			}
-			if strings.HasPrefix(s, "--") || len(s) == 2 {
-				if i+1 < len(args) {
-					i++
-					return args[i], true
-				}
-				return word{}, false
-			}
-			return word{val: s[2:], lit: true, eq: -1}, true
+		class := suOption(s)
+		var v word
+		var has bool
+		if class != suInfo && class != suOther {
+			v, has = suValue(args, &i)
 		}
-		switch {
-		case name == "-c" || name == "--command" || name == "--session-command" || strings.HasPrefix(s, "-c"):
-			if v, ok := value(); ok {
+		switch class {
+		case suCode:
+			if has {
 				a.codeString(v, depth)
 				code = true
 			}
-		case name == "-s" || name == "--shell" || strings.HasPrefix(s, "-s"):
-			if v, ok := value(); ok && (!v.lit || commands[basename(asciiLower(v.val))].kind != cShell) {
-				shellOK = false
-			}
-		case name == "-u" || name == "--user" || strings.HasPrefix(s, "-u"):
-			value()
+		case suShell:
+			shellOK = shellOK && !(has && (!v.lit || commands[basename(asciiLower(v.val))].kind != cShell))
+		case suUser:
 			user = true
-		case name == "-g" || name == "--group" || name == "-G" || name == "--supp-group" ||
-			name == "-w" || name == "--whitelist-environment" || len(s) == 2 && strings.IndexByte("gGw", s[1]) >= 0:
-			value()
-		case name == "-h" || name == "--help" || name == "-V" || name == "--version":
+		case suInfo:
 			info = true
 		}
 	}
@@ -144,6 +132,51 @@ func (a *analysis) su(base string, args []word, depth int) (rest []word, run boo
 		a.unverify() // a shell reading stdin or a script
 	}
 	return nil, false
+}
+
+// The options of su and runuser, by what they do.
+const (
+	suOther = iota
+	suCode  // -c, --command, --session-command: a script
+	suShell // -s, --shell: the program that runs it
+	suUser  // -u, --user: runuser runs a command as USER
+	suArg   // another option taking a value
+	suInfo  // -h, -V: only prints
+)
+
+func suOption(s string) int {
+	name, _, _ := strings.Cut(s, "=")
+	switch {
+	case name == "-c" || name == "--command" || name == "--session-command" || strings.HasPrefix(s, "-c"):
+		return suCode
+	case name == "-s" || name == "--shell" || strings.HasPrefix(s, "-s"):
+		return suShell
+	case name == "-u" || name == "--user" || strings.HasPrefix(s, "-u"):
+		return suUser
+	case name == "-g" || name == "--group" || name == "-G" || name == "--supp-group" ||
+		name == "-w" || name == "--whitelist-environment" || len(s) == 2 && strings.IndexByte("gGw", s[1]) >= 0:
+		return suArg
+	case name == "-h" || name == "--help" || name == "-V" || name == "--version":
+		return suInfo
+	}
+	return suOther
+}
+
+// suValue returns the value of the option args[*i]: after '=', attached
+// to a short option, or the next word (advancing *i).
+func suValue(args []word, i *int) (word, bool) {
+	s := args[*i].val
+	if _, val, hasEq := strings.Cut(s, "="); hasEq {
+		return word{val: val, lit: true, eq: -1}, true
+	}
+	if strings.HasPrefix(s, "--") || len(s) == 2 {
+		if *i+1 < len(args) {
+			*i++
+			return args[*i], true
+		}
+		return word{}, false
+	}
+	return word{val: s[2:], lit: true, eq: -1}, true
 }
 
 // sg GROUP [-c] COMMAND runs COMMAND with /bin/sh -c; without one it
