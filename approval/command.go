@@ -119,5 +119,5 @@ func MatchCommand(rule, command string, approve bool) bool {
 	if approve {
 		return p.Approves(command)
 	}
-	return shell.Analyze(command).Verdict(p) == shell.Runs
+	return shell.Analyze(command).Runs(p)
 }

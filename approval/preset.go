@@ -501,17 +501,16 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 	}
 	if hasCmd && len(p.denyRules) > 0 {
 		a := shell.Analyze(cmd)
-		verdicts := make([]shell.Verdict, len(p.denyRules))
-		for i, r := range p.denyRules {
-			if verdicts[i] = a.Verdict(r.glob); verdicts[i] == shell.Runs {
+		for _, r := range p.denyRules {
+			if a.Runs(r.glob) {
 				return Deny, r.label
 			}
 		}
 		if a.Unverifiable() {
 			return RequireApproval, RuleUnverifiable
 		}
-		for i, r := range p.denyRules {
-			if verdicts[i] == shell.MayRun {
+		for _, r := range p.denyRules {
+			if a.MayRun(r.glob) {
 				return RequireApproval, RuleMayMatch + r.label
 			}
 		}

@@ -603,7 +603,7 @@ func (a *analysis) words(ws []word, c *scmd, depth int, open, piped bool) kind {
 		if !s.more {
 			return s.k
 		}
-		ws, open = s.next, x.open
+		ws, open = s.next, s.open
 	}
 }
 
@@ -625,11 +625,15 @@ type step struct {
 	k    kind
 	next []word
 	more bool
+	open bool // xargs appends arguments to next
 }
 
-func done(k kind) step      { return step{k: k} }
-func then(next []word) step { return step{next: next, more: true} }
-func unknownArgs(a *analysis, x *cmdCall) step {
+func done(k kind) step { return step{k: k} }
+
+// then goes on with the command next, which runs as x does.
+func (x cmdCall) then(next []word) step { return step{next: next, more: true, open: x.open} }
+
+func unknownArgs(a *analysis, x cmdCall) step {
 	// A command the analyser does not know: any argument, and its input,
 	// may be a command it runs.
 	a.suspectAll(x.args)
@@ -639,23 +643,23 @@ func unknownArgs(a *analysis, x *cmdCall) step {
 
 // commandWord reads the command word of ws and records its candidates and
 // probe; ok is false when the command ends here with kind k.
-func (a *analysis) commandWord(ws []word, c *scmd, depth int, open, piped bool) (*cmdCall, kind, bool) {
+func (a *analysis) commandWord(ws []word, c *scmd, depth int, open, piped bool) (cmdCall, kind, bool) {
 	if len(ws) == 0 {
 		if open {
 			a.unverify() // the command comes from the input (xargs env)
 		}
-		return nil, kNone, false
+		return cmdCall{}, kNone, false
 	}
 	a.addWords("", ws, open)
 	name := ws[0]
 	if !name.lit || name.tilde && !strings.Contains(name.val, "/") {
 		a.unverify() // the command word is only known at run time
-		return nil, kUnknown, false
+		return cmdCall{}, kUnknown, false
 	}
 	lname := asciiLower(name.val)
 	base := basename(lname)
 	if base == "" {
-		return nil, kNone, false
+		return cmdCall{}, kNone, false
 	}
 	if base != lname {
 		a.addWords(base, ws, open)
@@ -668,9 +672,9 @@ func (a *analysis) commandWord(ws []word, c *scmd, depth int, open, piped bool) 
 		// xargs appends its input to a command whose arguments may be
 		// code or options (GNU tools take options after operands).
 		a.unverify()
-		return nil, kUnknown, false
+		return cmdCall{}, kUnknown, false
 	}
-	return &cmdCall{c: c, depth: depth, open: open, piped: piped, lname: lname, base: base, h: h, args: ws[1:]}, 0, true
+	return cmdCall{c: c, depth: depth, open: open, piped: piped, lname: lname, base: base, h: h, args: ws[1:]}, 0, true
 }
 
 // lookup finds the handler of a command's basename (python3.12 is python).

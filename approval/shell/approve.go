@@ -140,8 +140,7 @@ type aword struct {
 // with), and an option whose name up to its '=' the text before the first
 // '*' spells ("--format=*"). Without a '*' every word is spelled.
 func spelled(pattern, norm string) []aword {
-	words := strings.Split(norm, " ")
-	out := make([]aword, len(words))
+	out := make([]aword, 0, strings.Count(norm, " ")+1)
 	star := strings.IndexByte(pattern, '*')
 	suffix := len(norm)
 	if star >= 0 {
@@ -149,15 +148,20 @@ func spelled(pattern, norm string) []aword {
 	} else {
 		star = len(norm)
 	}
-	pos := 0
-	for k, w := range words {
-		start, end := pos, pos+len(w)
+	for start := 0; start <= len(norm); {
+		end := strings.IndexByte(norm[start:], ' ')
+		if end < 0 {
+			end = len(norm)
+		} else {
+			end += start
+		}
+		w := norm[start:end]
 		sp := end <= star || start >= suffix
 		if eq := strings.IndexByte(w, '='); !sp && eq > 0 && w[0] == '-' && start+eq < star {
 			sp = true // the rule spells "--name=": the value is the rule's '*'
 		}
-		out[k] = aword{s: w, spelled: sp}
-		pos = end + 1
+		out = append(out, aword{s: w, spelled: sp})
+		start = end + 1
 	}
 	return out
 }
@@ -246,8 +250,11 @@ type approveSpec struct {
 
 // checkArgs checks options and operands.
 func (sp *approveSpec) checkArgs(args []aword) bool {
+	if sp.operands == nil {
+		return sp.opts.free(args)
+	}
 	ops, seen, ok := sp.opts.check(args)
-	return ok && (sp.operands == nil || sp.operands(ops, seen))
+	return ok && sp.operands(ops, seen)
 }
 
 // wrapped checks a wrapper's options and returns the command it runs.
@@ -387,6 +394,25 @@ func (o *optSet) check(args []aword) (ops []string, seen map[string]bool, ok boo
 		}
 	}
 	return ops, seen, true
+}
+
+// free checks every option up to "--", without collecting anything.
+func (o *optSet) free(args []aword) bool {
+	for i := 0; i < len(args); {
+		switch w := args[i]; {
+		case w.s == "--":
+			return true
+		case !isOption(w.s):
+			i++
+		default:
+			n, ok := o.option(args, i, nil)
+			if !ok {
+				return false
+			}
+			i += n
+		}
+	}
+	return true
 }
 
 // option checks the option word args[i] (and the value it takes from the

@@ -125,7 +125,7 @@ func isAssignment(w string) bool {
 }
 
 // runAlias reads alias values as scripts.
-func (a *analysis) runAlias(x *cmdCall) step {
+func (a *analysis) runAlias(x cmdCall) step {
 	for _, w := range x.args {
 		if i := strings.IndexByte(w.val, '='); i > 0 {
 			if !w.lit {
@@ -140,7 +140,7 @@ func (a *analysis) runAlias(x *cmdCall) step {
 
 // runOptAsk: hash -p PATH NAME, enable -f FILE NAME bind a name to
 // something else.
-func (a *analysis) runOptAsk(x *cmdCall) step {
+func (a *analysis) runOptAsk(x cmdCall) step {
 	if hasOpt(x.args, x.h.letter) {
 		a.unverify()
 	}
@@ -148,7 +148,7 @@ func (a *analysis) runOptAsk(x *cmdCall) step {
 }
 
 // runCrontab: installing a crontab schedules commands for later.
-func (a *analysis) runCrontab(x *cmdCall) step {
+func (a *analysis) runCrontab(x cmdCall) step {
 	if !hasOpt(x.args, 'l') && !hasOpt(x.args, 'r') {
 		a.unverify()
 	}
@@ -156,7 +156,7 @@ func (a *analysis) runCrontab(x *cmdCall) step {
 }
 
 // runPrintf: printf -v NAME assigns a value built at run time.
-func (a *analysis) runPrintf(x *cmdCall) step {
+func (a *analysis) runPrintf(x cmdCall) step {
 	if args := x.args; len(args) > 1 && args[0].lit && args[0].val == "-v" {
 		a.construct()
 		a.nameWord(args[1])
@@ -166,7 +166,7 @@ func (a *analysis) runPrintf(x *cmdCall) step {
 }
 
 // runLet evaluates its arguments as arithmetic.
-func (a *analysis) runLet(x *cmdCall) step {
+func (a *analysis) runLet(x cmdCall) step {
 	for _, w := range x.args {
 		a.sinkText(w.val)
 	}
@@ -174,7 +174,7 @@ func (a *analysis) runLet(x *cmdCall) step {
 }
 
 // runTest: test -v NAME evaluates a variable name.
-func (a *analysis) runTest(x *cmdCall) step {
+func (a *analysis) runTest(x cmdCall) step {
 	for i, w := range x.args {
 		if w.lit && w.val == "-v" && i+1 < len(x.args) {
 			a.nameWord(x.args[i+1])
@@ -184,7 +184,7 @@ func (a *analysis) runTest(x *cmdCall) step {
 }
 
 // runUnset: unset evaluates the names it is given.
-func (a *analysis) runUnset(x *cmdCall) step {
+func (a *analysis) runUnset(x cmdCall) step {
 	for _, w := range x.args {
 		if !strings.HasPrefix(w.val, "-") {
 			a.nameWord(w)

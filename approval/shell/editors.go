@@ -31,7 +31,7 @@ func (a *analysis) editorRuns(base string, args []word) bool {
 
 // runEditor: an editor given commands runs them; otherwise it is a program
 // like any other.
-func (a *analysis) runEditor(x *cmdCall) step {
+func (a *analysis) runEditor(x cmdCall) step {
 	if a.editorRuns(x.base, x.args) {
 		a.unverify()
 		return step{k: kUnknown}
@@ -41,7 +41,7 @@ func (a *analysis) runEditor(x *cmdCall) step {
 
 // runStdin: programs that run shell commands found in their input (.shell,
 // \!, !cmd) when they have input; nc -e runs a program.
-func (a *analysis) runStdin(x *cmdCall) step {
+func (a *analysis) runStdin(x cmdCall) step {
 	nc := x.base == "nc" || x.base == "ncat" || x.base == "netcat"
 	if a.fed || x.c.ins || len(x.c.stdin) > 0 || hasOpt(x.args, 'e') && nc {
 		a.unverify()

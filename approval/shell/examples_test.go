@@ -25,7 +25,7 @@ func TestFamilyExamples(t *testing.T) {
 					t.Errorf("%s: %q is not unverifiable", name, e.cmd)
 				}
 			default:
-				if got := Analyze(e.cmd).Verdict(Compile(e.rule)); got != e.verdict {
+				if got := verdictOf(e.cmd, e.rule); got != e.verdict {
 					t.Errorf("%s: deny rule bash(%s) on %q = %v, want %v", name, e.rule, e.cmd, got, e.verdict)
 				}
 			}

@@ -171,7 +171,7 @@ var gitData = setOf("add", "annotate", "apply", "blame", "branch", "cat-file", "
 	"switch", "symbolic-ref", "tag", "update-index", "update-ref", "verify-commit", "verify-pack",
 	"verify-tag", "version", "whatchanged", "worktree", "write-tree")
 
-func (a *analysis) runGit(x *cmdCall) step {
+func (a *analysis) runGit(x cmdCall) step {
 	if x.open && len(x.args) == 0 {
 		a.unverify() // the subcommand and options come from the input
 		return step{k: kUnknown}

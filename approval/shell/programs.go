@@ -126,37 +126,37 @@ var commands = func() map[string]handler {
 
 // kindRun holds, per kind, the function of the family that reads such a
 // command (filled in init: the functions call words, which reads kindRun).
-var kindRun [nKinds]func(a *analysis, x *cmdCall) step
+var kindRun [nKinds]func(a *analysis, x cmdCall) step
 
 func init() {
-	kindRun = [nKinds]func(*analysis, *cmdCall) step{
+	kindRun = [nKinds]func(*analysis, cmdCall) step{
 		cUnknown: unknownArgs,
-		cData:    func(*analysis, *cmdCall) step { return done(kData) },
+		cData:    func(*analysis, cmdCall) step { return done(kData) },
 		cWrap:    (*analysis).runWrap,
 		cCommand: (*analysis).runCommand,
-		cEnv:     func(a *analysis, x *cmdCall) step { return then(a.env(x.args, x.depth)) },
-		cShell:   func(a *analysis, x *cmdCall) step { return done(a.shell(x.args, x.c, x.depth, x.open, x.piped)) },
-		cEval:    func(a *analysis, x *cmdCall) step { a.eval(x.args, x.depth, x.open); return done(kUnknown) },
-		cFind:    func(a *analysis, x *cmdCall) step { a.find(x.args, x.c, x.depth, x.open); return done(kData) },
+		cEnv:     func(a *analysis, x cmdCall) step { return x.then(a.env(x.args, x.depth)) },
+		cShell:   func(a *analysis, x cmdCall) step { return done(a.shell(x.args, x.c, x.depth, x.open, x.piped)) },
+		cEval:    func(a *analysis, x cmdCall) step { a.eval(x.args, x.depth, x.open); return done(kUnknown) },
+		cFind:    func(a *analysis, x cmdCall) step { a.find(x.args, x.c, x.depth, x.open); return done(kData) },
 		cGit:     (*analysis).runGit,
 		cSu:      (*analysis).runSu,
-		cSsh:     func(a *analysis, x *cmdCall) step { a.ssh(x.args, x.depth); return done(kUnknown) },
-		cInterp:  func(a *analysis, x *cmdCall) step { return done(a.interp(x.base, x.h.interp, x.args)) },
-		cAwk:     func(a *analysis, x *cmdCall) step { a.awk(x.args); return done(kData) },
-		cSed:     func(a *analysis, x *cmdCall) step { a.sed(x.args); return done(kData) },
+		cSsh:     func(a *analysis, x cmdCall) step { a.ssh(x.args, x.depth); return done(kUnknown) },
+		cInterp:  func(a *analysis, x cmdCall) step { return done(a.interp(x.base, x.h.interp, x.args)) },
+		cAwk:     func(a *analysis, x cmdCall) step { a.awk(x.args); return done(kData) },
+		cSed:     func(a *analysis, x cmdCall) step { a.sed(x.args); return done(kData) },
 		cMake:    (*analysis).runMake,
-		cTrap:    func(a *analysis, x *cmdCall) step { a.trap(x.args, x.depth); return done(kData) },
+		cTrap:    func(a *analysis, x cmdCall) step { a.trap(x.args, x.depth); return done(kData) },
 		cAlias:   (*analysis).runAlias,
 		cOptAsk:  (*analysis).runOptAsk,
 		cCrontab: (*analysis).runCrontab,
-		cAsk:     func(a *analysis, _ *cmdCall) step { a.unverify(); return done(kUnknown) },
-		cRead:    func(a *analysis, x *cmdCall) step { a.read(x.base, x.args, x.depth); return done(kData) },
+		cAsk:     func(a *analysis, _ cmdCall) step { a.unverify(); return done(kUnknown) },
+		cRead:    func(a *analysis, x cmdCall) step { a.read(x.base, x.args, x.depth); return done(kData) },
 		cPrintf:  (*analysis).runPrintf,
-		cDeclare: func(a *analysis, x *cmdCall) step { a.declare(x.args); return done(kData) },
+		cDeclare: func(a *analysis, x cmdCall) step { a.declare(x.args); return done(kData) },
 		cLet:     (*analysis).runLet,
 		cTest:    (*analysis).runTest,
 		cUnset:   (*analysis).runUnset,
-		cSg:      func(a *analysis, x *cmdCall) step { a.sg(x.args, x.depth); return done(kUnknown) },
+		cSg:      func(a *analysis, x cmdCall) step { a.sg(x.args, x.depth); return done(kUnknown) },
 		cScript:  (*analysis).runScript,
 		cEditor:  (*analysis).runEditor,
 		cStdin:   (*analysis).runStdin,

@@ -6,7 +6,8 @@
 //
 // The surface is small:
 //
-//	Analyze(cmd)            what cmd may run: a Verdict per rule, Unverifiable
+//	Analyze(cmd)            what cmd may run: per deny rule Runs (deny) or
+//	                        MayRun (ask), and Unverifiable (ask)
 //	Compile(pattern)        a command rule's glob, for both sides
 //	(*Pattern).Approves     the approve side: plain words, glob, option knowledge
 //	Normalize, Glob         the glob itself (tool-name patterns use it too)
@@ -27,20 +28,6 @@ const MaxAnalyzeLen = 64 << 10
 // unverifiable.
 const MaxNesting = 8
 
-// Verdict is what the analysis says of one deny rule.
-type Verdict uint8
-
-const (
-	// No: no command the text may run matches the rule.
-	No Verdict = iota
-	// MayRun: the command may run what the rule names without the analyser
-	// being able to tell (the policy asks).
-	MayRun
-	// Runs: a command the text runs certainly matches the rule (the policy
-	// denies).
-	Runs
-)
-
 // Pattern is a command rule's glob ("git status*"), compiled once.
 type Pattern struct {
 	text string       // normalized, case-sensitive (approve side)
@@ -57,27 +44,25 @@ func Compile(pattern string) *Pattern {
 func (p *Pattern) String() string { return p.text }
 
 // Analysis is what a shell text may run, ready to be asked about rules.
-type Analysis struct{ a *analysis }
+type Analysis = analysis
 
 // Analyze reads cmd the way bash would and collects every command it may
 // run (see analyze.go).
-func Analyze(cmd string) *Analysis { return &Analysis{a: analyze(cmd)} }
+func Analyze(cmd string) *Analysis { return analyze(cmd) }
 
 // Unverifiable reports that the command may run something no text in it
 // shows (a command word built at run time, a script, inline code, ...).
-func (x *Analysis) Unverifiable() bool { return x.a.unverifiable }
+func (x *Analysis) Unverifiable() bool { return x.unverifiable }
 
-// Verdict says whether the command certainly runs, may run, or does not
-// run what the deny rule p names (matched ASCII case-insensitively).
-func (x *Analysis) Verdict(p *Pattern) Verdict {
-	switch {
-	case x.a.denies(p.deny):
-		return Runs
-	case x.a.mayMatch(p.deny):
-		return MayRun
-	}
-	return No
-}
+// Runs reports that a command the text runs certainly matches the deny
+// rule p (matched ASCII case-insensitively): the policy denies.
+func (x *Analysis) Runs(p *Pattern) bool { return x.denies(p.deny) }
+
+// MayRun reports that the command may run what the deny rule p names
+// without the analyser being able to tell (an expansion, a command it does
+// not know given the rule's first word, ...): the policy asks. Ask it only
+// of a rule that Runs does not match.
+func (x *Analysis) MayRun(p *Pattern) bool { return x.mayMatch(p.deny) }
 
 // Approves reports whether p, as an approve rule, matches cmd: cmd is a
 // single plain simple command the glob matches (see plain), and every word

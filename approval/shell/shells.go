@@ -196,17 +196,17 @@ func (a *analysis) sg(args []word, depth int) {
 }
 
 // runSu: runuser -u USER goes on with the command; su -c reads a script.
-func (a *analysis) runSu(x *cmdCall) step {
+func (a *analysis) runSu(x cmdCall) step {
 	rest, run := a.su(x.base, x.args, x.depth)
 	if !run {
 		return step{k: kUnknown}
 	}
-	return then(rest)
+	return x.then(rest)
 }
 
 // runScript: script -c COMMAND runs a shell command; without it a shell
 // reading stdin.
-func (a *analysis) runScript(x *cmdCall) step {
+func (a *analysis) runScript(x cmdCall) step {
 	if s, ok := optionValue(x.args, "-c", "--command"); ok {
 		a.codeString(s, x.depth)
 	} else {

@@ -289,7 +289,7 @@ func optionValue(args []word, short, long string) (word, bool) {
 }
 
 // runWrap reads a wrapper's options and goes on with the command it runs.
-func (a *analysis) runWrap(x *cmdCall) step {
+func (a *analysis) runWrap(x cmdCall) step {
 	rest, opts, certain := parseOpts(x.args, x.h.spec)
 	for _, o := range opts {
 		if o.has {
@@ -306,12 +306,11 @@ func (a *analysis) runWrap(x *cmdCall) step {
 		a.unverify() // an interactive shell reading stdin
 		return step{k: kUnknown}
 	}
-	x.open = x.open || x.h.spec.open
-	return then(rest)
+	return step{next: rest, more: true, open: x.open || x.h.spec.open}
 }
 
 // runCommand: command -v/-V only prints what a name would run.
-func (a *analysis) runCommand(x *cmdCall) step {
+func (a *analysis) runCommand(x cmdCall) step {
 	if hasOpt(x.args, 'v') || hasOpt(x.args, 'V') {
 		return step{k: kData}
 	}
@@ -319,7 +318,7 @@ func (a *analysis) runCommand(x *cmdCall) step {
 	if !certain {
 		a.suspectAll(x.args)
 	}
-	return then(rest)
+	return x.then(rest)
 }
 
 // The approve side of wrappers. A transparent wrapper runs the command
