@@ -144,6 +144,10 @@ func optionValues(args []aword, short, long string) []string {
 var awkExamples = []example{
 	unverifiable(`awk BEGIN{system("rm x")}`),
 	approves("awk *", "awk NR==2 file", true),
+	approves("gawk *", "gawk NR==2 file", true),
+	approves("mawk *", "mawk NR==2 file", true),
+	approves("nawk *", "nawk -e NR==2 file", true),
+	approves("gawk *", "gawk -e system file", false),
 	approves("awk *", "awk -F: -v x=1 NR==1 /etc/passwd", true),
 	approves("awk *", "awk -f prog.awk file", false),
 	approves("awk *", "awk -i inplace NR==1 file", false),

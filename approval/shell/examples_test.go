@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -32,4 +33,27 @@ func TestFamilyExamples(t *testing.T) {
 		}
 	}
 	t.Logf("%d examples in %d families", n, len(families))
+}
+
+// TestEveryProgramHasExamples: every program the approve side knows is
+// named by an approve example, so that its knowledge is shown working.
+func TestEveryProgramHasExamples(t *testing.T) {
+	named := map[string]bool{}
+	for _, table := range families {
+		for _, e := range table {
+			if e.approve {
+				if p, _, _ := strings.Cut(e.cmd, " "); p != "" {
+					named[basename(p)] = true
+				}
+			}
+		}
+	}
+	for name, sp := range approveSpecs {
+		if sp == runsSpec {
+			continue // the runners family shows a few; they are not inspected
+		}
+		if !named[name] {
+			t.Errorf("%s has approve-side knowledge but no example", name)
+		}
+	}
 }

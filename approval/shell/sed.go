@@ -383,4 +383,5 @@ var sedExamples = []example{
 	approves("sed *", "sed -f script.sed file", false),
 	approves("sed *", "sed -ne 1e file", false),
 	approves("sed -i *", "sed -i s/a/b/ file", true), // the rule spells -i
+	approves("gsed *", "gsed -n 1p file", true),
 }
