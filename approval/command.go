@@ -74,7 +74,13 @@ func looksLikeRule(entry string) bool { return strings.HasPrefix(entry, "bash(")
 // specially except plain data commands and git: env, sudo, sh, bash, eval,
 // exec, xargs, timeout, nohup, find, awk, sed, make, ssh, python, ... — the
 // pattern must spell that word literally before its first '*'. The glob then
-// has to match the normalized text.
+// has to match the normalized text, and every word the pattern's '*' stands
+// for must be known to be free of writes and execution for the program it
+// belongs to (per-program option knowledge: git log --output, rg --pre,
+// sort -o, find -exec, sed -i never pass unless the pattern spells them;
+// an option of a program nobody described never passes; a program that
+// runs code by design — make, go, npm, ... — passes whole when the pattern
+// names it). See approval/shell/approve.go for the rules.
 //
 // Deny: the rule matches when its glob matches one of these texts of the
 // command, ASCII-lowercased:
