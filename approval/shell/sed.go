@@ -287,9 +287,11 @@ func (p *sedScan) pair() bool {
 	}
 	d := p.s[p.i]
 	p.i++
-	if !p.delimited(d) || !p.delimited(d) {
-		p.fail()
-		return false
+	for range 2 { // the two parts
+		if !p.delimited(d) {
+			p.fail()
+			return false
+		}
 	}
 	return true
 }
