@@ -310,7 +310,7 @@ func (sp *approveSpec) subcommand(args []aword) bool {
 // (attached or the next word), "-M?" a short option with an optional
 // attached value, "--all" a long flag, "--max-count=" a long option taking
 // a value (after '=' or the next word), "--decorate?" a long option with
-// an optional value after '='. "-N" allows -<number> (head -5, git log
+// an optional value after '='. "-#" allows -<number> (head -5, git log
 // -10). A leading '!' lists an option known to write or execute (with its
 // arity, so that a rule spelling it is read right): it is never free.
 type optSet struct {
@@ -342,7 +342,7 @@ func (o *optSet) add(f string) {
 		kind, f = kind|effect, f[1:]
 	}
 	switch {
-	case f == "-N":
+	case f == "-#":
 		o.numeric = true
 	case strings.HasPrefix(f, "--"):
 		o.long[f[2:]] = kind

@@ -23,10 +23,10 @@ var (
 	catSpec = &approveSpec{opts: opts(`-A -b -e -E -n -s -t -T -u -v --show-all --number-nonblank
 		--show-ends --number --squeeze-blank --show-tabs --show-nonprinting --help --version`)}
 
-	headSpec = &approveSpec{opts: opts(`-N -c= -n= -q -v -z --bytes= --lines= --quiet --silent --verbose
+	headSpec = &approveSpec{opts: opts(`-# -c= -n= -q -v -z --bytes= --lines= --quiet --silent --verbose
 		--zero-terminated --help --version`)}
 
-	tailSpec = &approveSpec{opts: opts(`-N -c= -n= -f -F -q -v -z -s= --bytes= --lines= --follow?
+	tailSpec = &approveSpec{opts: opts(`-# -c= -n= -f -F -q -v -z -s= --bytes= --lines= --follow?
 		--retry --pid= --max-unchanged-stats= --sleep-interval= --quiet --silent --verbose
 		--zero-terminated --help --version`)}
 
@@ -35,7 +35,7 @@ var (
 
 	pwdSpec = &approveSpec{opts: opts(`-L -P --logical --physical --help --version`)}
 
-	grepSpec = &approveSpec{opts: opts(`-N -E -F -G -P -e= -f= -i -y -v -w -x -c -L -l -m= -o -q -s -b
+	grepSpec = &approveSpec{opts: opts(`-# -E -F -G -P -e= -f= -i -y -v -w -x -c -L -l -m= -o -q -s -b
 		-H -h -n -T -Z -z -A= -B= -C= -a -D= -d= -r -R -U -I -V
 		--extended-regexp --fixed-strings --basic-regexp --perl-regexp --regexp= --file= --ignore-case
 		--no-ignore-case --invert-match --word-regexp --line-regexp --count --color? --colour?
@@ -130,8 +130,9 @@ var (
 	unameSpec = &approveSpec{opts: opts(`-a -s -n -r -v -m -p -i -o --all --kernel-name --nodename
 		--kernel-release --kernel-version --machine --processor --hardware-platform
 		--operating-system --help --version`)}
-	// tree: -o writes its listing to a file.
-	treeSpec = &approveSpec{opts: opts(`-a -d -l -f -x -L= -R -P= -I= -q -N -Q -p -u -g -s -h -D -F -i
+	// tree: -o writes its listing to a file, -R writes 00Tree.html in
+	// every folder.
+	treeSpec = &approveSpec{opts: opts(`-a -d -l -f -x -L= -P= -I= -q -N -Q -p -u -g -s -h -D -F -i
 		-v -t -c -U -r -C -n -A -S -J -X -H= -T= --noreport --dirsfirst --filesfirst --prune
 		--filelimit= --matchdirs --ignore-case --charset= --du --si --inodes --device --timefmt=
 		--sort= --gitignore --info --fromfile --metafirst --help --version`)}
@@ -190,6 +191,8 @@ var dataExamples = []example{
 	approves("date*", "date -s 2020-01-01", false),
 	approves("tree*", "tree -L 2", true),
 	approves("tree*", "tree -o out", false),
+	approves("tree*", "tree -R -H x", false),
+	approves("rg *", "rg -N x", true),
 	approves("git diff*", "git diff --stat HEAD~3", false), // '~' is not plain
 	approves("cut *", "cut -d: -f1 /etc/passwd", true),
 	approves("tr *", "tr -d x", true),

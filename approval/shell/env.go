@@ -273,7 +273,9 @@ func (e *envSplitter) dquote() {
 }
 
 // The approve side of env: -S and --split-string make a command of a
-// string, and NAME=VALUE entries the rule does not spell may name a
-// variable some program runs (PAGER, GIT_SSH_COMMAND, LD_PRELOAD, ...).
-var envSpec = &approveSpec{wrapper: true, assigns: true, opts: opts(`-i -0 -u= -C= -v --ignore-environment
-	--null --unset= --chdir= --debug`)}
+// string, -C and --chdir run it elsewhere (git there reads another
+// repository's configuration, which may run programs), and NAME=VALUE
+// entries the rule does not spell may name a variable some program runs
+// (PAGER, GIT_SSH_COMMAND, LD_PRELOAD, ...).
+var envSpec = &approveSpec{wrapper: true, assigns: true, opts: opts(`-i -0 -u= -v --ignore-environment
+	--null --unset= --debug !-C= !--chdir= !-S= !--split-string= !-a= !--argv0=`)}

@@ -206,7 +206,7 @@ const gitDiffOpts = `-p -u --patch -s --no-patch -U= --unified= --raw --patch-wi
 	-0 -1 -2 -3 --base --ours --theirs --cc -c -m --combined-all-paths --diff-merges= --no-diff-merges
 	--remerge-diff --dd -t !--output= !--ext-diff !--textconv`
 
-const gitLogOpts = `-N -n= --max-count= --skip= --since= --after= --until= --before= --since-as-filter=
+const gitLogOpts = `-# -n= --max-count= --skip= --since= --after= --until= --before= --since-as-filter=
 	--author= --committer= --grep-reflog= --grep= --all-match --invert-grep -i --regexp-ignore-case
 	--basic-regexp -E --extended-regexp -F --fixed-strings -P --perl-regexp --remove-empty --merges
 	--no-merges --min-parents= --max-parents= --no-min-parents --no-max-parents --first-parent
@@ -319,7 +319,7 @@ var gitSpec = &approveSpec{
 			--incremental --encoding= --contents= --date= --progress --no-progress -M? -C? -w
 			--ignore-rev= --ignore-revs-file= --color-lines --color-by-age -e --show-email -s -n
 			--show-number -f --show-name --abbrev= -c --score-debug`)},
-		"grep": {opts: opts(`-N --cached --untracked --no-index --no-exclude-standard --exclude-standard
+		"grep": {opts: opts(`-# --cached --untracked --no-index --no-exclude-standard --exclude-standard
 			--recurse-submodules -a --text --no-textconv -i --ignore-case -I --max-depth= -r --recursive
 			--no-recursive -w --word-regexp -v --invert-match -h -H --full-name -E --extended-regexp -G
 			--basic-regexp -P --perl-regexp -F --fixed-strings -n --line-number --column -l

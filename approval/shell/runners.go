@@ -1,7 +1,9 @@
 package shell
 
 // Programs whose purpose is running code: make and the build and test
-// tools, package managers (lifecycle scripts), container runners. The deny
+// tools, package managers (lifecycle scripts). Container tools are not
+// among them: docker ps is how a rule like bash(docker ps*) is meant, and
+// docker's options (-H, --config, ...) are not known, so they ask. The deny
 // side reads most of them as commands it does not know (their arguments
 // may name a command) or, for make, as code (cMake). On the approve side a
 // rule that names one grants running code — the project's code, which the
@@ -11,7 +13,7 @@ package shell
 // not approve make).
 var runnerNames = []string{"make", "gmake", "go", "cargo", "npm", "npx", "yarn", "pnpm", "pytest",
 	"tox", "nox", "poetry", "pipenv", "uv", "uvx", "pip", "mvn", "gradle", "gradlew", "cmake", "ctest",
-	"ninja", "meson", "just", "task", "docker", "podman", "rake", "bundle", "cabal", "stack", "mix",
+	"ninja", "meson", "just", "task", "rake", "bundle", "cabal", "stack", "mix",
 	"dotnet", "swift", "zig", "composer"}
 
 var runnerExamples = []example{
@@ -34,4 +36,6 @@ var runnerExamples = []example{
 	approves("mytool *", "mytool --config=x run", false), // an option nobody knows
 	approves("mytool --fast*", "mytool --fast x", true),
 	approves("* --version", "gcc --version", true),
+	approves("docker ps*", "docker ps", true),
+	approves("docker ps*", "docker ps -H ssh://x", false),
 }

@@ -332,7 +332,7 @@ var (
 	runsSpec    = &approveSpec{runs: true}
 	timeoutSpec = &approveSpec{wrapper: true, positional: 1, opts: opts(`-s= -k= -v --signal= --kill-after=
 		--foreground --preserve-status --verbose`)}
-	niceSpec    = &approveSpec{wrapper: true, opts: opts(`-n= --adjustment=`)}
+	niceSpec    = &approveSpec{wrapper: true, opts: opts(`-# -n= --adjustment=`)}
 	nohupSpec   = &approveSpec{wrapper: true, opts: opts(``)}
 	stdbufSpec  = &approveSpec{wrapper: true, opts: opts(`-i= -o= -e= --input= --output= --error=`)}
 	timeSpec    = &approveSpec{wrapper: true, opts: opts(`-p -v -q -f= --portability --verbose --quiet --format=`)}
@@ -354,6 +354,8 @@ var wrapperExamples = []example{
 	approves("timeout *", "timeout 5 make", false), // make runs code: name it
 	approves("timeout 60 make*", "timeout 60 make test", true),
 	approves("nice *", "nice -n5 ls -la", true),
+	approves("nice *", "nice -5 ls -la", true),
+	approves("env *", "env -C /tmp/other git status", false), // another repository's configuration
 	approves("time *", "time ls", true),
 	approves("time *", "time -o out ls", false),
 	approves("env *", "env", true),
