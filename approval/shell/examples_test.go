@@ -57,3 +57,26 @@ func TestEveryProgramHasExamples(t *testing.T) {
 		}
 	}
 }
+
+// FuzzApprove: the approve side never approves what the glob alone would
+// not (a plain command the glob matches, guarded programs named), and
+// never panics, whatever the pattern and command.
+func FuzzApprove(f *testing.F) {
+	for _, table := range families {
+		for _, e := range table {
+			if e.approve {
+				f.Add(e.rule, e.cmd)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, pattern, cmd string) {
+		p := Compile(pattern)
+		if !p.Approves(cmd) {
+			return
+		}
+		norm, ok := normalizeApprove(cmd)
+		if !ok || !globMatchWord(p.String(), norm) {
+			t.Fatalf("bash(%s) approves %q, which its glob does not match", pattern, cmd)
+		}
+	})
+}
