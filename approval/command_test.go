@@ -165,13 +165,14 @@ func TestApproveRuleMatches(t *testing.T) {
 		{"bash(git log --format=%H*)", "git log --format=%H -n 3", true},
 		{"bash(* --version)", "node --version", false}, // interpreter must be named
 		{"bash(* --version)", "gcc --version", true},
-		{"bash(timeout *)", "timeout 5 make", true}, // a wrapper named by the rule
+		{"bash(timeout *)", "timeout 5 ls -la", true}, // a wrapper named by the rule
+		{"bash(timeout *)", "timeout 5 make", false},  // make runs code: the rule must name it
 		{"bash(env *)", "env", true},
 		{"bash(/usr/bin/git status*)", "/usr/bin/git status", true},
 		{"bash(./gradlew build*)", "./gradlew build", true},
 		{"bash(*status)", "sudo status", false},
-		// Option injection is not inspected: the glob says "any arguments".
-		{"bash(git status*)", "git status --output=/etc/passwd", true},
+		// What the '*' stands for must be free of writes and execution.
+		{"bash(git status*)", "git status --output=/etc/passwd", false},
 		{"git status*", "git status", false}, // not a rule
 		{"bash(git status*", "git status", false},
 		{"bash()", "", false},
@@ -272,92 +273,6 @@ func TestDenyRuleMatches(t *testing.T) {
 	for _, tt := range tests {
 		if got := MatchCommand(tt.rule, tt.command, false); got != tt.want {
 			t.Errorf("MatchCommand(%q, %q, deny) = %v, want %v", tt.rule, tt.command, got, tt.want)
-		}
-	}
-}
-
-func TestUnverifiable(t *testing.T) {
-	tests := []struct {
-		command string
-		want    bool
-	}{
-		{"ls -la", false},
-		{"echo $HOME", false},
-		{"rm -rf \"$DIR\"", false},
-		{"cat <<'EOF'\ndon't panic\nEOF", false},
-		{"cat <<EOF\nit's $(date)\nEOF", false},
-		{"echo hi # it's fine", false},
-		{"$CMD x", true},
-		{"rm${IFS}-rf${IFS}/", true},
-		{"a=rm; $a -rf /", true},
-		{"\"$CMD\" x", true},
-		{"$(echo rm) x", true},
-		{"`echo rm` x", true},
-		{"/bin/r? x", true},
-		{"{rm,-rf,/}", true},
-		{"echo 'unbalanced", true},
-		{"echo $(unclosed", true},
-		{"echo `unclosed", true},
-		{"cat script | bash", true},
-		{"sh script.sh", true},
-		{"bash --version", false},
-		{"su", true},
-		{"eval \"$X\"", true},
-		{strings.Repeat("sh -c '", 1) + "x'", false},
-		{nest(maxNesting + 2), true},
-		{"echo " + strings.Repeat("a", MaxAnalyzeCommandLen), true},
-	}
-	for _, tt := range tests {
-		if got := analyze(tt.command).unverifiable; got != tt.want {
-			t.Errorf("analyze(%.60q).unverifiable = %v, want %v", tt.command, got, tt.want)
-		}
-	}
-}
-
-// nest wraps "rm x" in n levels of eval.
-func nest(n int) string {
-	s := "rm x"
-	for range n {
-		s = "eval " + s
-	}
-	return s
-}
-
-func TestGlob(t *testing.T) {
-	tests := []struct {
-		p, s string
-		want bool
-	}{
-		{"", "", true},
-		{"*", "", true},
-		{"*", "anything at all", true},
-		{"a*b", "ab", true},
-		{"a*b", "axxb", true},
-		{"a*b", "axxbc", false},
-		{"a*b*c", "abbbc", true},
-		{"**", "x", true},
-		{"a?", "ab", false}, // '?' is literal
-		{"a?", "a?", true},
-		{"*aaa*b", strings.Repeat("a", 1000), false},
-	}
-	for _, tt := range tests {
-		if got := globMatch(tt.p, tt.s); got != tt.want {
-			t.Errorf("globMatch(%q, %q) = %v, want %v", tt.p, tt.s, got, tt.want)
-		}
-	}
-	prefix := []struct {
-		p, t string
-		want bool
-	}{
-		{"rm -rf*", "rm ", true},
-		{"rm -rf*", "rmdir ", false},
-		{"rm *", "rm ", true},
-		{"*x", "anything ", true},
-		{"ab", "abc", false},
-	}
-	for _, tt := range prefix {
-		if got := globPrefix(tt.p, tt.t); got != tt.want {
-			t.Errorf("globPrefix(%q, %q) = %v, want %v", tt.p, tt.t, got, tt.want)
 		}
 	}
 }

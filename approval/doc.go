@@ -40,12 +40,13 @@
 //
 // "bash(<glob>)" entries match the bash tool's command; see MatchCommand for
 // the exact semantics. Approve rules match only a single plain command (a
-// conservative byte whitelist); anything with shell syntax falls through:
-// when the analyser cannot prove that a command matches an approve rule,
-// the rule does not match.
+// conservative byte whitelist) whose words the rule's '*' stands for are
+// known to be free of writes and execution; anything with shell syntax, and
+// any option nobody described, falls through: when the analyser cannot
+// prove that a command matches an approve rule, the rule does not match.
 //
-// Deny rules are checked by a shell analyser (lex.go, analyze.go,
-// programs.go) that finds every command a shell text may run — through
+// Deny rules are checked by a shell analyser (package approval/shell) that
+// finds every command a shell text may run — through
 // operators, substitutions, redirections placed anywhere, quotes and
 // escapes, wrappers with their options parsed (sudo -Eu root, env -iS
 // '...', flock -c, xargs -I{}, ...), sh -c and eval strings, git's global

@@ -3,6 +3,8 @@ package approval
 import (
 	"strings"
 	"testing"
+
+	"github.com/flemma-dev/flemma/approval/shell"
 )
 
 // The deny rules the evasion tables run against. The policy also approves
@@ -415,7 +417,7 @@ var evasions = []evasion{
 	{"unbalanced subst", "echo $(rm y", true},
 	{"unterminated double bracket", "[[ x ; rm y", false},
 	{"very long", strings.Repeat("a", MaxAnalyzeCommandLen) + "; rm x", false},
-	{"deep eval", nest(maxNesting + 2), false},
+	{"deep eval", nest(shell.MaxNesting + 2), false},
 	{"deep subst", strings.Repeat("$(", 300) + "rm x" + strings.Repeat(")", 300), false},
 	{"many wrappers", strings.Repeat("nohup ", 200) + "rm x", false},
 	{"deep quoting", `sh -c "sh -c \"sh -c 'rm x'\""`, true},
@@ -569,70 +571,5 @@ func TestDenyOutcomes(t *testing.T) {
 		if got := MatchCommand("bash(rm *)", c.command, false); got != c.want {
 			t.Errorf("MatchCommand(bash(rm *), %q, deny) = %v, want %v", c.command, got, c.want)
 		}
-	}
-}
-
-func TestGlobIntersect(t *testing.T) {
-	tests := []struct {
-		p, t string
-		want bool
-	}{
-		{"rm -rf*", "rm\x00 /", true}, // rm $FLAGS /
-		{"rm -rf*", "rm -\x00", true},
-		{"rm -rf*", "rm -f\x00", false},
-		{"rm -rf*", "rmdir\x00", false},
-		{"git push*", "git\x00", true},
-		{"git push*", "git status\x00", false},
-		{"a*b", "\x00", true},
-		{"abc", "a\x00c", true},
-		{"abc", "a\x00d", false},
-		{"", "\x00", true},
-		{"x", "", false},
-		{"*", "", true},
-	}
-	for _, tt := range tests {
-		if got := globIntersect(tt.p, tt.t); got != tt.want {
-			t.Errorf("globIntersect(%q, %q) = %v, want %v", tt.p, tt.t, got, tt.want)
-		}
-	}
-}
-
-func TestLexWords(t *testing.T) {
-	tests := []struct {
-		src  string
-		want []string
-	}{
-		{"a=(rm -rf x) b=1 cmd", []string{"a=", "b=1", "cmd"}},
-		{"x=1 a=(rm -rf x) cmd", []string{"x=1", "a=", "cmd"}},
-		{`2>/dev/null r''m "-r"f >x \x`, []string{"rm", "-rf", "x"}},
-		{`$'\x72m' {fd}>&- x`, []string{"rm", "x"}},
-	}
-	for _, tt := range tests {
-		a := &analysis{}
-		l := &lexer{a: a, src: tt.src}
-		l.run()
-		if len(l.cmds) != 0 {
-			t.Fatalf("commands left unanalysed")
-		}
-		var got []string
-		for _, c := range a.cands {
-			got = append(got, c.text)
-		}
-		want := strings.Join(tt.want, " ")
-		found := false
-		for _, g := range got {
-			found = found || g == want
-		}
-		if !found {
-			t.Errorf("lexing %q: candidates %q, want one %q", tt.src, got, want)
-		}
-	}
-	// The elements of a compound assignment are read as words.
-	l := &lexer{a: &analysis{}, src: "declare a=(rm '-rf' x)"}
-	l.word() // leaves a scratch buffer behind
-	l.i++
-	w, _ := l.word()
-	if w.val != "a=" || len(w.elems) != 3 || w.elems[1].val != "-rf" {
-		t.Errorf("compound assignment read as %q with %d elements", w.val, len(w.elems))
 	}
 }

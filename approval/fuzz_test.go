@@ -70,10 +70,10 @@ func FuzzDenyWrapped(f *testing.F) {
 			n++
 		}
 		first := cmd[:n]
-		if c := cmd[0]; 'a' <= c && c <= 'z' && !reserved[first] && !keywords[first] {
+		if c := cmd[0]; 'a' <= c && c <= 'z' && !keywords[first] {
 			for _, w := range []string{"sudo ", "env -i ", "nohup ", "2>/dev/null ", "timeout 5 ", "command ",
 				"X=1 ", "time ", "nice -n5 ", "exec ", "xargs "} {
-				if w == "env -i " && strings.Contains(firstWord(cmd), "=") {
+				if w == "env -i " && mayAssign(cmd) {
 					continue // env takes any X=Y as a variable, "a!=" too
 				}
 				wraps = append(wraps, w+cmd)
@@ -87,11 +87,28 @@ func FuzzDenyWrapped(f *testing.F) {
 	})
 }
 
-var keywords = setOf("case", "esac", "for", "select", "time", "[[", "]]", "function", "coproc")
+// keywords are the words that are keywords only in command position, as
+// the shell's reserved words are (a prefix wrapper would make them
+// arguments).
+var keywords = map[string]bool{"case": true, "esac": true, "for": true, "select": true, "time": true,
+	"[[": true, "]]": true, "function": true, "coproc": true, "{": true, "}": true, "!": true, "if": true,
+	"then": true, "else": true, "elif": true, "fi": true, "do": true, "done": true, "while": true,
+	"until": true, "in": true}
 
-// firstWord is the value of the first shell word of cmd.
-func firstWord(cmd string) string {
-	l := &lexer{a: &analysis{}, src: cmd}
-	w, _ := l.word()
-	return w.val
+// mayAssign reports whether the first shell word of cmd may hold a '=':
+// env takes any X=Y as a variable. It errs towards yes (quotes, escapes and
+// expansions may make one).
+func mayAssign(cmd string) bool {
+	f := strings.Fields(cmd)
+	return len(f) > 0 && strings.ContainsAny(f[0], "=\\'\"$`")
+}
+
+// subwordByte: the bytes of a word in the sense of a rule's first word.
+func subwordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '/' || c == '-'
+}
+
+// plainByte is the approve side's byte whitelist, restated.
+func plainByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_./:=,+@%", c) >= 0
 }

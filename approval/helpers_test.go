@@ -91,3 +91,12 @@ func expect(t *testing.T, ch *Chain, c Call, want Decision) Outcome {
 	}
 	return got
 }
+
+// nest wraps "rm x" in n levels of eval.
+func nest(n int) string {
+	s := "rm x"
+	for range n {
+		s = "eval " + s
+	}
+	return s
+}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/flemma-dev/flemma/approval/shell"
 )
 
 // PresetDef is one approval preset: tool names (or command rules) to approve
@@ -248,9 +250,8 @@ func (p *Presets) Names() []string {
 type cmdRule struct {
 	entry   string // "bash(git status*)" as written
 	pattern string // normalized glob
-	lower   string // ASCII-lowercased pattern (deny matching)
 	label   string // rule text for Outcome.Rule
-	deny    *denyPattern
+	glob    *shell.Pattern
 }
 
 // Policy is an expanded approve/deny list: tool names to approve and deny,
@@ -293,9 +294,7 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		if source != "" {
 			label = entry + " from " + source
 		}
-		lower := asciiLower(pattern)
-		*rules = append(*rules, cmdRule{entry: entry, pattern: pattern, lower: lower, label: label,
-			deny: newDenyPattern(lower)})
+		*rules = append(*rules, cmdRule{entry: entry, pattern: pattern, label: label, glob: shell.Compile(pattern)})
 	}
 	approve := func(entry, source string) {
 		if looksLikeRule(entry) {
@@ -501,17 +500,17 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 		cmd, hasCmd = c.Input["command"].(string)
 	}
 	if hasCmd && len(p.denyRules) > 0 {
-		a := analyze(cmd)
+		a := shell.Analyze(cmd)
 		for _, r := range p.denyRules {
-			if a.denies(r.deny) {
+			if a.Runs(r.glob) {
 				return Deny, r.label
 			}
 		}
-		if a.unverifiable {
+		if a.Unverifiable() {
 			return RequireApproval, RuleUnverifiable
 		}
 		for _, r := range p.denyRules {
-			if a.mayMatch(r.deny) {
+			if a.MayRun(r.glob) {
 				return RequireApproval, RuleMayMatch + r.label
 			}
 		}
@@ -524,11 +523,9 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 		return Approve, src
 	}
 	if hasCmd && len(p.approveRules) > 0 && !slices.Contains(c.Env.Exclusions, BashTool) {
-		if norm, ok := normalizeApprove(cmd); ok {
-			for _, r := range p.approveRules {
-				if !slices.Contains(c.Env.Exclusions, r.entry) && matchApprove(r.pattern, norm) {
-					return Approve, r.label
-				}
+		for _, r := range p.approveRules {
+			if !slices.Contains(c.Env.Exclusions, r.entry) && r.glob.Approves(cmd) {
+				return Approve, r.label
 			}
 		}
 	}
@@ -561,4 +558,4 @@ func matchNamePattern(set map[string]string, tool string) (string, bool) {
 // NameMatch reports whether a tool name pattern matches name: '*' matches
 // any run of characters (none included), every other character itself —
 // the matching of command rules (globMatch).
-func NameMatch(pattern, name string) bool { return globMatch(pattern, name) }
+func NameMatch(pattern, name string) bool { return shell.Glob(pattern, name) }

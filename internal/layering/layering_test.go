@@ -62,6 +62,7 @@ func TestPurePackages(t *testing.T) {
 	pure := map[string][]string{ // package -> modules it may import besides the stdlib
 		"buffer":            nil,
 		"approval":          {"github.com/google/shlex", "github.com/bmatcuk/doublestar/v4"},
+		"approval/shell":    nil,
 		"frontmatter":       {"github.com/yuin/gopher-lua"},
 		"preview":           {"github.com/mattn/go-runewidth", "github.com/pmezard/go-difflib"}, // difflib: bufio, bytes, fmt, io, strings only
 		"trust":             nil,
@@ -105,7 +106,8 @@ var layers = map[string][]string{
 	".":                       {}, // package flemma: the version (lua/flemma/VERSION)
 	"buffer":                  {},
 	"trust":                   {"buffer"},
-	"approval":                {},
+	"approval":                {"approval/shell"},
+	"approval/shell":          {},
 	"frontmatter":             {"internal/editdist"},
 	"internal/editdist":       {},
 	"internal/ssetest":        {},

@@ -1,4 +1,4 @@
-package approval
+package shell
 
 import (
 	"strings"
@@ -30,8 +30,8 @@ import (
 //     in another language (python -c, awk system(), sed's e), a shell
 //     construct that evaluates variable values (${x@P}, arithmetic on
 //     values built at run time), unbalanced quoting, nesting deeper than
-//     maxNesting, more than maxWrappers wrappers, a NUL byte, or a command
-//     longer than MaxAnalyzeCommandLen. Every deny rule then asks.
+//     MaxNesting, more than maxWrappers wrappers, a NUL byte, or a command
+//     longer than MaxAnalyzeLen. Every deny rule then asks.
 
 // placeholder replaces a command or process substitution in a word; as a
 // command word it is dynamic.
@@ -76,9 +76,9 @@ type analysis struct {
 
 func analyze(cmd string) *analysis {
 	a := &analysis{}
-	if len(cmd) > MaxAnalyzeCommandLen {
+	if len(cmd) > MaxAnalyzeLen {
 		a.unverifiable = true
-		cmd = cmd[:MaxAnalyzeCommandLen]
+		cmd = cmd[:MaxAnalyzeLen]
 	}
 	if strings.IndexByte(cmd, 0) >= 0 {
 		a.unverifiable = true // bash drops NUL bytes from script text
@@ -389,7 +389,7 @@ func (a *analysis) suspectCmd(c *scmd) {
 
 // script analyses shell text that a shell parses again (sh -c, eval, ...).
 func (a *analysis) script(src string, depth int) {
-	if depth > maxNesting {
+	if depth > MaxNesting {
 		a.unverify()
 		return
 	}
@@ -400,7 +400,7 @@ func (a *analysis) script(src string, depth int) {
 // lenientScript reads text that may or may not be shell code: everything
 // it finds asks at most, and it is never unverifiable.
 func (a *analysis) lenientScript(src string, depth int) {
-	if depth > maxNesting || src == "" {
+	if depth > MaxNesting || src == "" {
 		return
 	}
 	a.lenient++
@@ -586,213 +586,104 @@ func (a *analysis) cond(ws []word) {
 }
 
 // words analyses a command's words: the command word decides how its
-// arguments are read. Wrappers loop with the command they run.
+// arguments are read (its family's function in kindRun). Wrappers loop
+// with the command they run.
 func (a *analysis) words(ws []word, c *scmd, depth int, open, piped bool) kind {
-	for step := 0; ; step++ {
-		if step > maxWrappers {
+	for n := 0; ; n++ {
+		if n > maxWrappers {
 			a.unverify()
 			return kUnknown
 		}
 		ws = a.assignments(ws)
-		if len(ws) == 0 {
-			if open {
-				a.unverify() // the command comes from the input (xargs env)
-			}
-			return kNone
-		}
-		a.addWords("", ws, open)
-		name := ws[0]
-		if !name.lit || name.tilde && !strings.Contains(name.val, "/") {
-			a.unverify() // the command word is only known at run time
-			return kUnknown
-		}
-		lname := asciiLower(name.val)
-		base := basename(lname)
-		if base == "" {
-			return kNone
-		}
-		if base != lname {
-			a.addWords(base, ws, open)
-		}
-		args := ws[1:]
-		h, ok := commands[base]
+		x, k, ok := a.commandWord(ws, c, depth, open, piped)
 		if !ok {
-			h, ok = commands[strings.TrimRight(base, "0123456789.")]
+			return k
 		}
-		if h.kind != cGit {
-			a.addProbe(lname, base, "", args)
+		s := kindRun[x.h.kind](a, x)
+		if !s.more {
+			return s.k
 		}
-		if open && codeArgs[h.kind] {
-			// xargs appends its input to a command whose arguments may be
-			// code or options (GNU tools take options after operands).
-			a.unverify()
-			return kUnknown
-		}
-		switch h.kind {
-		case cData:
-			return kData
-		case cWrap:
-			rest, opts, certain := parseOpts(args, h.spec)
-			for _, o := range opts {
-				if o.has {
-					a.suspect(o.val)
-				}
-			}
-			if !certain {
-				a.suspectAll(args)
-			}
-			if done, k := a.wrapperHook(base, opts, &rest, c, depth, open); done {
-				return k
-			}
-			if len(rest) == 0 && h.spec.shellIfEmpty {
-				a.unverify() // an interactive shell reading stdin
-				return kUnknown
-			}
-			ws = rest
-			open = open || h.spec.open
-			continue
-		case cCommand:
-			if hasOpt(args, 'v') || hasOpt(args, 'V') {
-				return kData // only prints what the name would run
-			}
-			rest, _, certain := parseOpts(args, h.spec)
-			if !certain {
-				a.suspectAll(args)
-			}
-			ws = rest
-			continue
-		case cEnv:
-			ws = a.env(args, depth)
-			continue
-		case cShell:
-			return a.shell(args, c, depth, open, piped)
-		case cEval:
-			a.eval(args, depth, open)
-			return kUnknown
-		case cFind:
-			a.find(args, c, depth, open)
-			return kData
-		case cGit:
-			if open && len(args) == 0 {
-				a.unverify() // the subcommand and options come from the input
-				return kUnknown
-			}
-			return a.git(lname, args, depth)
-		case cSu:
-			rest, run := a.su(base, args, depth)
-			if !run {
-				return kUnknown
-			}
-			ws = rest
-			continue
-		case cSsh:
-			a.ssh(args, depth)
-			return kUnknown
-		case cInterp:
-			return a.interp(base, h.interp, args)
-		case cAwk:
-			a.awk(args)
-			return kData
-		case cSed:
-			a.sed(args)
-			return kData
-		case cMake:
-			for _, w := range args {
-				if !w.lit || strings.Contains(w.val, "$") || strings.HasPrefix(w.val, "--eval") || w.val == "-E" {
-					a.unverify() // make functions such as $(shell ...) build commands
-				}
-			}
-			a.suspectAll(args)
-			a.suspectAll(c.stdin)
-			return kUnknown
-		case cTrap:
-			a.trap(args, depth)
-			return kData
-		case cAlias:
-			for _, w := range args {
-				if i := strings.IndexByte(w.val, '='); i > 0 {
-					if !w.lit {
-						a.unverify()
-						continue
-					}
-					a.script(w.val[i+1:], depth+1)
-				}
-			}
-			return kData
-		case cOptAsk:
-			// hash -p PATH NAME, enable -f FILE NAME: a name that runs
-			// something else.
-			if hasOpt(args, h.letter) {
-				a.unverify()
-			}
-			return kData
-		case cCrontab:
-			if !hasOpt(args, 'l') && !hasOpt(args, 'r') {
-				a.unverify() // installs commands for later
-			}
-			return kData
-		case cAsk:
-			a.unverify()
-			return kUnknown
-		case cRead:
-			a.read(base, args, depth)
-			return kData
-		case cPrintf:
-			if len(args) > 1 && args[0].lit && args[0].val == "-v" {
-				a.construct()
-				a.nameWord(args[1])
-				a.assign(nameOf(args[1].val))
-			}
-			return kData
-		case cDeclare:
-			a.declare(args)
-			return kData
-		case cLet:
-			for _, w := range args {
-				a.sinkText(w.val)
-			}
-			return kData
-		case cTest:
-			for i, w := range args {
-				if w.lit && w.val == "-v" && i+1 < len(args) {
-					a.nameWord(args[i+1])
-				}
-			}
-			return kData
-		case cUnset:
-			for _, w := range args {
-				if !strings.HasPrefix(w.val, "-") {
-					a.nameWord(w)
-				}
-			}
-			return kData
-		case cSg:
-			a.sg(args, depth)
-			return kUnknown
-		case cScript:
-			if s, ok := optionValue(args, "-c", "--command"); ok {
-				a.codeString(s, depth)
-			} else {
-				a.unverify() // starts a shell reading stdin
-			}
-			return kUnknown
-		case cEditor:
-			if a.editorRuns(base, args) {
-				a.unverify()
-				return kUnknown
-			}
-		case cStdin:
-			if a.fed || c.ins || len(c.stdin) > 0 || hasOpt(args, 'e') && (base == "nc" || base == "ncat" || base == "netcat") {
-				a.unverify() // runs commands it reads (.shell, \!, !cmd)
-				return kUnknown
-			}
-		}
-		// A command the analyser does not know: any argument, and its
-		// input, may be a command it runs.
-		a.suspectAll(args)
-		a.suspectAll(c.stdin)
-		return kUnknown
+		ws, open = s.next, s.open
 	}
+}
+
+// cmdCall is one command word with its arguments, as words hands it to the
+// family that knows the program.
+type cmdCall struct {
+	c           *scmd
+	depth       int
+	open        bool // xargs appends arguments read at run time
+	piped       bool
+	lname, base string // the command word and its basename, lowercased
+	h           handler
+	args        []word
+}
+
+// step is a family's answer: the kind of the command, or (more) the words
+// of the command it runs next.
+type step struct {
+	k    kind
+	next []word
+	more bool
+	open bool // xargs appends arguments to next
+}
+
+func done(k kind) step { return step{k: k} }
+
+// then goes on with the command next, which runs as x does.
+func (x cmdCall) then(next []word) step { return step{next: next, more: true, open: x.open} }
+
+func unknownArgs(a *analysis, x cmdCall) step {
+	// A command the analyser does not know: any argument, and its input,
+	// may be a command it runs.
+	a.suspectAll(x.args)
+	a.suspectAll(x.c.stdin)
+	return done(kUnknown)
+}
+
+// commandWord reads the command word of ws and records its candidates and
+// probe; ok is false when the command ends here with kind k.
+func (a *analysis) commandWord(ws []word, c *scmd, depth int, open, piped bool) (cmdCall, kind, bool) {
+	if len(ws) == 0 {
+		if open {
+			a.unverify() // the command comes from the input (xargs env)
+		}
+		return cmdCall{}, kNone, false
+	}
+	a.addWords("", ws, open)
+	name := ws[0]
+	if !name.lit || name.tilde && !strings.Contains(name.val, "/") {
+		a.unverify() // the command word is only known at run time
+		return cmdCall{}, kUnknown, false
+	}
+	lname := asciiLower(name.val)
+	base := basename(lname)
+	if base == "" {
+		return cmdCall{}, kNone, false
+	}
+	if base != lname {
+		a.addWords(base, ws, open)
+	}
+	h := lookup(base)
+	if h.kind != cGit {
+		a.addProbe(lname, base, "", ws[1:])
+	}
+	if open && codeArgs[h.kind] {
+		// xargs appends its input to a command whose arguments may be
+		// code or options (GNU tools take options after operands).
+		a.unverify()
+		return cmdCall{}, kUnknown, false
+	}
+	return cmdCall{c: c, depth: depth, open: open, piped: piped, lname: lname, base: base, h: h, args: ws[1:]}, 0, true
+}
+
+// lookup finds the handler of a command's basename (python3.12 is python).
+func lookup(base string) handler {
+	h, ok := commands[base]
+	if !ok {
+		h = commands[strings.TrimRight(base, "0123456789.")]
+	}
+	return h
 }
 
 func nameOf(s string) string {

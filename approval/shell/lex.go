@@ -1,4 +1,4 @@
-package approval
+package shell
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 // taken out, here-documents attached — and hands each to the analysis.
 // Command and process substitutions are analysed where they stand; strings
 // that a shell will parse again (sh -c, eval, backticks) are lexed again,
-// at most maxNesting deep.
+// at most MaxNesting deep.
 //
 // Where bash's grammar is not followed exactly the lexer errs towards
 // finding more commands, never fewer: an operator it does not know splits,
@@ -307,109 +307,22 @@ func (l *lexer) addWord(w word) {
 // run lexes until the end of the source (or the ')' of a $( ... ) body) and
 // then analyses the commands found.
 func (l *lexer) run() {
-	src := l.src
-	for l.i < len(src) && !l.a.abort {
-		c := src[l.i]
-		next := byte(0)
-		if l.i+1 < len(src) {
-			next = src[l.i+1]
-		}
+	for l.i < len(l.src) && !l.a.abort {
+		c := l.src[l.i]
 		if n := len(l.cases); n > 0 && l.cases[n-1] && l.cur == nil {
 			l.pattern(c)
 			continue
 		}
 		if l.cond {
-			switch c {
-			case ' ', '\t', '\n', '\r':
+			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 				l.i++
-				continue
+			} else {
+				l.wordOrSkip()
 			}
-			l.wordOrSkip()
 			continue
 		}
-		switch c {
-		case ' ', '\t':
-			l.i++
-		case '\\':
-			if next == '\n' {
-				l.i += 2
-				continue
-			}
-			l.wordOrRedirect()
-		case '\n':
-			l.i++
-			l.op("\n")
-			l.bodies()
-		case '\r':
-			l.i++
-			l.op(";")
-		case ';':
-			switch {
-			case strings.HasPrefix(src[l.i:], ";;&"):
-				l.i += 3
-				l.op(";;&")
-			case next == ';':
-				l.i += 2
-				l.op(";;")
-			case next == '&':
-				l.i += 2
-				l.op(";&")
-			default:
-				l.i++
-				l.op(";")
-			}
-		case '&':
-			switch next {
-			case '&':
-				l.i += 2
-				l.op("&&")
-			case '>':
-				l.redirect()
-			default:
-				l.i++
-				l.op("&")
-			}
-		case '|':
-			switch next {
-			case '|':
-				l.i += 2
-				l.op("||")
-			case '&':
-				l.i += 2
-				l.op("|&")
-			default:
-				l.i++
-				l.op("|")
-			}
-		case '(':
-			if next == '(' && l.arithCommand() {
-				continue
-			}
-			l.i++
-			l.op("(")
-			l.parens++
-		case ')':
-			l.i++
-			if l.stop && l.parens == 0 {
-				l.ended = true
-				l.flush()
-				l.finish()
-				return
-			}
-			if l.parens > 0 {
-				l.parens--
-			}
-			l.op(")")
-		case '<', '>':
-			if next == '(' {
-				l.wordOrRedirect()
-				continue
-			}
-			l.redirect()
-		case '#':
-			l.comment()
-		default:
-			l.wordOrRedirect()
+		if l.step(c) {
+			return // the ')' of a $( ... ) body
 		}
 	}
 	l.flush()
@@ -423,6 +336,89 @@ func (l *lexer) run() {
 		l.bodies() // here-documents on the last line: empty bodies
 	}
 	l.finish()
+}
+
+// step lexes what starts with c; true when it ended a $( ... ) body.
+func (l *lexer) step(c byte) bool {
+	next := byte(0)
+	if l.i+1 < len(l.src) {
+		next = l.src[l.i+1]
+	}
+	switch c {
+	case ' ', '\t':
+		l.i++
+	case '\\':
+		if next == '\n' {
+			l.i += 2
+			return false
+		}
+		l.wordOrRedirect()
+	case '\n':
+		l.i++
+		l.op("\n")
+		l.bodies()
+	case '\r':
+		l.i++
+		l.op(";")
+	case ';', '&', '|':
+		l.control()
+	case '(':
+		if next == '(' && l.arithCommand() {
+			return false
+		}
+		l.i++
+		l.op("(")
+		l.parens++
+	case ')':
+		return l.closeParen()
+	case '<', '>':
+		if next == '(' {
+			l.wordOrRedirect()
+			return false
+		}
+		l.redirect()
+	case '#':
+		l.comment()
+	default:
+		l.wordOrRedirect()
+	}
+	return false
+}
+
+// controlOps are the control operators, longest first.
+var controlOps = []string{";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|"}
+
+// control reads a control operator (or the redirection &>).
+func (l *lexer) control() {
+	rest := l.src[l.i:]
+	if strings.HasPrefix(rest, "&>") {
+		l.redirect()
+		return
+	}
+	for _, op := range controlOps {
+		if strings.HasPrefix(rest, op) {
+			l.i += len(op)
+			l.op(op)
+			return
+		}
+	}
+}
+
+// closeParen reads a ')': the end of a $( ... ) body (true), or of a
+// subshell.
+func (l *lexer) closeParen() bool {
+	l.i++
+	if l.stop && l.parens == 0 {
+		l.ended = true
+		l.flush()
+		l.finish()
+		return true
+	}
+	if l.parens > 0 {
+		l.parens--
+	}
+	l.op(")")
+	return false
 }
 
 // finish analyses the commands lexed, pipeline by pipeline.
@@ -643,54 +639,13 @@ loop:
 		case ' ', '\t', '\n', '\r':
 			break loop
 		case ';', '&', '|', '(', ')', '<', '>':
-			if l.cond && !(b.quoted < 0 && string(b.val) == "]]") {
-				b.byte1(c)
-				l.i++
-				continue
-			}
-			if c == '(' {
-				if n := len(b.val); n > 0 && b.quoted < 0 && (b.val[n-1] == '=' && isAssignment(string(b.val))) {
-					l.compound(&b)
-					continue
-				}
-				if l.i > start && strings.IndexByte("@!+*?", src[l.i-1]) >= 0 &&
-					!(l.i-1 == start && src[start] == '!' && (l.cur == nil || l.cur.head)) {
-					// "!(" in command position is "! (": negation, subshell
-					l.extglob(&b)
-					continue
-				}
-			}
-			if (c == '<' || c == '>') && l.i+1 < len(src) && src[l.i+1] == '(' {
-				l.i += 2
-				l.subst()
-				b.expansion(placeholder, false, true)
-				continue
-			}
-			break loop
-		case '\\':
-			switch {
-			case l.i+1 >= len(src):
-				b.mark()
-				b.byte1(c)
-				l.i++
-			case src[l.i+1] == '\n':
-				l.i += 2 // line continuation
-			default:
-				b.mark()
-				b.byte1(src[l.i+1])
-				l.i += 2
-			}
-		case '\'':
-			b.mark()
-			j := strings.IndexByte(src[l.i+1:], '\'')
-			if j < 0 {
-				l.a.unverify()
-				b.bytes(src[l.i+1:])
-				l.i = len(src)
+			if !l.inWordOperator(&b, c, start) {
 				break loop
 			}
-			b.bytes(src[l.i+1 : l.i+1+j])
-			l.i += j + 2
+		case '\\':
+			l.escape(&b)
+		case '\'':
+			l.squote(&b)
 		case '"':
 			b.mark()
 			l.i++
@@ -699,58 +654,8 @@ loop:
 			l.dollar(&b, false)
 		case '`':
 			l.backtick(&b, false)
-		case '*', '?':
-			b.pattern()
-			b.byte1(c)
-			l.i++
-		case '[':
-			b.bracket = true
-			b.byte1(c)
-			l.i++
-		case ']':
-			if b.bracket {
-				b.pattern()
-			}
-			b.byte1(c)
-			l.i++
-		case '{':
-			b.braceOpen++
-			b.byte1(c)
-			l.i++
-		case ',':
-			if b.braceOpen > 0 {
-				b.braceList = true
-			}
-			b.byte1(c)
-			l.i++
-		case '.':
-			if b.braceOpen > 0 && l.i+1 < len(src) && src[l.i+1] == '.' {
-				b.braceList = true
-			}
-			b.byte1(c)
-			l.i++
-		case '}':
-			if b.braceOpen > 0 {
-				b.braceOpen--
-				if b.braceList {
-					b.pattern()
-				}
-			}
-			b.byte1(c)
-			l.i++
-		case '~', '=':
-			if l.i == start {
-				if c == '~' {
-					b.tilde = true
-				} else if l.i+1 < len(src) && isAlpha(src[l.i+1]) {
-					b.pattern() // zsh: =cmd is the path of cmd
-				}
-			}
-			b.byte1(c)
-			l.i++
 		default:
-			b.byte1(c)
-			l.i++
+			l.wordByte(&b, c, start)
 		}
 	}
 	if l.i == start {
@@ -765,6 +670,110 @@ loop:
 		l.literalCode(e.literalParts())
 	}
 	return w, true
+}
+
+// inWordOperator reads an operator byte that belongs to the word: inside
+// [[ ]], the "(" of NAME=( ... ) or of an extglob, a process substitution.
+// false: the operator ends the word.
+func (l *lexer) inWordOperator(b *wordBuf, c byte, start int) bool {
+	src := l.src
+	if l.cond && !(b.quoted < 0 && string(b.val) == "]]") {
+		b.byte1(c)
+		l.i++
+		return true
+	}
+	if c == '(' {
+		if n := len(b.val); n > 0 && b.quoted < 0 && (b.val[n-1] == '=' && isAssignment(string(b.val))) {
+			l.compound(b)
+			return true
+		}
+		if l.i > start && strings.IndexByte("@!+*?", src[l.i-1]) >= 0 &&
+			!(l.i-1 == start && src[start] == '!' && (l.cur == nil || l.cur.head)) {
+			// "!(" in command position is "! (": negation, subshell
+			l.extglob(b)
+			return true
+		}
+	}
+	if (c == '<' || c == '>') && l.i+1 < len(src) && src[l.i+1] == '(' {
+		l.i += 2
+		l.subst()
+		b.expansion(placeholder, false, true)
+		return true
+	}
+	return false
+}
+
+// escape reads a backslash and what it quotes (a line continuation is
+// dropped).
+func (l *lexer) escape(b *wordBuf) {
+	src := l.src
+	switch {
+	case l.i+1 >= len(src):
+		b.mark()
+		b.byte1('\\')
+		l.i++
+	case src[l.i+1] == '\n':
+		l.i += 2 // line continuation
+	default:
+		b.mark()
+		b.byte1(src[l.i+1])
+		l.i += 2
+	}
+}
+
+// squote reads a single-quoted string.
+func (l *lexer) squote(b *wordBuf) {
+	src := l.src
+	b.mark()
+	j := strings.IndexByte(src[l.i+1:], '\'')
+	if j < 0 {
+		l.a.unverify()
+		b.bytes(src[l.i+1:])
+		l.i = len(src)
+		return
+	}
+	b.bytes(src[l.i+1 : l.i+1+j])
+	l.i += j + 2
+}
+
+// wordByte reads an unquoted byte, noting globs, brace expansions, a
+// leading tilde and zsh's =cmd.
+func (l *lexer) wordByte(b *wordBuf, c byte, start int) {
+	next := byte(0)
+	if l.i+1 < len(l.src) {
+		next = l.src[l.i+1]
+	}
+	switch c {
+	case '*', '?':
+		b.pattern()
+	case '[':
+		b.bracket = true
+	case ']':
+		if b.bracket {
+			b.pattern()
+		}
+	case '{':
+		b.braceOpen++
+	case ',':
+		b.braceList = b.braceList || b.braceOpen > 0
+	case '.':
+		b.braceList = b.braceList || b.braceOpen > 0 && next == '.'
+	case '}':
+		if b.braceOpen > 0 {
+			b.braceOpen--
+			if b.braceList {
+				b.pattern()
+			}
+		}
+	case '~':
+		b.tilde = b.tilde || l.i == start
+	case '=':
+		if l.i == start && isAlpha(next) {
+			b.pattern() // zsh: =cmd is the path of cmd
+		}
+	}
+	b.byte1(c)
+	l.i++
 }
 
 // literalCode reads literal text that looks like it holds shell code — a
@@ -1065,7 +1074,12 @@ func (l *lexer) backtick(b *wordBuf, quoted bool) {
 	b.expansion(placeholder, quoted, true)
 }
 
-// ansiC decodes the body of $'...' (l.i just past the quote).
+// ansiSimple are the one-letter escapes of $'...'.
+var ansiSimple = map[byte]byte{'a': 7, 'b': 8, 'e': 27, 'E': 27, 'f': 12, 'n': '\n', 'r': '\r', 't': '\t',
+	'v': 11, '\\': '\\', '\'': '\'', '"': '"', '?': '?'}
+
+// ansiC decodes the body of $'...' (l.i just past the quote). Bash cuts
+// the string at a NUL it decodes.
 func (l *lexer) ansiC(b *wordBuf) {
 	src := l.src
 	nul := false
@@ -1087,73 +1101,61 @@ func (l *lexer) ansiC(b *wordBuf) {
 		}
 		e := src[l.i+1]
 		l.i += 2
-		switch e {
-		case 'a':
-			put(7)
-		case 'b':
-			put(8)
-		case 'e', 'E':
-			put(27)
-		case 'f':
-			put(12)
-		case 'n':
-			put('\n')
-		case 'r':
-			put('\r')
-		case 't':
-			put('\t')
-		case 'v':
-			put(11)
-		case '\\', '\'', '"', '?':
-			put(e)
-		case 'c':
-			if l.i < len(src) {
-				put(src[l.i] & 0x1f)
-				l.i++
-			}
-		case 'x', 'u', 'U':
-			max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
-			v, n := 0, 0
-			for n < max && l.i < len(src) && isHex(src[l.i]) {
-				v = v*16 + hexVal(src[l.i])
-				l.i++
-				n++
-			}
-			switch {
-			case n == 0:
-				put('\\', e)
-			case e == 'x':
-				if v == 0 {
-					nul = true
-				}
-				put(byte(v))
-			default:
-				if v == 0 {
-					nul = true
-				}
-				var buf [4]byte
-				if v > utf8.MaxRune {
-					v = utf8.RuneError
-				}
-				put(buf[:utf8.EncodeRune(buf[:], rune(v))]...)
-			}
-		default:
-			if '0' <= e && e <= '7' {
-				v := int(e - '0')
-				for n := 1; n < 3 && l.i < len(src) && '0' <= src[l.i] && src[l.i] <= '7'; n++ {
-					v = v*8 + int(src[l.i]-'0')
-					l.i++
-				}
-				if v&0xff == 0 {
-					nul = true
-				}
-				put(byte(v))
-			} else {
-				put('\\', e)
-			}
-		}
+		out, zero := l.ansiEscape(e)
+		nul = nul || zero // bash drops the NUL and the rest
+		put(out...)
 	}
 	l.a.unverify() // unbalanced $'
+}
+
+// ansiEscape decodes the escape \e of $'...' whose text goes on at l.i;
+// zero reports a NUL.
+func (l *lexer) ansiEscape(e byte) (out []byte, zero bool) {
+	src := l.src
+	if v, ok := ansiSimple[e]; ok {
+		return []byte{v}, false
+	}
+	switch {
+	case e == 'c':
+		if l.i < len(src) {
+			l.i++
+			return []byte{src[l.i-1] & 0x1f}, false
+		}
+		return nil, false
+	case e == 'x' || e == 'u' || e == 'U':
+		return l.ansiHex(e)
+	case '0' <= e && e <= '7':
+		v := int(e - '0')
+		for n := 1; n < 3 && l.i < len(src) && '0' <= src[l.i] && src[l.i] <= '7'; n++ {
+			v = v*8 + int(src[l.i]-'0')
+			l.i++
+		}
+		return []byte{byte(v)}, v&0xff == 0
+	}
+	return []byte{'\\', e}, false
+}
+
+// ansiHex decodes \xHH, \uHHHH and \UHHHHHHHH.
+func (l *lexer) ansiHex(e byte) (out []byte, zero bool) {
+	src := l.src
+	max := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+	v, n := 0, 0
+	for n < max && l.i < len(src) && isHex(src[l.i]) {
+		v = v*16 + hexVal(src[l.i])
+		l.i++
+		n++
+	}
+	switch {
+	case n == 0:
+		return []byte{'\\', e}, false
+	case e == 'x':
+		return []byte{byte(v)}, v == 0
+	}
+	if v > utf8.MaxRune {
+		v = utf8.RuneError
+	}
+	var buf [4]byte
+	return buf[:utf8.EncodeRune(buf[:], rune(v))], v == 0
 }
 
 // compound reads the elements of NAME=( ... ) into b (l.i at the '(').
