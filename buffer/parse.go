@@ -79,7 +79,9 @@ func (p *parser) report(line, col int, sev Severity, kind, format string, args .
 }
 
 // text returns the lines a..b as a Text, with blank lines at both ends
-// dropped, or nil if nothing is left.
+// dropped, or nil if nothing is left. The Text keeps a copy of the slice
+// of lines (not of their bytes), so a caller that reuses its slice after
+// Parse does not change it.
 func (p *parser) text(a, b int) *Text {
 	for a <= b && isBlank(p.line(a)) {
 		a++
@@ -90,7 +92,7 @@ func (p *parser) text(a, b int) *Text {
 	if a > b {
 		return nil
 	}
-	return &Text{Value: strings.Join(p.src[a-1:b], "\n"), StartLine: a, EndLine: b}
+	return &Text{lines: slices.Clone(p.src[a-1 : b]), StartLine: a, EndLine: b}
 }
 
 // frontmatter reads a frontmatter opened on line 1 and closed by the first
@@ -313,23 +315,28 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 		p.report(open, 1, SeverityWarning, KindToolUse, "Failed to parse tool input: the fenced block is empty")
 		return nil, 0
 	}
-	var v any
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		line, col := open+1, 1
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line, col = offsetPos(raw, int(se.Offset)-1)
-			line += open + 1
+	v, fast := decodeInput(raw) // nulls already left out
+	if !fast {
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			line, col := open+1, 1
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				line, col = offsetPos(raw, int(se.Offset)-1)
+				line += open + 1
+			}
+			p.report(line, col, SeverityWarning, KindToolUse, "Failed to parse tool input: JSON parse error: %s", err)
+			return nil, 0
 		}
-		p.report(line, col, SeverityWarning, KindToolUse, "Failed to parse tool input: JSON parse error: %s", err)
-		return nil, 0
+		if obj, ok := v.(map[string]any); ok {
+			v = dropNulls(obj)
+		}
 	}
 	u := &ToolUse{
 		Name: name, ID: id, RawInput: raw, Language: lang, FenceLen: n, Suffix: suffix,
 		HeaderLine: h, FenceLine: open, EndLine: end,
 	}
 	if obj, ok := v.(map[string]any); ok {
-		u.Input = dropNulls(obj)
+		u.Input = obj
 	} else {
 		p.report(open+1, 1, SeverityWarning, KindToolUse,
 			"Tool input must be a JSON object, got %s", jsonType(v))
@@ -446,7 +453,7 @@ func (p *parser) tag(h, hi int) (Segment, int) {
 		for ; k <= hi; k++ {
 			s := p.line(k)
 			if s == thinkingClose {
-				th.Content = p.body(h, k)
+				th.lines = slices.Clone(p.src[h : k-1])
 				th.EndLine = k
 				return th, k + 1
 			}
