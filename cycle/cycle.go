@@ -231,7 +231,9 @@ func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
 func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
 	var p categorizePlan
 	var diags []Diag
+	var uses []*buffer.ToolUse // the calls of the buffer, for pruneCalls
 	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		uses = doc.ToolUses()
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm, h.notesOf(bufnr))
 		opts := ApplyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
@@ -258,6 +260,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		st.outcomes = map[string]approval.Outcome{}
 	}
 	maps.Copy(st.outcomes, p.Outcomes)
+	st.pruneCalls(uses)
 	h.mu.Unlock()
 	if p.Pending > 0 {
 		h.event("FlemmaApprovalPending", PendingEvent{Bufnr: bufnr, Pending: p.Pending, First: p.FirstPending, Auto: auto})
