@@ -37,8 +37,11 @@ func procStatusKB(tb testing.TB, pid int, field string) float64 {
 // started by the plugin as a user's Neovim starts it) after it started and
 // answered one <C-]> categorize of the 10,000-line chatgen conversation
 // (200 calls, the last response's 4 unresolved): VmRSS and its peak VmHWM
-// from /proc/<pid>/status, in MB. Each iteration is a new Neovim and a new
-// host.
+// from /proc/<pid>/status, in MB, and VmRSS's two parts: anon-MB (the
+// memory the host allocated: Go heap, stacks) and file-MB (pages of the
+// executable mapped in; the kernel maps them around each page touched, so
+// this follows the size of the binary). Each iteration is a new Neovim and
+// a new host.
 func BenchmarkHostRSS(b *testing.B) {
 	found, _ := nvimtest.Neovims()
 	if len(found) == 0 {
@@ -47,7 +50,7 @@ func BenchmarkHostRSS(b *testing.B) {
 	chat := chatgen.Conversation(chatgen.Options{Lines: 10000, Calls: 200, Unresolved: true})
 	for _, bin := range found {
 		b.Run("nvim-"+nvimtest.Version(bin), func(b *testing.B) {
-			var rss, hwm float64
+			var rss, hwm, anon, file float64
 			n := 0
 			for b.Loop() {
 				s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir()})
@@ -72,11 +75,15 @@ func BenchmarkHostRSS(b *testing.B) {
 				}
 				rss += procStatusKB(b, pid, "VmRSS") / 1024
 				hwm += procStatusKB(b, pid, "VmHWM") / 1024
+				anon += procStatusKB(b, pid, "RssAnon") / 1024
+				file += procStatusKB(b, pid, "RssFile") / 1024
 				n++
 				s.Close()
 			}
 			b.ReportMetric(rss/float64(n), "rss-MB")
 			b.ReportMetric(hwm/float64(n), "peak-rss-MB")
+			b.ReportMetric(anon/float64(n), "anon-MB")
+			b.ReportMetric(file/float64(n), "file-MB")
 		})
 	}
 }
