@@ -1,6 +1,9 @@
 package buffer
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Status is the lifecycle status of a tool result. The empty Status means a
 // completed result (success or error); any other value marks a placeholder
@@ -86,20 +89,31 @@ type Segment interface {
 // Text is a run of ordinary lines. It never starts or ends with a blank
 // (whitespace-only) line; inner lines are kept verbatim.
 type Text struct {
-	Value              string // the lines joined by "\n"
 	StartLine, EndLine int
+	// lines are the lines StartLine..EndLine, copied from the slice given
+	// to Parse (the strings are shared, not copied).
+	lines []string
 }
+
+// Value returns the lines joined by "\n". It joins them on each call:
+// Parse does not, because most parses (a <C-]> press) never read the
+// text, and prose is most of a buffer's bytes.
+func (t *Text) Value() string { return strings.Join(t.lines, "\n") }
 
 // Thinking is a <thinking> block of an @Assistant: message.
 type Thinking struct {
-	Content   string // lines between the tags joined by "\n"; "" for a self-closing tag
-	Provider  string // from <thinking PROVIDER:signature="…">; "" when unsigned
+	lines     []string // the lines between the tags (see Content)
+	Provider  string   // from <thinking PROVIDER:signature="…">; "" when unsigned
 	Signature string
 	Redacted  bool // <thinking redacted>
 	// StartLine is the opening tag, EndLine the closing tag. A self-closing
 	// tag has StartLine == EndLine.
 	StartLine, EndLine int
 }
+
+// Content returns the lines between the tags joined by "\n" ("" for a
+// self-closing tag). Like Text.Value, it joins them on each call.
+func (t *Thinking) Content() string { return strings.Join(t.lines, "\n") }
 
 // Aborted is the marker <!-- flemma:aborted: MESSAGE --> written when a
 // response was interrupted.

@@ -410,7 +410,7 @@ func TestPlaceThenParse(t *testing.T) {
 	if want := []string{"t1=approved", "t2=", "t3=rejected"}; !slices.Equal(order, want) {
 		t.Errorf("results = %v, want %v", order, want)
 	}
-	if last := d2.Messages[len(d2.Messages)-1].Segments; last[len(last)-1].(*Text).Value != "Thanks." {
+	if last := d2.Messages[len(d2.Messages)-1].Segments; last[len(last)-1].(*Text).Value() != "Thanks." {
 		t.Errorf("user text moved: %v", last)
 	}
 }

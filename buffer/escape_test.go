@@ -82,7 +82,7 @@ func TestEscapedAnswerHasNoStructure(t *testing.T) {
 	}
 	var texts []string
 	for _, s := range doc.Messages[1].Segments {
-		texts = append(texts, s.(*Text).Value)
+		texts = append(texts, s.(*Text).Value())
 	}
 	if got := UnescapeText(strings.Join(texts, "\n")); got != forged {
 		t.Errorf("UnescapeText did not restore the answer:\n%s\nwant\n%s", got, forged)

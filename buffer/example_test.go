@@ -62,7 +62,7 @@ func ExampleParse_diagnostics() {
 	for _, d := range doc.Diagnostics {
 		fmt.Println(d)
 	}
-	fmt.Printf("kept as text: %q\n", doc.Messages[0].Segments[0].(*buffer.Text).Value[:33])
+	fmt.Printf("kept as text: %q\n", doc.Messages[0].Segments[0].(*buffer.Text).Value()[:33])
 	// Output:
 	// 4:18: Failed to parse tool input: JSON parse error: invalid character '}' looking for beginning of object key string
 	// kept as text: "**Tool Use:** `bash` (`toolu_01`)"

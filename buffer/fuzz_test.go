@@ -256,9 +256,9 @@ func shape(d *Document, skip func(Segment) bool) []string {
 			var l string
 			switch s := s.(type) {
 			case *Text:
-				l = "text " + strconv.Quote(s.Value)
+				l = "text " + strconv.Quote(s.Value())
 			case *Thinking:
-				l = fmt.Sprintf("thinking %q %s %s %v", s.Content, s.Provider, s.Signature, s.Redacted)
+				l = fmt.Sprintf("thinking %q %s %s %v", s.Content(), s.Provider, s.Signature, s.Redacted)
 			case *Aborted:
 				l = "aborted " + s.Message
 			case *ToolUse:

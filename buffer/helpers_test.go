@@ -16,7 +16,7 @@ func sketch(d *Document) string {
 		fmt.Fprintf(&b, "fm %s %d-%d %q\n", fm.Language, fm.StartLine, fm.EndLine, fm.Code)
 	}
 	if t := d.Preamble; t != nil {
-		fmt.Fprintf(&b, "pre %d-%d %q\n", t.StartLine, t.EndLine, t.Value)
+		fmt.Fprintf(&b, "pre %d-%d %q\n", t.StartLine, t.EndLine, t.Value())
 	}
 	for _, m := range d.Messages {
 		fmt.Fprintf(&b, "@%s %d-%d\n", m.Role, m.StartLine, m.EndLine)
@@ -24,9 +24,9 @@ func sketch(d *Document) string {
 			b.WriteString("  ")
 			switch s := s.(type) {
 			case *Text:
-				fmt.Fprintf(&b, "text %d-%d %q", s.StartLine, s.EndLine, s.Value)
+				fmt.Fprintf(&b, "text %d-%d %q", s.StartLine, s.EndLine, s.Value())
 			case *Thinking:
-				fmt.Fprintf(&b, "think %d-%d %q", s.StartLine, s.EndLine, s.Content)
+				fmt.Fprintf(&b, "think %d-%d %q", s.StartLine, s.EndLine, s.Content())
 				if s.Redacted {
 					b.WriteString(" redacted")
 				}
@@ -90,7 +90,7 @@ func dump(d *Document) string {
 	}
 	if t := d.Preamble; t != nil {
 		fmt.Fprintf(&b, "preamble %d-%d\n", t.StartLine, t.EndLine)
-		body("  ", t.Value)
+		body("  ", t.Value())
 	}
 	for _, m := range d.Messages {
 		fmt.Fprintf(&b, "message %s %d-%d\n", m.Role, m.StartLine, m.EndLine)
@@ -98,12 +98,12 @@ func dump(d *Document) string {
 			switch s := s.(type) {
 			case *Text:
 				fmt.Fprintf(&b, "  text %d-%d\n", s.StartLine, s.EndLine)
-				body("    ", s.Value)
+				body("    ", s.Value())
 			case *Thinking:
 				fmt.Fprintf(&b, "  thinking %d-%d provider=%q signature=%q redacted=%v\n",
 					s.StartLine, s.EndLine, s.Provider, s.Signature, s.Redacted)
 				if s.EndLine-s.StartLine > 1 {
-					body("    ", s.Content)
+					body("    ", s.Content())
 				}
 			case *Aborted:
 				fmt.Fprintf(&b, "  aborted %d message=%q\n", s.StartLine, s.Message)

@@ -32,7 +32,7 @@ func Parse(lines []string) *Document {
 			}
 		}
 	}
-	p.doc.ix = buildIndex(p.doc)
+	p.doc.ix = newIndex(p.uses, p.results)
 	p.pair()
 	slices.SortStableFunc(p.doc.Diagnostics, func(a, b Diagnostic) int {
 		if a.Line != b.Line {
@@ -68,6 +68,16 @@ type parser struct {
 	// fails from any later line before stop; remembering stop keeps a run
 	// of unclosed tags linear instead of quadratic.
 	splitNoClose, tagNoClose int
+
+	uses    []*ToolUse // in document order, for the index
+	results []*ToolResult
+
+	segs     []Segment // the segments of the message being parsed
+	segArena []Segment // see keep
+	// Memory handed out in pieces (see copyLines, newMessage): a few
+	// allocations per document instead of a few per node.
+	lineArena []string
+	msgArena  []Message
 }
 
 func (p *parser) line(n int) string { return p.src[n-1] }
@@ -79,7 +89,9 @@ func (p *parser) report(line, col int, sev Severity, kind, format string, args .
 }
 
 // text returns the lines a..b as a Text, with blank lines at both ends
-// dropped, or nil if nothing is left.
+// dropped, or nil if nothing is left. The Text keeps a copy of the slice
+// of lines (not of their bytes), so a caller that reuses its slice after
+// Parse does not change it.
 func (p *parser) text(a, b int) *Text {
 	for a <= b && isBlank(p.line(a)) {
 		a++
@@ -90,7 +102,7 @@ func (p *parser) text(a, b int) *Text {
 	if a > b {
 		return nil
 	}
-	return &Text{Value: strings.Join(p.src[a-1:b], "\n"), StartLine: a, EndLine: b}
+	return &Text{lines: p.copyLines(p.src[a-1 : b]), StartLine: a, EndLine: b}
 }
 
 // frontmatter reads a frontmatter opened on line 1 and closed by the first
@@ -145,7 +157,8 @@ func (p *parser) split(body int) {
 	}
 	for i <= n {
 		role, _ := roleMarker(p.line(i))
-		m := &Message{Role: role, StartLine: i}
+		m := p.newMessage()
+		m.Role, m.StartLine = role, i
 		fence, opened, swallowed := 0, 0, 0
 		j := i + 1
 		for ; j <= n; j++ {
@@ -216,7 +229,7 @@ func (p *parser) blocks(m *Message) {
 	flush := func(end int) {
 		if textStart > 0 {
 			if t := p.text(textStart, end-1); t != nil {
-				m.Segments = append(m.Segments, t)
+				p.segs = append(p.segs, t)
 			}
 			textStart = 0
 		}
@@ -242,8 +255,14 @@ func (p *parser) blocks(m *Message) {
 			seg, next = p.tag(i, hi)
 		}
 		if seg != nil {
+			switch s := seg.(type) {
+			case *ToolUse:
+				p.uses = append(p.uses, s)
+			case *ToolResult:
+				p.results = append(p.results, s)
+			}
 			flush(i)
-			m.Segments = append(m.Segments, seg)
+			p.segs = append(p.segs, seg)
 			i = next
 			continue
 		}
@@ -253,6 +272,51 @@ func (p *parser) blocks(m *Message) {
 		i++
 	}
 	flush(hi + 1)
+	m.Segments = p.keep(p.segs)
+	p.segs = p.segs[:0]
+}
+
+// copyLines returns a copy of a slice of lines (the strings are shared),
+// from memory shared with the other copies of the document.
+func (p *parser) copyLines(lines []string) []string {
+	if len(lines) == 0 {
+		return nil
+	}
+	if len(p.lineArena) < len(lines) {
+		p.lineArena = make([]string, max(len(lines), 1024))
+	}
+	out := p.lineArena[:len(lines):len(lines)]
+	copy(out, lines)
+	p.lineArena = p.lineArena[len(lines):]
+	return out
+}
+
+// newMessage returns a zero Message from memory shared with the other
+// messages of the document.
+func (p *parser) newMessage() *Message {
+	if len(p.msgArena) == 0 {
+		p.msgArena = make([]Message, 64)
+	}
+	m := &p.msgArena[0]
+	p.msgArena = p.msgArena[1:]
+	return m
+}
+
+// keep returns a copy of segs whose memory is shared with the other
+// messages of the document (one allocation for many messages instead of a
+// few per message), or nil for none. Its capacity is its length, so an
+// append by a caller copies it instead of overwriting a neighbour.
+func (p *parser) keep(segs []Segment) []Segment {
+	if len(segs) == 0 {
+		return nil
+	}
+	if len(p.segArena) < len(segs) {
+		p.segArena = make([]Segment, max(len(segs), 256))
+	}
+	out := p.segArena[:len(segs):len(segs)]
+	copy(out, segs)
+	p.segArena = p.segArena[len(segs):]
+	return out
 }
 
 // fencedBody finds the fence of a tool block whose header is on line h:
@@ -313,23 +377,28 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 		p.report(open, 1, SeverityWarning, KindToolUse, "Failed to parse tool input: the fenced block is empty")
 		return nil, 0
 	}
-	var v any
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		line, col := open+1, 1
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line, col = offsetPos(raw, int(se.Offset)-1)
-			line += open + 1
+	v, fast := decodeInput(raw) // nulls already left out
+	if !fast {
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			line, col := open+1, 1
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				line, col = offsetPos(raw, int(se.Offset)-1)
+				line += open + 1
+			}
+			p.report(line, col, SeverityWarning, KindToolUse, "Failed to parse tool input: JSON parse error: %s", err)
+			return nil, 0
 		}
-		p.report(line, col, SeverityWarning, KindToolUse, "Failed to parse tool input: JSON parse error: %s", err)
-		return nil, 0
+		if obj, ok := v.(map[string]any); ok {
+			v = dropNulls(obj)
+		}
 	}
 	u := &ToolUse{
 		Name: name, ID: id, RawInput: raw, Language: lang, FenceLen: n, Suffix: suffix,
 		HeaderLine: h, FenceLine: open, EndLine: end,
 	}
 	if obj, ok := v.(map[string]any); ok {
-		u.Input = dropNulls(obj)
+		u.Input = obj
 	} else {
 		p.report(open+1, 1, SeverityWarning, KindToolUse,
 			"Tool input must be a JSON object, got %s", jsonType(v))
@@ -446,7 +515,7 @@ func (p *parser) tag(h, hi int) (Segment, int) {
 		for ; k <= hi; k++ {
 			s := p.line(k)
 			if s == thinkingClose {
-				th.Content = p.body(h, k)
+				th.lines = p.copyLines(p.src[h : k-1])
 				th.EndLine = k
 				return th, k + 1
 			}

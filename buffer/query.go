@@ -12,21 +12,35 @@ type index struct {
 }
 
 func buildIndex(d *Document) *index {
-	ix := &index{use: map[string]*ToolUse{}, result: map[string]*ToolResult{}}
+	var uses []*ToolUse
+	var results []*ToolResult
 	for _, m := range d.Messages {
 		for _, s := range m.Segments {
 			switch s := s.(type) {
 			case *ToolUse:
-				ix.uses = append(ix.uses, s)
-				if ix.use[s.ID] == nil {
-					ix.use[s.ID] = s
-				}
+				uses = append(uses, s)
 			case *ToolResult:
-				ix.results = append(ix.results, s)
-				if ix.result[s.ToolUseID] == nil {
-					ix.result[s.ToolUseID] = s
-				}
+				results = append(results, s)
 			}
+		}
+	}
+	return newIndex(uses, results)
+}
+
+// newIndex indexes the uses and results of a document, in document order.
+func newIndex(uses []*ToolUse, results []*ToolResult) *index {
+	ix := &index{
+		uses: uses, results: results,
+		use: make(map[string]*ToolUse, len(uses)), result: make(map[string]*ToolResult, len(results)),
+	}
+	for _, u := range uses {
+		if ix.use[u.ID] == nil {
+			ix.use[u.ID] = u
+		}
+	}
+	for _, r := range results {
+		if ix.result[r.ToolUseID] == nil {
+			ix.result[r.ToolUseID] = r
 		}
 	}
 	return ix

@@ -131,7 +131,9 @@ func Render(d *Document) []string {
 			case *Thinking:
 				w.put(s.StartLine, s.openTag())
 				if s.EndLine > s.StartLine {
-					w.body(s.StartLine, s.EndLine, s.Content)
+					for i, l := range s.lines {
+						w.put(s.StartLine+1+i, l)
+					}
 					w.put(s.EndLine, thinkingClose)
 				}
 			case *Aborted:
@@ -178,7 +180,7 @@ func (w *writer) body(open, end int, content string) {
 }
 
 func (w *writer) text(t *Text) {
-	for i, l := range strings.Split(t.Value, "\n") {
+	for i, l := range t.lines {
 		w.put(t.StartLine+i, l)
 	}
 }

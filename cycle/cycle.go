@@ -231,7 +231,10 @@ func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
 func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
 	var p categorizePlan
 	var diags []Diag
+	var uses []*buffer.ToolUse // the calls of the buffer, for pruneCalls
+	parsed := false            // uses is the buffer's (the step planned on it)
 	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		uses, parsed = doc.ToolUses(), true
 		fm := h.evalFrontmatter(bufnr, doc)
 		diags = diagnostics(doc, fm, h.notesOf(bufnr))
 		opts := ApplyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
@@ -258,6 +261,9 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		st.outcomes = map[string]approval.Outcome{}
 	}
 	maps.Copy(st.outcomes, p.Outcomes)
+	if parsed {
+		st.pruneCalls(uses)
+	}
 	h.mu.Unlock()
 	if p.Pending > 0 {
 		h.event("FlemmaApprovalPending", PendingEvent{Bufnr: bufnr, Pending: p.Pending, First: p.FirstPending, Auto: auto})
@@ -569,6 +575,15 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		return
 	}
 	h.journalFinish(jid, outcomeStatus(ctx, res), res)
+	// How the run ended is kept before the result is written, so that
+	// whoever sees the result (:Flemma tool:list right after) sees it too.
+	h.mu.Lock()
+	st := h.state(bufnr)
+	if st.ran == nil {
+		st.ran = map[string]ranCall{}
+	}
+	st.ran[j.id] = ranCall{duration: res.Duration, isError: res.IsError, kind: res.Kind}
+	h.mu.Unlock()
 	err = h.writeResult(bufnr, j.id, res, cursorMode)
 	status := "success"
 	if res.IsError {
@@ -581,12 +596,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	info.Status = status
 	h.mu.Lock()
-	st := h.state(bufnr)
-	st.lastResult = time.Now()
-	if st.ran == nil {
-		st.ran = map[string]ranCall{}
-	}
-	st.ran[j.id] = ranCall{duration: res.Duration, isError: res.IsError, kind: res.Kind}
+	h.state(bufnr).lastResult = time.Now()
 	h.mu.Unlock()
 	h.event("FlemmaToolFinished", info)
 }

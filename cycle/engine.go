@@ -100,6 +100,44 @@ type bufState struct {
 	jobsPending int             // job batches that have not yet decided whether autopilot goes on
 }
 
+// keepCalls is how many of a buffer's latest calls the host keeps facts
+// about for :Flemma tool:list (the decision that categorized each, how its
+// run ended): a conversation of 10,000 calls keeps as much as one of
+// keepCalls (BenchmarkMemoryPerCall).
+const keepCalls = 256
+
+// pruneCalls drops the per-call facts of calls that are no longer in the
+// buffer (uses are its calls, in order) or older than its last keepCalls,
+// and the notes of calls no longer in it. Call with Engine.mu held.
+func (st *bufState) pruneCalls(uses []*buffer.ToolUse) {
+	recent := make(map[string]bool, min(len(uses), keepCalls))
+	for _, u := range uses[max(0, len(uses)-keepCalls):] {
+		recent[u.ID] = true
+	}
+	for id := range st.outcomes {
+		if !recent[id] {
+			delete(st.outcomes, id)
+		}
+	}
+	for id := range st.ran {
+		if !recent[id] && st.running[id] == nil {
+			delete(st.ran, id)
+		}
+	}
+	if len(st.notes) == 0 {
+		return
+	}
+	in := make(map[string]bool, len(uses))
+	for _, u := range uses {
+		in[u.ID] = true
+	}
+	for id := range st.notes {
+		if !in[id] {
+			delete(st.notes, id)
+		}
+	}
+}
+
 // ranCall is how a call's run ended, for :Flemma tool:list.
 type ranCall struct {
 	duration time.Duration

@@ -109,7 +109,7 @@ func (f *fakeEditor) edit(bufnr, start, end int, lines ...string) error {
 }
 
 // replace is the user changing the first line equal to old.
-func (f *fakeEditor) replace(t *testing.T, bufnr int, old, new string) {
+func (f *fakeEditor) replace(t testing.TB, bufnr int, old, new string) {
 	t.Helper()
 	for i, l := range f.text(bufnr) {
 		if l == old {
@@ -132,7 +132,7 @@ func (f *fakeEditor) String(bufnr int) string { return strings.Join(f.text(bufnr
 
 // wait blocks until cond holds on the buffer (checked after every change),
 // or fails the test after a generous bound.
-func (f *fakeEditor) wait(t *testing.T, bufnr int, what string, cond func(b *fakeBuf) bool) {
+func (f *fakeEditor) wait(t testing.TB, bufnr int, what string, cond func(b *fakeBuf) bool) {
 	t.Helper()
 	done := make(chan struct{})
 	timer := time.AfterFunc(20*time.Second, func() {
@@ -173,7 +173,7 @@ func (f *fakeEditor) wait(t *testing.T, bufnr int, what string, cond func(b *fak
 }
 
 // waitText waits until the buffer holds a line containing s.
-func (f *fakeEditor) waitText(t *testing.T, bufnr int, s string) {
+func (f *fakeEditor) waitText(t testing.TB, bufnr int, s string) {
 	t.Helper()
 	f.wait(t, bufnr, "a line with "+s, func(b *fakeBuf) bool {
 		return strings.Contains(strings.Join(b.lines, "\n"), s)
@@ -181,7 +181,7 @@ func (f *fakeEditor) waitText(t *testing.T, bufnr int, s string) {
 }
 
 // waitIdle waits until the buffer is unlocked and nothing runs or streams.
-func (f *fakeEditor) waitIdle(t *testing.T, h *Engine, bufnr int) {
+func (f *fakeEditor) waitIdle(t testing.TB, h *Engine, bufnr int) {
 	t.Helper()
 	f.wait(t, bufnr, "idle", func(b *fakeBuf) bool {
 		return b.modifiable && !h.Busy(bufnr)
@@ -425,7 +425,7 @@ func (l *fakeLua) Preview(name string, input map[string]any, maxLen int) (*strin
 // and a working directory of its own, configured as setup() with opts
 // would (nil: the defaults a user gets).
 type testEnv struct {
-	t    *testing.T
+	t    testing.TB
 	h    *Engine
 	deps Deps // what the engine was built from (a restart builds the same)
 	ed   *fakeEditor
@@ -437,7 +437,7 @@ type testEnv struct {
 	label      string
 }
 
-func newEnv(t *testing.T, setup map[string]any) *testEnv {
+func newEnv(t testing.TB, setup map[string]any) *testEnv {
 	t.Helper()
 	return newEnvWith(t, setup, Deps{})
 }
@@ -445,7 +445,7 @@ func newEnv(t *testing.T, setup map[string]any) *testEnv {
 // newEnvWith is newEnv with some of the engine's dependencies replaced;
 // the others are what cmd/flemma-host wires (the built-in tools,
 // provider.New, approval.Builtins).
-func newEnvWith(t *testing.T, setup map[string]any, deps Deps) *testEnv {
+func newEnvWith(t testing.TB, setup map[string]any, deps Deps) *testEnv {
 	t.Helper()
 	// What the tests see does not depend on the machine's credentials.
 	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN"} {

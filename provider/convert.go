@@ -77,7 +77,7 @@ func FromDocument(doc *buffer.Document, provider string) (system string, msgs []
 			var texts []string
 			for _, s := range m.Segments {
 				if t, ok := s.(*buffer.Text); ok {
-					texts = append(texts, buffer.UnescapeText(t.Value))
+					texts = append(texts, buffer.UnescapeText(t.Value()))
 				}
 			}
 			system = strings.TrimSpace(strings.Join(texts, "\n"))
@@ -177,7 +177,7 @@ func userParts(doc *buffer.Document, m *buffer.Message) []Part {
 	for _, s := range m.Segments {
 		switch s := s.(type) {
 		case *buffer.Text:
-			parts = append(parts, splitUser(buffer.UnescapeText(s.Value), s.StartLine)...)
+			parts = append(parts, splitUser(buffer.UnescapeText(s.Value()), s.StartLine)...)
 		case *buffer.ToolResult:
 			if s.Status != "" || doc.Result(s.ToolUseID) != s {
 				continue // placeholders are refused above; a duplicate is not sent
@@ -200,9 +200,9 @@ func assistantParts(doc *buffer.Document, m *buffer.Message, provider string) []
 	for _, s := range m.Segments {
 		switch s := s.(type) {
 		case *buffer.Text:
-			parts = append(parts, Part{Kind: PartText, Text: buffer.UnescapeText(s.Value)})
+			parts = append(parts, Part{Kind: PartText, Text: buffer.UnescapeText(s.Value())})
 		case *buffer.Thinking:
-			th := &Thinking{Content: buffer.UnescapeText(s.Content), Provider: s.Provider, Signature: s.Signature, Redacted: s.Redacted}
+			th := &Thinking{Content: buffer.UnescapeText(s.Content()), Provider: s.Provider, Signature: s.Signature, Redacted: s.Redacted}
 			if s.Redacted {
 				if provider != "anthropic" {
 					continue // opaque data only Anthropic can read

@@ -51,7 +51,7 @@ func benchTree(b *testing.B, dir string) {
 	}
 }
 
-func benchCall(b *testing.B, dir string) tools.Call {
+func benchCall(b testing.TB, dir string) tools.Call {
 	sb, err := sandbox.New(sandbox.Config{Enabled: true, Backend: "none", Writable: []string{sandbox.URNCwd}}, dir, "")
 	if err != nil {
 		b.Fatal(err)

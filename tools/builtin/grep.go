@@ -298,6 +298,9 @@ type matcher struct {
 	// foldUnsafe: fold holds k or s, which (?i) also matches as the Kelvin
 	// sign and the long s; regions holding those are scanned by regexp.
 	foldUnsafe bool
+	// pattern, for the lineDFA of each searcher (a DFA is not shared
+	// between goroutines).
+	pattern string
 }
 
 func newMatcher(pattern string) (*matcher, error) {
@@ -305,7 +308,7 @@ func newMatcher(pattern string) (*matcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("Invalid pattern: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
-	m := &matcher{re: re}
+	m := &matcher{re: re, pattern: pattern}
 	ast, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return m, nil
@@ -396,7 +399,8 @@ type searcher struct {
 	m     *matcher
 	keep  int // the matches whose text is kept in an out slice; the rest are counted
 	buf   []byte
-	lower []byte // region lower-cased, for m.fold
+	lower []byte   // region lower-cased, for m.fold
+	dfa   *lineDFA // for a pattern with no literal to look for; nil otherwise
 }
 
 // grepMaxLine bounds the part of a line grep searches (and so its buffer):
@@ -405,7 +409,11 @@ type searcher struct {
 const grepMaxLine = 8 << 20
 
 func newSearcher(m *matcher, keep int) *searcher {
-	return &searcher{m: m, keep: keep, buf: make([]byte, 64*1024)}
+	s := &searcher{m: m, keep: keep, buf: make([]byte, 64*1024)}
+	if m.lit == nil {
+		s.dfa = newLineDFA(m.pattern)
+	}
+	return s
 }
 
 // searchFile searches the file name in dir (whose path is path) for up to
@@ -525,6 +533,17 @@ func (s *searcher) scan(region []byte, path string, lines, max int, out []grepMa
 		}
 		return ls, le
 	}
+	dfa := s.dfa
+	if dfa != nil && dfa.tooBig() {
+		dfa = nil
+	}
+	// match reports whether a candidate line matches the whole pattern.
+	match := func(line []byte) bool {
+		if dfa != nil {
+			return dfa.matchLine(line)
+		}
+		return m.re.Match(line)
+	}
 	n := 0
 	hay := region
 	useFold := m.fold != nil && !(m.foldUnsafe && (bytes.Contains(region, []byte("\u212a")) || bytes.Contains(region, []byte("\u017f"))))
@@ -533,6 +552,11 @@ func (s *searcher) scan(region []byte, path string, lines, max int, out []grepMa
 		hay = s.lower
 	}
 	switch {
+	case m.lit == nil && m.req == nil && !useFold && dfa != nil:
+		// No literal to look for (or, with (?i), a region where the
+		// literal may be spelt with the Kelvin sign or the long s): the
+		// automaton reads every line.
+		n = dfa.scanLines(region, max, emit)
 	case m.lit != nil || m.req != nil || useFold:
 		needle := m.lit
 		if needle == nil {
@@ -547,7 +571,7 @@ func (s *searcher) scan(region []byte, path string, lines, max int, out []grepMa
 				break
 			}
 			ls, le := lineAt(pos + i)
-			if m.lit != nil || m.re.Match(trimCR(region[ls:le])) {
+			if m.lit != nil || match(trimCR(region[ls:le])) {
 				emit(ls, le)
 				n++
 			}
