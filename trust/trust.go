@@ -281,8 +281,14 @@ func OpenCalls(doc *buffer.Document) iter.Seq2[string, string] {
 // was written, so that a result that disappears (an undo, an edit) does not
 // make the call run again, and is not recovered from the journal over the
 // user's change. One uint64 per call: 62 bits of the sha256 of its id and
-// the two flags, sorted. A collision can only make a call ask.
-type Tombs []uint64
+// the two flags. A collision can only make a call ask.
+//
+// They are kept as a few sorted runs, never changed in place (clones of the
+// ledger share them): adding makes a new run, and runs of similar size are
+// merged, so that an add costs O(log n) amortized, not a copy of them all.
+type Tombs struct {
+	runs [][]uint64 // each sorted, one entry per key; larger runs first
+}
 
 const (
 	tombRan   = 1
@@ -295,37 +301,75 @@ func tombKey(id string) uint64 {
 	return binary.BigEndian.Uint64(sum[:8]) &^ tombFlags
 }
 
+// Len is the number of entries (a call in two runs counts twice until they
+// merge).
+func (t Tombs) Len() int {
+	n := 0
+	for _, r := range t.runs {
+		n += len(r)
+	}
+	return n
+}
+
 // find returns the flags of id's tomb.
 func (t Tombs) find(id string) (uint64, bool) {
 	k := tombKey(id)
-	i, ok := slices.BinarySearchFunc(t, k, func(e, k uint64) int { return cmp.Compare(e&^tombFlags, k) })
-	if !ok {
-		return 0, false
+	var flags uint64
+	found := false
+	for _, r := range t.runs {
+		i, ok := slices.BinarySearchFunc(r, k, func(e, k uint64) int { return cmp.Compare(e&^tombFlags, k) })
+		if ok {
+			flags |= r[i] & tombFlags
+			found = true
+		}
 	}
-	return t[i] & tombFlags, true
+	return flags, found
 }
 
-// with returns a new Tombs holding t and adds (flags of the same call
-// merged); t is not changed (clones of the ledger share it).
+// merge merges two sorted runs, the flags of one key joined.
+func merge(a, b []uint64) []uint64 {
+	out := make([]uint64, 0, len(a)+len(b))
+	put := func(e uint64) {
+		if n := len(out); n > 0 && out[n-1]&^tombFlags == e&^tombFlags {
+			out[n-1] |= e & tombFlags
+			return
+		}
+		out = append(out, e)
+	}
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if j == len(b) || i < len(a) && a[i] <= b[j] {
+			put(a[i])
+			i++
+		} else {
+			put(b[j])
+			j++
+		}
+	}
+	return out
+}
+
+// with returns Tombs holding t and adds; t is not changed.
 func (t Tombs) with(adds []uint64) Tombs {
 	if len(adds) == 0 {
 		return t
 	}
-	out := make(Tombs, 0, len(t)+len(adds))
-	out = append(out, t...)
-	out = append(out, adds...)
-	slices.Sort(out)
-	// Merge the entries of one key (they are adjacent once sorted).
-	w := 0
-	for _, e := range out {
-		if w > 0 && out[w-1]&^tombFlags == e&^tombFlags {
-			out[w-1] |= e & tombFlags
-			continue
-		}
-		out[w] = e
-		w++
+	run := merge(nil, slices.Sorted(slices.Values(adds)))
+	runs := slices.Clone(t.runs)
+	for len(runs) > 0 && len(runs[len(runs)-1]) <= 2*len(run) {
+		run = merge(runs[len(runs)-1], run)
+		runs = runs[:len(runs)-1]
 	}
-	return slices.Clip(out[:w])
+	return Tombs{runs: slices.Clip(append(runs, run))}
+}
+
+// entries is every tomb, sorted (for the editor's copy).
+func (t Tombs) entries() []uint64 {
+	var all []uint64
+	for _, r := range t.runs {
+		all = merge(all, r)
+	}
+	return all
 }
 
 // EncodeTombs is tombs as the editor's copy keeps them: 16 hex digits each.
@@ -355,7 +399,7 @@ func DecodeTombs(s string) []uint64 {
 func (l *Ledger) AddTombs(tombs []uint64) { l.tombs = l.tombs.with(tombs) }
 
 // TombCount is the number of calls the ledger keeps compacted.
-func (l *Ledger) TombCount() int { return len(l.tombs) }
+func (l *Ledger) TombCount() int { return len(l.tombs.entries()) }
 
 // Prune compacts the records of the calls the buffer is done with: a call
 // whose result is in doc (not a placeholder), or that doc does not hold,
@@ -411,7 +455,7 @@ func (l *Ledger) Prune(doc *buffer.Document, tick int, running func(id string) b
 // its tombs, and the removal of the records it compacted that l still
 // holds live (a copy that missed the prune).
 func (l *Ledger) Adopt(old *Ledger) {
-	l.tombs = l.tombs.with(old.tombs)
+	l.tombs = l.tombs.with(old.tombs.entries())
 	for id := range l.Records {
 		if _, live := old.Records[id]; live {
 			continue

@@ -182,7 +182,7 @@ end
 function M.loaded(bufnr)
   local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
   local b = state.buffer(bufnr)
-  local st = b.trust or { gen = 0, records = {}, tombs = "" }
+  local st = b.trust or { gen = 0, records = {}, tombs = {} }
   st.gen = st.gen + 1
   st.origin, st.digest = lines, nil
   st.load_seq = M.seq(bufnr)
@@ -307,7 +307,7 @@ function M.pull(bufnr)
     vouch = st.vouch or 0,
     vouch_lines = st.vouched == nil and st.vouch_lines or vim.NIL,
     vouched = st.vouched or vim.NIL,
-    tombs = st.tombs or "",
+    tombs = table.concat(st.tombs or {}),
   }
 end
 
@@ -355,7 +355,14 @@ function M.prune(bufnr, ids, tombs)
     st.records[id] = nil
   end
   if type(tombs) == "string" and tombs ~= "" then
-    st.tombs = (st.tombs or "") .. tombs
+    -- In chunks of about 4 KiB: an append copies one chunk, not them all.
+    local chunks = st.tombs
+    local last = #chunks
+    if last > 0 and #chunks[last] < 4096 then
+      chunks[last] = chunks[last] .. tombs
+    else
+      table.insert(chunks, tombs)
+    end
   end
 end
 
