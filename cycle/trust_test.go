@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flemma-dev/flemma/trust"
 )
 
 // fileWithCall is a .chat file someone else wrote: a bash call and, when
@@ -256,5 +258,53 @@ func TestPrivilegeGroupOnlyFromTheUser(t *testing.T) {
 	fromConfig.ed.waitIdle(t, fromConfig.h, 1)
 	if got := fromConfig.ed.String(1); strings.Contains(got, "status=pending") {
 		t.Fatalf("$commands in the config did not approve bash:\n%s", got)
+	}
+}
+
+// Issue 23: the ledger (and Neovim's copy) holds records of the open calls
+// only; a call whose result is in the buffer keeps an 8-byte tomb (it ran,
+// its result was written). A conversation of many calls stays small, and a
+// result that vanishes (an undo) still does not make its call run again.
+func TestLedgerIsPrunedOnceResultsAreIn(t *testing.T) {
+	var turns []turn
+	const n = 12
+	for i := 0; i < n; i++ {
+		turns = append(turns, turn{calls: []call{{fmt.Sprintf("toolu_ls%02d", i), "ls", map[string]any{"path": ".", "label": "listing"}}}})
+	}
+	turns = append(turns, turn{text: "done"})
+	env := newEnv(t, with(noSandbox(), script(t, turns...), map[string]any{"tools": map[string]any{"autopilot": map[string]any{"max_turns": 100}}}))
+	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
+	env.press(1)
+	env.ed.waitText(t, 1, "done")
+	env.ed.waitIdle(t, env.h, 1)
+	env.as("one more press: the last results are in").reply(env.h.Cycle(1))
+	env.ed.waitIdle(t, env.h, 1)
+	env.h.mu.Lock()
+	l := env.h.trustOf(1).ledger
+	live, tombs := len(l.Records), l.TombCount()
+	env.h.mu.Unlock()
+	if live != 0 || tombs != n {
+		t.Errorf("host ledger: %d live records, %d tombs; want 0 and %d", live, tombs, n)
+	}
+	env.ed.mu.Lock()
+	b := env.ed.bufs[1]
+	copyLive, copyTombs := len(b.records), len(trust.DecodeTombs(b.tombs))
+	env.ed.mu.Unlock()
+	if copyLive != 0 || copyTombs != n {
+		t.Errorf("the editor's copy: %d records, %d tombs; want 0 and %d", copyLive, copyTombs, n)
+	}
+	// u removes the last result: the call ran, it does not run again.
+	env.ed.undo(1)
+	for strings.Contains(env.ed.String(1), "**Tool Result:** `toolu_ls11`") {
+		env.ed.undo(1)
+	}
+	text := env.ed.String(1)
+	if !strings.Contains(text, "(`toolu_ls11`)") {
+		t.Fatalf("undo went too far:\n%s", text)
+	}
+	env.as("press after the result vanished").reply(env.h.Cycle(1))
+	env.ed.waitIdle(t, env.h, 1)
+	if r := parse(env.ed.text(1)).Result("toolu_ls11"); r == nil || r.Status != "pending" {
+		t.Errorf("a call that ran, its result undone, did not ask:\n%s", env.ed.String(1))
 	}
 }
