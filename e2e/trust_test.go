@@ -424,3 +424,34 @@ func TestTrustCoversTheCallsOfThatMoment(t *testing.T) {
 		}
 	})
 }
+
+// Issue 24, class 12: a 9,000-level JSON input from the model to a Lua tool
+// used to close Neovim's RPC channel, and the host died with every running
+// tool. The input is refused where it is received (the buffer's parser, the
+// executor), the model reads why, and the host goes on.
+func TestDeepInputDoesNotKillTheHost(t *testing.T) {
+	deep := `{"v": ` + strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000) + "}"
+	f := &fakeAnthropic{turns: []string{
+		sse("", [3]string{"toolu_deep", "take_any", deep}),
+		sse("Understood."),
+	}}
+	eachNvimSend(t, f, `, tools = { auto_approve = { "$default", "take_any" } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `require("flemma.tools").register("take_any", { description = "takes anything",
+			input_schema = { type = "object" }, execute = function(input) return { success = true, output = "took it" } end })`); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "deep/d.chat", question)
+		press(t, s, "<C-]>")
+		body, isErr := waitResult(t, s, "toolu_deep")
+		if !isErr || !strings.Contains(body, "nested deeper than 64 levels") {
+			t.Errorf("deep input: %q (error %v), want a validation error naming the limit", body, isErr)
+		}
+		if _, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "Understood.") }); err != nil {
+			t.Fatalf("the conversation did not go on:\n%s", s.Messages())
+		}
+		var alive bool
+		if err := s.Lua(&alive, `return require("flemma.host").request(require("flemma.protocol").status, vim.api.nvim_get_current_buf()) ~= nil`); err != nil || !alive {
+			t.Errorf("the host does not answer after the deep input: %v", err)
+		}
+	})
+}
