@@ -80,9 +80,9 @@ type bufState struct {
 	// about; attachAllowed those the user allowed (:Flemma attach:allow).
 	attachAsk     []askFile
 	attachAllowed map[string]bool
-	kept        map[string]tools.Result     // finished results whose block changed while they ran
-	ran         map[string]ranCall          // tool id -> how its last run in this session ended
-	reviewed    map[string]bool             // tool id -> approved from a diff view (true: modified by the user)
+	kept          map[string]tools.Result // finished results whose block changed while they ran
+	ran           map[string]ranCall      // tool id -> how its last run in this session ended
+	reviewed      map[string]bool         // tool id -> approved from a diff view (true: modified by the user)
 
 	// The work on the buffer.
 	running     map[string]context.CancelFunc // tool id -> cancel
