@@ -1,14 +1,44 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/flemma-dev/flemma/internal/nvimtest"
 )
+
+// mcpechoDir holds the server mcpecho built (TestMain removes it).
+var mcpechoDir string
+
+// mcpecho builds testdata/mcpecho once for the tests of the package.
+var mcpecho = func() func(t *testing.T) string {
+	var once sync.Once
+	var bin string
+	var err error
+	var out []byte
+	return func(t *testing.T) string {
+		t.Helper()
+		once.Do(func() {
+			dir, derr := os.MkdirTemp("", "mcpecho")
+			if derr != nil {
+				err = derr
+				return
+			}
+			mcpechoDir = dir
+			bin = filepath.Join(dir, "mcpecho")
+			out, err = exec.Command("go", "build", "-o", bin, "./testdata/mcpecho").CombinedOutput()
+		})
+		if err != nil {
+			t.Fatalf("building the MCP server: %v\n%s", err, out)
+		}
+		return bin
+	}
+}()
 
 // TestMCPToolCall: the model calls mcp__test__echo, a tool of an MCP server
 // setup configures (a stdio server built with the official SDK,
@@ -16,10 +46,7 @@ import (
 // host starts the server at the first send and the server's answer lands in
 // the buffer. :Flemma mcp lists the server and its tool.
 func TestMCPToolCall(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcpecho")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/mcpecho").CombinedOutput(); err != nil {
-		t.Fatalf("building the MCP server: %v\n%s", err, out)
-	}
+	bin := mcpecho(t)
 	f := &fakeAnthropic{turns: []string{
 		sse("Asking the server.", [3]string{"toolu_m1", "mcp__test__echo", `{"text": "hello MCP"}`}),
 		sse("The server answered."),
@@ -93,10 +120,7 @@ func TestMCPSetupChecked(t *testing.T) {
 // register (the log says why), nothing is opened, and the server's other
 // tools and the built-ins keep working.
 func TestMCPSchemaCannotOpenFiles(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcpecho")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/mcpecho").CombinedOutput(); err != nil {
-		t.Fatalf("building the MCP server: %v\n%s", err, out)
-	}
+	bin := mcpecho(t)
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

@@ -430,7 +430,7 @@ func TestTrustCoversTheCallsOfThatMoment(t *testing.T) {
 // tool. The input is refused where it is received (the buffer's parser, the
 // executor), the model reads why, and the host goes on.
 func TestDeepInputDoesNotKillTheHost(t *testing.T) {
-	deep := `{"v": ` + strings.Repeat(`{"a":`, 9000) + "1" + strings.Repeat("}", 9000) + "}"
+	deep := `{"v": ` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + "}"
 	f := &fakeAnthropic{turns: []string{
 		sse("", [3]string{"toolu_deep", "take_any", deep}),
 		sse("Understood."),

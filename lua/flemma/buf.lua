@@ -213,7 +213,13 @@ function M.apply(bufnr, tick, edits, opts)
   elseif opts.undo_break then
     state.buffer(bufnr).our_tick = nil -- the next write of this phase starts its undo step
   end
-  return { ok = true, tick = tick_now, seq = trust.seq(bufnr) }
+  -- The undo state of this write, for the decisions it carries (their
+  -- records were stamped with it above); 0 when it carried none.
+  local seq = 0
+  if opts.records and opts.records ~= vim.NIL and #opts.records > 0 then
+    seq = trust.seq(bufnr)
+  end
+  return { ok = true, tick = tick_now, seq = seq }
 end
 
 --- Replace flemma's diagnostics of a buffer. items: {lnum (1-based), col
