@@ -377,6 +377,14 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 		p.report(open, 1, SeverityWarning, KindToolUse, "Failed to parse tool input: the fenced block is empty")
 		return nil, 0
 	}
+	if why := InputTooLarge(raw); why != "" {
+		// Not decoded: no resolver, preview or tool is handed it.
+		p.report(open+1, 1, SeverityWarning, KindToolUse, "Tool input refused: %s", why)
+		return &ToolUse{
+			Name: name, ID: id, RawInput: raw, Language: lang, FenceLen: n, Suffix: suffix,
+			HeaderLine: h, FenceLine: open, EndLine: end,
+		}, end + 1
+	}
 	v, fast := decodeInput(raw) // nulls already left out
 	if !fast {
 		if err := json.Unmarshal([]byte(raw), &v); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/flemma-dev/flemma/approval"
+	"github.com/flemma-dev/flemma/buffer"
 )
 
 // luaResolve calls a resolver that lives in Neovim. kind is "lua" (registered
@@ -15,6 +16,11 @@ func (h *Engine) luaResolve(kind, name string) func(ctx context.Context, c appro
 		input := c.Input
 		if input == nil {
 			input = map[string]any{}
+		}
+		if buffer.ValueDepth(input, buffer.MaxInputDepth) > buffer.MaxInputDepth {
+			// A tool chain's step built from a tool's output: never handed
+			// to Neovim (it could close the RPC channel); it asks.
+			return approval.RequireApproval, "its input is nested deeper than 64 levels", nil
 		}
 		res, err := h.lua.Resolve(kind, name, c.Tool, input, ResolveContext{Bufnr: c.Bufnr, ToolID: c.ID})
 		if err != nil {

@@ -3,8 +3,10 @@ package cycle
 import (
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flemma-dev/flemma/provider"
 )
@@ -197,4 +199,168 @@ func TestTemplates(t *testing.T) {
 	if len(diags) != 1 || diags[0].Lnum != 6 || diags[0].Severity != "error" {
 		t.Errorf("diagnostics = %+v", diags)
 	}
+}
+
+// requestText is every text of a request's messages, file contents
+// included.
+func requestText(req provider.Request) string {
+	var b strings.Builder
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			b.WriteString(p.Text)
+			if p.File != nil {
+				b.Write(p.File.Data)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Issue 24, class 4: in a buffer that is not trusted, a reference resolves
+// only inside the project (the buffer's folder, the cwd), never into a
+// dot-folder there (.git); anything else asks once, naming the files, and
+// nothing is sent until the user allows them (:Flemma attach:allow). What
+// is sent is redacted by shape. A trusted buffer attaches them at once.
+func TestAttachOutsideTheProjectAsks(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = Ada\n[url \"https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/\"]\n\tinsteadOf = https://github.com/\n"), 0o600)
+	env, prov := attachEnv(t, noSandbox())
+	os.MkdirAll(filepath.Join(env.dir, ".git"), 0o755)
+	os.WriteFile(filepath.Join(env.dir, ".git", "config"), []byte("[http]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzXzEyMzQ1Njc4OTA=\n"), 0o644)
+	os.WriteFile(filepath.Join(env.dir, "notes.txt"), []byte("plain notes\n"), 0o644)
+	text := "@You:\nread @./notes.txt\nand @~/.gitconfig\nand @./.git/config\n"
+	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, text)
+	phase, msg := env.press(1)
+	if phase != "send" || !strings.Contains(msg, "not trusted") || !strings.Contains(msg, "@~/.gitconfig (line 3), @./.git/config (line 4)") ||
+		!strings.Contains(msg, ":Flemma attach:allow") || strings.Contains(msg, "notes.txt") {
+		t.Fatalf("press: %s %q", phase, msg)
+	}
+	if n := len(prov.requests()); n != 0 {
+		t.Fatalf("%d requests were sent", n)
+	}
+	env.ed.mu.Lock()
+	diags := env.ed.bufs[1].diags
+	env.ed.mu.Unlock()
+	if len(diags) != 2 || diags[0].Lnum != 3 || diags[1].Lnum != 4 {
+		t.Errorf("diagnostics = %+v", diags)
+	}
+	// The file's own text never allows anything; the user's command does.
+	reply, err := env.h.AttachAllow(1)
+	if err != nil || reply.Phase != "send" {
+		t.Fatalf("attach:allow: %+v %v", reply, err)
+	}
+	env.ed.waitText(t, 1, "Seen.")
+	env.ed.waitIdle(t, env.h, 1)
+	reqs := prov.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	got := requestText(reqs[0])
+	for _, secret := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "eC1hY2Nlc3MtdG9rZW46Z2hzXzEyMzQ1Njc4OTA="} {
+		if strings.Contains(got, secret) {
+			t.Errorf("%s reached the request:\n%s", secret, got)
+		}
+	}
+	if !strings.Contains(got, "plain notes") || !strings.Contains(got, "name = Ada") || !strings.Contains(got, "[redacted]") {
+		t.Errorf("request text:\n%s", got)
+	}
+
+	// Trusted (:Flemma trust): the same references are the user's own.
+	env.ed.load(2, filepath.Join(env.dir, "d.chat"), env.dir, text)
+	env.ed.trust(2)
+	if phase, msg := env.press(2); phase != "send" || msg != "" {
+		t.Fatalf("trusted: press: %s %q", phase, msg)
+	}
+	env.ed.waitText(t, 2, "Seen.")
+}
+
+// Issue 24, class 7: one budget per press for what a send evaluates.
+func TestSendBudget(t *testing.T) {
+	big := strings.Repeat("x", 16<<20)
+	cases := []struct {
+		name, text string
+		setup      map[string]any
+		want       string // in the press's message
+		sent       bool
+		diags      int // when set: the diagnostics published (one per template evaluated and failed)
+	}{
+		{name: "100 spinning templates: the first one's failure ends the send",
+			text: "@You:\n" + strings.Repeat("{{ (function() while true do end end)() }}\n", 100),
+			want: "line 2: {{ (function() while true do end end)() }}: frontmatter did not finish", diags: 1},
+		{name: "100 busy templates share one time budget",
+			text:  "@You:\n" + strings.Repeat("{{ (function() local n = 0 for i = 1, 100000 do n = n + i end return n end)() }}\n", 100),
+			setup: map[string]any{"send": map[string]any{"budget": map[string]any{"template_ms": 20}}},
+			want:  "send.budget.template_ms", diags: 1},
+		{name: "60 templates writing 512 KiB each stop at the output budget",
+			text: "@You:\n" + strings.Repeat("{{ string.rep('x', 512 * 1024) }}\n", 60),
+			want: "line 4: {{ string.rep('x', 512 * 1024) }}: the templates of this send write more than 1.0MB (send.budget.template_bytes)", diags: 1},
+		{name: "more references than the budget",
+			text:  "@You:\n" + strings.Repeat("@./big.txt\n", 11),
+			setup: map[string]any{"send": map[string]any{"budget": map[string]any{"references": 10}}},
+			want:  "more than 10 file references in one send (send.budget.references)"},
+		{name: "files over the byte budget are not read",
+			text:  "@You:\n@./big.txt and @./other.txt\n",
+			setup: map[string]any{"send": map[string]any{"budget": map[string]any{"attachment_bytes": 20 << 20}}},
+			want:  "more than 20.0MB (send.budget.attachment_bytes)"},
+		{name: "40 references to one 16 MiB file are read and sent once",
+			text: "@You:\n" + strings.Repeat("@./big.txt\n", 40), sent: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env, prov := attachEnv(t, with(noSandbox(), tc.setup))
+			os.WriteFile(filepath.Join(env.dir, "big.txt"), []byte(big), 0o644)
+			os.WriteFile(filepath.Join(env.dir, "other.txt"), []byte(big[:8<<20]), 0o644)
+			env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, tc.text)
+			env.ed.trust(1)
+			before := heapAllocs()
+			start := time.Now()
+			phase, msg := env.press(1)
+			took, allocated := time.Since(start), heapAllocs()-before
+			if phase != "send" || !strings.Contains(msg, tc.want) || (msg == "") != tc.sent {
+				t.Fatalf("press: %s %q (took %s)", phase, msg, took)
+			}
+			if !tc.sent {
+				if n := len(prov.requests()); n != 0 {
+					t.Fatalf("%d requests were sent", n)
+				}
+				if !strings.Contains(msg, "Nothing was sent") {
+					t.Errorf("message %q", msg)
+				}
+				if tc.diags > 0 {
+					env.ed.mu.Lock()
+					n := len(env.ed.bufs[1].diags)
+					env.ed.mu.Unlock()
+					if n != tc.diags {
+						t.Errorf("%d diagnostics, want %d: the templates after the failure were evaluated", n, tc.diags)
+					}
+				}
+				return
+			}
+			env.ed.waitText(t, 1, "Seen.")
+			env.ed.waitIdle(t, env.h, 1)
+			reqs := prov.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			got := requestText(reqs[0])
+			if n := strings.Count(got, "[the same file as attached above]"); n != 39 {
+				t.Errorf("%d later references noted, want 39", n)
+			}
+			if len(got) > 1<<20 {
+				t.Errorf("the request holds %d bytes of text", len(got))
+			}
+			// One read of 16 MiB, not 40 (the bound leaves room for the rest).
+			if allocated > 160<<20 {
+				t.Errorf("the press allocated %d MiB", allocated>>20)
+			}
+		})
+	}
+}
+
+// heapAllocs is the total the process has allocated on the heap so far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -149,10 +149,16 @@ func TestLuaTools(t *testing.T) {
 		map[string]any{"name": "shout", "description": "Shout.", "input_schema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}, "required": []any{"text"}},
 			"enabled": true, "has_preview": true, "capabilities": []any{}},
 		map[string]any{"name": "", "input_schema": map[string]any{}},
+		// Issue 24, class 8: a schema that refers to a file is refused, not opened.
+		map[string]any{"name": "peek", "description": "d", "enabled": true,
+			"input_schema": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"$ref": "file:///etc/passwd"}}}},
 	})
 	res, err := env.h.DefineTools(string(defs))
-	if err != nil || len(res.Errors) != 1 {
+	if err != nil || len(res.Errors) != 2 || !strings.Contains(strings.Join(res.Errors, "\n"), "register peek: input schema: ") {
 		t.Fatalf("define: %+v %v", res, err)
+	}
+	if _, ok := env.h.Registry.Get("peek"); ok {
+		t.Error("a tool whose schema refers to a file was registered")
 	}
 	if _, err := env.h.DefineTools("not json"); err == nil {
 		t.Error("bad JSON accepted")

@@ -144,6 +144,7 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 		return Reply{}, err
 	}
 	doc := parse(s.Lines)
+	h.prune(bufnr, s.Tick, doc)
 	if got := h.recoverResults(bufnr, s, doc); len(got) > 0 {
 		// Results recorded by the journal but lost from the buffer: written
 		// back, not run again. This press stops here, so the user sees them.
@@ -422,6 +423,7 @@ func (h *Engine) executeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *
 	}
 	f.Ledger = cloneLedger(h.trustOf(bufnr).ledger)
 	h.mu.Unlock()
+	f.Descends = h.descends(bufnr, s.Tick, doc, f.Ledger)
 	key := journalKey(bufnr, s.Name)
 	for _, tu := range doc.ToolUses() {
 		r := doc.Result(tu.ID)
@@ -1009,7 +1011,7 @@ func (h *Engine) gateFacts(bufnr int, key string, tu *buffer.ToolUse) approval.F
 	bt := h.trustOf(bufnr)
 	f.Ran = bt.ledger.Ran(tu.ID)
 	f.FromProvider = bt.ledger.FromProvider(tu)
-	f.FileCallsAllowed = h.cfg.Tools.AutoApproveFileCalls || bt.trusted
+	f.FileCallsAllowed = h.cfg.Tools.AutoApproveFileCalls || bt.ledger.VouchedFor(tu)
 	h.mu.Unlock()
 	return f
 }

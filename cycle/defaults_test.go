@@ -41,4 +41,15 @@ func TestLuaDefaultsMatchGo(t *testing.T) {
 	if got := L.GetField(luaSandbox, "network"); got != lua.LBool(sandbox.DefaultConfig().Network) {
 		t.Errorf("config.lua sandbox.network = %v, Go default %v", got, sandbox.DefaultConfig().Network)
 	}
+	budget := L.GetField(L.GetField(L.GetField(L.Get(-1), "defaults"), "send"), "budget")
+	for key, want := range map[string]float64{
+		"template_ms":      float64(DefaultTemplateTime.Milliseconds()),
+		"template_bytes":   DefaultTemplateBytes,
+		"references":       DefaultReferences,
+		"attachment_bytes": DefaultAttachmentBytes,
+	} {
+		if got := L.GetField(budget, key); got != lua.LNumber(want) {
+			t.Errorf("config.lua send.budget.%s = %v, Go default %v", key, got, want)
+		}
+	}
 }

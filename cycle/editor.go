@@ -37,6 +37,16 @@ type Editor interface {
 	TrustSetDigest(bufnr, gen int, d Digest) error
 	// TrustRecord keeps records without an edit (a call is about to start).
 	TrustRecord(bufnr int, recs []WireRecord) error
+	// TrustSetVouched replaces the lines of the buffer at the user's
+	// :Flemma trust number vouch of load gen by the calls they held.
+	TrustSetVouched(bufnr, gen, vouch int, calls []DigestCall) error
+	// TrustPrune drops the records of ids and keeps tombs (trust.EncodeTombs
+	// form) for those that ran or whose result was written.
+	TrustPrune(bufnr int, ids []string, tombs string) error
+	// TrustAncestry answers which of seqs (undo states) the buffer's text
+	// descends from in its undo tree, if the buffer is still at changedtick
+	// tick (flemma.trust.ancestry).
+	TrustAncestry(bufnr, tick int, seqs []int) (Ancestry, error)
 }
 
 // Lua calls back into the user's Lua: approval resolvers and setup

@@ -76,9 +76,13 @@ type bufState struct {
 	pins        *sandbox.RootPins           // identity of the buffer's writable roots
 	notes       map[string]string           // tool id -> why it waits (a diagnostic on its header)
 	attachDiags bool                        // the last send published diagnostics of its attachments
-	kept        map[string]tools.Result     // finished results whose block changed while they ran
-	ran         map[string]ranCall          // tool id -> how its last run in this session ended
-	reviewed    map[string]bool             // tool id -> approved from a diff view (true: modified by the user)
+	// attachAsk are the files outside the project the last send asked
+	// about; attachAllowed those the user allowed (:Flemma attach:allow).
+	attachAsk     []askFile
+	attachAllowed map[string]bool
+	kept          map[string]tools.Result // finished results whose block changed while they ran
+	ran           map[string]ranCall      // tool id -> how its last run in this session ended
+	reviewed      map[string]bool         // tool id -> approved from a diff view (true: modified by the user)
 
 	// The work on the buffer.
 	running     map[string]context.CancelFunc // tool id -> cancel

@@ -20,6 +20,7 @@ import (
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/builtin"
 	"github.com/flemma-dev/flemma/tools/sandbox"
+	"github.com/flemma-dev/flemma/trust"
 )
 
 // fakeEditor is an Editor over in-memory buffers, with what
@@ -55,14 +56,30 @@ type fakeBuf struct {
 	cursor     int
 	diags      []Diag
 	marks      []Mark
-	undos      int
+	// The undo tree, as Neovim's: every change makes a new state (seq)
+	// below the current one; undo moves to the parent state.
+	seq, seqLast int
+	parent       map[int]int
+	states       map[int][]string
 
-	gen       int
-	trusted   bool
-	origin    []string
-	digest    *Digest
-	loadUndos int
-	records   map[string]WireRecord
+	gen        int
+	trusted    bool
+	origin     []string
+	digest     *Digest
+	loadSeq    int
+	records    map[string]WireRecord
+	vouch      int
+	vouchLines []string
+	vouched    []DigestCall
+	tombs      string
+}
+
+// changed records a new undo state for the buffer's lines (call with f.mu).
+func (b *fakeBuf) changed() {
+	b.seqLast++
+	b.parent[b.seqLast] = b.seq
+	b.seq = b.seqLast
+	b.states[b.seq] = b.lines
 }
 
 func newFakeEditor() *fakeEditor {
@@ -79,13 +96,15 @@ func (f *fakeEditor) load(bufnr int, name, cwd, text string) {
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	b := f.bufs[bufnr]
 	if b == nil {
-		b = &fakeBuf{records: map[string]WireRecord{}}
+		b = &fakeBuf{records: map[string]WireRecord{}, parent: map[int]int{}, states: map[int][]string{0: nil}}
 		f.bufs[bufnr] = b
 	}
 	b.name, b.cwd, b.lines, b.modifiable = name, cwd, lines, true
 	b.tick += 2
+	b.changed()
 	b.gen++
-	b.origin, b.digest, b.loadUndos = lines, nil, b.undos
+	b.origin, b.digest, b.loadSeq = lines, nil, b.seq
+	b.vouch, b.vouchLines, b.vouched = 0, nil, nil
 	b.trusted = strings.TrimSpace(text) == ""
 	f.cond.Broadcast()
 }
@@ -104,8 +123,34 @@ func (f *fakeEditor) edit(bufnr, start, end int, lines ...string) error {
 	}
 	b.lines = out
 	b.tick++
+	b.changed()
 	f.cond.Broadcast()
 	return nil
+}
+
+// undo is the user's u: the buffer goes back to the parent undo state.
+func (f *fakeEditor) undo(bufnr int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bufs[bufnr]
+	if b.seq == 0 {
+		return
+	}
+	b.seq = b.parent[b.seq]
+	b.lines = append([]string(nil), b.states[b.seq]...)
+	b.tick++
+	f.cond.Broadcast()
+}
+
+// trust is :Flemma trust: the buffer's frontmatter is trusted and its
+// calls as they are now are vouched for.
+func (f *fakeEditor) trust(bufnr int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bufs[bufnr]
+	b.trusted = true
+	b.vouch++
+	b.vouchLines, b.vouched = append([]string{}, b.lines...), nil
 }
 
 // replace is the user changing the first line equal to old.
@@ -203,7 +248,7 @@ func (f *fakeEditor) Snapshot(bufnr, have int) (Snapshot, error) {
 	}
 	return Snapshot{Valid: true, Tick: b.tick, Count: len(b.lines), Lines: append([]string(nil), b.lines...),
 		Name: b.name, Cwd: b.cwd, Modifiable: b.modifiable, Width: 80, EOL: "↵", Ambiwidth: "single",
-		TrustGen: b.gen, Trusted: b.trusted, Undos: b.undos}, nil
+		TrustGen: b.gen, TrustVouch: b.vouch, Trusted: b.trusted}, nil
 }
 
 func (f *fakeEditor) Apply(bufnr, tick int, edits []LineEdit, opts ApplyOpts) (ApplyResult, error) {
@@ -231,6 +276,7 @@ func (f *fakeEditor) Apply(bufnr, tick int, edits []LineEdit, opts ApplyOpts) (A
 		}
 		b.lines = out
 		b.tick++
+		b.changed()
 	}
 	if opts.Modifiable != nil {
 		b.modifiable = *opts.Modifiable
@@ -245,12 +291,15 @@ func (f *fakeEditor) Apply(bufnr, tick int, edits []LineEdit, opts ApplyOpts) (A
 		b.marks = opts.Marks
 	}
 	for _, r := range opts.Records {
+		if r.Seq == trust.SeqUnset {
+			r.Seq = b.seq
+		}
 		b.records[r.ID] = r
 	}
 	if f.afterApply != nil {
 		f.afterApply(bufnr, b)
 	}
-	return ApplyResult{OK: true, Tick: b.tick}, nil
+	return ApplyResult{OK: true, Tick: b.tick, Seq: b.seq}, nil
 }
 
 func (f *fakeEditor) SetDiagnostics(bufnr int, diags []Diag) error {
@@ -313,7 +362,8 @@ func (f *fakeEditor) TrustPull(bufnr int) (TrustPull, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.bufs[bufnr]
-	p := TrustPull{Gen: b.gen, LoadUndos: b.loadUndos, Trusted: b.trusted, Digest: b.digest}
+	p := TrustPull{Gen: b.gen, LoadSeq: b.loadSeq, Trusted: b.trusted, Digest: b.digest,
+		Vouch: b.vouch, VouchLines: b.vouchLines, Vouched: b.vouched, Tombs: b.tombs}
 	if b.digest == nil {
 		p.Origin = b.origin
 	}
@@ -335,10 +385,54 @@ func (f *fakeEditor) TrustSetDigest(bufnr, gen int, d Digest) error {
 func (f *fakeEditor) TrustRecord(bufnr int, recs []WireRecord) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	b := f.bufs[bufnr]
 	for _, r := range recs {
-		f.bufs[bufnr].records[r.ID] = r
+		if r.Seq == trust.SeqUnset {
+			r.Seq = b.seq
+		}
+		b.records[r.ID] = r
 	}
 	return nil
+}
+
+func (f *fakeEditor) TrustSetVouched(bufnr, gen, vouch int, calls []DigestCall) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b := f.bufs[bufnr]; b != nil && b.gen == gen && b.vouch == vouch {
+		b.vouched, b.vouchLines = calls, nil
+	}
+	return nil
+}
+
+func (f *fakeEditor) TrustPrune(bufnr int, ids []string, tombs string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bufs[bufnr]
+	for _, id := range ids {
+		delete(b.records, id)
+	}
+	b.tombs += tombs
+	return nil
+}
+
+func (f *fakeEditor) TrustAncestry(bufnr, tick int, seqs []int) (Ancestry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bufs[bufnr]
+	if b.tick != tick {
+		return Ancestry{Stale: true}, nil
+	}
+	anc := map[int]bool{0: true}
+	for s := b.seq; s != 0; s = b.parent[s] {
+		anc[s] = true
+	}
+	a := Ancestry{In: []int{}}
+	for _, s := range seqs {
+		if anc[s] {
+			a.In = append(a.In, s)
+		}
+	}
+	return a, nil
 }
 
 // fakeLua answers resolvers from a table and runs no Lua tools.

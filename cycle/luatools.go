@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/tools"
 )
@@ -80,6 +81,11 @@ func newToken() string {
 }
 
 func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage) (tools.Output, error) {
+	if why := buffer.InputTooLarge(string(raw)); why != "" {
+		// The executor refuses it first; this keeps Neovim's channel safe
+		// from any other way in.
+		return tools.Output{}, fmt.Errorf("Invalid input for tool '%s': %s.", t.spec.Name, why)
+	}
 	var input any
 	if err := json.Unmarshal(raw, &input); err != nil {
 		return tools.Output{}, &tools.Internal{Err: err}
@@ -279,6 +285,12 @@ func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
 		}
 		if spec.Source == "" {
 			spec.Source = "lua"
+		}
+		// Compiled before it is registered (self-contained, bounded, under a
+		// time limit; tools.CompileSchema): a schema the executor could not
+		// use is refused here, with the reason, not at the first call.
+		if err := tools.CheckSchemas(spec); err != nil {
+			return fmt.Errorf("register %s: %v", spec.Name, err)
 		}
 		if existing, ok := h.Registry.Get(spec.Name); ok {
 			if _, isLua := existing.(*luaTool); isLua {

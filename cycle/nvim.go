@@ -22,12 +22,12 @@ type Snapshot struct {
 	Name       string   `msgpack:"name"`
 	Cwd        string   `msgpack:"cwd"`
 	Modifiable bool     `msgpack:"modifiable"`
-	Width      int      `msgpack:"width"`     // text area of the window showing it (80 if none)
-	EOL        string   `msgpack:"eol"`       // 'listchars' eol, or ↵
-	Ambiwidth  string   `msgpack:"ambiwidth"` // "single" | "double"
-	TrustGen   int      `msgpack:"trust_gen"` // flemma.trust's load counter of the buffer
-	Trusted    bool     `msgpack:"trusted"`   // the user trusts the buffer
-	Undos      int      `msgpack:"undos"`     // steps back in the undo history seen in the buffer
+	Width      int      `msgpack:"width"`       // text area of the window showing it (80 if none)
+	EOL        string   `msgpack:"eol"`         // 'listchars' eol, or ↵
+	Ambiwidth  string   `msgpack:"ambiwidth"`   // "single" | "double"
+	TrustGen   int      `msgpack:"trust_gen"`   // flemma.trust's load counter of the buffer
+	Trusted    bool     `msgpack:"trusted"`     // the user trusts the buffer
+	TrustVouch int      `msgpack:"trust_vouch"` // flemma.trust's count of :Flemma trust/untrust in this load
 }
 
 // Diag is a diagnostic as flemma.buf.set_diagnostics takes it.
@@ -73,6 +73,7 @@ type ApplyResult struct {
 	OK    bool   `msgpack:"ok"`
 	Stale bool   `msgpack:"stale"`
 	Tick  int    `msgpack:"tick"`
+	Seq   int    `msgpack:"seq"` // the undo state after the write (undotree() seq_cur)
 	Err   string `msgpack:"err"`
 }
 
@@ -218,7 +219,7 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 			if len(edits) > 0 {
 				h.remember(bufnr, res.Tick, afterLines)
 			}
-			h.commit(bufnr, opts.Records)
+			h.commit(bufnr, opts.Records, res.Tick, res.Seq)
 			h.recordDecisions(journalKey(bufnr, s.Name), doc, opts.Records)
 			return nil
 		}

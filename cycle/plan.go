@@ -3,7 +3,6 @@ package cycle
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strings"
 
 	"github.com/flemma-dev/flemma/approval"
@@ -129,9 +128,12 @@ func planCategorize(doc *buffer.Document, lines []string, f categorizeFacts) (ca
 
 // executeFacts is what planExecute needs besides the text.
 type executeFacts struct {
-	Mode    string          // tools.mode
-	Ledger  *trust.Ledger   // a copy of the buffer's ledger
-	Running map[string]bool // calls running now: never planned again
+	Mode   string        // tools.mode
+	Ledger *trust.Ledger // a copy of the buffer's ledger
+	// Descends answers, for the approved placeholders, whether the text
+	// descends from an undo state (trust.Ledger.CheckApproved).
+	Descends trust.Descends
+	Running  map[string]bool // calls running now: never planned again
 	// Off are the registry's tools the buffer does not enable
 	// (flemma.opt.tools), among the tools its calls name.
 	Off map[string]bool
@@ -239,7 +241,11 @@ func planApproved(p *executePlan, doc *buffer.Document, lines []string, f execut
 	if f.Running[tu.ID] {
 		return // never run the same call twice
 	}
-	v := f.Ledger.CheckApproved(tu)
+	descends := f.Descends
+	if descends == nil {
+		descends = func(int) bool { return false }
+	}
+	v := f.Ledger.CheckApproved(tu, descends)
 	rec := f.Ledger.Get(tu.ID)
 	if hold, held := f.Held[tu.ID]; held && (hold.Elsewhere || !v.UserEdit && !userApproved(rec)) {
 		// The same file open in another Neovim is running it, or it was
@@ -324,9 +330,5 @@ func (p *executePlan) waits(id string) {
 }
 
 // cloneLedger copies a ledger for a plan, which reads it without the
-// engine's lock (its origin is never changed once loaded: it is shared).
-func cloneLedger(l *trust.Ledger) *trust.Ledger {
-	c := *l
-	c.Records = maps.Clone(l.Records)
-	return &c
-}
+// engine's lock (trust.Ledger.Clone).
+func cloneLedger(l *trust.Ledger) *trust.Ledger { return l.Clone() }

@@ -311,6 +311,7 @@ func TestPlanExecute(t *testing.T) {
 		mode      string
 		only      string
 		ledger    ledgerFor
+		undone    bool // the text was reached by undoing past the host's writes (it descends from none)
 		running   []string
 		off       []string
 		held      map[string]journalHold
@@ -364,6 +365,16 @@ func TestPlanExecute(t *testing.T) {
 			want:    map[string]string{"toolu_sh": "approved"},
 			jobs:    []string{"toolu_sh by user (status edit) (user)"},
 			records: map[string]string{"toolu_sh": "approved by user (status edit)"},
+		},
+		{
+			name:      "an undo past the load is not the user's edit of a file call's status",
+			lines:     chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
+			ledger:    loadedWith("toolu_sh"),
+			undone:    true,
+			want:      map[string]string{"toolu_sh": "pending"},
+			records:   map[string]string{"toolu_sh": "pending by not counted: an undo went back to before the file was loaded, so this approval may not be yours; set it to approved again if you mean it"},
+			first:     "toolu_sh",
+			untrusted: "an undo went back",
 		},
 		{
 			name:      "an approval nobody gave is pending again",
@@ -454,6 +465,7 @@ func TestPlanExecute(t *testing.T) {
 			if f.Mode == "" {
 				f.Mode = "enabled"
 			}
+			f.Descends = func(int) bool { return !tc.undone }
 			if tc.ledger != nil {
 				f.Ledger = tc.ledger(doc)
 			}

@@ -28,6 +28,7 @@ const (
 	MResume             = "flemma.resume"
 	MDiscard            = "flemma.discard"
 	MUndo               = "flemma.undo"
+	MAttachAllow        = "flemma.attach_allow"
 	MDiff               = "flemma.diff"
 	MReview             = "flemma.review"
 	MSetStatusID        = "flemma.set_status_id"
@@ -83,6 +84,7 @@ func (h *Engine) Methods() []Method {
 		{MResume, h.Resume, true},
 		{MDiscard, h.Discard, true},
 		{MUndo, h.Undo, true},
+		{MAttachAllow, h.AttachAllow, true},
 		{MDiff, h.DiffAt, true},
 		{MReview, h.Review, true},
 		{MSetStatusID, h.SetStatusID, true},

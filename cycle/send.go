@@ -295,7 +295,7 @@ func (sw *streamWrite) write(lines []string, final, first bool, records ...WireR
 			return err
 		}
 		if res.OK {
-			sw.h.commit(sw.bufnr, records)
+			sw.h.commit(sw.bufnr, records, res.Tick, res.Seq)
 			sw.tick, sw.prev, sw.last = res.Tick, len(lines), lines
 			if final {
 				all := append(append([]string{}, sw.base...), lines...)

@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/trust"
@@ -9,10 +10,12 @@ import (
 
 // bufTrust is the host's view of what in a buffer counts as the user's (see
 // package trust). The ledger is mirrored in Neovim by lua/flemma/trust.lua,
-// which also owns the origin (the text as loaded) and the trusted flag.
+// which also owns the origin (the text as loaded), the trusted flag and
+// the calls the user vouched for.
 type bufTrust struct {
 	gen     int  // the load of the buffer the origin belongs to (flemma.trust's gen)
-	trusted bool // the user trusts the buffer (empty when attached, :Flemma trust, or saved trusted)
+	vouch   int  // the last :Flemma trust/untrust of the buffer the host has seen
+	trusted bool // the user trusts the buffer's frontmatter (empty when attached, :Flemma trust, or saved trusted)
 	ledger  *trust.Ledger
 }
 
@@ -27,15 +30,17 @@ type WireRecord struct {
 	Ran      bool   `msgpack:"ran"`
 	Wrote    bool   `msgpack:"wrote"`
 	Withheld bool   `msgpack:"withheld"`
-	Undos    int    `msgpack:"undos"`
+	// Seq is the undo state of the write that carried the decision;
+	// trust.SeqUnset asks the editor to stamp it (flemma.trust.record).
+	Seq int `msgpack:"seq"`
 }
 
 func toWire(r trust.Record) WireRecord {
-	return WireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran, Wrote: r.Wrote, Withheld: r.Withheld, Undos: r.Undos}
+	return WireRecord{ID: r.ID, Received: r.Received, Status: string(r.Status), By: r.By, Hash: r.Hash, Gen: r.Gen, Ran: r.Ran, Wrote: r.Wrote, Withheld: r.Withheld, Seq: r.Seq}
 }
 
 func fromWire(w WireRecord) trust.Record {
-	return trust.Record{ID: w.ID, Received: w.Received, Status: buffer.Status(w.Status), By: w.By, Hash: w.Hash, Gen: w.Gen, Ran: w.Ran, Wrote: w.Wrote, Withheld: w.Withheld, Undos: w.Undos}
+	return trust.Record{ID: w.ID, Received: w.Received, Status: buffer.Status(w.Status), By: w.By, Hash: w.Hash, Gen: w.Gen, Ran: w.Ran, Wrote: w.Wrote, Withheld: w.Withheld, Seq: w.Seq}
 }
 
 type DigestCall struct {
@@ -51,23 +56,57 @@ type Digest struct {
 }
 
 type TrustPull struct {
-	Gen       int          `msgpack:"gen"`
-	LoadUndos int          `msgpack:"load_undos"`
-	Trusted   bool         `msgpack:"trusted"`
-	Origin    []string     `msgpack:"origin"` // the loaded lines, until digested
-	Digest    *Digest      `msgpack:"digest"`
-	Records   []WireRecord `msgpack:"records"`
+	Gen     int          `msgpack:"gen"`
+	LoadSeq int          `msgpack:"load_seq"` // the undo state of the text as loaded
+	Trusted bool         `msgpack:"trusted"`
+	Origin  []string     `msgpack:"origin"` // the loaded lines, until digested
+	Digest  *Digest      `msgpack:"digest"`
+	Records []WireRecord `msgpack:"records"`
+	// Vouch counts the user's :Flemma trust/untrust in this load; the
+	// calls the user vouched for come as the lines of the buffer at the
+	// last :Flemma trust (VouchLines) until the host digests them
+	// (Vouched).
+	Vouch      int          `msgpack:"vouch"`
+	VouchLines []string     `msgpack:"vouch_lines"`
+	Vouched    []DigestCall `msgpack:"vouched"`
+	// Tombs are the compacted records (trust.EncodeTombs).
+	Tombs string `msgpack:"tombs"`
+}
+
+// Ancestry is the editor's answer to which undo states the buffer's text
+// descends from (flemma.trust.ancestry).
+type Ancestry struct {
+	Stale bool  `msgpack:"stale"` // the buffer changed since the snapshot: no answer
+	In    []int `msgpack:"in"`    // the asked seqs the current text descends from
+}
+
+// digestOf is the digest of calls as flemma.trust keeps it.
+func digestOf(calls map[string]string) []DigestCall {
+	out := make([]DigestCall, 0, len(calls))
+	for id, hash := range calls {
+		out = append(out, DigestCall{ID: id, Hash: hash})
+	}
+	slices.SortFunc(out, func(a, b DigestCall) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+	return out
 }
 
 // syncTrust brings the host's view of a buffer's trust up to date with the
-// snapshot: the trusted flag always, the origin and the records whenever
-// the buffer was (re)loaded or the host has not seen it yet.
+// snapshot: the trusted flag always; the origin, the vouched calls and the
+// records whenever the buffer was (re)loaded, the user vouched anew, or
+// the host has not seen it yet.
 func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 	h.mu.Lock()
 	bt := h.state(bufnr).trust
-	if bt != nil && bt.gen == s.TrustGen {
+	if bt != nil && bt.gen == s.TrustGen && bt.vouch == s.TrustVouch {
 		bt.trusted = s.Trusted
-		bt.ledger.Undos = s.Undos
 		h.mu.Unlock()
 		return nil
 	}
@@ -77,7 +116,7 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 		return fmt.Errorf("read the trust state of buffer %d: %w", bufnr, err)
 	}
 	l := trust.NewLedger()
-	l.Gen, l.Undos, l.LoadUndos = p.Gen, s.Undos, p.LoadUndos
+	l.Gen, l.LoadSeq = p.Gen, p.LoadSeq
 	if p.Digest != nil {
 		for _, c := range p.Digest.Calls {
 			l.Origin.Calls[c.ID] = c.Hash
@@ -87,32 +126,44 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 		}
 	} else {
 		l.Origin = trust.OriginOf(buffer.Parse(p.Origin))
-		d := Digest{Calls: []DigestCall{}, Approved: []string{}}
-		for id, hash := range l.Origin.Calls {
-			d.Calls = append(d.Calls, DigestCall{ID: id, Hash: hash})
-		}
+		d := Digest{Calls: digestOf(l.Origin.Calls), Approved: []string{}}
 		for id := range l.Origin.Approved {
 			d.Approved = append(d.Approved, id)
 		}
+		slices.Sort(d.Approved)
 		if err := h.ed.TrustSetDigest(bufnr, p.Gen, d); err != nil {
 			h.logf("trust: keep the origin digest of buffer %d: %v", bufnr, err)
+		}
+	}
+	if p.Vouched != nil {
+		for _, c := range p.Vouched {
+			l.Vouched[c.ID] = c.Hash
+		}
+	} else if p.VouchLines != nil {
+		for id, hash := range trust.OpenCalls(buffer.Parse(p.VouchLines)) {
+			l.Vouched[id] = hash
+		}
+		if err := h.ed.TrustSetVouched(bufnr, p.Gen, p.Vouch, digestOf(l.Vouched)); err != nil {
+			h.logf("trust: keep the vouched calls of buffer %d: %v", bufnr, err)
 		}
 	}
 	for _, w := range p.Records {
 		l.Put(fromWire(w))
 	}
+	l.AddTombs(trust.DecodeTombs(p.Tombs))
 	h.mu.Lock()
 	st := h.state(bufnr)
 	if old := st.trust; old != nil {
 		for _, r := range old.ledger.Records {
 			l.Put(r) // the host's records are at least as new as the mirror's
 		}
+		l.Adopt(old.ledger) // and so are its prunes
 	}
-	st.trust = &bufTrust{gen: p.Gen, trusted: p.Trusted, ledger: l}
+	st.trust = &bufTrust{gen: p.Gen, vouch: p.Vouch, trusted: p.Trusted, ledger: l}
 	h.mu.Unlock()
-	if p.Gen > 1 || len(l.Origin.Approved) > 0 {
-		h.logf("trust: buffer %d load %d: %d call(s) and %d approved placeholder(s) in the loaded text, trusted=%v",
-			bufnr, p.Gen, len(l.Origin.Calls), len(l.Origin.Approved), p.Trusted)
+	if p.Gen > 1 || len(l.Origin.Approved) > 0 || len(l.Vouched) > 0 {
+		h.logf("trust: buffer %d load %d: %d open call(s) and %d approved placeholder(s) in the loaded text, %d call(s) vouched for, trusted=%v",
+			bufnr, p.Gen, len(l.Origin.Calls), len(l.Origin.Approved), len(l.Vouched), p.Trusted)
 	}
 	return nil
 }
@@ -127,16 +178,21 @@ func (h *Engine) trustOf(bufnr int) *bufTrust {
 	return st.trust
 }
 
-// commit stores records in the host's ledger (after the step that carried
-// them to Neovim was applied).
-func (h *Engine) commit(bufnr int, recs []WireRecord) {
+// commit stores records in the host's ledger (after the write that carried
+// them to Neovim was applied, at changedtick tick and undo state seq).
+func (h *Engine) commit(bufnr int, recs []WireRecord, tick, seq int) {
 	if len(recs) == 0 {
 		return
 	}
 	h.mu.Lock()
 	l := h.trustOf(bufnr).ledger
 	for _, w := range recs {
-		l.Put(fromWire(w))
+		r := fromWire(w)
+		if r.Seq == trust.SeqUnset {
+			r.Seq = seq
+		}
+		r.Tick = tick
+		l.Put(r)
 	}
 	h.mu.Unlock()
 }
@@ -148,17 +204,77 @@ func (h *Engine) record(bufnr int, recs ...trust.Record) error {
 	for i, r := range recs {
 		wire[i] = toWire(r)
 	}
-	h.commit(bufnr, wire)
+	h.mu.Lock()
+	tick := 0
+	if st := h.bufs[bufnr]; st != nil && st.mirror != nil {
+		tick = st.mirror.tick
+	}
+	h.mu.Unlock()
+	h.commit(bufnr, wire, tick, 0)
 	if err := h.ed.TrustRecord(bufnr, wire); err != nil {
 		return fmt.Errorf("keep the record of %s: %w", recs[0].ID, err)
 	}
 	return nil
 }
 
-// decided is the record of a decision on u made now by who.
+// prune compacts the ledger's records of the calls doc (the text at
+// changedtick tick) is done with, here and in Neovim's copy (see
+// trust.Ledger.Prune): a conversation's trust state is as large as its open
+// calls, plus 8 bytes per call it ever ran.
+func (h *Engine) prune(bufnr int, tick int, doc *buffer.Document) {
+	h.mu.Lock()
+	st := h.state(bufnr)
+	ids, tombs := h.trustOf(bufnr).ledger.Prune(doc, tick, func(id string) bool { return st.running[id] != nil })
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if err := h.ed.TrustPrune(bufnr, ids, trust.EncodeTombs(tombs)); err != nil {
+		h.logf("trust: prune the records of buffer %d: %v", bufnr, err)
+	}
+}
+
+// descends returns the undo-tree ancestry answer for the seqs the approved
+// placeholders of doc need (trust.Ledger.CheckApproved), asked of the
+// editor in one call. When the buffer changed since the snapshot (tick) it
+// answers no for every seq: the plan's write is refused as stale then, and
+// the next plan asks again.
+func (h *Engine) descends(bufnr, tick int, doc *buffer.Document, l *trust.Ledger) trust.Descends {
+	need := map[int]bool{}
+	collect := func(seq int) bool { need[seq] = true; return true }
+	for _, tu := range doc.ToolUses() {
+		if r := doc.Result(tu.ID); r != nil && r.Status == buffer.StatusApproved {
+			l.CheckApproved(tu, collect)
+		}
+	}
+	if len(need) == 0 {
+		return func(int) bool { return false }
+	}
+	seqs := make([]int, 0, len(need))
+	for s := range need {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	a, err := h.ed.TrustAncestry(bufnr, tick, seqs)
+	if err != nil {
+		h.logf("trust: undo ancestry of buffer %d: %v", bufnr, err)
+		return func(int) bool { return false }
+	}
+	if a.Stale {
+		return func(int) bool { return false }
+	}
+	in := map[int]bool{}
+	for _, s := range a.In {
+		in[s] = true
+	}
+	return func(seq int) bool { return in[seq] }
+}
+
+// decided is the record of a decision on u made now by who; the write that
+// carries it stamps its undo state.
 func decided(l *trust.Ledger, u *buffer.ToolUse, st buffer.Status, who string) WireRecord {
 	r := l.Get(u.ID)
-	r.Status, r.By, r.Hash, r.Gen, r.Undos, r.Withheld = st, who, trust.CallHash(u), l.Gen, l.Undos, false
+	r.Status, r.By, r.Hash, r.Gen, r.Seq, r.Withheld = st, who, trust.CallHash(u), l.Gen, trust.SeqUnset, false
 	if who == trust.ByUser || who == trust.ByUserEdit {
 		r.Ran = false // the user asks for it (again)
 	}

@@ -55,3 +55,84 @@ func TestAttachments(t *testing.T) {
 		}
 	})
 }
+
+// Issue 24, class 4: a .chat file from someone else names credential files
+// outside the project (@~/.gitconfig) and inside a dot-folder of it
+// (@./.git/config). Nothing is sent until the user allows them with
+// :Flemma attach:allow — the file's own text cannot — and what is then sent
+// has its credentials redacted by shape.
+func TestAttachOutsideProjectAsks(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = Ada\n[url \"https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/\"]\n\tinsteadOf = https://github.com/\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeAnthropic{turns: []string{sse("Seen.")}}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		if err := os.MkdirAll(filepath.Join(s.Dir, "proj", ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.Dir, "proj", ".git", "config"), []byte("[http]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzXzEyMzQ1Njc4OTA=\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustOpenForeign(t, s, "proj/c.chat", "@You:\nsummarize @~/.gitconfig\nand @./.git/config\n")
+		press(t, s, "<C-]>")
+		waitIdle(t, s)
+		if m := s.Messages(); !strings.Contains(m, "@~/.gitconfig (line 2), @./.git/config (line 3)") || !strings.Contains(m, ":Flemma attach:allow") {
+			t.Errorf("no question naming the files:\n%s", m)
+		}
+		f.mu.Lock()
+		n := len(f.bodies)
+		f.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("%d request(s) sent before the user allowed the files", n)
+		}
+		press(t, s, ":Flemma attach:allow<CR>")
+		if _, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "Seen.") }); err != nil {
+			t.Fatalf("not sent after attach:allow:\n%s", s.Messages())
+		}
+		f.mu.Lock()
+		body, _ := json.Marshal(f.bodies[0]["messages"])
+		f.mu.Unlock()
+		for _, secret := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "eC1hY2Nlc3MtdG9rZW46Z2hzXzEyMzQ1Njc4OTA="} {
+			if strings.Contains(string(body), secret) {
+				t.Errorf("%s reached the request", secret)
+			}
+		}
+		if !strings.Contains(string(body), "name = Ada") || !strings.Contains(string(body), "[redacted]") {
+			t.Errorf("request: %s", body)
+		}
+	}, "HOME="+home)
+}
+
+// Issue 24, class 7: one budget per press. 100 spinning templates cost one
+// template's deadline, not a hundred; 40 references to one 16 MiB file are
+// read and sent once.
+func TestSendBudget(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{sse("Seen.")}}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "spin.chat", "@You:\n"+strings.Repeat("{{ (function() while true do end end)() }}\n", 100))
+		press(t, s, "<C-]>")
+		waitIdle(t, s)
+		var diags int
+		if err := s.Lua(&diags, `return #vim.diagnostic.get(0)`); err != nil {
+			t.Fatal(err)
+		}
+		if diags != 1 || !strings.Contains(s.Messages(), "Nothing was sent") {
+			t.Errorf("%d diagnostics (want 1: the first template's); messages:\n%s", diags, s.Messages())
+		}
+		if err := os.WriteFile(filepath.Join(s.Dir, "big.txt"), []byte(strings.Repeat("x", 16<<20)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "refs.chat", "@You:\n"+strings.Repeat("@./big.txt\n", 40))
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(15*time.Second, func(x string) bool { return strings.Contains(x, "Seen.") }); err != nil {
+			t.Fatalf("not sent:\n%s", s.Messages())
+		}
+		f.mu.Lock()
+		body, _ := json.Marshal(f.bodies[0]["messages"])
+		f.mu.Unlock()
+		if n := strings.Count(string(body), "the same file as attached above"); n != 39 || len(body) > 1<<20 {
+			t.Errorf("%d later references noted (want 39), request %d bytes", n, len(body))
+		}
+	})
+}

@@ -485,3 +485,66 @@ func BenchmarkDiffPreview5k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTrustCopyPerCall measures what flemma.trust (the host's ledger
+// as Neovim keeps it, for a restarted host) holds per call of a
+// conversation once its calls are resolved: "kept" is every record kept (as
+// before issue 23), "pruned" the records dropped and a 16-hex-digit tomb
+// kept per call that ran, as the host's prune asks. The metric is Lua's heap
+// (collectgarbage("count")) after a full collection, per call, for 100 and
+// 10,000 calls.
+func BenchmarkTrustCopyPerCall(b *testing.B) {
+	found, _ := nvimtest.Neovims()
+	if len(found) == 0 {
+		b.Skip("no Neovim available")
+	}
+	const code = `
+		local n, prune, salt = ...
+		local trust = require("flemma.trust")
+		local buf = vim.api.nvim_create_buf(true, false)
+		trust.get(buf)
+		collectgarbage("collect")
+		local base = collectgarbage("count")
+		for i = 1, n do
+			-- Salted per run: Lua interns strings, and a string of an earlier
+			-- run still alive would cost this one nothing.
+			local id = string.format("toolu_%08d%018d", salt, i)
+			local h = string.format("%08x%024x", salt, i)
+			trust.record(buf, { { id = id, received = h, status = "approved", by = "approve by urn:flemma:approval:config ($default)",
+				hash = h, gen = 1, ran = true, wrote = true, withheld = false, seq = i } })
+			if prune then
+				trust.prune(buf, { id }, string.format("%06x%010x", salt, i * 4 + 3))
+			end
+		end
+		collectgarbage("collect")
+		local per = (collectgarbage("count") - base) * 1024 / n
+		require("flemma.state").forget_buffer(buf)
+		vim.api.nvim_buf_delete(buf, { force = true })
+		return per`
+	for _, bin := range found {
+		for _, n := range []int{100, 10000} {
+			for _, prune := range []bool{false, true} {
+				name := "kept"
+				if prune {
+					name = "pruned"
+				}
+				b.Run(fmt.Sprintf("nvim-%s/calls=%d/%s", nvimtest.Version(bin), n, name), func(b *testing.B) {
+					s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					var per float64
+					salt := 0
+					for b.Loop() {
+						salt++
+						if err := s.Lua(&per, code, n, prune, salt); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(per, "B/call")
+				})
+			}
+		}
+	}
+}

@@ -283,6 +283,7 @@ func TestToolListProvenance(t *testing.T) {
 		mustOpen(t, s, "list.chat", fm+chat)
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(fm+chat, result("c1", "4", false)))
+		waitIdle(t, s) // the run's duration is noted after its result is written
 		var out string
 		if err := s.Lua(&out, `return require("flemma.host").request("flemma.tool_list", vim.api.nvim_get_current_buf()).text`); err != nil {
 			t.Fatal(err)

@@ -19,7 +19,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if mcpechoDir != "" {
+		os.RemoveAll(mcpechoDir)
+	}
+	os.Exit(code)
 }
 
 // eachNvim runs fn as a subtest per Neovim version. With CI set, a missing

@@ -1,13 +1,44 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/flemma-dev/flemma/internal/nvimtest"
 )
+
+// mcpechoDir holds the server mcpecho built (TestMain removes it).
+var mcpechoDir string
+
+// mcpecho builds testdata/mcpecho once for the tests of the package.
+var mcpecho = func() func(t *testing.T) string {
+	var once sync.Once
+	var bin string
+	var err error
+	var out []byte
+	return func(t *testing.T) string {
+		t.Helper()
+		once.Do(func() {
+			dir, derr := os.MkdirTemp("", "mcpecho")
+			if derr != nil {
+				err = derr
+				return
+			}
+			mcpechoDir = dir
+			bin = filepath.Join(dir, "mcpecho")
+			out, err = exec.Command("go", "build", "-o", bin, "./testdata/mcpecho").CombinedOutput()
+		})
+		if err != nil {
+			t.Fatalf("building the MCP server: %v\n%s", err, out)
+		}
+		return bin
+	}
+}()
 
 // TestMCPToolCall: the model calls mcp__test__echo, a tool of an MCP server
 // setup configures (a stdio server built with the official SDK,
@@ -15,10 +46,7 @@ import (
 // host starts the server at the first send and the server's answer lands in
 // the buffer. :Flemma mcp lists the server and its tool.
 func TestMCPToolCall(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcpecho")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/mcpecho").CombinedOutput(); err != nil {
-		t.Fatalf("building the MCP server: %v\n%s", err, out)
-	}
+	bin := mcpecho(t)
 	f := &fakeAnthropic{turns: []string{
 		sse("Asking the server.", [3]string{"toolu_m1", "mcp__test__echo", `{"text": "hello MCP"}`}),
 		sse("The server answered."),
@@ -81,6 +109,42 @@ func TestMCPSetupChecked(t *testing.T) {
 		list := listingWindow(t, s, "mcp")
 		if !strings.Contains(list, "ok  [stdio: /nonexistent/mcp-server]  failed") || strings.Contains(list, "both") || strings.Contains(list, "argv") {
 			t.Errorf(":Flemma mcp:\n%s", list)
+		}
+	})
+}
+
+// Issue 24, class 8: an MCP server whose tool's schema refers to a local
+// FIFO (`{"$ref": "file:///…/fifo"}`) used to make the host open it under
+// the executor's lock at the first call: that call hung past <C-c>, and
+// every other call with it. The schema is refused when the server's tools
+// register (the log says why), nothing is opened, and the server's other
+// tools and the built-ins keep working.
+func TestMCPSchemaCannotOpenFiles(t *testing.T) {
+	bin := mcpecho(t)
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeAnthropic{turns: []string{
+		sse("Peeking.", [3]string{"toolu_p1", "mcp__test__peek", `{"x": "a"}`}, [3]string{"toolu_e1", "mcp__test__echo", `{"text": "still here"}`},
+			[3]string{"toolu_l1", "ls", `{"path": ".", "label": "list", "limit": null}`}),
+		sse("Done."),
+	}}
+	extra := `, mcp_servers = { test = { command = "` + bin + `", env = { MCPECHO_SCHEMA_REF = "file://` + fifo + `" } } }, tools = { auto_approve = { "$default", "mcp__test__*" } }`
+	eachNvimSend(t, f, extra, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "mcp.chat", question)
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "toolu_e1"); isErr || body != "mcpecho says: still here" {
+			t.Errorf("mcp__test__echo = %q (error %v)", body, isErr)
+		}
+		if _, isErr := waitResult(t, s, "toolu_l1"); isErr {
+			t.Errorf("ls failed")
+		}
+		if body, isErr := waitResult(t, s, "toolu_p1"); !isErr || strings.Contains(body, "peeked") {
+			t.Errorf("mcp__test__peek = %q (error %v), want an error", body, isErr)
+		}
+		if log := s.HostLog(); !strings.Contains(log, `tool "peek" skipped: input schema: `) {
+			t.Errorf("no word in the log on the refused schema")
 		}
 	})
 }

@@ -29,6 +29,7 @@ func TestMirrorFollowsEdits(t *testing.T) {
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(edited, result("c1", "10", false), placeholder("c2", "pending", "")))
 		waitUnlocked(t, s)
+		waitIdle(t, s) // the step after the jobs (autopilot's look) is done: the undo below is the last change
 
 		// Undo the execution phase: the approved placeholder is back, but
 		// the call already ran: a press does not run it again silently, it

@@ -18,6 +18,26 @@ import (
 // buffer's frontmatter (Result.Vars). A string, number or boolean is
 // written as Lua's tostring would; nil, a table or an error is an error.
 func (e *Evaluator) Expand(vars map[string]any, expr string) (out string, err error) {
+	return e.ExpandContext(context.Background(), vars, expr)
+}
+
+// ErrTemplateBudget: the caller's time for templates (the press's budget,
+// ExpandContext's ctx) was used up.
+var ErrTemplateBudget = errors.New("the time for templates in this send is used up (send.budget.template_ms)")
+
+// ExpandContext is Expand within ctx: the expression runs until its own
+// deadline (Limits.Deadline) or ctx's, whichever comes first — a press's
+// budget for all its templates travels in ctx. When ctx ends first the
+// error is ErrTemplateBudget.
+func (e *Evaluator) ExpandContext(parent context.Context, vars map[string]any, expr string) (out string, err error) {
+	if parent.Err() != nil {
+		return "", ErrTemplateBudget
+	}
+	defer func() {
+		if err != nil && parent.Err() != nil {
+			out, err = "", ErrTemplateBudget
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = "", fmt.Errorf("internal error: %v", p)
@@ -41,7 +61,7 @@ func (e *Evaluator) Expand(vars map[string]any, expr string) (out string, err er
 	es := newEvalState(Setup{}, "flemma.opt", 0, e.limits)
 	v := newVM(e.limits, 0, es)
 	defer v.L.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), e.limits.Deadline)
+	ctx, cancel := context.WithTimeout(parent, e.limits.Deadline)
 	defer cancel()
 	conv := &toLua{budget: newBudget(e.limits), L: v.L}
 	conv.ctx = ctx

@@ -58,6 +58,8 @@ type File struct {
 	modifiable bool
 	trusted    bool
 	digest     cycle.Digest
+	vouched    []cycle.DigestCall // the calls --trust vouches for (those of the file as opened)
+	tombs      string             // the engine's compacted records (trust.EncodeTombs)
 	records    map[string]cycle.WireRecord
 	diags      []cycle.Diag
 	disk       [sha256.Size]byte // sha256 of the bytes flemma last read or wrote
@@ -102,10 +104,16 @@ func Open(path, cwd string, trusted bool) (*File, error) {
 	for id, hash := range origin.Calls {
 		f.digest.Calls = append(f.digest.Calls, cycle.DigestCall{ID: id, Hash: hash})
 	}
+	f.vouched = []cycle.DigestCall{}
 	if !trusted {
 		for id := range origin.Approved {
 			f.digest.Approved = append(f.digest.Approved, id)
 		}
+	} else {
+		// --trust is the user's word for the file's calls as they are (as
+		// :Flemma trust is in Neovim); a blank file trusts only its
+		// frontmatter, and has no calls anyway.
+		f.vouched = append(f.vouched, f.digest.Calls...)
 	}
 	return f, nil
 }
@@ -213,7 +221,7 @@ func (f *File) Snapshot(bufnr, have int) (cycle.Snapshot, error) {
 	defer f.mu.Unlock()
 	return cycle.Snapshot{Valid: true, Tick: f.tick, Count: len(f.lines), Lines: append([]string(nil), f.lines...),
 		Name: f.path, Cwd: f.cwd, Modifiable: f.modifiable, Width: 80, EOL: "↵", Ambiwidth: "single",
-		TrustGen: 1, Trusted: f.trusted}, nil
+		TrustGen: 1, TrustVouch: 1, Trusted: f.trusted}, nil
 }
 
 func (f *File) Apply(bufnr, tick int, edits []cycle.LineEdit, opts cycle.ApplyOpts) (cycle.ApplyResult, error) {
@@ -378,7 +386,7 @@ func (f *File) TrustPull(bufnr int) (cycle.TrustPull, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.digest
-	p := cycle.TrustPull{Gen: 1, Trusted: f.trusted, Digest: &d}
+	p := cycle.TrustPull{Gen: 1, Trusted: f.trusted, Digest: &d, Vouch: 1, Vouched: f.vouched, Tombs: f.tombs}
 	for _, r := range f.records {
 		p.Records = append(p.Records, r)
 	}
@@ -395,6 +403,32 @@ func (f *File) TrustRecord(bufnr int, recs []cycle.WireRecord) error {
 		f.records[r.ID] = r
 	}
 	return nil
+}
+
+// TrustSetVouched is never needed: the vouched calls are a digest from
+// the start.
+func (f *File) TrustSetVouched(bufnr, gen, vouch int, calls []cycle.DigestCall) error { return nil }
+
+// TrustPrune drops the run's records of calls the file is done with.
+func (f *File) TrustPrune(bufnr int, ids []string, tombs string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		delete(f.records, id)
+	}
+	f.tombs += tombs
+	return nil
+}
+
+// TrustAncestry: a file has no undo; its text descends from every state
+// the run wrote.
+func (f *File) TrustAncestry(bufnr, tick int, seqs []int) (cycle.Ancestry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if tick != f.tick {
+		return cycle.Ancestry{Stale: true}, nil
+	}
+	return cycle.Ancestry{In: seqs}, nil
 }
 
 var _ cycle.Editor = (*File)(nil)

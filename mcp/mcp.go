@@ -208,6 +208,9 @@ func (m *Manager) startLocked(s *server, delay time.Duration) {
 		envDeny := m.envDeny
 		m.mu.Unlock()
 		sess, proc, list, err := m.connect(s, envDeny)
+		// The server's schemas are compiled here, outside the lock: one
+		// that is refused or slow holds up nothing else.
+		specs := toolSpecs(s.name, list, m.logf)
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if s.starting == done {
@@ -231,7 +234,7 @@ func (m *Manager) startLocked(s *server, delay time.Duration) {
 			return
 		}
 		s.session, s.proc, s.status, s.reason = sess, proc, StatusReady, ""
-		m.registerLocked(s, list)
+		m.registerLocked(s, specs)
 		m.logf("mcp server %s ready: %d tools", s.name, len(s.tools))
 		go m.watch(s, sess, proc)
 	}()
@@ -351,47 +354,72 @@ func ToolName(server, tool string) string {
 	return "mcp:" + server + ":" + name
 }
 
-// registerLocked replaces the server's tools in the registry with list.
-func (m *Manager) registerLocked(s *server, list []*sdk.Tool) {
-	for _, n := range s.tools {
-		m.reg.Remove(n)
-	}
-	s.tools = nil
+// toolSpec is a server's tool, ready to register.
+type toolSpec struct {
+	remote string // its name on the server
+	spec   tools.Spec
+}
+
+// toolSpecs turns a server's tool list into specs, leaving out (with a log
+// line) a tool whose name is not valid or whose schemas flemma refuses
+// (tools.CheckSchemas: not self-contained, too large or deep, too slow to
+// compile). It takes no lock.
+func toolSpecs(server string, list []*sdk.Tool, logf func(string, ...any)) []toolSpec {
+	var out []toolSpec
+	seen := map[string]bool{}
 	for _, t := range list {
-		name := ToolName(s.name, t.Name)
+		name := ToolName(server, t.Name)
 		if name == "" || !tools.ValidName(name) {
-			m.logf("mcp server %s: tool %q skipped: %q is not a valid tool name (at most 64 characters)", s.name, t.Name, name)
+			logf("mcp server %s: tool %q skipped: %q is not a valid tool name (at most 64 characters)", server, t.Name, name)
 			continue
 		}
-		if slices.Contains(s.tools, name) {
-			m.logf("mcp server %s: tool %q skipped: another tool already maps to %s", s.name, t.Name, name)
+		if seen[name] {
+			logf("mcp server %s: tool %q skipped: another tool already maps to %s", server, t.Name, name)
 			continue
 		}
-		tool := &Tool{m: m, server: s, remote: t.Name, spec: tools.Spec{
+		spec := tools.Spec{
 			Name:         name,
 			Description:  t.Description,
 			InputSchema:  schemaMap(t.InputSchema),
 			OutputSchema: schemaMap(t.OutputSchema),
 			Enabled:      true,
-			Source:       "mcp " + s.name,
-			Tags:         []string{"mcp", s.name},
-		}}
-		if tool.spec.Description == "" {
-			tool.spec.Description = fmt.Sprintf("%s (MCP server %s)", t.Name, s.name)
+			Source:       "mcp " + server,
+			Tags:         []string{"mcp", server},
 		}
-		if tool.spec.InputSchema == nil {
-			tool.spec.InputSchema = map[string]any{"type": "object"}
+		if spec.Description == "" {
+			spec.Description = fmt.Sprintf("%s (MCP server %s)", t.Name, server)
+		}
+		if spec.InputSchema == nil {
+			spec.InputSchema = map[string]any{"type": "object"}
+		}
+		if err := tools.CheckSchemas(spec); err != nil {
+			logf("mcp server %s: tool %q skipped: %v", server, t.Name, err)
+			continue
 		}
 		if ro := t.Annotations; ro == nil || !ro.ReadOnlyHint {
 			// An MCP tool may do anything: a call already in the file is
 			// never auto-approved.
-			tool.spec.Capabilities = []string{tools.CapSideEffects}
+			spec.Capabilities = []string{tools.CapSideEffects}
 		}
+		seen[name] = true
+		out = append(out, toolSpec{remote: t.Name, spec: spec})
+	}
+	return out
+}
+
+// registerLocked replaces the server's tools in the registry with specs.
+func (m *Manager) registerLocked(s *server, specs []toolSpec) {
+	for _, n := range s.tools {
+		m.reg.Remove(n)
+	}
+	s.tools = nil
+	for _, ts := range specs {
+		tool := &Tool{m: m, server: s, remote: ts.remote, spec: ts.spec}
 		if err := m.reg.Add(tool); err != nil {
-			m.logf("mcp server %s: tool %q skipped: %v", s.name, t.Name, err)
+			m.logf("mcp server %s: tool %q skipped: %v", s.name, ts.remote, err)
 			continue
 		}
-		s.tools = append(s.tools, name)
+		s.tools = append(s.tools, ts.spec.Name)
 	}
 }
 

@@ -75,6 +75,13 @@ type Config struct {
 			Idle      *float64 `json:"idle"`
 			Total     *float64 `json:"total"`
 		} `json:"timeouts"`
+		// Budget bounds what one send evaluates (nil = the default).
+		Budget struct {
+			TemplateMS      *float64 `json:"template_ms"`
+			TemplateBytes   *int     `json:"template_bytes"`
+			References      *int     `json:"references"`
+			AttachmentBytes *int     `json:"attachment_bytes"`
+		} `json:"budget"`
 	} `json:"send"`
 	Sandbox struct {
 		Enabled  *bool    `json:"enabled"`

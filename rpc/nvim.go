@@ -56,6 +56,20 @@ func (e editor) TrustRecord(bufnr int, recs []cycle.WireRecord) error {
 	return e.nv.ExecLua(`require("flemma.trust").record(...)`, nil, bufnr, recs)
 }
 
+func (e editor) TrustSetVouched(bufnr, gen, vouch int, calls []cycle.DigestCall) error {
+	return e.nv.ExecLua(`require("flemma.trust").set_vouched(...)`, nil, bufnr, gen, vouch, calls)
+}
+
+func (e editor) TrustPrune(bufnr int, ids []string, tombs string) error {
+	return e.nv.ExecLua(`require("flemma.trust").prune(...)`, nil, bufnr, ids, tombs)
+}
+
+func (e editor) TrustAncestry(bufnr, tick int, seqs []int) (cycle.Ancestry, error) {
+	var a cycle.Ancestry
+	err := e.nv.ExecLua(`return require("flemma.trust").ancestry(...)`, &a, bufnr, tick, seqs)
+	return a, err
+}
+
 // luaCalls is cycle.Lua over msgpack-RPC: lua/flemma/tools.lua and
 // lua/flemma/tools/approval.lua.
 type luaCalls struct{ nv *nvim.Nvim }

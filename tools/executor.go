@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flemma-dev/flemma/buffer"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -54,6 +55,7 @@ type schemaKey struct {
 type compiledSchema struct {
 	src map[string]any
 	s   *jsonschema.Schema
+	err error // it does not compile (kept: it is not tried again)
 }
 
 // DefaultReleaseAfter is Executor.ReleaseAfter's default: 32 MiB.
@@ -226,41 +228,38 @@ func (e *Executor) compiled(key schemaKey, schema map[string]any) (*jsonschema.S
 	// A schema map is never modified after registration (re-registering a
 	// tool makes a new one), so its identity is a sound cache key and saves
 	// marshalling the schema on every call.
+	same := func(c compiledSchema) bool {
+		return reflect.ValueOf(c.src).UnsafePointer() == reflect.ValueOf(schema).UnsafePointer()
+	}
+	e.mu.Lock()
+	if c, ok := e.schemas[key]; ok && same(c) {
+		e.mu.Unlock()
+		return c.s, c.err
+	}
+	e.mu.Unlock()
+	// Compiled outside the lock: a schema that is slow to compile (or
+	// refused) holds up its own tool's calls only, never another buffer's.
+	s, err := CompileSchema(schema)
+	if errors.Is(err, ErrSchemaTimeout) {
+		return nil, err // perhaps a busy machine: the next call tries again
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if c, ok := e.schemas[key]; ok && reflect.ValueOf(c.src).UnsafePointer() == reflect.ValueOf(schema).UnsafePointer() {
-		return c.s, nil
-	}
-	b, err := json.Marshal(schema)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	// Every schema gets a compiler of its own, so one fixed resource name
-	// will do. (Deriving it from the tool's name broke on names that are
-	// not URL paths: "name#output" became a fragment, "ns:name" a port.)
-	const url = "mem:///schema.json"
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, err
-	}
 	if e.schemas == nil {
 		e.schemas = map[schemaKey]compiledSchema{}
 	}
-	e.schemas[key] = compiledSchema{src: schema, s: s}
-	return s, nil
+	e.schemas[key] = compiledSchema{src: schema, s: s, err: err}
+	return s, err
 }
 
 // validate returns "" when raw satisfies the tool's input schema, else a
 // message for the model listing what is wrong.
 func (e *Executor) validate(spec Spec, raw json.RawMessage) string {
+	if why := buffer.InputTooLarge(string(raw)); why != "" {
+		// Before decoding: nothing downstream (a Lua tool through Neovim's
+		// RPC channel first) is handed it (issue 24, class 12).
+		return fmt.Sprintf("Invalid input for tool '%s': %s.", spec.Name, why)
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return fmt.Sprintf("Invalid input for tool '%s': the input is not valid JSON.", spec.Name)

@@ -117,7 +117,7 @@ function M.snapshot(bufnr, have)
     valid = true,
     trust_gen = tr.gen,
     trusted = tr.trusted,
-    undos = trust.undos(bufnr),
+    trust_vouch = tr.vouch or 0,
     tick = tick,
     delta = delta,
     first = first,
@@ -147,7 +147,8 @@ end
 --- with our previous write), diagnostics (list or false to keep), marks,
 --- records (the host's records of the calls this step decided, kept by
 --- flemma.trust together with the edit).
---- Returns {ok = true, tick = n} or {ok = false, stale = true, tick = n}.
+--- Returns {ok = true, tick = n, seq = the undo state after the write} or
+--- {ok = false, stale = true, tick = n}.
 function M.apply(bufnr, tick, edits, opts)
   opts = opts or {}
   if not vim.api.nvim_buf_is_valid(bufnr) then
@@ -206,16 +207,19 @@ function M.apply(bufnr, tick, edits, opts)
     trust.record(bufnr, opts.records)
   end
   local tick_now = vim.api.nvim_buf_get_changedtick(bufnr)
-  if #edits > 0 then
-    trust.undos(bufnr) -- the new tip of the undo history
-  end
   synced(bufnr) -- the host computed the new text itself
   if #edits > 0 then
     state.buffer(bufnr).our_tick = tick_now
   elseif opts.undo_break then
     state.buffer(bufnr).our_tick = nil -- the next write of this phase starts its undo step
   end
-  return { ok = true, tick = tick_now }
+  -- The undo state of this write, for the decisions it carries (their
+  -- records were stamped with it above); 0 when it carried none.
+  local seq = 0
+  if opts.records and opts.records ~= vim.NIL and #opts.records > 0 then
+    seq = trust.seq(bufnr)
+  end
+  return { ok = true, tick = tick_now, seq = seq }
 end
 
 --- Replace flemma's diagnostics of a buffer. items: {lnum (1-based), col

@@ -128,6 +128,9 @@ M.subcommands = {
   trust = function()
     trust.trust(buf())
   end,
+  ["attach:allow"] = function()
+    host_call(P.attach_allow, { buf() })
+  end,
   untrust = function()
     trust.untrust(buf())
   end,

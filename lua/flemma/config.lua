@@ -53,6 +53,14 @@ M.defaults = {
       idle = 120, -- silence between two pieces of a streaming answer
       total = 600, -- one whole request
     },
+    -- One budget per send for what it evaluates, checked before reading:
+    -- exceeded, nothing is sent and a diagnostic says which.
+    budget = {
+      template_ms = 1000, -- all {{ }} of the send together
+      template_bytes = 1048576, -- what they write together (1 MiB)
+      references = 100, -- @./file references
+      attachment_bytes = 33554432, -- the files attached, each counted once (32 MiB)
+    },
   },
   host = {
     cmd = nil, -- default: <plugin>/bin/flemma-host, then flemma-host on $PATH
@@ -200,6 +208,10 @@ local checks = {
   ["host.cmd"] = { "string", "table", "nil" },
   ["host.log_file"] = { "string", "nil" },
   ["host.timeout"] = { "number" },
+  ["send.budget.template_ms"] = { "number" },
+  ["send.budget.template_bytes"] = { "number" },
+  ["send.budget.references"] = { "number" },
+  ["send.budget.attachment_bytes"] = { "number" },
   ["highlights.tool_preview"] = { "string", "table" },
   ["model"] = { "string", "nil" },
   ["keymaps.send"] = { "string", "boolean" }, -- false: no key

@@ -205,10 +205,27 @@ function M.attach(bufnr)
   vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
     group = group,
     buffer = bufnr,
-    desc = "flemma: note undos and refresh tool previews",
+    desc = "flemma: refresh tool previews",
+    callback = refresh,
+  })
+  -- :read fires these for the file read, not as buffer-local events: the
+  -- buffer read into is the current one.
+  vim.api.nvim_create_autocmd("FileReadPre", {
+    group = group,
+    desc = "flemma: note the frontmatter before a :read",
     callback = function()
-      trust.undos(bufnr)
-      refresh()
+      if vim.api.nvim_get_current_buf() == bufnr then
+        trust.before_read(bufnr)
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd("FileReadPost", {
+    group = group,
+    desc = "flemma: a :read that changes a trusted frontmatter untrusts it",
+    callback = function()
+      if vim.api.nvim_get_current_buf() == bufnr then
+        trust.after_read(bufnr)
+      end
     end,
   })
   local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" }

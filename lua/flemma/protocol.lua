@@ -18,6 +18,7 @@ return {
   resume = "flemma.resume",
   discard = "flemma.discard",
   undo = "flemma.undo",
+  attach_allow = "flemma.attach_allow", -- (bufnr): the user allows the files the last send asked about
   diff = "flemma.diff", -- { id, tool, path, exists, old, new } of the write/edit under the cursor
   review = "flemma.review", -- (bufnr, id, lines): the reviewed version, approved by the user
   set_status_id = "flemma.set_status_id",

@@ -71,8 +71,8 @@ M.usage = {
 }
 
 --- Per chat buffer, dropped when it is wiped (forget_buffer):
----   trust = { gen, trusted, origin, digest, load_undos, records } (flemma.trust)
----   undo = { seen, count }: steps back in its undo history (flemma.trust)
+---   trust = { gen, trusted, origin, digest, load_seq, records, tombs, vouch,
+---     vouch_lines, vouched, fm_before } (flemma.trust)
 ---   tracker = { base, first, tail }: what changed since the host's last sync (flemma.buf)
 ---   our_tick = changedtick right after flemma's last write (flemma.buf)
 ---   progress = the request in progress: { phase, provider, model, t0, thinking_chars, text_chars } (flemma.buf)

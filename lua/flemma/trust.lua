@@ -5,16 +5,21 @@
 -- records; this module holds a copy so that a restarted host still knows
 -- what happened in this session.
 --
--- Trust works like `direnv allow`: a buffer is trusted when it was empty when
--- flemma attached to it (everything in it was written in this session), when
--- the user ran :Flemma trust, or when its file is byte for byte what the user
--- last saved from a trusted buffer (a store of path -> sha256 under
--- stdpath("state")). A trusted buffer's frontmatter may approve tools and the
--- tool calls already in it are decided by the user's policy; in any other
--- buffer they ask.
+-- Trust works like `direnv allow`, for a buffer's frontmatter: it is trusted
+-- (it may approve tools, enable them, raise limits) when the buffer was empty
+-- when flemma attached to it, when the user ran :Flemma trust, or when its
+-- file is byte for byte what the user last saved from a trusted buffer (a
+-- store of path -> sha256 under stdpath("state")). A :read that changes the
+-- frontmatter of a trusted buffer makes it untrusted again.
 --
--- What it knows is kept in flemma.state: per buffer (state.buffer(b).trust
--- and .undo, dropped when the buffer is wiped) and the store it read.
+-- Tool calls are judged one by one, never by the buffer: a call the provider
+-- did not send in this session asks, in any buffer, unless the user vouched
+-- for it. :Flemma trust vouches for the calls the buffer holds at that
+-- moment (the host digests them from the lines kept here); a call read,
+-- pasted or typed in later is not covered.
+--
+-- What it knows is kept in flemma.state: per buffer (state.buffer(b).trust,
+-- dropped when the buffer is wiped) and the store it read.
 local config = require("flemma.config")
 local state = require("flemma.state")
 local M = {}
@@ -99,38 +104,76 @@ local function blank(lines)
   return true
 end
 
--- Steps back in each buffer's undo history. Text that undo brings back was
--- not typed now: a status the host withheld and an undo restored is not the
--- user's approval (see trust.Record.Withheld in the host). changenr() only
--- goes down when the buffer moves back in its undo history (u, g-, :undo N);
--- it is observed after every change (TextChanged), read and write; kept as
--- state.buffer(bufnr).undo = { seen = changenr last observed, count = steps back seen }.
-
-local function changenr(bufnr)
+-- The buffer's undo state: Neovim's changenr() is undotree().seq_cur, the
+-- state the text is in. The host records the state of each of its writes;
+-- whether the text descends from it is asked of the undo tree (ancestry).
+local function in_buf(bufnr, fn)
   if bufnr == vim.api.nvim_get_current_buf() then
-    return vim.fn.changenr()
+    return fn()
   end
-  return vim.api.nvim_buf_call(bufnr, function()
-    return vim.fn.changenr()
-  end)
+  return vim.api.nvim_buf_call(bufnr, fn)
 end
 
---- Observe the buffer's place in its undo history; returns the steps back seen.
-function M.undos(bufnr)
-  local b = state.buffer(bufnr)
-  local u = b.undo
-  if not u then
-    u = { seen = -1, count = 0 }
-    b.undo = u
+--- The buffer's current undo state (0 when unknown).
+function M.seq(bufnr)
+  local ok, n = pcall(in_buf, bufnr, vim.fn.changenr)
+  return ok and type(n) == "number" and n or 0
+end
+
+--- Which of `seqs` (undo states) the buffer's text descends from: each
+--- state on the path from the root of the undo tree to the current one. A
+--- text reached by undoing past a state and editing anew sits on a branch
+--- beside it, not below. Answers { stale = true } when the buffer is no
+--- longer at changedtick `tick` (the host's plan is stale anyway).
+function M.ancestry(bufnr, tick, seqs)
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.api.nvim_buf_get_changedtick(bufnr) ~= tick then
+    return { stale = true }
   end
-  local ok, n = pcall(changenr, bufnr)
-  if ok and type(n) == "number" then
-    if n < u.seen then
-      u.count = u.count + 1
+  local ok, tree = pcall(in_buf, bufnr, vim.fn.undotree)
+  if not ok or type(tree) ~= "table" then
+    return { stale = false, ["in"] = {} }
+  end
+  -- entries is the chain of states from the oldest kept one; an entry's
+  -- alt list is a branch beside it, starting from the same parent.
+  local parent = {}
+  local function walk(list, p)
+    local prev = p
+    for _, e in ipairs(list or {}) do
+      parent[e.seq] = prev
+      if e.alt then
+        walk(e.alt, prev)
+      end
+      prev = e.seq
     end
-    u.seen = n
   end
-  return u.count
+  walk(tree.entries, 0)
+  local above = { [0] = true }
+  local s = tree.seq_cur
+  while s and s ~= 0 and not above[s] do
+    above[s] = true
+    s = parent[s]
+  end
+  local out = {}
+  for _, q in ipairs(seqs or {}) do
+    if above[q] then
+      table.insert(out, q)
+    end
+  end
+  return { stale = false, ["in"] = out }
+end
+
+-- The frontmatter of lines (the fenced block the buffer starts with), or "".
+local function frontmatter(lines)
+  local first = lines[1]
+  if not first or not first:match("^%s*```") then
+    return ""
+  end
+  for i = 2, #lines do
+    if lines[i]:match("^%s*```%s*$") then
+      return table.concat(lines, "\n", 1, i)
+    end
+  end
+  return table.concat(lines, "\n")
 end
 
 --- The buffer was attached or (re)loaded from disk: its text now is its
@@ -139,10 +182,12 @@ end
 function M.loaded(bufnr)
   local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
   local b = state.buffer(bufnr)
-  local st = b.trust or { gen = 0, records = {} }
+  local st = b.trust or { gen = 0, records = {}, tombs = {} }
   st.gen = st.gen + 1
   st.origin, st.digest = lines, nil
-  st.load_undos = M.undos(bufnr)
+  st.load_seq = M.seq(bufnr)
+  -- What the user vouched for was the text of the previous load.
+  st.vouch, st.vouch_lines, st.vouched = 0, nil, {}
   local k = key(bufnr)
   local known = k and read_store()[k]
   st.trusted = blank(lines) or (known ~= nil and known.sha256 == content_hash(lines))
@@ -184,16 +229,20 @@ function M.written(bufnr)
   write_store()
 end
 
---- :Flemma trust — the user vouches for the buffer as it is.
+--- :Flemma trust — the user vouches for the buffer as it is: its
+--- frontmatter, and the tool calls it holds now.
 function M.trust(bufnr)
   local st = M.get(bufnr)
   st.trusted = true
+  st.vouch = (st.vouch or 0) + 1
+  st.vouch_lines, st.vouched = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), nil
   if not vim.bo[bufnr].modified then
     M.written(bufnr)
   end
   notify(
-    "This buffer is trusted: its frontmatter may approve tools, and the tool calls already in it are decided by your policy. "
-      .. "Saving it keeps it trusted; :Flemma untrust undoes this."
+    "This buffer is trusted: its frontmatter may approve tools, and the tool calls in it now are decided by your policy "
+      .. "(calls added later, or in the file when you reopen it, still ask). Saving it keeps its frontmatter trusted; "
+      .. ":Flemma untrust undoes this."
   )
 end
 
@@ -201,12 +250,44 @@ end
 function M.untrust(bufnr)
   local st = M.get(bufnr)
   st.trusted = false
+  st.vouch = (st.vouch or 0) + 1
+  st.vouch_lines, st.vouched = nil, {}
   local k = key(bufnr)
   if k and read_store()[k] then
     read_store()[k] = nil
     write_store()
   end
   notify("This buffer is not trusted: its frontmatter cannot approve, and calls that were in the file ask first.")
+end
+
+--- Before a :read into the buffer: remember its frontmatter.
+function M.before_read(bufnr)
+  local st = trust_of(bufnr)
+  if st then
+    st.fm_before = frontmatter(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false))
+  end
+end
+
+--- After a :read into the buffer: text from a file that changed the
+--- frontmatter of a trusted buffer is not the user's word (a buffer started
+--- empty and filled by :0read shared.chat): the buffer is not trusted any
+--- more. The calls read in ask either way (they were neither received nor
+--- vouched for).
+function M.after_read(bufnr)
+  local st = trust_of(bufnr)
+  if not st then
+    return
+  end
+  local before = st.fm_before
+  st.fm_before = nil
+  if st.trusted and before ~= nil and frontmatter(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) ~= before then
+    st.trusted = false
+    notify(
+      "The text read into this buffer changed its frontmatter: the buffer is not trusted any more "
+        .. "(its frontmatter cannot approve). :Flemma trust if the text is yours.",
+      vim.log.levels.WARN
+    )
+  end
 end
 
 --- For the host: everything it needs to rebuild its view of the buffer.
@@ -219,10 +300,14 @@ function M.pull(bufnr)
   return {
     gen = st.gen,
     trusted = st.trusted,
-    load_undos = st.load_undos or 0,
+    load_seq = st.load_seq or 0,
     origin = st.digest == nil and st.origin or vim.NIL,
     digest = st.digest or vim.NIL,
     records = recs,
+    vouch = st.vouch or 0,
+    vouch_lines = st.vouched == nil and st.vouch_lines or vim.NIL,
+    vouched = st.vouched or vim.NIL,
+    tombs = table.concat(st.tombs or {}),
   }
 end
 
@@ -234,11 +319,50 @@ function M.set_digest(bufnr, gen, digest)
   end
 end
 
---- Keep the host's records (a list of { id, received, status, by, hash, ran }).
+--- The host digested the lines of :Flemma trust number `vouch` of load `gen`
+--- into the calls they held.
+function M.set_vouched(bufnr, gen, vouch, calls)
+  local st = trust_of(bufnr)
+  if st and st.gen == gen and (st.vouch or 0) == vouch then
+    st.vouched, st.vouch_lines = calls or {}, nil
+  end
+end
+
+--- Keep the host's records (a list of { id, received, status, by, hash,
+--- ran, wrote, withheld, seq }). A seq of -1 is the undo state now: the
+--- records travel with the write that carries their decision.
 function M.record(bufnr, recs)
   local st = M.get(bufnr)
+  local now
   for _, r in ipairs(recs or {}) do
+    if r.seq == -1 then
+      now = now or M.seq(bufnr)
+      r.seq = now
+    end
     st.records[r.id] = r
+  end
+end
+
+--- The host is done with these calls (their results are in the buffer, or
+--- they left it): their records go; tombs (16 hex digits per call that ran
+--- or whose result was written) keep what is still needed of them.
+function M.prune(bufnr, ids, tombs)
+  local st = trust_of(bufnr)
+  if not st then
+    return
+  end
+  for _, id in ipairs(ids or {}) do
+    st.records[id] = nil
+  end
+  if type(tombs) == "string" and tombs ~= "" then
+    -- In chunks of about 4 KiB: an append copies one chunk, not them all.
+    local chunks = st.tombs
+    local last = #chunks
+    if last > 0 and #chunks[last] < 4096 then
+      chunks[last] = chunks[last] .. tombs
+    else
+      table.insert(chunks, tombs)
+    end
   end
 end
 

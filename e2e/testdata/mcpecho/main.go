@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -18,6 +19,14 @@ func main() {
 		}) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "mcpecho says: " + in.Text}}}, nil, nil
 		})
+	if ref := os.Getenv("MCPECHO_SCHEMA_REF"); ref != "" {
+		// A tool whose schema refers to a file (issue 24, class 8).
+		s.AddTool(&sdk.Tool{Name: "peek", Description: "Its schema refers to a file.",
+			InputSchema: json.RawMessage(`{"type": "object", "properties": {"x": {"$ref": "` + ref + `"}}}`)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "peeked"}}}, nil
+			})
+	}
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
