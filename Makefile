@@ -29,7 +29,7 @@ lint: check-go
 # Every test: unit, golden, fuzz seed corpora, and the end-to-end tests against
 # every provisioned Neovim. With CI set, a missing Neovim fails the run.
 test: check-go lint nvim
-	FLEMMA_NVIM="$(NVIMS)" $(GO) test -count=1 -race ./...
+	FLEMMA_NVIM="$(NVIMS)" $(GO) test -count=1 -race -timeout 30m ./...
 
 unit: check-go
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
