@@ -118,9 +118,7 @@ func TestFinishedResultIsRecovered(t *testing.T) {
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "b1", buffer.StatusApproved)
 		press(t, s, ":w<CR>") // saved with the call running: the result never reaches the file
-		if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		releaseFIFO(t, s, fifo)
 		waitResult(t, s, "b1")
 		s = restart(t, s, setup)
 		reopen(t, s, "rec/r.chat")

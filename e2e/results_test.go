@@ -101,9 +101,7 @@ func TestResultDoesNotOverwriteAChangedBlock(t *testing.T) {
 		if err := s.Lua(nil, `local l = ...; vim.bo.modifiable = true; vim.api.nvim_buf_set_lines(0, l, l, false, { "my own notes" }); vim.bo.modifiable = false`, r.FenceLine); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		releaseFIFO(t, s, fifo)
 		waitUnlocked(t, s)
 		if _, err := s.Wait(10*time.Second, func(string) bool { return strings.Contains(s.Messages(), "b1 was not written") }); err != nil {
 			t.Fatalf("no word about the result of b1:\n%s\n%s", text(t, s), s.Messages())
@@ -123,6 +121,27 @@ func TestResultDoesNotOverwriteAChangedBlock(t *testing.T) {
 }
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
+
+// releaseFIFO writes a line into fifo once the command waiting on it has
+// opened it for reading. A plain write would block for ever if the command
+// failed before it got there; this fails the test instead, with the buffer
+// and the messages.
+func releaseFIFO(t *testing.T, s *nvimtest.Session, fifo string) {
+	t.Helper()
+	var f *os.File
+	_, err := s.Wait(10*time.Second, func(string) bool {
+		var err error
+		f, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		return err == nil // ENXIO: nobody reads it yet
+	})
+	if err != nil {
+		t.Fatalf("nothing ever read %s (the command did not get there):\n%s\nmessages: %s", fifo, text(t, s), s.Messages())
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestDiagnosticsFollowTheEdits: a press that inserts placeholders leaves
 // each diagnostic on the line of its block, not where the block was.
@@ -196,9 +215,7 @@ func TestSendWhileRunning(t *testing.T) {
 		waitStatus(t, s, "b1", buffer.StatusApproved)
 		press(t, s, ":Flemma send<CR>")
 		waitMessage(t, s, "is running")
-		if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		releaseFIFO(t, s, fifo)
 		waitResult(t, s, "b1")
 	})
 }
