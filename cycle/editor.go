@@ -98,8 +98,9 @@ type RequestEvent struct {
 	Bufnr    int    `msgpack:"bufnr"`
 	Provider string `msgpack:"provider"`
 	Model    string `msgpack:"model"`
-	// Status (end only): "ok", "error", "cancelled" or "cut" (stopped at
-	// the output limit, filtered, or inside a tool call).
+	// Status (end only): "ok", "error", "cancelled", "cut" (stopped at
+	// the output limit, filtered, inside a tool call, or with a piece of
+	// the stream unreadable) or "empty" (nothing was written).
 	Status     string      `msgpack:"status,omitempty"`
 	StopReason string      `msgpack:"stop_reason,omitempty"`
 	Error      string      `msgpack:"error,omitempty"`

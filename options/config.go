@@ -134,6 +134,9 @@ type ProviderConfig struct {
 	APIKeyHeader string            `json:"api_key_header"`
 	Headers      map[string]string `json:"headers"`
 	ExtraBody    map[string]any    `json:"extra_body"`
+	// Reasoning is how a chat_completions server gets its reasoning back:
+	// "reasoning_content" or "none" ("" = what its host documents).
+	Reasoning string `json:"reasoning"`
 }
 
 // BuiltinProviders are the providers that need no providers.<name> entry.

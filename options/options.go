@@ -146,12 +146,15 @@ type Endpoint struct {
 	APIKeyHeader               string
 	Headers                    map[string]string
 	ExtraBody                  map[string]any
+	// Reasoning is how a Chat Completions server gets its reasoning back
+	// (provider.ReasoningContent or ReasoningNone; "" = by its host).
+	Reasoning string
 }
 
 // endpoint is the Endpoint of providers.<name>.
 func endpoint(name string, p ProviderConfig) Endpoint {
 	e := Endpoint{BaseURL: p.BaseURL, ReplayFile: p.File, Project: p.Project, Location: p.Location,
-		APIKeyHeader: p.APIKeyHeader, Headers: p.Headers, ExtraBody: p.ExtraBody, APIKeyCmd: p.APIKeyCmd}
+		APIKeyHeader: p.APIKeyHeader, Headers: p.Headers, ExtraBody: p.ExtraBody, APIKeyCmd: p.APIKeyCmd, Reasoning: p.Reasoning}
 	builtin := false
 	for _, n := range BuiltinProviders {
 		builtin = builtin || n == name

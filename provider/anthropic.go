@@ -334,8 +334,8 @@ func (p *anthropicParser) done() bool { return p.finished }
 
 func (p *anthropicParser) handle(_ string, data []byte) error {
 	var ev anthropicEvent
-	if json.Unmarshal(data, &ev) != nil {
-		return nil // not JSON: ignored, as the reference does
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return unreadable(p.emit, data, err)
 	}
 	if p.blocks == nil {
 		p.blocks = map[int]*anthropicBlock{}

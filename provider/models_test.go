@@ -407,7 +407,7 @@ func TestChatCompletionsModels(t *testing.T) {
 				info := LookupModel(chatWire, tc.params.Model, ov)
 				req.ModelInfo = &info
 			}
-			b, err := chatBody(req, "gw")
+			b, err := chatBody(req, "gw", dialectOf("", ""))
 			if err != nil {
 				t.Fatal(err)
 			}

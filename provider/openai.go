@@ -241,31 +241,34 @@ type openaiEvent struct {
 	Code    any             `json:"code"`
 	Message string          `json:"message"`
 	// Response is set on response.completed / incomplete / failed.
-	Response *struct {
-		Status            string `json:"status"`
-		IncompleteDetails *struct {
-			Reason string `json:"reason"`
-		} `json:"incomplete_details"`
-		Error *struct {
-			Code    any    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-		Usage *struct {
-			InputTokens        int `json:"input_tokens"`
-			InputTokensDetails *struct {
-				CachedTokens int `json:"cached_tokens"`
-			} `json:"input_tokens_details"`
-			OutputTokens        int `json:"output_tokens"`
-			OutputTokensDetails *struct {
-				ReasoningTokens int `json:"reasoning_tokens"`
-			} `json:"output_tokens_details"`
-		} `json:"usage"`
-	} `json:"response"`
-	Error *struct {
+	Response *openaiResponse `json:"response"`
+	Error    *struct {
 		Type    string `json:"type"`
 		Code    any    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// openaiResponse is the response object of the last events.
+type openaiResponse struct {
+	Status            string `json:"status"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Error *struct {
+		Code    any    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Usage *struct {
+		InputTokens        int `json:"input_tokens"`
+		InputTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokens        int `json:"output_tokens"`
+		OutputTokensDetails *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
 }
 
 type openaiItem struct {
@@ -280,8 +283,8 @@ func (p *openaiParser) done() bool { return p.finished }
 
 func (p *openaiParser) handle(_ string, data []byte) error {
 	var ev openaiEvent
-	if json.Unmarshal(data, &ev) != nil {
-		return nil
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return unreadable(p.emit, data, err)
 	}
 	if ev.Error != nil && ev.Type != "error" && ev.Type != "response.failed" {
 		// a bare {"error": {...}} object in the stream
@@ -302,8 +305,8 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 		// a new summary paragraph of the same reasoning item
 	case "response.output_item.done":
 		var it openaiItem
-		if json.Unmarshal(ev.Item, &it) != nil {
-			return nil
+		if err := json.Unmarshal(ev.Item, &it); err != nil {
+			return unreadable(p.emit, data, err)
 		}
 		switch it.Type {
 		case "function_call":
@@ -332,23 +335,16 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 					stop = "incomplete" // any other reason: not a whole response
 				}
 			}
-			if u := r.Usage; u != nil {
-				usage := Usage{OutputTokens: u.OutputTokens, InputTokens: u.InputTokens}
-				if d := u.InputTokensDetails; d != nil && d.CachedTokens > 0 {
-					usage.CacheReadTokens = d.CachedTokens
-					usage.InputTokens -= d.CachedTokens
-				}
-				if d := u.OutputTokensDetails; d != nil {
-					usage.ThinkingTokens = d.ReasoningTokens
-				}
-				p.emit(Event{Kind: EventUsage, Usage: &usage})
-			}
+			p.usage(r)
 		}
 		p.finished = true
 		p.emit(Event{Kind: EventDone, StopReason: stop})
 	case "response.failed":
 		msg := "Response failed"
 		var code any
+		if ev.Response != nil {
+			p.usage(ev.Response) // a failed response's tokens are billed too
+		}
 		if ev.Response != nil && ev.Response.Error != nil && ev.Response.Error.Message != "" {
 			msg = ev.Response.Error.Message
 			code = ev.Response.Error.Code
@@ -374,6 +370,23 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 		return &Error{Provider: "openai", Message: withHint(s), Retryable: retryCode(code, "")}
 	}
 	return nil
+}
+
+// usage reports the usage of a response object, when it has one.
+func (p *openaiParser) usage(r *openaiResponse) {
+	u := r.Usage
+	if u == nil {
+		return
+	}
+	usage := Usage{OutputTokens: u.OutputTokens, InputTokens: u.InputTokens}
+	if d := u.InputTokensDetails; d != nil && d.CachedTokens > 0 {
+		usage.CacheReadTokens = d.CachedTokens
+		usage.InputTokens -= d.CachedTokens
+	}
+	if d := u.OutputTokensDetails; d != nil {
+		usage.ThinkingTokens = d.ReasoningTokens
+	}
+	p.emit(Event{Kind: EventUsage, Usage: &usage})
 }
 
 func compactJSON(raw []byte) []byte {

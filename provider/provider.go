@@ -147,6 +147,11 @@ const (
 	// EventDone ends a successful response; Event.StopReason is
 	// "end_turn", "tool_use", "max_tokens" or the provider's own word.
 	EventDone = "done"
+	// EventUnreadable is a piece of the stream the parser could not
+	// decode: Event.Text holds its raw data, Event.Detail why. It is never
+	// dropped in silence: the engine logs it and warns, and the Writer
+	// marks the response as missing something (Writer.Cut).
+	EventUnreadable = "unreadable"
 )
 
 // Event is one thing a Provider reports while streaming.
@@ -158,6 +163,7 @@ type Event struct {
 	ToolUse    *ToolUse
 	Usage      *Usage
 	StopReason string
+	Detail     string // EventUnreadable: why the piece could not be read
 }
 
 // Usage is the token accounting of a response. InputTokens, CacheReadTokens
@@ -223,6 +229,10 @@ type Config struct {
 	ExtraBody map[string]any
 	// Keys resolves and caches credentials; nil = DefaultKeyring.
 	Keys *Keyring
+	// Reasoning is how a Chat Completions server gets its reasoning back
+	// (ReasoningContent or ReasoningNone); "" = what the server at BaseURL
+	// documents (dialectOf).
+	Reasoning string
 
 	cred *credHolder // set by New: the credential the client used last
 }

@@ -312,11 +312,11 @@ func (p *vertexParser) done() bool { return p.finished }
 
 func (p *vertexParser) handle(_ string, data []byte) error {
 	var c vertexChunk
-	if json.Unmarshal(data, &c) != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		if m, ok := jsonErrorMessage(data); ok { // [{"error": …}]
 			return &Error{Provider: "vertex", Message: withHint(m)}
 		}
-		return nil
+		return unreadable(p.emit, data, err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		m, _ := jsonErrorMessage(data)

@@ -37,7 +37,8 @@ Flags:
 const runUsageTail = `
 Exit codes:
   0  done: the model answered without calls (or there was nothing to send)
-  1  error (provider, file, configuration file, the file changed on disk)
+  1  error (provider, file, configuration file, the file changed on disk),
+     or the model's answer was empty
   2  usage error (flags, --config)
   3  a call needs approval: stderr names it (tool, id, line) and says how
      to approve it (--approve-call ID, or its fence set to approved and --trust)

@@ -29,7 +29,9 @@ M.defaults = {
   --   ollama = { wire = "chat_completions", base_url = "http://localhost:11434/v1", model = "qwen3" }
   -- Keys of an entry (see provider_keys below): wire, base_url, model, api_key_env (a variable
   -- name, a list, or false for none), api_key_cmd (argv, no shell), api_key_cache (seconds),
-  -- api_key_timeout (seconds), api_key_header, headers, extra_body; project, location, file.
+  -- api_key_timeout (seconds), api_key_header, headers, extra_body, reasoning ("reasoning_content"
+  -- or "none": how a chat_completions server gets its reasoning back; unset = what its host
+  -- documents); project, location, file.
   providers = { anthropic = {}, openai = {}, vertex = {}, replay = {} },
   -- MCP servers whose tools the model may call, as mcp__<server>__<tool> (approve them with
   -- patterns: tools.auto_approve = { "mcp__github__*" }). Setup only: a .chat file can neither add
@@ -242,6 +244,7 @@ local provider_keys = {
   api_key_header = { "string" },
   headers = { "table" },
   extra_body = { "table" },
+  reasoning = { "string", one_of = { "reasoning_content", "none" } },
 }
 M.provider_keys = provider_keys
 
