@@ -75,6 +75,12 @@ func (h *Engine) noteModel(name string, p provider.Params, info provider.ModelIn
 		sent := provider.MaxTokens(wire, p, info)
 		msg = fmt.Sprintf("flemma does not know the model %s (%s): it sends max_tokens %s and no thinking parameter; models = { [%q] = { max_output_tokens = …, thinking = … } } in setup() describes it.",
 			model, name, thousands(sent), model)
+	case info.Family && wire != "chat_completions":
+		// A later model of a known family: said once, so that a request
+		// the model refuses is not a mystery.
+		key = "family " + name + " " + model
+		msg = fmt.Sprintf("flemma does not list %s (%s) and takes it for the family %s: thinking %s%s; models = { [%q] = {…} } in setup() corrects this.",
+			model, name, info.Name, info.Thinking, map[bool]string{true: ", no temperature", false: ""}[info.NoSampling], model)
 	case info.MaxOutputTokens > 0 && p.MaxTokens > info.MaxOutputTokens:
 		key = fmt.Sprintf("limit %s %s %d", name, model, p.MaxTokens)
 		msg = fmt.Sprintf("max_tokens %s is above the output limit of %s (%s): %s is sent.",

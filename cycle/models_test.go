@@ -78,14 +78,26 @@ func countNotes(env *testEnv, sub string) int {
 // told once per model; a max_tokens above a model's limit is cut, once
 // said; setup's models = {…} is what the request is built for.
 func TestModelNotes(t *testing.T) {
-	env, c := modelEnv(t, map[string]any{"model": "claude-next-preview"})
+	env, c := modelEnv(t, map[string]any{"model": "my-finetune"})
 	sendOnce(t, env, 1)
 	sendOnce(t, env, 2)
-	const unknown = "flemma does not know the model claude-next-preview (anthropic): it sends max_tokens 8,192 and no thinking parameter"
+	const unknown = "flemma does not know the model my-finetune (anthropic): it sends max_tokens 8,192 and no thinking parameter"
 	if n := countNotes(env, unknown); n != 1 {
 		t.Errorf("%d unknown-model notes, want 1: %q", n, env.ed.notifications())
 	}
-	if info := c.last(t).ModelInfo; info == nil || info.Known || info.Name != "claude-next-preview" {
+	if info := c.last(t).ModelInfo; info == nil || info.Known || info.Name != "my-finetune" {
+		t.Errorf("request built for %+v", info)
+	}
+	// A Claude model flemma does not list is taken for the newest family
+	// (it was sent the user's temperature, which every Claude since Opus
+	// 4.7 refuses), and the user is told once.
+	env, c = modelEnv(t, map[string]any{"model": "claude-next-preview", "parameters": map[string]any{"temperature": 0.3}})
+	sendOnce(t, env, 1)
+	sendOnce(t, env, 2)
+	if n := countNotes(env, "flemma does not list claude-next-preview (anthropic) and takes it for the family claude-: thinking adaptive, no temperature"); n != 1 {
+		t.Errorf("%d family notes, want 1: %q", n, env.ed.notifications())
+	}
+	if info := c.last(t).ModelInfo; info == nil || !info.Family || !info.NoSampling {
 		t.Errorf("request built for %+v", info)
 	}
 	env.as("switch to another unknown model").reply(env.h.Switch("openai my-local-model max_tokens=20000"))

@@ -190,3 +190,40 @@ func TestEmptyAnswerIsReported(t *testing.T) {
 		waitText(t, s, strings.TrimSuffix(question, "\n"))
 	})
 }
+
+// A Claude model flemma does not list is taken for the newest family: the
+// user's temperature (refused by every Claude since Opus 4.7) is not sent,
+// thinking is adaptive, and the user is told once.
+func TestUnlistedClaudeTakenForItsFamily(t *testing.T) {
+	f := &stepServer{steps: []step{{status: http.StatusOK, body: sse("It is 42.")}}}
+	eachNvimSteps(t, f, `, parameters = { temperature = 0.3 }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Nv.Command("Flemma switch anthropic claude-mythos-6"); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "family.chat", question)
+		press(t, s, "<C-]>")
+		waitText(t, s, question+"\n@Assistant:\nIt is 42.\n\n@You:\n")
+		waitMessage(t, s, "flemma does not list claude-mythos-6 (anthropic) and takes it for the family claude-: thinking adaptive, no temperature")
+		reqs := f.requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		if _, ok := reqs[0]["temperature"]; ok {
+			t.Errorf("temperature was sent: %v", reqs[0]["temperature"])
+		}
+		if th, _ := reqs[0]["thinking"].(map[string]any); th["type"] != "adaptive" {
+			t.Errorf("thinking = %v, want adaptive", reqs[0]["thinking"])
+		}
+	})
+}
+
+// A 400 that names a field flemma sent says which setting to change.
+func TestRejectedParameterNamesTheSetting(t *testing.T) {
+	body := `{"type":"error","error":{"type":"invalid_request_error","message":"` + "`temperature`" + ` is deprecated for this model."},"request_id":"req_1"}`
+	f := &stepServer{steps: []step{{status: http.StatusBadRequest, body: body}}}
+	eachNvimSteps(t, f, `, parameters = { temperature = 0.3 }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "rejected.chat", question)
+		press(t, s, "<C-]>")
+		waitMessage(t, s, "anthropic: 400 `temperature` is deprecated for this model. — the model refused `temperature`: remove parameters.temperature (setup, :Flemma switch temperature=…, or the buffer's flemma.opt.temperature)")
+	})
+}

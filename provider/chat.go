@@ -176,8 +176,8 @@ func chatMessages(system string, msgs []Message, signer string, d chatDialect, r
 			for _, p := range m.Parts {
 				if p.Kind == PartToolResult {
 					for _, f := range p.ToolResult.Files {
-						c := chatFile(f)
-						hasImage = hasImage || c["type"] == "image_url"
+						c := chatFile(f, d)
+						hasImage = hasImage || c["type"] != "text"
 						files = append(files, map[string]any{"type": "text", "text": "Attached by the tool call " + p.ToolResult.ToolUseID + ":"}, c)
 					}
 				}
@@ -201,8 +201,8 @@ func chatMessages(system string, msgs []Message, signer string, d chatDialect, r
 				case PartText:
 					text.WriteString(p.Text)
 				case PartFile:
-					c := chatFile(p.File)
-					if c["type"] == "image_url" {
+					c := chatFile(p.File, d)
+					if c["type"] != "text" {
 						hasImage = true
 						if s := text.String(); strings.TrimSpace(s) != "" {
 							files = append(files, map[string]any{"type": "text", "text": s})

@@ -39,6 +39,13 @@ func (p *configured) Stream(ctx context.Context, req Request, emit func(Event)) 
 			return err
 		}
 		pe.Provider = p.name
+		if pe.Status == http.StatusBadRequest || pe.Status == http.StatusUnprocessableEntity {
+			// A field the model refuses: say which setting sent it.
+			if h := rejectedParamHint(p.name, pe.Message, p.cfg.ExtraBody); h != "" {
+				pe.Message += " — " + h
+			}
+			return err
+		}
 		if pe.Status != http.StatusUnauthorized && pe.Status != http.StatusForbidden {
 			return err
 		}

@@ -27,6 +27,9 @@ type chatDialect struct {
 	// google: Google's OpenAI-compatible endpoint (Gemini API, Vertex AI):
 	// function calls carry extra_content.google.thought_signature.
 	google bool
+	// pdf: the server documents PDFs as {"type":"file"} content parts
+	// (OpenAI, Azure OpenAI, OpenRouter).
+	pdf bool
 }
 
 // dialectOf is the dialect of the server at base (the configured base
@@ -37,6 +40,7 @@ func dialectOf(base, reasoning string) chatDialect {
 		host = strings.ToLower(u.Hostname())
 	}
 	d := chatDialect{reasoning: ReasoningContent}
+	d.pdf = host == "api.openai.com" || strings.HasSuffix(host, ".openai.azure.com") || host == "openrouter.ai"
 	switch {
 	case host == "api.mistral.ai" || strings.HasSuffix(host, ".mistral.ai"):
 		d.reasoning = ReasoningNone
