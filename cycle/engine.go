@@ -12,6 +12,7 @@ import (
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/internal/secrets"
 	"github.com/flemma-dev/flemma/journal"
 	"github.com/flemma-dev/flemma/mcp"
 	"github.com/flemma-dev/flemma/options"
@@ -236,7 +237,7 @@ func (h *Engine) Logf(format string, args ...any) { h.logf(format, args...) }
 
 func (h *Engine) logf(format string, args ...any) {
 	if h.Log != nil {
-		h.Log.Printf(format, args...)
+		h.Log.Print(secrets.Default.Redact(fmt.Sprintf(format, args...)))
 	}
 }
 
@@ -285,6 +286,20 @@ func (h *Engine) configure(cfg options.Config) error {
 		setup.AutoApproveFunc = h.luaResolve("config", "tools.auto_approve")
 	} else {
 		msgs = append(msgs, "tools.auto_approve must be a list, a function or a module path")
+	}
+
+	// Every configured credential joins the one redaction set
+	// (notifications, the log, tool output): header values of providers
+	// and MCP servers here; keys when they are resolved (provider).
+	for _, p := range cfg.Providers {
+		for _, v := range p.Headers {
+			secrets.Default.AddHeader(v)
+		}
+	}
+	for _, m := range cfg.MCPServers {
+		for _, v := range m.Headers {
+			secrets.Default.AddHeader(v)
+		}
 	}
 
 	// Servers start later, when a request needs the tool list.

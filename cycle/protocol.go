@@ -12,6 +12,9 @@ package cycle
 // Level, and the Lua side shows it.
 
 // Method names.
+
+import "github.com/flemma-dev/flemma/internal/secrets"
+
 const (
 	MVersion            = "flemma.version"
 	MPing               = "flemma.ping"
@@ -125,7 +128,7 @@ type Reply struct {
 func reply(phase, msg string, level int) Reply {
 	r := Reply{Phase: phase}
 	if msg != "" {
-		r.Message, r.Level = msg, level
+		r.Message, r.Level = secrets.Default.Redact(msg), level
 	}
 	return r
 }

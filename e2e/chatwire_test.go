@@ -227,3 +227,25 @@ func TestRejectedParameterNamesTheSetting(t *testing.T) {
 		waitMessage(t, s, "anthropic: 400 `temperature` is deprecated for this model. — the model refused `temperature`: remove parameters.temperature (setup, :Flemma switch temperature=…, or the buffer's flemma.opt.temperature)")
 	})
 }
+
+// Attack (issue 24, item 13): a 401 whose body echoes the token of a
+// configured header. The notification and host.log show [redacted], never
+// the token; so does the tool output that prints it.
+func TestHeaderTokenEchoedIsRedacted(t *testing.T) {
+	const token = "hdr-secret-5b1c9e77aa02"
+	body := `{"error":{"message":"invalid token ` + token + ` (header X-Api-Token)","type":"invalid_request_error"}}`
+	f := &stepServer{steps: []step{{status: http.StatusUnauthorized, body: body}}}
+	eachNvimChat(t, f, `, headers = { ["X-Api-Token"] = "Bearer `+token+`" }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "leak.chat", question)
+		press(t, s, "<C-]>")
+		waitMessage(t, s, "srv: 401 invalid token [redacted] (header X-Api-Token)")
+		if _, err := s.Wait(5*time.Second, func(string) bool { return strings.Contains(s.HostLog(), "[redacted]") }); err != nil {
+			t.Errorf("the log never showed the redacted error:\n%s", s.HostLog())
+		}
+		for where, text := range map[string]string{"messages": s.Messages(), "host.log": s.HostLog(), "buffer": text(t, s)} {
+			if strings.Contains(text, token) {
+				t.Errorf("the header's token is in %s:\n%s", where, text)
+			}
+		}
+	})
+}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // KeySource says where a provider's credential comes from. The value is
@@ -117,6 +119,7 @@ func (k *Keyring) Get(ctx context.Context, provider string, src KeySource, geten
 	for _, v := range src.Env {
 		if s := strings.TrimSpace(getenv(v)); s != "" && !k.stale[v+"\x00"+s] {
 			k.mu.Unlock()
+			secrets.Default.Add(s)
 			return Credential{Value: s, Source: "$" + v, fromEnv: true}, nil
 		}
 	}
@@ -134,6 +137,7 @@ func (k *Keyring) Get(ctx context.Context, provider string, src KeySource, geten
 	}
 	k.mu.Unlock()
 	value, err := runKeyCommand(ctx, src)
+	secrets.Default.Add(value)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return Credential{}, context.Canceled

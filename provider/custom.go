@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // configured is a client as setup configured it: the provider's name (a
@@ -39,6 +41,10 @@ func (p *configured) Stream(ctx context.Context, req Request, emit func(Event)) 
 			return err
 		}
 		pe.Provider = p.name
+		// A server may echo any credential (the key, a header's token) in
+		// its error; the message reaches the buffer, the log, a
+		// notification.
+		pe.Message = secrets.Default.Redact(pe.Message)
 		if pe.Status == http.StatusBadRequest || pe.Status == http.StatusUnprocessableEntity {
 			// A field the model refuses: say which setting sent it.
 			if h := rejectedParamHint(p.name, pe.Message, p.cfg.ExtraBody); h != "" {

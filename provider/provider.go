@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // Role is the author of a Message: "user" or "assistant".
@@ -277,6 +279,9 @@ func New(name string, cfg Config) (Provider, error) {
 	}
 	if err := checkCustom(name, wire, cfg); err != nil {
 		return nil, err
+	}
+	for _, v := range cfg.Headers {
+		secrets.Default.AddHeader(v) // redacted wherever flemma writes
 	}
 	if len(cfg.Headers) > 0 || len(cfg.ExtraBody) > 0 {
 		cfg.HTTPClient = customClient(cfg.HTTPClient, cfg.Headers, cfg.ExtraBody)
