@@ -47,7 +47,7 @@ func modelEnv(t *testing.T, setup map[string]any) (*testEnv, *capturing) {
 		c.name = name
 		return c, nil
 	}})
-	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN"} {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
 		t.Setenv(v, "test-key")
 	}
 	return env, c

@@ -57,7 +57,7 @@ type env struct {
 
 func newEnv(t *testing.T, text string, turns ...turn) *env {
 	t.Helper()
-	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN"} {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
 		t.Setenv(v, "")
 	}
 	e := &env{t: t, dir: t.TempDir(), state: t.TempDir()}

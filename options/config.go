@@ -140,7 +140,7 @@ type ProviderConfig struct {
 }
 
 // BuiltinProviders are the providers that need no providers.<name> entry.
-var BuiltinProviders = []string{"anthropic", "openai", "replay", "vertex"}
+var BuiltinProviders = []string{"anthropic", "gemini", "openai", "replay", "vertex"}
 
 // Wire is the API a provider of this setup speaks: a built-in's own name
 // (unless providers.<name>.wire gives it another), a named provider's

@@ -284,7 +284,16 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 			e.SandboxEnabled = true
 		}
 	}
-	e.Extra = sections[e.Provider]
+	// The provider's own section of parameters, else its wire's
+	// (parameters.vertex serves the Gemini API too: the same wire).
+	sec := e.Provider
+	if _, ok := sections[sec]; !ok {
+		sec = map[string]string{"gemini": "vertex", "responses": "openai"}[cfg.Wire(e.Provider)]
+		if sec == "" {
+			sec = cfg.Wire(e.Provider)
+		}
+	}
+	e.Extra = sections[sec]
 	if p, ok := cfg.Providers[e.Provider]; ok {
 		e.Endpoint = endpoint(e.Provider, p)
 		if e.Model == "" {

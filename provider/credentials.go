@@ -66,6 +66,9 @@ func DefaultKeySource(name string) KeySource {
 		return KeySource{Env: []string{"ANTHROPIC_API_KEY"}}
 	case "openai":
 		return KeySource{Env: []string{"OPENAI_API_KEY"}}
+	case "gemini":
+		// The Gemini API (AI Studio): an API key, as Google's SDKs read it.
+		return KeySource{Env: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
 	case "vertex":
 		// Access tokens expire after an hour: the environment's is used
 		// first, gcloud gives a fresh one (cached 55 minutes) when it is

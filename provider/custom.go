@@ -87,6 +87,7 @@ var protectedBody = map[string][]string{
 	"openai":           {"input", "model", "stream", "tool_choice", "tools"},
 	"chat_completions": {"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
 	"vertex":           {"contents", "systemInstruction", "toolConfig", "tools"},
+	"gemini":           {"contents", "systemInstruction", "toolConfig", "tools"},
 }
 
 // protectedHeaders carry the credential or the protocol: headers may not

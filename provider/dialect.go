@@ -63,7 +63,7 @@ func dialectOf(base, reasoning string) chatDialect {
 // letters and digits a thinking tag can hold.
 func Signer(name, wire string) string {
 	switch wire {
-	case "anthropic", "openai", "vertex":
+	case "anthropic", "openai", "vertex", "gemini":
 		return wire
 	case "responses":
 		return "openai"

@@ -252,6 +252,8 @@ func catalogueProvider(provider string) string {
 		return "anthropic"
 	case "responses":
 		return "openai"
+	case "gemini":
+		return "vertex" // the same models, the same wire
 	}
 	return provider
 }

@@ -186,7 +186,7 @@ func TestModelOverride(t *testing.T) {
 		case "openai":
 			b, err = openaiBody(req)
 		default:
-			b, err = vertexBody(req)
+			b, err = vertexBody(req, "vertex")
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -292,7 +292,7 @@ func TestBudgetsFit(t *testing.T) {
 						budget = body.Thinking.Budget
 					}
 				} else {
-					b, err = vertexBody(req)
+					b, err = vertexBody(req, "vertex")
 					var body struct {
 						Gen struct {
 							MaxTokens int `json:"maxOutputTokens"`

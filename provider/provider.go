@@ -240,7 +240,7 @@ type Config struct {
 }
 
 // Names lists the providers New knows, sorted.
-func Names() []string { return []string{"anthropic", "openai", "replay", "vertex"} }
+func Names() []string { return []string{"anthropic", "gemini", "openai", "replay", "vertex"} }
 
 // New returns the named provider: "anthropic", "openai", "vertex" or
 // "replay".
@@ -302,6 +302,8 @@ func New(name string, cfg Config) (Provider, error) {
 		inner = &chat{cfg: cfg, name: name}
 	case "vertex":
 		inner = &vertex{cfg: cfg, newID: newVertexID}
+	case "gemini":
+		inner = &vertex{cfg: cfg, newID: newVertexID, studio: true}
 	default:
 		if cfg.Wire != "" {
 			return nil, fmt.Errorf("provider %s: unknown wire %q (known: %s)", name, cfg.Wire, strings.Join(Wires(), ", "))
@@ -312,7 +314,7 @@ func New(name string, cfg Config) (Provider, error) {
 }
 
 // Wires lists the wire formats a named provider may speak.
-func Wires() []string { return []string{"anthropic", "chat_completions", "openai", "vertex"} }
+func Wires() []string { return []string{"anthropic", "chat_completions", "gemini", "openai", "vertex"} }
 
 var osGetenv = os.Getenv
 
@@ -321,7 +323,7 @@ var osGetenv = os.Getenv
 // value. CredentialStatus does the same for a configured provider.
 func Credentials(name string, getenv func(string) string) (present bool, source string) {
 	switch name {
-	case "anthropic", "openai", "vertex", "replay":
+	case "anthropic", "gemini", "openai", "vertex", "replay":
 	default:
 		return false, ""
 	}
@@ -361,7 +363,7 @@ func baseURL(base, def, path string) string {
 		return joined + "?" + q
 	}
 	base = strings.TrimRight(base, "/")
-	for _, v := range []string{"/v1beta1", "/v1"} {
+	for _, v := range []string{"/v1beta1", "/v1beta", "/v1"} {
 		if strings.HasPrefix(path, v+"/") && strings.HasSuffix(base, v) {
 			return base + strings.TrimPrefix(path, v)
 		}

@@ -164,7 +164,7 @@ func TestVertexParams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := hello()
 			req.Params = tc.params
-			b, err := vertexBody(req)
+			b, err := vertexBody(req, "vertex")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +190,7 @@ func TestVertexSignatureRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := vertexBody(Request{Messages: msgs})
+	b, _ := vertexBody(Request{Messages: msgs}, "vertex")
 	var body struct {
 		Contents []json.RawMessage `json:"contents"`
 	}

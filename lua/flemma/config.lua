@@ -32,7 +32,7 @@ M.defaults = {
   -- api_key_timeout (seconds), api_key_header, headers, extra_body, reasoning ("reasoning_content"
   -- or "none": how a chat_completions server gets its reasoning back; unset = what its host
   -- documents); project, location, file.
-  providers = { anthropic = {}, openai = {}, vertex = {}, replay = {} },
+  providers = { anthropic = {}, openai = {}, vertex = {}, gemini = {}, replay = {} },
   -- MCP servers whose tools the model may call, as mcp__<server>__<tool> (approve them with
   -- patterns: tools.auto_approve = { "mcp__github__*" }). Setup only: a .chat file can neither add
   -- nor start one. A server is a command spoken to over stdio, started with a scrubbed environment
@@ -235,7 +235,7 @@ local provider_keys = {
   file = { "string" },
   project = { "string" },
   location = { "string" },
-  wire = { "string", one_of = { "chat_completions", "openai", "responses", "anthropic", "vertex" } },
+  wire = { "string", one_of = { "chat_completions", "openai", "responses", "anthropic", "vertex", "gemini" } },
   model = { "string" },
   api_key_env = { "string", "table", "boolean" },
   api_key_cmd = { "table" },
