@@ -59,6 +59,9 @@ type Engine struct {
 	closing bool             // Shutdown was called
 	noted   map[string]bool  // model notes given (noteModel): each once
 
+	listModels func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
+	discovered map[string]*discovery // model lists asked for, per provider (Discover)
+
 	usage usageTotal // every response of this session, all buffers
 
 	idle *sync.Cond // on mu: broadcast when a buffer's work may have ended (WaitIdle)
@@ -151,6 +154,9 @@ type Deps struct {
 	// MCP runs setup's mcp_servers and registers their tools in Registry
 	// (mcp.New(Registry, …)); nil makes one with real transports.
 	MCP *mcp.Manager
+	// ListModels asks a provider's server for its models (Discover);
+	// nil = provider.ListModels.
+	ListModels func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
 }
 
 // NewEngine returns an engine with default configuration; Connect gives it
@@ -172,6 +178,10 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		bufs:      map[int]*bufState{},
 	}
 	h.idle = sync.NewCond(&h.mu)
+	h.listModels = d.ListModels
+	if h.listModels == nil {
+		h.listModels = provider.ListModels
+	}
 	h.mcp = d.MCP
 	if h.mcp == nil {
 		h.mcp = mcp.New(reg, h.logf)
@@ -314,6 +324,7 @@ func (h *Engine) configure(cfg options.Config) error {
 	h.mu.Lock()
 	h.cfg = cfg
 	h.presets = presets
+	h.discovered = nil // a new setup may point a provider elsewhere: ask again
 	h.mu.Unlock()
 	h.openJournal(cfg.Paths.State)
 	sandbox.DefaultFeatures.Configure(h.sandboxConfig(nil))

@@ -42,6 +42,7 @@ const (
 	MSandboxStatus      = "flemma.sandbox_status"
 	MSwitch             = "flemma.switch"
 	MModels             = "flemma.models"
+	MDiscover           = "flemma.discover"
 	MAutopilot          = "flemma.autopilot"
 	MSandboxWritable    = "flemma.sandbox_writable"
 	MSandboxWrap        = "flemma.sandbox_wrap"
@@ -97,6 +98,7 @@ func (h *Engine) Methods() []Method {
 		{MSandboxStatus, h.SandboxStatus, true},
 		{MSwitch, h.Switch, true},
 		{MModels, h.Models, false},
+		{MDiscover, h.Discover, true},
 		{MAutopilot, h.Autopilot, true},
 		{MSandboxWritable, h.SandboxWritable, false},
 		{MSandboxWrap, h.SandboxWrap, false},
@@ -153,6 +155,8 @@ type StatusReply struct {
 type ModelsReply struct {
 	Providers []string            `msgpack:"providers"`
 	Models    map[string][]string `msgpack:"models"`
+	// Listed: the provider's server listed its models (Discover).
+	Listed map[string]bool `msgpack:"listed"`
 }
 
 // VersionReply is the handshake.

@@ -166,6 +166,27 @@ func (k *Keyring) Get(ctx context.Context, provider string, src KeySource, geten
 	return Credential{Value: value, Source: "the command `" + src.Cmd[0] + "`", fromCmd: true}, nil
 }
 
+// Held is the credential of src that needs no command run: the first
+// non-empty environment variable, else a command's output still in the
+// cache; "" when there is none. Model listings use it: they must never
+// prompt (a pinentry on a completion key).
+func (k *Keyring) Held(src KeySource, getenv func(string) string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, v := range src.Env {
+		if s := strings.TrimSpace(getenv(v)); s != "" && !k.stale[v+"\x00"+s] {
+			secrets.Default.Add(s)
+			return s
+		}
+	}
+	if len(src.Cmd) > 0 {
+		if c, ok := k.cache[cmdKey(src.Cmd)]; ok && k.now().Before(c.expires) {
+			return c.value
+		}
+	}
+	return ""
+}
+
 // Refused is told that a server refused c (401): a command's cached value
 // is dropped, an environment value is not used again while src has a
 // command. It reports whether asking again may give another credential.
