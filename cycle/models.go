@@ -132,6 +132,12 @@ func describeModel(wire string, p provider.Params, info provider.ModelInfo) stri
 		}
 		parts = append(parts, s+" per million tokens")
 	}
+	if info.Family {
+		parts = append(parts, "not listed: taken for the family "+info.Name+" (models = {…} in setup() corrects this)")
+	}
+	if info.NoSampling {
+		parts = append(parts, "no temperature")
+	}
 	return "model info: " + strings.Join(parts, " · ")
 }
 

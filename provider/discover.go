@@ -20,6 +20,10 @@ import (
 // per project and region; the replay provider).
 var ErrNoListing = errors.New("this provider does not list its models")
 
+// ErrNoCredential: the provider needs a key and flemma holds none yet (no
+// environment variable, no command output in the cache): it is not asked.
+var ErrNoCredential = errors.New("no credential held yet: its models are listed once one is")
+
 const (
 	listTimeout = 10 * time.Second
 	listMaxBody = 4 << 20
@@ -30,8 +34,8 @@ const (
 // sorted. name is the configured name, cfg as for New (its Wire, BaseURL,
 // Key, KeyHeader, Headers). The credential is one flemma already holds — an
 // environment variable or a command's cached output — never a command run
-// for it (a listing must not prompt for a passphrase); without one a server
-// that needs a key answers 401 and the error says so.
+// for it (a listing must not prompt for a passphrase); without one, a
+// server that needs a key is not asked (ErrNoCredential).
 //
 // The chat_completions wire asks <base>/models (OpenAI's list, which
 // OpenRouter, vLLM, LM Studio, llama.cpp, LiteLLM, DeepSeek, Mistral and
@@ -60,7 +64,18 @@ func ListModels(ctx context.Context, name string, cfg Config) ([]string, error) 
 	if keys == nil {
 		keys = DefaultKeyring
 	}
-	key := keys.Held(cfg.keySource(name), cfg.Getenv)
+	switch wire {
+	case "chat_completions", "openai", "responses", "anthropic", "gemini":
+	default:
+		return nil, ErrNoListing
+	}
+	src := cfg.keySource(name)
+	key := keys.Held(src, cfg.Getenv)
+	if key == "" && !src.None() {
+		// Asking without the key the server needs would only be refused
+		// (and a request nobody meant to send).
+		return nil, ErrNoCredential
+	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	h := http.Header{}

@@ -82,30 +82,32 @@ func TestListModels(t *testing.T) {
 	}
 }
 
-// A listing never runs a credential command (it could prompt): a
-// provider whose key comes only from one lists with no key, and the
-// server's refusal is the answer.
+// A listing never runs a credential command (it could prompt) and never
+// asks a server that needs a key without one: a provider whose key comes
+// only from a command not yet run, or from a variable that is not set, is
+// not asked at all.
 func TestListModelsNeverRunsTheCommand(t *testing.T) {
-	ls := &listServer{route: map[string]string{}}
+	asked := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ls.ServeHTTP(httptest.NewRecorder(), r)
+		asked++
 		http.Error(w, `{"error":{"message":"missing key"}}`, http.StatusUnauthorized)
 	}))
 	defer srv.Close()
-	dir := t.TempDir()
-	marker := dir + "/ran"
-	cfg := Config{Wire: "chat_completions", BaseURL: srv.URL + "/v1", Keys: &Keyring{}, Getenv: func(string) string { return "" },
-		Key: &KeySource{Cmd: []string{"sh", "-c", "touch " + marker + "; echo k"}}}
-	_, err := ListModels(context.Background(), "srv", cfg)
-	var pe *Error
-	if !errors.As(err, &pe) || pe.Status != 401 {
-		t.Fatalf("err = %v", err)
+	marker := t.TempDir() + "/ran"
+	for _, src := range []*KeySource{{Cmd: []string{"sh", "-c", "touch " + marker + "; echo k"}}, {Env: []string{"UNSET_KEY"}}} {
+		cfg := Config{Wire: "chat_completions", BaseURL: srv.URL + "/v1", Keys: &Keyring{}, Getenv: func(string) string { return "" }, Key: src}
+		if _, err := ListModels(context.Background(), "srv", cfg); !errors.Is(err, ErrNoCredential) {
+			t.Errorf("%+v: err = %v", src, err)
+		}
+	}
+	if _, err := ListModels(context.Background(), "anthropic", Config{BaseURL: srv.URL, Keys: &Keyring{}, Getenv: func(string) string { return "" }}); !errors.Is(err, ErrNoCredential) {
+		t.Errorf("anthropic without a key: %v", err)
 	}
 	if fileExists(marker) {
 		t.Error("the listing ran the credential command")
 	}
-	if ls.auth[0] != "||" {
-		t.Errorf("a key was sent: %q", ls.auth[0])
+	if asked != 0 {
+		t.Errorf("the server was asked %d times without a key", asked)
 	}
 }
 
