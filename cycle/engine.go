@@ -59,8 +59,9 @@ type Engine struct {
 	closing bool             // Shutdown was called
 	noted   map[string]bool  // model notes given (noteModel): each once
 
-	listModels func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
-	discovered map[string]*discovery // model lists asked for, per provider (Discover)
+	listModels  func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
+	loginCancel context.CancelFunc    // the sign-in waiting for GitHub (Login)
+	discovered  map[string]*discovery // model lists asked for, per provider (Discover)
 
 	usage usageTotal // every response of this session, all buffers
 
@@ -311,6 +312,10 @@ func (h *Engine) configure(cfg options.Config) error {
 			secrets.Default.AddHeader(v)
 		}
 	}
+	// A stored GitHub sign-in (ours, or an existing Copilot install's)
+	// joins the set as it is read.
+	cp := cfg.Providers["copilot"]
+	_, _, _ = copilotConfig(cfg.Paths.Data, options.Endpoint{GitHubURL: cp.GitHubURL, GitHubAPIURL: cp.GitHubAPIURL}).OAuthToken()
 
 	// Servers start later, when a request needs the tool list.
 	servers := map[string]mcp.ServerConfig{}

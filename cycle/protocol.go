@@ -43,6 +43,7 @@ const (
 	MSwitch             = "flemma.switch"
 	MModels             = "flemma.models"
 	MDiscover           = "flemma.discover"
+	MLogin              = "flemma.login"
 	MAutopilot          = "flemma.autopilot"
 	MSandboxWritable    = "flemma.sandbox_writable"
 	MSandboxWrap        = "flemma.sandbox_wrap"
@@ -99,6 +100,7 @@ func (h *Engine) Methods() []Method {
 		{MSwitch, h.Switch, true},
 		{MModels, h.Models, false},
 		{MDiscover, h.Discover, true},
+		{MLogin, h.Login, true},
 		{MAutopilot, h.Autopilot, true},
 		{MSandboxWritable, h.SandboxWritable, false},
 		{MSandboxWrap, h.SandboxWrap, false},
@@ -125,6 +127,10 @@ type Reply struct {
 	Message string `msgpack:"message,omitempty"`
 	Level   int    `msgpack:"level,omitempty"`
 	Text    string `msgpack:"text,omitempty"`
+	// URL and Code: a sign-in's page and the code to enter there
+	// (:Flemma login; the plugin opens the page).
+	URL  string `msgpack:"url,omitempty"`
+	Code string `msgpack:"code,omitempty"`
 }
 
 func reply(phase, msg string, level int) Reply {

@@ -120,6 +120,7 @@ func (h *Engine) request(e options.Effective) (string, provider.Params, provider
 	}
 	pc.FirstByteTimeout, pc.IdleTimeout, pc.Timeout = noLimit(e.Timeouts.FirstByte), noLimit(e.Timeouts.Idle), noLimit(e.Timeouts.Total)
 	endpointConfig(&pc, e.Provider, e.Endpoint)
+	pc.Copilot = copilotConfig(e.DataDir, e.Endpoint)
 	return e.Provider, p, pc
 }
 

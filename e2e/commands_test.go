@@ -159,7 +159,7 @@ func complete(t *testing.T, s *nvimtest.Session, cmdline string) []string {
 func TestSwitchCompletesAndRefusesTypos(t *testing.T) {
 	eachNvim(t, `{ models = { ["my-local-llm"] = { max_output_tokens = 4096, thinking = "none" } } }`, func(t *testing.T, s *nvimtest.Session) {
 		buf := mustOpen(t, s, "sw.chat", "@You:\nhi\n")
-		if got := strings.Join(complete(t, s, "Flemma switch "), " "); got != "anthropic gemini openai replay vertex" {
+		if got := strings.Join(complete(t, s, "Flemma switch "), " "); got != "anthropic copilot gemini openai replay vertex" {
 			t.Errorf("providers completed: %q", got)
 		}
 		if got := complete(t, s, "Flemma switch op"); len(got) != 1 || got[0] != "openai" {

@@ -63,6 +63,9 @@ type Config struct {
 	Paths struct {
 		State  string `json:"state"`
 		Config string `json:"config"`
+		// Data is flemma's folder in Neovim's data folder
+		// (stdpath("data")/flemma): sign-ins are stored there.
+		Data string `json:"data"`
 	} `json:"paths"`
 	// Send: retries and timeouts of a request, in seconds (nil = the
 	// default; Resolve applies them).
@@ -137,10 +140,14 @@ type ProviderConfig struct {
 	// Reasoning is how a chat_completions server gets its reasoning back:
 	// "reasoning_content" or "none" ("" = what its host documents).
 	Reasoning string `json:"reasoning"`
+	// GitHubURL and GitHubAPIURL are where the copilot provider signs in
+	// (GitHub Enterprise; "" = github.com and api.github.com).
+	GitHubURL    string `json:"github_url"`
+	GitHubAPIURL string `json:"github_api_url"`
 }
 
 // BuiltinProviders are the providers that need no providers.<name> entry.
-var BuiltinProviders = []string{"anthropic", "gemini", "openai", "replay", "vertex"}
+var BuiltinProviders = []string{"anthropic", "copilot", "gemini", "openai", "replay", "vertex"}
 
 // Wire is the API a provider of this setup speaks: a built-in's own name
 // (unless providers.<name>.wire gives it another), a named provider's

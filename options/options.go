@@ -53,6 +53,8 @@ type Buffer struct {
 
 // Effective are the options of one buffer now.
 type Effective struct {
+	// DataDir is flemma's data folder (paths.data): where sign-ins live.
+	DataDir        string
 	Provider       string
 	Model          string
 	MaxTokens      int
@@ -149,12 +151,15 @@ type Endpoint struct {
 	// Reasoning is how a Chat Completions server gets its reasoning back
 	// (provider.ReasoningContent or ReasoningNone; "" = by its host).
 	Reasoning string
+	// GitHubURL, GitHubAPIURL: where copilot signs in ("" = github.com).
+	GitHubURL, GitHubAPIURL string
 }
 
 // endpoint is the Endpoint of providers.<name>.
 func endpoint(name string, p ProviderConfig) Endpoint {
 	e := Endpoint{BaseURL: p.BaseURL, ReplayFile: p.File, Project: p.Project, Location: p.Location,
-		APIKeyHeader: p.APIKeyHeader, Headers: p.Headers, ExtraBody: p.ExtraBody, APIKeyCmd: p.APIKeyCmd, Reasoning: p.Reasoning}
+		APIKeyHeader: p.APIKeyHeader, Headers: p.Headers, ExtraBody: p.ExtraBody, APIKeyCmd: p.APIKeyCmd, Reasoning: p.Reasoning,
+		GitHubURL: p.GitHubURL, GitHubAPIURL: p.GitHubAPIURL}
 	builtin := false
 	for _, n := range BuiltinProviders {
 		builtin = builtin || n == name
@@ -203,6 +208,7 @@ func endpoint(name string, p ProviderConfig) Endpoint {
 // Resolve returns the effective options of a buffer.
 func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	e := Effective{
+		DataDir:           cfg.Paths.Data,
 		Provider:          cfg.Provider,
 		Model:             cfg.Model,
 		MaxTokens:         cfg.Parameters.MaxTokens,

@@ -214,7 +214,7 @@ func TestNamedProviderEndpoint(t *testing.T) {
 	if e := get("", &frontmatter.Options{Provider: &p}); e.Model != "qwen3" {
 		t.Errorf("frontmatter switching to ollama kept model %q", e.Model)
 	}
-	if got := cfg.ProviderNames(); strings.Join(got, ",") != "anthropic,gemini,ollama,openai,openrouter,replay,vertex" {
+	if got := cfg.ProviderNames(); strings.Join(got, ",") != "anthropic,copilot,gemini,ollama,openai,openrouter,replay,vertex" {
 		t.Errorf("ProviderNames = %v", got)
 	}
 }

@@ -29,16 +29,21 @@ func (c *chat) Stream(ctx context.Context, req Request, emit func(Event)) error 
 	if err != nil {
 		return err
 	}
-	d := dialectOf(chatURL(c.cfg.BaseURL), c.cfg.Reasoning)
+	return c.streamWith(ctx, req, emit, key, c.cfg.BaseURL, http.Header{})
+}
+
+// streamWith sends req to the server at base with key (and the headers
+// h): the Copilot provider gives its own token, endpoint and headers.
+func (c *chat) streamWith(ctx context.Context, req Request, emit func(Event), key, base string, h http.Header) error {
+	d := dialectOf(chatURL(base), c.cfg.Reasoning)
 	body, err := chatBody(req, c.name, d)
 	if err != nil {
 		return &Error{Provider: c.name, Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	h := http.Header{}
 	c.cfg.setKey(h, key, "Authorization", "Bearer ")
-	resp, err := post(ctx, c.cfg.HTTPClient, c.name, chatURL(c.cfg.BaseURL), h, body)
+	resp, err := post(ctx, c.cfg.HTTPClient, c.name, chatURL(base), h, body)
 	if err != nil {
 		return redact(err, key)
 	}

@@ -268,6 +268,13 @@ func CredentialStatus(name string, cfg Config) (present bool, desc string) {
 	if name == "replay" || cfg.Wire == "replay" {
 		return true, "replay file (no credential needed)"
 	}
+	if name == "copilot" || cfg.Wire == "copilot" {
+		// A GitHub sign-in, not a key.
+		if _, from, err := cfg.Copilot.OAuthToken(); err == nil {
+			return true, "the GitHub sign-in in " + from
+		}
+		return false, "not signed in to GitHub Copilot: run :Flemma login copilot"
+	}
 	getenv := cfg.Getenv
 	if getenv == nil {
 		getenv = osGetenv

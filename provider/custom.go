@@ -86,13 +86,14 @@ var protectedBody = map[string][]string{
 	"anthropic":        {"messages", "model", "stream", "system", "tool_choice", "tools"},
 	"openai":           {"input", "model", "stream", "tool_choice", "tools"},
 	"chat_completions": {"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
+	"copilot":          {"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
 	"vertex":           {"contents", "systemInstruction", "toolConfig", "tools"},
 	"gemini":           {"contents", "systemInstruction", "toolConfig", "tools"},
 }
 
 // protectedHeaders carry the credential or the protocol: headers may not
 // replace them.
-var protectedHeaders = []string{"accept", "api-key", "authorization", "content-length", "content-type", "host", "x-api-key", "x-goog-api-key"}
+var protectedHeaders = []string{"accept", "api-key", "authorization", "content-length", "content-type", "copilot-integration-id", "host", "x-api-key", "x-goog-api-key"}
 
 // checkCustom refuses headers and extra body fields that would replace what
 // flemma sets itself.

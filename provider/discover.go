@@ -65,6 +65,12 @@ func ListModels(ctx context.Context, name string, cfg Config) ([]string, error) 
 		keys = DefaultKeyring
 	}
 	switch wire {
+	case "copilot":
+		ctx, cancel := context.WithTimeout(ctx, listTimeout)
+		defer cancel()
+		ids, err := copilotModels(ctx, client, cfg.Copilot, cfg.BaseURL)
+		sort.Strings(ids)
+		return ids, err
 	case "chat_completions", "openai", "responses", "anthropic", "gemini":
 	default:
 		return nil, ErrNoListing

@@ -258,7 +258,7 @@ func TestNew(t *testing.T) {
 		}
 	}
 	_, err := New("palm", Config{})
-	if err == nil || err.Error() != `unknown provider "palm" (known: anthropic, gemini, openai, replay, vertex)` {
+	if err == nil || err.Error() != `unknown provider "palm" (known: anthropic, copilot, gemini, openai, replay, vertex)` {
 		t.Errorf("New(palm) err = %v", err)
 	}
 	if _, err := New("replay", Config{}); err == nil {

@@ -240,6 +240,7 @@ var defaultModels = map[string]string{
 	"anthropic": "claude-sonnet-4-6",
 	"openai":    "gpt-5.4",
 	"vertex":    "gemini-3.1-pro-preview",
+	"copilot":   "gpt-4.1",
 }
 
 // catalogueProvider is the catalogue section a provider (or wire) reads:
@@ -254,6 +255,8 @@ func catalogueProvider(provider string) string {
 		return "openai"
 	case "gemini":
 		return "vertex" // the same models, the same wire
+	case "copilot":
+		return chatWire // Copilot serves OpenAI's, Anthropic's and Google's models
 	}
 	return provider
 }
@@ -263,7 +266,12 @@ const chatWire = "chat_completions"
 
 // DefaultModel is the model a provider sends when none is configured ("" for
 // a provider without one).
-func DefaultModel(provider string) string { return defaultModels[catalogueProvider(provider)] }
+func DefaultModel(provider string) string {
+	if m, ok := defaultModels[provider]; ok {
+		return m
+	}
+	return defaultModels[catalogueProvider(provider)]
+}
 
 // ModelNames lists the catalogue's model ids of a provider (family prefixes
 // left out), sorted: what :Flemma switch completes. None for the
@@ -287,10 +295,11 @@ func ModelNames(provider string) []string {
 // default model.
 func LookupModel(provider, model string, overrides map[string]ModelOverride) ModelInfo {
 	replay := provider == "replay"
-	provider = catalogueProvider(provider)
+	subscription := provider == "copilot" // billed by the seat, not the token
 	if model == "" {
 		model = DefaultModel(provider)
 	}
+	provider = catalogueProvider(provider)
 	info, ok := catalogueEntry(provider, model)
 	if !ok {
 		if i := strings.LastIndexByte(model, '/'); i >= 0 {
@@ -300,8 +309,8 @@ func LookupModel(provider, model string, overrides map[string]ModelOverride) Mod
 	if !ok {
 		info = unknownModel(provider, model)
 	}
-	if replay {
-		info.Prices = Prices{} // a recorded script is not billed
+	if replay || subscription {
+		info.Prices = Prices{} // a recorded script, a subscription: not billed per token
 	}
 	if key, o, found := overrideFor(model, overrides); found {
 		info = o.apply(info, key)

@@ -231,6 +231,8 @@ type Config struct {
 	ExtraBody map[string]any
 	// Keys resolves and caches credentials; nil = DefaultKeyring.
 	Keys *Keyring
+	// Copilot is where the copilot provider signs in and keeps its token.
+	Copilot CopilotConfig
 	// Reasoning is how a Chat Completions server gets its reasoning back
 	// (ReasoningContent or ReasoningNone); "" = what the server at BaseURL
 	// documents (dialectOf).
@@ -240,7 +242,9 @@ type Config struct {
 }
 
 // Names lists the providers New knows, sorted.
-func Names() []string { return []string{"anthropic", "gemini", "openai", "replay", "vertex"} }
+func Names() []string {
+	return []string{"anthropic", "copilot", "gemini", "openai", "replay", "vertex"}
+}
 
 // New returns the named provider: "anthropic", "openai", "vertex" or
 // "replay".
@@ -304,6 +308,8 @@ func New(name string, cfg Config) (Provider, error) {
 		inner = &vertex{cfg: cfg, newID: newVertexID}
 	case "gemini":
 		inner = &vertex{cfg: cfg, newID: newVertexID, studio: true}
+	case "copilot":
+		inner = &copilot{chat: &chat{cfg: cfg, name: name}, cc: cfg.Copilot}
 	default:
 		if cfg.Wire != "" {
 			return nil, fmt.Errorf("provider %s: unknown wire %q (known: %s)", name, cfg.Wire, strings.Join(Wires(), ", "))
@@ -323,7 +329,7 @@ var osGetenv = os.Getenv
 // value. CredentialStatus does the same for a configured provider.
 func Credentials(name string, getenv func(string) string) (present bool, source string) {
 	switch name {
-	case "anthropic", "gemini", "openai", "vertex", "replay":
+	case "anthropic", "copilot", "gemini", "openai", "vertex", "replay":
 	default:
 		return false, ""
 	}
@@ -335,6 +341,9 @@ const (
 	defaultTimeout      = 600 * time.Second
 	defaultStallTimeout = 120 * time.Second
 )
+
+// HTTPClient is the client of every provider request (a sign-in too).
+func HTTPClient() *http.Client { return defaultClient }
 
 var defaultClient = &http.Client{Transport: &http.Transport{
 	Proxy:               http.ProxyFromEnvironment,

@@ -146,6 +146,16 @@ M.subcommands = {
   status = function()
     show(P.status, { buf() }, "status")
   end,
+  -- :Flemma login copilot: GitHub's device sign-in. The host answers with
+  -- the code (shown) and the page to enter it on (opened where possible),
+  -- then waits for GitHub and says when it is done.
+  login = function(args)
+    host_call(P.login, { args[1] or "" }, function(res)
+      if res and type(res.url) == "string" and res.url ~= "" then
+        M.open_url(res.url)
+      end
+    end)
+  end,
   ["host:restart"] = function()
     local _, err = host.restart()
     if err then
@@ -188,6 +198,22 @@ function M.names()
   local names = vim.tbl_keys(M.subcommands)
   table.sort(names)
   return names
+end
+
+--- Open a URL in the browser where possible: vim.ui.open (Neovim 0.10+),
+--- else xdg-open or open when installed. Nothing when neither is there: the
+--- message already shows the URL.
+function M.open_url(url)
+  if vim.ui.open then
+    pcall(vim.ui.open, url)
+    return
+  end
+  for _, prog in ipairs({ "xdg-open", "open" }) do
+    if vim.fn.executable(prog) == 1 then
+      pcall(vim.fn.jobstart, { prog, url }, { detach = true })
+      return
+    end
+  end
 end
 
 -- How long the picker waits for a provider's model list before it shows
@@ -236,6 +262,9 @@ local switch_params = { "max_tokens=", "temperature=", "thinking=", "cache_reten
 -- Completion of a subcommand's arguments: fn(args before the one being
 -- completed) returns the candidates.
 M.completers = {
+  login = function(args)
+    return #args == 0 and { "copilot" } or {}
+  end,
   -- :Flemma switch <provider> [model] [key=value…]: the host's providers
   -- and, for the provider typed, the models of its catalogue and setup's.
   switch = function(args)

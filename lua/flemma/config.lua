@@ -31,8 +31,8 @@ M.defaults = {
   -- name, a list, or false for none), api_key_cmd (argv, no shell), api_key_cache (seconds),
   -- api_key_timeout (seconds), api_key_header, headers, extra_body, reasoning ("reasoning_content"
   -- or "none": how a chat_completions server gets its reasoning back; unset = what its host
-  -- documents); project, location, file.
-  providers = { anthropic = {}, openai = {}, vertex = {}, gemini = {}, replay = {} },
+  -- documents); project, location, file; copilot: github_url, github_api_url (GitHub Enterprise).
+  providers = { anthropic = {}, openai = {}, vertex = {}, gemini = {}, copilot = {}, replay = {} },
   -- MCP servers whose tools the model may call, as mcp__<server>__<tool> (approve them with
   -- patterns: tools.auto_approve = { "mcp__github__*" }). Setup only: a .chat file can neither add
   -- nor start one. A server is a command spoken to over stdio, started with a scrubbed environment
@@ -245,6 +245,8 @@ local provider_keys = {
   headers = { "table" },
   extra_body = { "table" },
   reasoning = { "string", one_of = { "reasoning_content", "none" } },
+  github_url = { "string" },
+  github_api_url = { "string" },
 }
 M.provider_keys = provider_keys
 
@@ -612,7 +614,7 @@ function M.for_host(cfg)
     return v
   end
   return strip({
-    paths = { state = M.state_dir(), config = vim.fn.stdpath("config") },
+    paths = { state = M.state_dir(), config = vim.fn.stdpath("config"), data = vim.fn.stdpath("data") .. "/flemma" },
     provider = cfg.provider,
     model = cfg.model,
     models = cfg.models,

@@ -30,6 +30,7 @@ return {
   switch = "flemma.switch",
   models = "flemma.models", -- { providers, models = { [provider] = { id… } }, listed = { [provider] = bool } }: :Flemma switch
   discover = "flemma.discover", -- async (provider): ask its server for its models; FlemmaModels brings them
+  login = "flemma.login", -- async (provider): a sign-in; the reply carries url and code
   autopilot = "flemma.autopilot",
   sandbox_writable = "flemma.sandbox_writable",
   sandbox_wrap = "flemma.sandbox_wrap",
