@@ -51,6 +51,14 @@ type Config struct {
 			Shell string            `json:"shell"`
 			Env   map[string]string `json:"env"`
 		} `json:"bash"`
+		// Fetch is tools.fetch: the fetch tool, off unless Enabled.
+		Fetch struct {
+			Enabled      bool    `json:"enabled"`
+			AllowPrivate bool    `json:"allow_private"`
+			MaxBytes     int     `json:"max_bytes"`
+			Timeout      float64 `json:"timeout"`
+			MaxRedirects int     `json:"max_redirects"`
+		} `json:"fetch"`
 		DefaultTimeout    float64 `json:"default_timeout"`
 		CursorAfterResult string  `json:"cursor_after_result"`
 		// AutoApproveFileCalls lets policies approve calls to bash, write,

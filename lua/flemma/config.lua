@@ -80,6 +80,11 @@ M.defaults = {
     modules = {},
     truncate = { max_lines = 2000, max_bytes = 51200 },
     bash = { shell = "bash", env = {} },
+    -- The fetch tool: an HTTP GET from the host (not bash's sandbox), the page as Markdown. Off
+    -- until enabled; its calls ask unless approved by name or host: "fetch(docs.python.org)",
+    -- "fetch(*.golang.org)" in auto_approve. Private, loopback and link-local addresses are
+    -- refused unless allow_private.
+    fetch = { enabled = false, allow_private = false, max_bytes = 2097152, timeout = 30, max_redirects = 5 },
   },
   sandbox = {
     enabled = true,
@@ -196,6 +201,11 @@ local checks = {
   ["tools.default_timeout"] = { "number" },
   ["tools.cursor_after_result"] = { "string", one_of = { "result", "stay", "next" } },
   ["tools.modules"] = { "table" },
+  ["tools.fetch.enabled"] = { "boolean" },
+  ["tools.fetch.allow_private"] = { "boolean" },
+  ["tools.fetch.max_bytes"] = { "number" },
+  ["tools.fetch.timeout"] = { "number" },
+  ["tools.fetch.max_redirects"] = { "number" },
   ["sandbox.enabled"] = { "boolean" },
   ["sandbox.backend"] = { "string", one_of = { "auto", "bwrap", "none" } },
   ["sandbox.network"] = { "boolean" },
