@@ -118,6 +118,8 @@ type UsageEvent struct {
 	CacheReadTokens  int `msgpack:"cache_read_tokens"`
 	CacheWriteTokens int `msgpack:"cache_write_tokens"`
 	ReasoningTokens  int `msgpack:"reasoning_tokens"`
+	// WebSearches are the provider's own web searches (billed apart).
+	WebSearches int `msgpack:"web_searches,omitempty"`
 }
 
 // Progress is what a request in progress shows under the buffer.

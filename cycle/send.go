@@ -49,6 +49,7 @@ func (u *usageTotal) add(x *provider.Usage, cost float64, known bool) {
 	u.CacheReadTokens += x.CacheReadTokens
 	u.CacheWriteTokens += x.CacheWriteTokens
 	u.ThinkingTokens += x.ThinkingTokens
+	u.WebSearches += x.WebSearches
 }
 
 func (u usageTotal) String() string {
@@ -58,6 +59,9 @@ func (u usageTotal) String() string {
 	}
 	if u.ThinkingTokens > 0 {
 		s += fmt.Sprintf(" · %s reasoning", thousands(u.ThinkingTokens))
+	}
+	if u.WebSearches > 0 {
+		s += fmt.Sprintf(" · %s web searches", thousands(u.WebSearches))
 	}
 	switch {
 	case u.Priced > 0 && u.Unpriced == 0:
@@ -95,7 +99,7 @@ func usageEvent(u *provider.Usage) *UsageEvent {
 		return nil
 	}
 	return &UsageEvent{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
-		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ThinkingTokens}
+		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ThinkingTokens, WebSearches: u.WebSearches}
 }
 
 // progress reports a request's progress to the editor.
@@ -232,7 +236,9 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		return reply("send", fmt.Sprintf("%s: no credential: %s. Nothing was sent.", name, src), levelError), nil
 	}
 	info := h.modelInfo(name, params.Model)
-	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params, ModelInfo: &info}
+	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params, ModelInfo: &info,
+		Web: provider.WebTools{Search: eff.WebSearch, Fetch: eff.WebFetch, SearchUses: eff.WebSearchUses, FetchUses: eff.WebFetchUses}}
+	h.noteWeb(name, req.Web)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	h.mu.Lock()
@@ -505,6 +511,9 @@ loop:
 	}
 	if usage != nil {
 		msg := fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens)
+		if usage.WebSearches > 0 {
+			msg += fmt.Sprintf(" · %d web searches", usage.WebSearches)
+		}
 		if costKnown {
 			msg += " · " + dollars(cost)
 		}
@@ -702,4 +711,34 @@ func logCut(s string, n int) string {
 		return strconv.Quote(s)
 	}
 	return strconv.Quote(s[:n]) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// noteWeb says once per provider when web tools are on but its wire has
+// none (Chat Completions servers, the replay script).
+func (h *Engine) noteWeb(name string, w provider.WebTools) {
+	if !w.Search && !w.Fetch {
+		return
+	}
+	wire := h.wire(name)
+	if wire == "anthropic" || wire == "openai" || wire == "responses" || wire == "vertex" || wire == "gemini" {
+		if w.Fetch && wire != "anthropic" && !w.Search {
+			h.noteOnce("webfetch "+name, name+": tools.web_fetch is Anthropic's only (flemma's fetch tool works with every provider).")
+		}
+		return
+	}
+	h.noteOnce("web "+name, name+": the provider's web search is not available on "+wire+"; tools.web_search is ignored here (flemma's fetch tool works with every provider).")
+}
+
+// noteOnce tells the user msg once per host and key.
+func (h *Engine) noteOnce(key, msg string) {
+	h.mu.Lock()
+	if h.noted == nil {
+		h.noted = map[string]bool{}
+	}
+	seen := h.noted[key]
+	h.noted[key] = true
+	h.mu.Unlock()
+	if !seen {
+		h.notify(msg, levelInfo)
+	}
 }

@@ -51,6 +51,16 @@ type Config struct {
 			Shell string            `json:"shell"`
 			Env   map[string]string `json:"env"`
 		} `json:"bash"`
+		// WebSearch and WebFetch are the providers' own web tools
+		// (tools.web_search, tools.web_fetch), off unless Enabled.
+		WebSearch struct {
+			Enabled bool `json:"enabled"`
+			MaxUses int  `json:"max_uses"`
+		} `json:"web_search"`
+		WebFetch struct {
+			Enabled bool `json:"enabled"`
+			MaxUses int  `json:"max_uses"`
+		} `json:"web_fetch"`
 		// Fetch is tools.fetch: the fetch tool, off unless Enabled.
 		Fetch struct {
 			Enabled      bool    `json:"enabled"`

@@ -54,13 +54,18 @@ type Buffer struct {
 // Effective are the options of one buffer now.
 type Effective struct {
 	// DataDir is flemma's data folder (paths.data): where sign-ins live.
-	DataDir        string
-	Provider       string
-	Model          string
-	MaxTokens      int
-	Temperature    *float64
-	Thinking       string
-	CacheRetention string
+	DataDir string
+	// WebSearch and WebFetch turn on the provider's own web tools; an
+	// untrusted frontmatter may only turn them off. WebMaxUses bounds them
+	// per response (0: the provider's default).
+	WebSearch, WebFetch         bool
+	WebSearchUses, WebFetchUses int
+	Provider                    string
+	Model                       string
+	MaxTokens                   int
+	Temperature                 *float64
+	Thinking                    string
+	CacheRetention              string
 	// Extra are the provider-specific parameters of Provider
 	// (parameters.<provider>, then the frontmatter's).
 	Extra    map[string]any
@@ -209,6 +214,10 @@ func endpoint(name string, p ProviderConfig) Endpoint {
 func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	e := Effective{
 		DataDir:           cfg.Paths.Data,
+		WebSearch:         cfg.Tools.WebSearch.Enabled,
+		WebFetch:          cfg.Tools.WebFetch.Enabled,
+		WebSearchUses:     cfg.Tools.WebSearch.MaxUses,
+		WebFetchUses:      cfg.Tools.WebFetch.MaxUses,
 		Provider:          cfg.Provider,
 		Model:             cfg.Model,
 		MaxTokens:         cfg.Parameters.MaxTokens,
@@ -285,6 +294,14 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 		userOff := rt.Autopilot != nil && !*rt.Autopilot
 		if o.Autopilot != nil && !userOff && (!*o.Autopilot || b.Trusted) {
 			e.Autopilot = *o.Autopilot
+		}
+		// The provider's web tools: a file may turn them off; only a
+		// trusted one may turn them on.
+		if o.WebSearch != nil && (!*o.WebSearch || b.Trusted) {
+			e.WebSearch = *o.WebSearch
+		}
+		if o.WebFetch != nil && (!*o.WebFetch || b.Trusted) {
+			e.WebFetch = *o.WebFetch
 		}
 		if o.SandboxEnabled != nil && *o.SandboxEnabled {
 			e.SandboxEnabled = true

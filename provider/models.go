@@ -103,7 +103,7 @@ func (p Prices) Cost(u Usage) (float64, bool) {
 	}
 	c := float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
 		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite
-	return c / 1e6, true
+	return c/1e6 + u.SearchFee, true
 }
 
 // ModelOverride is one entry of setup()'s models = {…}: nil/"" fields keep

@@ -97,8 +97,11 @@ func openaiBody(req Request) ([]byte, error) {
 			body["prompt_cache_key"] = k
 		}
 	}
-	if len(req.Tools) > 0 {
-		tools := make([]any, 0, len(req.Tools))
+	if len(req.Tools) > 0 || req.Web.Search {
+		tools := make([]any, 0, len(req.Tools)+1)
+		if req.Web.Search {
+			tools = append(tools, map[string]any{"type": "web_search"}) // billed per call
+		}
 		for _, t := range sortedTools(req.Tools) {
 			def := map[string]any{"type": "function", "name": wireName(t.Name), "description": t.Description, "parameters": schemaOrEmpty(t.InputSchema)}
 			if t.Strict {
@@ -232,14 +235,20 @@ type openaiParser struct {
 	emit     func(Event)
 	toolUsed bool
 	finished bool
+	searches int // web_search calls, billed apart
 }
 
 type openaiEvent struct {
-	Type    string          `json:"type"`
-	Delta   string          `json:"delta"`
-	Item    json.RawMessage `json:"item"`
-	Code    any             `json:"code"`
-	Message string          `json:"message"`
+	Type       string          `json:"type"`
+	Delta      string          `json:"delta"`
+	Item       json.RawMessage `json:"item"`
+	Annotation *struct {
+		Type  string `json:"type"`
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	} `json:"annotation"`
+	Code    any    `json:"code"`
+	Message string `json:"message"`
 	// Response is set on response.completed / incomplete / failed.
 	Response *openaiResponse `json:"response"`
 	Error    *struct {
@@ -272,6 +281,15 @@ type openaiResponse struct {
 }
 
 type openaiItem struct {
+	Action *struct {
+		Type    string `json:"type"`
+		Query   string `json:"query"`
+		URL     string `json:"url"`
+		Sources []struct {
+			URL   string `json:"url"`
+			Title string `json:"title"`
+		} `json:"sources"`
+	} `json:"action"` // web_search_call
 	Type      string `json:"type"`
 	Name      string `json:"name"`
 	CallID    string `json:"call_id"`
@@ -315,6 +333,24 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 				Incomplete: incompleteJSON([]byte(it.Arguments)) || it.Status == "incomplete"}})
 		case "reasoning":
 			p.emit(Event{Kind: EventThinkingSignature, Signature: base64.StdEncoding.EncodeToString(compactJSON(ev.Item)), Provider: "openai"})
+		case "web_search_call":
+			if a := it.Action; a != nil {
+				var src []Source
+				for _, x := range a.Sources {
+					src = append(src, Source{URL: x.URL, Title: x.Title})
+				}
+				detail := "web_search"
+				if a.Type == "search" {
+					p.searches++
+				} else if a.URL != "" {
+					detail = "web_fetch" // open_page, find_in_page
+				}
+				p.emit(Event{Kind: EventWebSearch, Detail: detail, Text: a.Query + a.URL, Sources: src})
+			}
+		}
+	case "response.output_text.annotation.added":
+		if a := ev.Annotation; a != nil && a.Type == "url_citation" {
+			p.emit(Event{Kind: EventCitation, Sources: []Source{{URL: a.URL, Title: a.Title}}})
 		}
 	case "response.completed", "response.incomplete":
 		stop := "end_turn"
@@ -386,6 +422,7 @@ func (p *openaiParser) usage(r *openaiResponse) {
 	if d := u.OutputTokensDetails; d != nil {
 		usage.ThinkingTokens = d.ReasoningTokens
 	}
+	usage.WebSearches, usage.SearchFee = p.searches, float64(p.searches)*openaiSearchFee
 	p.emit(Event{Kind: EventUsage, Usage: &usage})
 }
 

@@ -112,7 +112,21 @@ type Request struct {
 	// ModelInfo describes Params.Model (LookupModel, with the user's
 	// overrides); nil = the built-in catalogue's entry.
 	ModelInfo *ModelInfo
+	// Web turns on the provider's own web tools (tools.web_search,
+	// tools.web_fetch): Anthropic's web_search and web_fetch server tools,
+	// OpenAI's web_search, Gemini's Google Search grounding. Chat
+	// Completions servers have none.
+	Web WebTools
 }
+
+// WebTools are the provider-native web tools of a request.
+type WebTools struct {
+	Search, Fetch         bool
+	SearchUses, FetchUses int // per response (Anthropic's max_uses); 0 = 5
+}
+
+// Source is a web page a search found or an answer cites.
+type Source struct{ URL, Title string }
 
 // modelInfo is what the request's body is built for.
 func (r Request) modelInfo(provider string) (string, ModelInfo) {
@@ -149,6 +163,12 @@ const (
 	// EventDone ends a successful response; Event.StopReason is
 	// "end_turn", "tool_use", "max_tokens" or the provider's own word.
 	EventDone = "done"
+	// EventWebSearch is a search (or page fetch) the provider ran on its
+	// side: Event.Text is the query or URL, Event.Detail the tool
+	// ("web_search", "web_fetch"), Event.Sources what it found.
+	EventWebSearch = "web_search"
+	// EventCitation: the answer cites Event.Sources.
+	EventCitation = "citation"
 	// EventUnreadable is a piece of the stream the parser could not
 	// decode: Event.Text holds its raw data, Event.Detail why. It is never
 	// dropped in silence: the engine logs it and warns, and the Writer
@@ -165,7 +185,8 @@ type Event struct {
 	ToolUse    *ToolUse
 	Usage      *Usage
 	StopReason string
-	Detail     string // EventUnreadable: why the piece could not be read
+	Detail     string   // EventUnreadable: why the piece could not be read; EventWebSearch: the tool
+	Sources    []Source // EventWebSearch, EventCitation
 }
 
 // Usage is the token accounting of a response. InputTokens, CacheReadTokens
@@ -174,6 +195,10 @@ type Event struct {
 // billed, reasoning included; ThinkingTokens is the reasoning part of them.
 type Usage struct {
 	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens, ThinkingTokens int
+	// WebSearches are the provider-side searches billed apart from the
+	// tokens, SearchFee (USD) what they cost at the provider's price.
+	WebSearches int
+	SearchFee   float64
 }
 
 // Provider streams one response. Stream calls emit synchronously, in order,

@@ -187,5 +187,5 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (u Usage) plus(v Usage) Usage {
 	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
-		ThinkingTokens: u.ThinkingTokens + v.ThinkingTokens}
+		ThinkingTokens: u.ThinkingTokens + v.ThinkingTokens, WebSearches: u.WebSearches + v.WebSearches, SearchFee: u.SearchFee + v.SearchFee}
 }

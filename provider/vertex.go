@@ -97,7 +97,11 @@ func (v *vertex) Stream(ctx context.Context, req Request, emit func(Event)) erro
 		return redact(err, token)
 	}
 	defer resp.Body.Close()
-	return redact(consume(ctx, name, resp.Body, &vertexParser{emit: emit, newID: v.newID, name: name}), token)
+	fee := gemini2SearchFee
+	if _, info := req.modelInfo(name); info.ThoughtSignatures {
+		fee = gemini3SearchFee
+	}
+	return redact(consume(ctx, name, resp.Body, &vertexParser{emit: emit, newID: v.newID, name: name, searchFee: fee}), token)
 }
 
 // vertexBody builds the request body: tools and contents last.
@@ -135,6 +139,11 @@ func vertexBody(req Request, signer string) ([]byte, error) {
 		}
 		body["tools"] = []any{map[string]any{"functionDeclarations": decls}}
 		body["toolConfig"] = map[string]any{"functionCallingConfig": map[string]any{"mode": "AUTO"}}
+	}
+	if req.Web.Search {
+		// Grounding with Google Search, billed per grounded prompt.
+		tools, _ := body["tools"].([]any)
+		body["tools"] = append([]any{map[string]any{"googleSearch": map[string]any{}}}, tools...)
 	}
 	return encodeOrdered(body, "tools", "contents")
 }
@@ -296,12 +305,17 @@ func vertexToolName(names map[string]string, id string) string {
 
 // vertexParser turns streamGenerateContent chunks into Events (send.md §3.4).
 type vertexParser struct {
-	emit     func(Event)
-	newID    func(string) string
-	name     string // "vertex" or "gemini": errors and signatures
-	sig      string
-	toolUsed bool
-	finished bool
+	emit  func(Event)
+	newID func(string) string
+	name  string // "vertex" or "gemini": errors and signatures
+
+	searchFee float64 // per grounded prompt
+	grounded  bool    // the answer was grounded with Google Search
+	queries   []string
+	sources   []Source
+	sig       string
+	toolUsed  bool
+	finished  bool
 }
 
 type vertexChunk struct {
@@ -317,7 +331,16 @@ type vertexChunk struct {
 				} `json:"functionCall"`
 			} `json:"parts"`
 		} `json:"content"`
-		FinishReason string `json:"finishReason"`
+		FinishReason      string `json:"finishReason"`
+		GroundingMetadata *struct {
+			WebSearchQueries []string `json:"webSearchQueries"`
+			GroundingChunks  []struct {
+				Web *struct {
+					URI   string `json:"uri"`
+					Title string `json:"title"`
+				} `json:"web"`
+			} `json:"groundingChunks"`
+		} `json:"groundingMetadata"`
 	} `json:"candidates"`
 	PromptFeedback *struct {
 		BlockReason string `json:"blockReason"`
@@ -367,8 +390,22 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 			usage.InputTokens -= u.CachedContentTokenCount
 		}
 	}
+	if len(c.Candidates) > 0 {
+		if g := c.Candidates[0].GroundingMetadata; g != nil {
+			p.grounded = p.grounded || len(g.WebSearchQueries) > 0
+			p.queries = append(p.queries, g.WebSearchQueries...)
+			for _, ch := range g.GroundingChunks {
+				if ch.Web != nil {
+					p.sources = append(p.sources, Source{URL: ch.Web.URI, Title: ch.Web.Title})
+				}
+			}
+		}
+	}
 	flushUsage := func() {
 		if usage != nil {
+			if p.grounded {
+				usage.WebSearches, usage.SearchFee = 1, p.searchFee // billed per grounded prompt
+			}
 			p.emit(Event{Kind: EventUsage, Usage: usage})
 		}
 	}
@@ -401,6 +438,18 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 		flushUsage()
 		return nil
 	}
+	// The searches Google ran for the answer, and what they found.
+	for i, q := range p.queries {
+		e := Event{Kind: EventWebSearch, Detail: "web_search", Text: q}
+		if i == len(p.queries)-1 {
+			e.Sources = p.sources
+		}
+		p.emit(e)
+	}
+	if len(p.queries) == 0 && len(p.sources) > 0 {
+		p.emit(Event{Kind: EventWebSearch, Detail: "web_search", Sources: p.sources})
+	}
+	p.queries, p.sources = nil, nil
 	if p.sig != "" {
 		p.emit(Event{Kind: EventThinkingSignature, Signature: p.sig, Provider: p.name})
 		p.sig = ""

@@ -50,6 +50,8 @@ type Writer struct {
 	stop       string   // the stop reason of EventDone
 	incomplete []string // tool calls whose input was cut ("name (id)")
 	lost       int      // pieces of the stream that could not be read
+	cited      []Source // what the answer cites (EventCitation), written at its end
+	webOpen    bool     // the last thing written was a web search line
 }
 
 type thinkBlock struct {
@@ -75,6 +77,10 @@ func NewWriter(existingLastLines []string) *Writer {
 func (w *Writer) Add(e Event) {
 	switch e.Kind {
 	case EventText:
+		if w.webOpen && strings.TrimSpace(e.Text) != "" {
+			w.emit("\n", false) // the answer goes on in a paragraph of its own
+			w.webOpen = false
+		}
 		w.emit(buffer.Sanitize(e.Text), true)
 		if e.Text != "" {
 			w.afterTh = false
@@ -105,12 +111,35 @@ func (w *Writer) Add(e Event) {
 		b := &thinkBlock{redacted: true, closed: true}
 		b.content.WriteString(e.Text)
 		w.thinking = append(w.thinking, b)
+	case EventWebSearch:
+		// A search the provider ran: written where it happened in the
+		// answer, so the file keeps what the model looked at.
+		if line := webLine(e); line != "" {
+			w.closeFence()
+			w.emit(w.prefix()+line+"\n", true)
+			w.afterTh, w.webOpen = false, true
+		}
+	case EventCitation:
+		w.cited = append(w.cited, e.Sources...)
 	case EventUnreadable:
 		w.lost++
 	case EventDone:
 		w.stop = e.StopReason
+		w.flushCited()
 		w.flushThinking()
 	}
+}
+
+// flushCited writes the sources the answer cited, once.
+func (w *Writer) flushCited() {
+	src := webSources(w.cited, 0)
+	w.cited = nil
+	if len(src) == 0 {
+		return
+	}
+	w.closeFence()
+	w.emit(w.prefix()+"*Cited:* "+sourceLinks(src)+"\n", true)
+	w.afterTh = false
 }
 
 // Lost is the number of pieces of the stream that could not be read.
@@ -214,6 +243,7 @@ func (w *Writer) FinishError(err error) []string {
 }
 
 func (w *Writer) abort(message string) []string {
+	w.flushCited()
 	w.flushThinking()
 	if !w.started {
 		return nil

@@ -85,6 +85,12 @@ M.defaults = {
     -- "fetch(*.golang.org)" in auto_approve. Private, loopback and link-local addresses are
     -- refused unless allow_private.
     fetch = { enabled = false, allow_private = false, max_bytes = 2097152, timeout = 30, max_redirects = 5 },
+    -- The provider's own web tools, run on its side and billed by it: Anthropic's web_search and
+    -- web_fetch, OpenAI's web_search, Gemini's Google Search grounding. The searches and the
+    -- sources found and cited are written into the answer. A buffer may turn them off
+    -- (flemma.opt.tools.web_search = false); only a trusted one may turn them on.
+    web_search = { enabled = false, max_uses = 5 },
+    web_fetch = { enabled = false, max_uses = 5 },
   },
   sandbox = {
     enabled = true,
@@ -201,6 +207,10 @@ local checks = {
   ["tools.default_timeout"] = { "number" },
   ["tools.cursor_after_result"] = { "string", one_of = { "result", "stay", "next" } },
   ["tools.modules"] = { "table" },
+  ["tools.web_search.enabled"] = { "boolean" },
+  ["tools.web_search.max_uses"] = { "number" },
+  ["tools.web_fetch.enabled"] = { "boolean" },
+  ["tools.web_fetch.max_uses"] = { "number" },
   ["tools.fetch.enabled"] = { "boolean" },
   ["tools.fetch.allow_private"] = { "boolean" },
   ["tools.fetch.max_bytes"] = { "number" },
