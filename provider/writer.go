@@ -181,6 +181,8 @@ func (w *Writer) Cut() string {
 		return "Response stopped by the provider's content filter (" + w.stop + "): none of its tool calls was run." + calls
 	case "incomplete":
 		return "Response left incomplete by the provider: none of its tool calls was run." + calls
+	case "pause_turn": // Anthropic: a long server-side turn (web search) stopped midway
+		return "Response paused by the provider during its web search: none of its tool calls was run; send again to ask anew." + calls
 	}
 	if calls != "" {
 		return "Response ended inside a tool call: none of its tool calls was run." + calls

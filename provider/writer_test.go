@@ -70,6 +70,8 @@ func TestWriter(t *testing.T) {
 			return w.FinishError(&Error{Provider: "deepseek", Message: "no data for 120 s: the stream stalled (send.timeouts.idle)"})
 		}, "\n@Assistant:\n<thinking>\nstep one\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by an error: deepseek: no data for 120 s: the stream stalled (send.timeouts.idle) -->\n\n@You:\n"},
 		{"interrupted before anything: no lines", you, nil, func(w *Writer) []string { return w.Finish(true) }, ""},
+		{"paused during a server-side search", you, []Event{text("Let me search"), {Kind: EventDone, StopReason: "pause_turn"}}, nil,
+			"\n@Assistant:\nLet me search\n\n<!-- flemma:aborted: Response paused by the provider during its web search: none of its tool calls was run; send again to ask anew. -->\n\n@You:\n"},
 		{"an unreadable piece marks the response cut", you, []Event{text("Hel"), {Kind: EventUnreadable, Text: "{bad"}, text("lo"), {Kind: EventDone, StopReason: "end_turn"}}, nil,
 			"\n@Assistant:\nHello\n\n<!-- flemma:aborted: Response incomplete: none of its tool calls was run. 1 piece of the stream could not be read and is missing (the raw text is in flemma's log). -->\n\n@You:\n"},
 		{"error after content", you, []Event{text("Some")}, func(w *Writer) []string {
