@@ -427,16 +427,23 @@ func (p *chatParser) handle(_ string, data []byte) error {
 	} else if s, ok := d.Reasoning.(string); ok && s != "" {
 		p.emit(Event{Kind: EventThinking, Text: s})
 	}
-	pieces, err := contentPieces(d.Content)
-	if err != nil {
-		p.emit(Event{Kind: EventUnreadable, Text: string(data), Detail: "delta.content: " + err.Error()})
-	}
-	for _, pc := range pieces {
-		if pc.thinking {
-			p.emit(Event{Kind: EventThinking, Text: pc.text})
-			continue
+	if s, ok := p.plainText(d.Content); ok {
+		// The common case: a string once any opening think tag is decided.
+		if s != "" {
+			p.emit(Event{Kind: EventText, Text: s})
 		}
-		p.emitPieces(p.tags.feed(pc.text))
+	} else {
+		pieces, err := contentPieces(d.Content)
+		if err != nil {
+			p.emit(Event{Kind: EventUnreadable, Text: string(data), Detail: "delta.content: " + err.Error()})
+		}
+		for _, pc := range pieces {
+			if pc.thinking {
+				p.emit(Event{Kind: EventThinking, Text: pc.text})
+				continue
+			}
+			p.emitPieces(p.tags.feed(pc.text))
+		}
 	}
 	if d.Refusal != nil && *d.Refusal != "" {
 		p.emitPieces(p.tags.feed(*d.Refusal))
@@ -525,6 +532,19 @@ func (p *chatParser) handle(_ string, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// plainText is delta.content when it is a string that needs no splitting:
+// the think-tag splitter is past the start of the answer and holds nothing.
+func (p *chatParser) plainText(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' || p.tags.state != tagsText || p.tags.pending != "" || p.tags.trimNL {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // emitPieces hands on what the think-tag splitter decided.
