@@ -93,6 +93,11 @@ func ValidateEntry(e string) error {
 			return fmt.Errorf("malformed command rule '%s' (want bash(<pattern>))", e)
 		}
 	}
+	if looksLikeFetchRule(e) {
+		if _, ok := ParseFetchRule(e); !ok {
+			return fmt.Errorf("malformed fetch rule '%s' (want fetch(<host>) or fetch(*.<domain>))", e)
+		}
+	}
 	return nil
 }
 
@@ -263,6 +268,7 @@ type Policy struct {
 	deny         map[string]string // tool -> preset name
 	approveRules []cmdRule
 	denyRules    []cmdRule
+	fetchRules   []cmdRule // fetch(<host>) approve rules: pattern is the host
 }
 
 // Expand turns an auto_approve list into a Policy:
@@ -297,6 +303,14 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		*rules = append(*rules, cmdRule{entry: entry, pattern: pattern, label: label, glob: shell.Compile(pattern)})
 	}
 	approve := func(entry, source string) {
+		if host, ok := ParseFetchRule(entry); ok {
+			label := entry
+			if source != "" {
+				label = entry + " from " + source
+			}
+			pol.fetchRules = append(pol.fetchRules, cmdRule{entry: entry, pattern: host, label: label})
+			return
+		}
 		if looksLikeRule(entry) {
 			addRule(&pol.approveRules, entry, source)
 			return
@@ -338,6 +352,9 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		pol.approveRules = slices.DeleteFunc(pol.approveRules, func(r cmdRule) bool {
 			return x == BashTool || r.entry == x
 		})
+		pol.fetchRules = slices.DeleteFunc(pol.fetchRules, func(r cmdRule) bool {
+			return x == FetchTool || r.entry == x
+		})
 	}
 	return pol
 }
@@ -365,6 +382,9 @@ func (p *Policy) Rules() (approve, deny []string) {
 		return nil, nil
 	}
 	for _, r := range p.approveRules {
+		approve = append(approve, r.entry)
+	}
+	for _, r := range p.fetchRules {
 		approve = append(approve, r.entry)
 	}
 	for _, r := range p.denyRules {
@@ -396,6 +416,8 @@ const RuleMayMatch = "may match "
 //     call.Env.Exclusions → Approve (rule: the preset or the tool name);
 //  6. bash whose command is a plain simple command (see MatchCommand) that
 //     an approve rule matches, rule not excluded → Approve (rule: the rule);
+//     fetch whose URL's host a fetch(<host>) rule covers (see fetch.go) →
+//     Approve (rule: the rule);
 //  7. otherwise Pass.
 //
 // Steps 3 and 4 keep a deny rule from being evaded by obfuscation, neither
@@ -521,6 +543,17 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 	}
 	if src, ok := matchNamePattern(p.approve, c.Tool); ok && !excluded {
 		return Approve, src
+	}
+	if c.Tool == FetchTool && len(p.fetchRules) > 0 && !excluded {
+		if u, ok := c.Input["url"].(string); ok {
+			if host, ok := fetchHost(u); ok {
+				for _, r := range p.fetchRules {
+					if !slices.Contains(c.Env.Exclusions, r.entry) && fetchRuleMatches(r.pattern, host) {
+						return Approve, r.label
+					}
+				}
+			}
+		}
 	}
 	if hasCmd && len(p.approveRules) > 0 && !slices.Contains(c.Env.Exclusions, BashTool) {
 		for _, r := range p.approveRules {

@@ -108,8 +108,9 @@ type RequestEvent struct {
 	Bufnr    int    `msgpack:"bufnr"`
 	Provider string `msgpack:"provider"`
 	Model    string `msgpack:"model"`
-	// Status (end only): "ok", "error", "cancelled" or "cut" (stopped at
-	// the output limit, filtered, or inside a tool call).
+	// Status (end only): "ok", "error", "cancelled", "cut" (stopped at
+	// the output limit, filtered, inside a tool call, or with a piece of
+	// the stream unreadable) or "empty" (nothing was written).
 	Status     string      `msgpack:"status,omitempty"`
 	StopReason string      `msgpack:"stop_reason,omitempty"`
 	Error      string      `msgpack:"error,omitempty"`
@@ -127,6 +128,8 @@ type UsageEvent struct {
 	CacheReadTokens  int `msgpack:"cache_read_tokens"`
 	CacheWriteTokens int `msgpack:"cache_write_tokens"`
 	ReasoningTokens  int `msgpack:"reasoning_tokens"`
+	// WebSearches are the provider's own web searches (billed apart).
+	WebSearches int `msgpack:"web_searches,omitempty"`
 }
 
 // Progress is what a request in progress shows under the buffer.

@@ -12,6 +12,7 @@ import (
 	"github.com/flemma-dev/flemma/approval"
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/internal/secrets"
 	"github.com/flemma-dev/flemma/journal"
 	"github.com/flemma-dev/flemma/mcp"
 	"github.com/flemma-dev/flemma/options"
@@ -57,6 +58,10 @@ type Engine struct {
 	jwarned bool             // the user was told the journal fails
 	closing bool             // Shutdown was called
 	noted   map[string]bool  // model notes given (noteModel): each once
+
+	listModels  func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
+	loginCancel context.CancelFunc    // the sign-in waiting for GitHub (Login)
+	discovered  map[string]*discovery // model lists asked for, per provider (Discover)
 
 	usage usageTotal // every response of this session, all buffers
 
@@ -192,6 +197,9 @@ type Deps struct {
 	// MCP runs setup's mcp_servers and registers their tools in Registry
 	// (mcp.New(Registry, …)); nil makes one with real transports.
 	MCP *mcp.Manager
+	// ListModels asks a provider's server for its models (Discover);
+	// nil = provider.ListModels.
+	ListModels func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
 }
 
 // NewEngine returns an engine with default configuration; Connect gives it
@@ -213,6 +221,10 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		bufs:      map[int]*bufState{},
 	}
 	h.idle = sync.NewCond(&h.mu)
+	h.listModels = d.ListModels
+	if h.listModels == nil {
+		h.listModels = provider.ListModels
+	}
 	h.mcp = d.MCP
 	if h.mcp == nil {
 		h.mcp = mcp.New(reg, h.logf)
@@ -278,7 +290,7 @@ func (h *Engine) Logf(format string, args ...any) { h.logf(format, args...) }
 
 func (h *Engine) logf(format string, args ...any) {
 	if h.Log != nil {
-		h.Log.Printf(format, args...)
+		h.Log.Print(secrets.Default.Redact(fmt.Sprintf(format, args...)))
 	}
 }
 
@@ -329,6 +341,24 @@ func (h *Engine) configure(cfg options.Config) error {
 		msgs = append(msgs, "tools.auto_approve must be a list, a function or a module path")
 	}
 
+	// Every configured credential joins the one redaction set
+	// (notifications, the log, tool output): header values of providers
+	// and MCP servers here; keys when they are resolved (provider).
+	for _, p := range cfg.Providers {
+		for _, v := range p.Headers {
+			secrets.Default.AddHeader(v)
+		}
+	}
+	for _, m := range cfg.MCPServers {
+		for _, v := range m.Headers {
+			secrets.Default.AddHeader(v)
+		}
+	}
+	// A stored GitHub sign-in (ours, or an existing Copilot install's)
+	// joins the set as it is read.
+	cp := cfg.Providers["copilot"]
+	_, _, _ = copilotConfig(cfg.Paths.Data, options.Endpoint{GitHubURL: cp.GitHubURL, GitHubAPIURL: cp.GitHubAPIURL}).OAuthToken()
+
 	// Servers start later, when a request needs the tool list.
 	servers := map[string]mcp.ServerConfig{}
 	for name, c := range cfg.MCPServers {
@@ -341,6 +371,7 @@ func (h *Engine) configure(cfg options.Config) error {
 	h.mu.Lock()
 	h.cfg = cfg
 	h.presets = presets
+	h.discovered = nil // a new setup may point a provider elsewhere: ask again
 	h.mu.Unlock()
 	h.openJournal(cfg.Paths.State)
 	sandbox.DefaultFeatures.Configure(h.sandboxConfig(nil))

@@ -542,7 +542,7 @@ func newEnv(t testing.TB, setup map[string]any) *testEnv {
 func newEnvWith(t testing.TB, setup map[string]any, deps Deps) *testEnv {
 	t.Helper()
 	// What the tests see does not depend on the machine's credentials.
-	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN"} {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
 		t.Setenv(v, "")
 	}
 	if deps.Registry == nil {

@@ -1,6 +1,7 @@
 package cycle
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -75,6 +76,12 @@ func (h *Engine) noteModel(name string, p provider.Params, info provider.ModelIn
 		sent := provider.MaxTokens(wire, p, info)
 		msg = fmt.Sprintf("flemma does not know the model %s (%s): it sends max_tokens %s and no thinking parameter; models = { [%q] = { max_output_tokens = …, thinking = … } } in setup() describes it.",
 			model, name, thousands(sent), model)
+	case info.Family && wire != "chat_completions":
+		// A later model of a known family: said once, so that a request
+		// the model refuses is not a mystery.
+		key = "family " + name + " " + model
+		msg = fmt.Sprintf("flemma does not list %s (%s) and takes it for the family %s: thinking %s%s; models = { [%q] = {…} } in setup() corrects this.",
+			model, name, info.Name, info.Thinking, map[bool]string{true: ", no temperature", false: ""}[info.NoSampling], model)
 	case info.MaxOutputTokens > 0 && p.MaxTokens > info.MaxOutputTokens:
 		key = fmt.Sprintf("limit %s %s %d", name, model, p.MaxTokens)
 		msg = fmt.Sprintf("max_tokens %s is above the output limit of %s (%s): %s is sent.",
@@ -125,6 +132,12 @@ func describeModel(wire string, p provider.Params, info provider.ModelInfo) stri
 		}
 		parts = append(parts, s+" per million tokens")
 	}
+	if info.Family {
+		parts = append(parts, "not listed: taken for the family "+info.Name+" (models = {…} in setup() corrects this)")
+	}
+	if info.NoSampling {
+		parts = append(parts, "no temperature")
+	}
 	return "model info: " + strings.Join(parts, " · ")
 }
 
@@ -147,13 +160,17 @@ func modelLabel(cfg options.Config, name, model string) string {
 }
 
 // Models is what :Flemma switch completes: the providers, and per provider
-// the catalogue's model ids of its wire, its configured model and the
-// models setup describes.
+// the catalogue's model ids of its wire, its configured model, the models
+// setup describes, and the ones its server listed (Discover).
 func (h *Engine) Models() (ModelsReply, error) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.modelsLocked(), nil
+}
+
+func (h *Engine) modelsLocked() ModelsReply {
 	cfg := h.cfg
-	h.mu.Unlock()
-	r := ModelsReply{Providers: cfg.ProviderNames(), Models: map[string][]string{}}
+	r := ModelsReply{Providers: cfg.ProviderNames(), Models: map[string][]string{}, Listed: map[string]bool{}}
 	for _, p := range r.Providers {
 		names := provider.ModelNames(cfg.Wire(p))
 		if m := cfg.Providers[p].Model; m != "" {
@@ -162,10 +179,63 @@ func (h *Engine) Models() (ModelsReply, error) {
 		for k := range cfg.Models {
 			names = append(names, k)
 		}
+		if d := h.discovered[p]; d != nil && d.done {
+			names = append(names, d.ids...)
+			r.Listed[p] = d.err == ""
+		}
 		sort.Strings(names)
 		r.Models[p] = dedup(names)
 	}
-	return r, nil
+	return r
+}
+
+// discovery is a model list asked of a provider's server.
+type discovery struct {
+	done bool
+	ids  []string
+	err  string
+}
+
+// Discover asks a provider's server for its models, once per host, in the
+// background (the plugin asks when :Flemma switch completes or picks that
+// provider's models): the answer comes at once, the list later, with the
+// FlemmaModels event carrying the whole catalogue again. A server that
+// does not answer leaves the catalogue as it was; the log says why.
+func (h *Engine) Discover(name string) (Reply, error) {
+	h.mu.Lock()
+	known := false
+	for _, n := range h.cfg.ProviderNames() {
+		known = known || n == name
+	}
+	if !known || h.discovered[name] != nil || h.closing {
+		h.mu.Unlock()
+		return reply("none", "", 0), nil
+	}
+	if h.discovered == nil {
+		h.discovered = map[string]*discovery{}
+	}
+	d := &discovery{}
+	h.discovered[name] = d
+	e := options.Resolve(h.cfg, options.Runtime{Provider: name}, options.Buffer{})
+	h.mu.Unlock()
+	_, _, pc := h.request(e)
+	go func() {
+		ids, err := h.listModels(context.Background(), name, pc)
+		h.mu.Lock()
+		d.done, d.ids = true, ids
+		if err != nil {
+			d.err = err.Error()
+		}
+		models := h.modelsLocked()
+		h.mu.Unlock()
+		if err != nil {
+			h.logf("models of %s: %v", name, err)
+		} else {
+			h.logf("models of %s: %d listed by its server", name, len(ids))
+		}
+		h.event("FlemmaModels", models) // the picker waits for it either way
+	}()
+	return reply("none", "", 0), nil
 }
 
 func dedup(s []string) []string {

@@ -2,10 +2,12 @@ package cycle
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flemma-dev/flemma/provider"
 )
@@ -47,7 +49,7 @@ func modelEnv(t *testing.T, setup map[string]any) (*testEnv, *capturing) {
 		c.name = name
 		return c, nil
 	}})
-	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN"} {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
 		t.Setenv(v, "test-key")
 	}
 	return env, c
@@ -78,14 +80,26 @@ func countNotes(env *testEnv, sub string) int {
 // told once per model; a max_tokens above a model's limit is cut, once
 // said; setup's models = {…} is what the request is built for.
 func TestModelNotes(t *testing.T) {
-	env, c := modelEnv(t, map[string]any{"model": "claude-next-preview"})
+	env, c := modelEnv(t, map[string]any{"model": "my-finetune"})
 	sendOnce(t, env, 1)
 	sendOnce(t, env, 2)
-	const unknown = "flemma does not know the model claude-next-preview (anthropic): it sends max_tokens 8,192 and no thinking parameter"
+	const unknown = "flemma does not know the model my-finetune (anthropic): it sends max_tokens 8,192 and no thinking parameter"
 	if n := countNotes(env, unknown); n != 1 {
 		t.Errorf("%d unknown-model notes, want 1: %q", n, env.ed.notifications())
 	}
-	if info := c.last(t).ModelInfo; info == nil || info.Known || info.Name != "claude-next-preview" {
+	if info := c.last(t).ModelInfo; info == nil || info.Known || info.Name != "my-finetune" {
+		t.Errorf("request built for %+v", info)
+	}
+	// A Claude model flemma does not list is taken for the newest family
+	// (it was sent the user's temperature, which every Claude since Opus
+	// 4.7 refuses), and the user is told once.
+	env, c = modelEnv(t, map[string]any{"model": "claude-next-preview", "parameters": map[string]any{"temperature": 0.3}})
+	sendOnce(t, env, 1)
+	sendOnce(t, env, 2)
+	if n := countNotes(env, "flemma does not list claude-next-preview (anthropic) and takes it for the family claude-: thinking adaptive, no temperature"); n != 1 {
+		t.Errorf("%d family notes, want 1: %q", n, env.ed.notifications())
+	}
+	if info := c.last(t).ModelInfo; info == nil || !info.Family || !info.NoSampling {
 		t.Errorf("request built for %+v", info)
 	}
 	env.as("switch to another unknown model").reply(env.h.Switch("openai my-local-model max_tokens=20000"))
@@ -240,5 +254,65 @@ func TestNamedProviderModels(t *testing.T) {
 	sendOnce(t, env, 3)
 	if info := c.last(t).ModelInfo; info == nil || info.Name != "claude-opus-4-8" || info.Provider != "anthropic" {
 		t.Errorf("proxy request built for %+v", info)
+	}
+}
+
+// Discover asks a provider's server for its models once per host (and
+// again after a setup), in the background: Models gives them, the
+// FlemmaModels event brings them, a failure is logged and marks the
+// provider as not listed.
+func TestDiscoverModels(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	deps := Deps{ListModels: func(_ context.Context, name string, cfg provider.Config) ([]string, error) {
+		mu.Lock()
+		calls[name]++
+		mu.Unlock()
+		if name == "vertex" {
+			return nil, provider.ErrNoListing
+		}
+		if cfg.BaseURL != "http://localhost:11434/v1" {
+			return nil, fmt.Errorf("base %q", cfg.BaseURL)
+		}
+		return []string{"llama3.1:8b", "qwen3:8b"}, nil
+	}}
+	env := newEnvWith(t, map[string]any{"providers": map[string]any{"ollama": map[string]any{"base_url": "http://localhost:11434/v1", "model": "qwen3"}}}, deps)
+	for i := 0; i < 3; i++ {
+		if r, err := env.h.Discover("ollama"); err != nil || r.Message != "" {
+			t.Fatalf("Discover: %+v %v", r, err)
+		}
+	}
+	_, _ = env.h.Discover("vertex")
+	_, _ = env.h.Discover("nope") // not a provider: nothing asked
+	var m ModelsReply
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, _ = env.h.Models()
+		if _, done := m.Listed["vertex"]; m.Listed["ollama"] && done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := strings.Join(m.Models["ollama"], ","); got != "llama3.1:8b,qwen3,qwen3:8b" || !m.Listed["ollama"] {
+		t.Errorf("ollama models %q listed %v", got, m.Listed)
+	}
+	if listed, done := m.Listed["vertex"]; !done || listed {
+		t.Errorf("vertex listed %v %v, want done and false", listed, done)
+	}
+	mu.Lock()
+	if calls["ollama"] != 1 || calls["nope"] != 0 {
+		t.Errorf("calls %v, want ollama asked once", calls)
+	}
+	mu.Unlock()
+	env.ed.mu.Lock()
+	n := 0
+	for _, e := range env.ed.evs {
+		if strings.HasPrefix(e, "FlemmaModels ") {
+			n++
+		}
+	}
+	env.ed.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d FlemmaModels events, want one per provider asked", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // snapshot is one consistent read of a buffer (flemma.buf.snapshot). With
@@ -229,6 +230,7 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 }
 
 func (h *Engine) notify(msg string, level int) {
+	msg = secrets.Default.Redact(msg)
 	if err := h.ed.Notify(msg, level); err != nil {
 		h.logf("notify: %v", err)
 	}

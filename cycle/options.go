@@ -35,9 +35,13 @@ func (h *Engine) logRefused(bufnr int, e options.Effective) {
 
 // usableTools are the registry's tools enabled by default and usable here.
 func (h *Engine) usableTools() []string {
+	h.mu.Lock()
+	fetch := h.cfg.Tools.Fetch.Enabled // setup turns the fetch tool on
+	h.mu.Unlock()
 	var out []string
 	for _, t := range h.Registry.All() {
-		if t.Spec().Enabled && len(h.Registry.Missing(t)) == 0 {
+		on := t.Spec().Enabled || (fetch && t.Spec().Name == "fetch" && t.Spec().Source == "built-in")
+		if on && len(h.Registry.Missing(t)) == 0 {
 			out = append(out, t.Spec().Name)
 		}
 	}

@@ -12,6 +12,9 @@ package cycle
 // Level, and the Lua side shows it.
 
 // Method names.
+
+import "github.com/flemma-dev/flemma/internal/secrets"
+
 const (
 	MVersion            = "flemma.version"
 	MPing               = "flemma.ping"
@@ -40,6 +43,8 @@ const (
 	MSandboxStatus      = "flemma.sandbox_status"
 	MSwitch             = "flemma.switch"
 	MModels             = "flemma.models"
+	MDiscover           = "flemma.discover"
+	MLogin              = "flemma.login"
 	MAutopilot          = "flemma.autopilot"
 	MSandboxWritable    = "flemma.sandbox_writable"
 	MSandboxWrap        = "flemma.sandbox_wrap"
@@ -96,6 +101,8 @@ func (h *Engine) Methods() []Method {
 		{MSandboxStatus, h.SandboxStatus, true},
 		{MSwitch, h.Switch, true},
 		{MModels, h.Models, false},
+		{MDiscover, h.Discover, true},
+		{MLogin, h.Login, true},
 		{MAutopilot, h.Autopilot, true},
 		{MSandboxWritable, h.SandboxWritable, false},
 		{MSandboxWrap, h.SandboxWrap, false},
@@ -122,12 +129,16 @@ type Reply struct {
 	Message string `msgpack:"message,omitempty"`
 	Level   int    `msgpack:"level,omitempty"`
 	Text    string `msgpack:"text,omitempty"`
+	// URL and Code: a sign-in's page and the code to enter there
+	// (:Flemma login; the plugin opens the page).
+	URL  string `msgpack:"url,omitempty"`
+	Code string `msgpack:"code,omitempty"`
 }
 
 func reply(phase, msg string, level int) Reply {
 	r := Reply{Phase: phase}
 	if msg != "" {
-		r.Message, r.Level = msg, level
+		r.Message, r.Level = secrets.Default.Redact(msg), level
 	}
 	return r
 }
@@ -152,6 +163,8 @@ type StatusReply struct {
 type ModelsReply struct {
 	Providers []string            `msgpack:"providers"`
 	Models    map[string][]string `msgpack:"models"`
+	// Listed: the provider's server listed its models (Discover).
+	Listed map[string]bool `msgpack:"listed"`
 }
 
 // VersionReply is the handshake.

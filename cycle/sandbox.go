@@ -88,6 +88,8 @@ func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		OutputDir:      h.outputDir,
 		BackupDir:      h.backupDir(),
 		Protect:        protect,
+		Fetch: tools.FetchLimits{AllowPrivate: cfg.Tools.Fetch.AllowPrivate, MaxBytes: cfg.Tools.Fetch.MaxBytes,
+			Timeout: secs(cfg.Tools.Fetch.Timeout), MaxRedirects: cfg.Tools.Fetch.MaxRedirects},
 	}, nil
 }
 

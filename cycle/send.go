@@ -49,6 +49,7 @@ func (u *usageTotal) add(x *provider.Usage, cost float64, known bool) {
 	u.CacheReadTokens += x.CacheReadTokens
 	u.CacheWriteTokens += x.CacheWriteTokens
 	u.ThinkingTokens += x.ThinkingTokens
+	u.WebSearches += x.WebSearches
 }
 
 func (u usageTotal) String() string {
@@ -58,6 +59,9 @@ func (u usageTotal) String() string {
 	}
 	if u.ThinkingTokens > 0 {
 		s += fmt.Sprintf(" · %s reasoning", thousands(u.ThinkingTokens))
+	}
+	if u.WebSearches > 0 {
+		s += fmt.Sprintf(" · %s web searches", thousands(u.WebSearches))
 	}
 	switch {
 	case u.Priced > 0 && u.Unpriced == 0:
@@ -95,7 +99,7 @@ func usageEvent(u *provider.Usage) *UsageEvent {
 		return nil
 	}
 	return &UsageEvent{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
-		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ThinkingTokens}
+		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ThinkingTokens, WebSearches: u.WebSearches}
 }
 
 // progress reports a request's progress to the editor.
@@ -120,6 +124,7 @@ func (h *Engine) request(e options.Effective) (string, provider.Params, provider
 	}
 	pc.FirstByteTimeout, pc.IdleTimeout, pc.Timeout = noLimit(e.Timeouts.FirstByte), noLimit(e.Timeouts.Idle), noLimit(e.Timeouts.Total)
 	endpointConfig(&pc, e.Provider, e.Endpoint)
+	pc.Copilot = copilotConfig(e.DataDir, e.Endpoint)
 	return e.Provider, p, pc
 }
 
@@ -139,7 +144,7 @@ func (h *Engine) retrying(prov provider.Provider, e options.Effective) provider.
 // endpointConfig adds a provider's wire, credential source, headers and
 // extra body (setup's providers.<name>, never a frontmatter's) to pc.
 func endpointConfig(pc *provider.Config, name string, ep options.Endpoint) {
-	pc.Wire, pc.KeyHeader, pc.Headers, pc.ExtraBody = ep.Wire, ep.APIKeyHeader, ep.Headers, ep.ExtraBody
+	pc.Wire, pc.KeyHeader, pc.Headers, pc.ExtraBody, pc.Reasoning = ep.Wire, ep.APIKeyHeader, ep.Headers, ep.ExtraBody, ep.Reasoning
 	if ep.KeySet {
 		pc.Key = &provider.KeySource{Env: ep.APIKeyEnv, Cmd: ep.APIKeyCmd, CacheTTL: ep.APIKeyCache, Timeout: ep.APIKeyTimeout}
 	} else if len(ep.APIKeyCmd) > 0 || ep.APIKeyCache != 0 || ep.APIKeyTimeout != 0 {
@@ -203,11 +208,9 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	eff := h.effective(bufnr, fm)
 	h.logRefused(bufnr, eff)
 	name, params, pcfg := h.request(eff)
-	signer := name // whose thinking signatures the request may carry: the wire's
-	if pcfg.Wire == "anthropic" || pcfg.Wire == "openai" || pcfg.Wire == "responses" || pcfg.Wire == "vertex" {
-		signer = strings.Replace(pcfg.Wire, "responses", "openai", 1)
-	}
-	system, msgs, err := provider.FromDocument(doc, signer)
+	// Whose thinking signatures the request may carry: the wire's, or the
+	// Chat Completions server's own.
+	system, msgs, err := provider.FromDocument(doc, provider.Signer(name, pcfg.Wire))
 	if err != nil {
 		return reply("send", "Cannot send: "+err.Error(), levelError), nil
 	}
@@ -233,7 +236,9 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		return reply("send", fmt.Sprintf("%s: no credential: %s. Nothing was sent.", name, src), levelError), nil
 	}
 	info := h.modelInfo(name, params.Model)
-	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params, ModelInfo: &info}
+	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params, ModelInfo: &info,
+		Web: provider.WebTools{Search: eff.WebSearch, Fetch: eff.WebFetch, SearchUses: eff.WebSearchUses, FetchUses: eff.WebFetchUses}}
+	h.noteWeb(name, req.Web)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	h.mu.Lock()
@@ -360,16 +365,17 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 	tick := time.NewTicker(flushEvery)
 	defer tick.Stop()
 	var (
-		dirty    bool
-		writeErr error
-		toolUses int
-		usage    *provider.Usage
-		flushes  int
-		started  = time.Now()
-		received = map[string]bool{} // ids of the structured tool calls of this response
-		prog     = Progress{Phase: "waiting", Provider: prov.Name(), Model: req.Params.Model}
-		progSent = prog
-		progAt   = started
+		dirty      bool
+		writeErr   error
+		toolUses   int
+		usage      *provider.Usage
+		unreadable int
+		flushes    int
+		started    = time.Now()
+		received   = map[string]bool{} // ids of the structured tool calls of this response
+		prog       = Progress{Phase: "waiting", Provider: prov.Name(), Model: req.Params.Model}
+		progSent   = prog
+		progAt     = started
 	)
 	// report sends the progress when its phase changed, or when its
 	// counts did and progressEvery passed.
@@ -415,6 +421,14 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 			flush()
 		case provider.EventUsage:
 			usage = e.Usage
+		case provider.EventUnreadable:
+			// Never dropped in silence: the raw text goes to the log, the
+			// user is told once, and the Writer marks the answer cut.
+			unreadable++
+			h.logf("send: %s: piece %d of the stream could not be read (%s): %s", prov.Name(), unreadable, e.Detail, logCut(e.Text, 4096))
+			if unreadable == 1 {
+				h.notify(prov.Name()+": a piece of the response could not be read; the answer is marked incomplete and its raw text is in the log (:Flemma log).", levelWarn)
+			}
 		}
 	}
 	var streamErr error
@@ -481,6 +495,9 @@ loop:
 		end.Status, end.Error = "error", streamErr.Error()
 	case w.Cut() != "":
 		end.Status = "cut"
+	case len(final) == 0:
+		// Nothing written: the model's answer was empty.
+		end.Status = "empty"
 	}
 	h.endStream(sw.bufnr)
 	h.event("FlemmaRequestEnd", end)
@@ -494,10 +511,21 @@ loop:
 	}
 	if usage != nil {
 		msg := fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens)
+		if usage.WebSearches > 0 {
+			msg += fmt.Sprintf(" · %d web searches", usage.WebSearches)
+		}
 		if costKnown {
 			msg += " · " + dollars(cost)
 		}
 		h.notify(msg, levelInfo)
+	}
+	if end.Status == "empty" {
+		out := 0
+		if usage != nil {
+			out = usage.OutputTokens
+		}
+		h.notify(fmt.Sprintf("%s: the model's answer was empty (stop reason %q, %d output tokens); nothing was written. Press <C-]> to ask again.", prov.Name(), w.StopReason(), out), levelWarn)
+		return
 	}
 	if cut := w.Cut(); cut != "" {
 		// Cut at the output limit, filtered, or ended inside a tool call:
@@ -676,3 +704,41 @@ func (h *Engine) Switch(args string) (Reply, error) {
 
 // Send is phase 3 on the user's word (:Flemma send).
 func (h *Engine) Send(bufnr int) (Reply, error) { return h.startSend(bufnr, false) }
+
+// logCut bounds a raw piece of a stream for the log.
+func logCut(s string, n int) string {
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:n]) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// noteWeb says once per provider when web tools are on but its wire has
+// none (Chat Completions servers, the replay script).
+func (h *Engine) noteWeb(name string, w provider.WebTools) {
+	if !w.Search && !w.Fetch {
+		return
+	}
+	wire := h.wire(name)
+	if wire == "anthropic" || wire == "openai" || wire == "responses" || wire == "vertex" || wire == "gemini" {
+		if w.Fetch && wire != "anthropic" && !w.Search {
+			h.noteOnce("webfetch "+name, name+": tools.web_fetch is Anthropic's only (flemma's fetch tool works with every provider).")
+		}
+		return
+	}
+	h.noteOnce("web "+name, name+": the provider's web search is not available on "+wire+"; tools.web_search is ignored here (flemma's fetch tool works with every provider).")
+}
+
+// noteOnce tells the user msg once per host and key.
+func (h *Engine) noteOnce(key, msg string) {
+	h.mu.Lock()
+	if h.noted == nil {
+		h.noted = map[string]bool{}
+	}
+	seen := h.noted[key]
+	h.noted[key] = true
+	h.mu.Unlock()
+	if !seen {
+		h.notify(msg, levelInfo)
+	}
+}

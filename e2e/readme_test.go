@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/flemma-dev/flemma/internal/nvimtest"
@@ -37,6 +38,28 @@ func TestReadmeAsyncToolExample(t *testing.T) {
 		press(t, s, "<C-]>")
 		if body, isErr := waitResult(t, s, "w1"); isErr || body != "waited 20 ms" {
 			t.Errorf("result %q (error %v)", body, isErr)
+		}
+	})
+}
+
+// TestReadmeNamedProviders: the README's named providers, exactly as
+// written, are accepted by setup (no key reported unknown or mistyped) and
+// each can be switched to.
+func TestReadmeNamedProviders(t *testing.T) {
+	eachNvim(t, `{}`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, readmeBlock(t, `proxied_mistral = {`)); err != nil {
+			t.Fatalf("the README example: %v", err)
+		}
+		for _, name := range []string{"ollama", "openrouter", "deepseek", "mistral", "gemini", "proxied_mistral", "azure"} {
+			if err := s.Nv.Command("Flemma switch " + name); err != nil {
+				t.Fatalf("switch %s: %v", name, err)
+			}
+			waitMessage(t, s, "Provider "+name+", model ")
+		}
+		for _, bad := range []string{"unknown option", "must be", "E5108"} {
+			if strings.Contains(s.Messages(), bad) {
+				t.Errorf("setup reported a problem with the README's example:\n%s", s.Messages())
+			}
 		}
 	})
 }

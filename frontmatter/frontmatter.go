@@ -185,6 +185,10 @@ type Options struct {
 	Autopilot     *bool
 	MaxTurns      *int
 	MaxConcurrent *int
+	// WebSearch and WebFetch are tools.web_search and tools.web_fetch: the
+	// provider's own web tools for this buffer (an untrusted buffer may
+	// only turn them off).
+	WebSearch, WebFetch *bool
 	// Thinking is "minimal", "low", "medium", "high", "max", "off" (from
 	// false) or a token budget written as a decimal integer.
 	Thinking *string

@@ -138,6 +138,10 @@ var schema = sync.OnceValue(func() *node {
 		"autopilot":    autopilot,
 		"max_concurrent": scalar("tools.max_concurrent", intSetter(0, func(es *evalState) **int { return &es.b.opts.MaxConcurrent }),
 			func(es *evalState) any { return derefInt(es.b.opts.MaxConcurrent) }),
+		"web_search": scalar("tools.web_search", boolSetter(func(es *evalState) **bool { return &es.b.opts.WebSearch }),
+			func(es *evalState) any { return derefBool(es.b.opts.WebSearch) }),
+		"web_fetch": scalar("tools.web_fetch", boolSetter(func(es *evalState) **bool { return &es.b.opts.WebFetch }),
+			func(es *evalState) any { return derefBool(es.b.opts.WebFetch) }),
 		"require_approval":       blocked("tools.require_approval", reasonApproval),
 		"auto_approve_sandboxed": blocked("tools.auto_approve_sandboxed", reasonApproval),
 		"modules":                blocked("tools.modules", reasonModules),
@@ -479,6 +483,21 @@ func setAutopilotEnabled(es *evalState, v any) error {
 		return nil
 	}
 	return fmt.Errorf("expected a boolean, got %s", typeName(v))
+}
+
+// boolSetter sets a boolean option (nil unsets it).
+func boolSetter(field func(*evalState) **bool) func(*evalState, any) error {
+	return func(es *evalState, v any) error {
+		switch x := v.(type) {
+		case nil:
+			*field(es) = nil
+			return nil
+		case bool:
+			*field(es) = &x
+			return nil
+		}
+		return fmt.Errorf("expected a boolean, got %s", typeName(v))
+	}
 }
 
 func coerceSandbox(es *evalState, v any) error {

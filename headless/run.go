@@ -121,7 +121,7 @@ type Pending struct {
 // Result is how a run ended.
 type Result struct {
 	Code     int
-	Status   string // done, pending, error, usage, cut, max_turns
+	Status   string // done, pending, error, empty, usage, cut, max_turns
 	Message  string // one line for stderr ("" when done)
 	Pending  *Pending
 	Requests int
@@ -164,7 +164,7 @@ func (s *runState) notify(msg string, level int) {
 		s.stopped = true
 	}
 	s.mu.Unlock()
-	s.emit(Event{Event: "message", Level: levelName(level), Text: msg})
+	s.emit(Event{Event: "message", Level: levelName(level), Text: Plain(msg)})
 }
 
 func (s *runState) event(pattern string, data any) {
@@ -345,9 +345,20 @@ func outcome(ctx context.Context, f *File, d *buffer.Document, st *runState) Res
 	case last.Status == "cancelled" || ctx.Err() != nil:
 		return fail(ExitCut, "cut", "the run was interrupted; what arrived is in the file, marked as interrupted")
 	case last.Status == "error":
-		return fail(ExitError, "error", "%s: %s", last.Provider, last.Error)
+		// The error names its provider already ("rec: …").
+		msg := last.Error
+		if !strings.HasPrefix(msg, last.Provider+": ") {
+			msg = last.Provider + ": " + msg
+		}
+		return fail(ExitError, "error", "%s", Plain(msg))
+	case last.Status == "empty":
+		out := 0
+		if last.Usage != nil {
+			out = last.Usage.OutputTokens
+		}
+		return fail(ExitError, "empty", "%s: the model's answer was empty (stop reason %q, %d output tokens); nothing was written: run again, or check the model and its parameters", last.Provider, last.StopReason, out)
 	case len(errs) > 0:
-		return fail(ExitError, "error", "%s", oneLine(errs[0]))
+		return fail(ExitError, "error", "%s", Plain(oneLine(errs[0])))
 	case last.Status == "cut":
 		return fail(ExitCut, "cut", "the response was cut short (stop reason %q): its calls did not run; run again to send that back to the model", last.StopReason)
 	}

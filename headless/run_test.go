@@ -57,7 +57,7 @@ type env struct {
 
 func newEnv(t *testing.T, text string, turns ...turn) *env {
 	t.Helper()
-	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN"} {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "VERTEX_AI_ACCESS_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
 		t.Setenv(v, "")
 	}
 	e := &env{t: t, dir: t.TempDir(), state: t.TempDir()}
@@ -359,5 +359,35 @@ func TestDefaultStateDir(t *testing.T) {
 	}
 	if got := DefaultStateDir(env(map[string]string{"HOME": "/h", "NVIM_APPNAME": "lazy"})); got != "/h/.local/state/lazy/flemma" {
 		t.Errorf("got %s", got)
+	}
+}
+
+// An empty answer is said to be one (exit 1), not taken for the turn
+// limit (it exited 5, "autopilot stopped (turn limit…)").
+func TestRunEmptyAnswer(t *testing.T) {
+	e := newEnv(t, "@You:\nhi\n", turn{})
+	res := e.run(nil)
+	if res.Code != ExitError || res.Status != "empty" || !strings.Contains(res.Message, "the model's answer was empty") || strings.Contains(res.Message, "turn limit") {
+		t.Fatalf("result = %+v\n%s", res, e.text())
+	}
+	if got := e.text(); got != "@You:\nhi\n" {
+		t.Errorf("file = %q, want it unchanged", got)
+	}
+}
+
+// A provider's error names the provider once, and no message of the run
+// names a Neovim key or command.
+func TestRunMessagesAreForTheTerminal(t *testing.T) {
+	e := newEnv(t, "@You:\nhi\n") // no turns: the replay has nothing to answer
+	res := e.run(nil)
+	if res.Code != ExitError || strings.Contains(res.Message, "replay: replay:") || !strings.HasPrefix(res.Message, "replay: ") {
+		t.Fatalf("result = %+v", res)
+	}
+	e2 := newEnv(t, "@You:\ncount\n", turn{calls: []call{calc("toolu_1", "1")}}, turn{calls: []call{calc("toolu_2", "2")}})
+	e2.run(func(o *Options) { o.Approve = []string{"calculator"}; o.MaxTurns = 2 })
+	for _, ev := range append(e.events, e2.events...) {
+		if editorHint.MatchString(ev.Text) {
+			t.Errorf("event %s names an editor key or command: %q", ev.Event, ev.Text)
+		}
 	}
 }

@@ -51,6 +51,24 @@ type Config struct {
 			Shell string            `json:"shell"`
 			Env   map[string]string `json:"env"`
 		} `json:"bash"`
+		// WebSearch and WebFetch are the providers' own web tools
+		// (tools.web_search, tools.web_fetch), off unless Enabled.
+		WebSearch struct {
+			Enabled bool `json:"enabled"`
+			MaxUses int  `json:"max_uses"`
+		} `json:"web_search"`
+		WebFetch struct {
+			Enabled bool `json:"enabled"`
+			MaxUses int  `json:"max_uses"`
+		} `json:"web_fetch"`
+		// Fetch is tools.fetch: the fetch tool, off unless Enabled.
+		Fetch struct {
+			Enabled      bool    `json:"enabled"`
+			AllowPrivate bool    `json:"allow_private"`
+			MaxBytes     int     `json:"max_bytes"`
+			Timeout      float64 `json:"timeout"`
+			MaxRedirects int     `json:"max_redirects"`
+		} `json:"fetch"`
 		DefaultTimeout    float64 `json:"default_timeout"`
 		CursorAfterResult string  `json:"cursor_after_result"`
 		// AutoApproveFileCalls lets policies approve calls to bash, write,
@@ -63,6 +81,9 @@ type Config struct {
 	Paths struct {
 		State  string `json:"state"`
 		Config string `json:"config"`
+		// Data is flemma's folder in Neovim's data folder
+		// (stdpath("data")/flemma): sign-ins are stored there.
+		Data string `json:"data"`
 	} `json:"paths"`
 	// Send: retries and timeouts of a request, in seconds (nil = the
 	// default; Resolve applies them).
@@ -141,10 +162,17 @@ type ProviderConfig struct {
 	APIKeyHeader string            `json:"api_key_header"`
 	Headers      map[string]string `json:"headers"`
 	ExtraBody    map[string]any    `json:"extra_body"`
+	// Reasoning is how a chat_completions server gets its reasoning back:
+	// "reasoning_content" or "none" ("" = what its host documents).
+	Reasoning string `json:"reasoning"`
+	// GitHubURL and GitHubAPIURL are where the copilot provider signs in
+	// (GitHub Enterprise; "" = github.com and api.github.com).
+	GitHubURL    string `json:"github_url"`
+	GitHubAPIURL string `json:"github_api_url"`
 }
 
 // BuiltinProviders are the providers that need no providers.<name> entry.
-var BuiltinProviders = []string{"anthropic", "openai", "replay", "vertex"}
+var BuiltinProviders = []string{"anthropic", "copilot", "gemini", "openai", "replay", "vertex"}
 
 // Wire is the API a provider of this setup speaks: a built-in's own name
 // (unless providers.<name>.wire gives it another), a named provider's

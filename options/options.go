@@ -53,12 +53,19 @@ type Buffer struct {
 
 // Effective are the options of one buffer now.
 type Effective struct {
-	Provider       string
-	Model          string
-	MaxTokens      int
-	Temperature    *float64
-	Thinking       string
-	CacheRetention string
+	// DataDir is flemma's data folder (paths.data): where sign-ins live.
+	DataDir string
+	// WebSearch and WebFetch turn on the provider's own web tools; an
+	// untrusted frontmatter may only turn them off. WebMaxUses bounds them
+	// per response (0: the provider's default).
+	WebSearch, WebFetch         bool
+	WebSearchUses, WebFetchUses int
+	Provider                    string
+	Model                       string
+	MaxTokens                   int
+	Temperature                 *float64
+	Thinking                    string
+	CacheRetention              string
 	// Extra are the provider-specific parameters of Provider
 	// (parameters.<provider>, then the frontmatter's).
 	Extra    map[string]any
@@ -146,12 +153,18 @@ type Endpoint struct {
 	APIKeyHeader               string
 	Headers                    map[string]string
 	ExtraBody                  map[string]any
+	// Reasoning is how a Chat Completions server gets its reasoning back
+	// (provider.ReasoningContent or ReasoningNone; "" = by its host).
+	Reasoning string
+	// GitHubURL, GitHubAPIURL: where copilot signs in ("" = github.com).
+	GitHubURL, GitHubAPIURL string
 }
 
 // endpoint is the Endpoint of providers.<name>.
 func endpoint(name string, p ProviderConfig) Endpoint {
 	e := Endpoint{BaseURL: p.BaseURL, ReplayFile: p.File, Project: p.Project, Location: p.Location,
-		APIKeyHeader: p.APIKeyHeader, Headers: p.Headers, ExtraBody: p.ExtraBody, APIKeyCmd: p.APIKeyCmd}
+		APIKeyHeader: p.APIKeyHeader, Headers: p.Headers, ExtraBody: p.ExtraBody, APIKeyCmd: p.APIKeyCmd, Reasoning: p.Reasoning,
+		GitHubURL: p.GitHubURL, GitHubAPIURL: p.GitHubAPIURL}
 	builtin := false
 	for _, n := range BuiltinProviders {
 		builtin = builtin || n == name
@@ -200,6 +213,11 @@ func endpoint(name string, p ProviderConfig) Endpoint {
 // Resolve returns the effective options of a buffer.
 func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	e := Effective{
+		DataDir:           cfg.Paths.Data,
+		WebSearch:         cfg.Tools.WebSearch.Enabled,
+		WebFetch:          cfg.Tools.WebFetch.Enabled,
+		WebSearchUses:     cfg.Tools.WebSearch.MaxUses,
+		WebFetchUses:      cfg.Tools.WebFetch.MaxUses,
 		Provider:          cfg.Provider,
 		Model:             cfg.Model,
 		MaxTokens:         cfg.Parameters.MaxTokens,
@@ -277,11 +295,28 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 		if o.Autopilot != nil && !userOff && (!*o.Autopilot || b.Trusted) {
 			e.Autopilot = *o.Autopilot
 		}
+		// The provider's web tools: a file may turn them off; only a
+		// trusted one may turn them on.
+		if o.WebSearch != nil && (!*o.WebSearch || b.Trusted) {
+			e.WebSearch = *o.WebSearch
+		}
+		if o.WebFetch != nil && (!*o.WebFetch || b.Trusted) {
+			e.WebFetch = *o.WebFetch
+		}
 		if o.SandboxEnabled != nil && *o.SandboxEnabled {
 			e.SandboxEnabled = true
 		}
 	}
-	e.Extra = sections[e.Provider]
+	// The provider's own section of parameters, else its wire's
+	// (parameters.vertex serves the Gemini API too: the same wire).
+	sec := e.Provider
+	if _, ok := sections[sec]; !ok {
+		sec = map[string]string{"gemini": "vertex", "responses": "openai"}[cfg.Wire(e.Provider)]
+		if sec == "" {
+			sec = cfg.Wire(e.Provider)
+		}
+	}
+	e.Extra = sections[sec]
 	if p, ok := cfg.Providers[e.Provider]; ok {
 		e.Endpoint = endpoint(e.Provider, p)
 		if e.Model == "" {

@@ -214,7 +214,34 @@ func TestNamedProviderEndpoint(t *testing.T) {
 	if e := get("", &frontmatter.Options{Provider: &p}); e.Model != "qwen3" {
 		t.Errorf("frontmatter switching to ollama kept model %q", e.Model)
 	}
-	if got := cfg.ProviderNames(); strings.Join(got, ",") != "anthropic,ollama,openai,openrouter,replay,vertex" {
+	if got := cfg.ProviderNames(); strings.Join(got, ",") != "anthropic,copilot,gemini,ollama,openai,openrouter,replay,vertex" {
 		t.Errorf("ProviderNames = %v", got)
+	}
+}
+
+// The providers' web tools: setup turns them on; a buffer may turn them
+// off; only a trusted one may turn them on.
+func TestResolveWebTools(t *testing.T) {
+	on := setup(t, `{"tools": {"web_search": {"enabled": true, "max_uses": 3}}}`)
+	off := setup(t, `{}`)
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		fm         *frontmatter.Options
+		trusted    bool
+		search, fe bool
+	}{
+		{"setup on", on, nil, false, true, false},
+		{"a file turns it off", on, &frontmatter.Options{WebSearch: ptr(false)}, false, false, false},
+		{"an untrusted file cannot turn it on", off, &frontmatter.Options{WebSearch: ptr(true), WebFetch: ptr(true)}, false, false, false},
+		{"a trusted file can", off, &frontmatter.Options{WebSearch: ptr(true), WebFetch: ptr(true)}, true, true, true},
+	} {
+		e := Resolve(tc.cfg, Runtime{}, Buffer{FM: tc.fm, Trusted: tc.trusted})
+		if e.WebSearch != tc.search || e.WebFetch != tc.fe {
+			t.Errorf("%s: search %v fetch %v, want %v %v", tc.name, e.WebSearch, e.WebFetch, tc.search, tc.fe)
+		}
+	}
+	if e := Resolve(on, Runtime{}, Buffer{}); e.WebSearchUses != 3 {
+		t.Errorf("max_uses %d", e.WebSearchUses)
 	}
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -41,6 +42,9 @@ func (a *anthropic) Stream(ctx context.Context, req Request, emit func(Event)) e
 	h := http.Header{}
 	a.cfg.setKey(h, key, "x-api-key", "")
 	h.Set("anthropic-version", anthropicVersion)
+	if req.Web.Fetch {
+		h.Set("anthropic-beta", anthropicWebFetchBeta)
+	}
 	resp, err := post(ctx, a.cfg.HTTPClient, a.name, baseURL(a.cfg.BaseURL, anthropicBase, "/v1/messages"), h, body)
 	if err != nil {
 		return redact(err, key)
@@ -48,6 +52,28 @@ func (a *anthropic) Stream(ctx context.Context, req Request, emit func(Event)) e
 	defer resp.Body.Close()
 	return redact(consume(ctx, a.name, resp.Body, &anthropicParser{emit: emit, provider: a.name}), key)
 }
+
+// anthropicWebTools are Anthropic's server tools the request turns on:
+// web_search (billed per search) and web_fetch (beta: anthropicWebFetchBeta).
+func anthropicWebTools(w WebTools) []any {
+	uses := func(n int) int {
+		if n <= 0 {
+			return 5
+		}
+		return n
+	}
+	var out []any
+	if w.Search {
+		out = append(out, map[string]any{"type": "web_search_20250305", "name": "web_search", "max_uses": uses(w.SearchUses)})
+	}
+	if w.Fetch {
+		out = append(out, map[string]any{"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": uses(w.FetchUses)})
+	}
+	return out
+}
+
+// anthropicWebFetchBeta is the beta header web_fetch needs.
+const anthropicWebFetchBeta = "web-fetch-2025-09-10"
 
 // anthropicBody builds the request body. Keys are sorted, with system,
 // tools and messages last, so consecutive requests share a byte prefix.
@@ -105,8 +131,9 @@ func anthropicBody(req Request) ([]byte, error) {
 			body["system"] = req.System
 		}
 	}
-	if len(req.Tools) > 0 {
-		tools := make([]any, 0, len(req.Tools))
+	if web := anthropicWebTools(req.Web); len(req.Tools) > 0 || len(web) > 0 {
+		tools := make([]any, 0, len(req.Tools)+len(web))
+		tools = append(tools, web...)
 		for i, t := range sortedTools(req.Tools) {
 			def := map[string]any{
 				"name":                  wireName(t.Name),
@@ -292,6 +319,7 @@ type anthropicParser struct {
 type anthropicBlock struct {
 	typ, id, name, data string
 	json, sig           strings.Builder
+	cited               []Source // a text block's citations
 }
 
 type anthropicUsage struct {
@@ -299,6 +327,16 @@ type anthropicUsage struct {
 	OutputTokens        *int `json:"output_tokens"`
 	CacheReadTokens     *int `json:"cache_read_input_tokens"`
 	CacheCreationTokens *int `json:"cache_creation_input_tokens"`
+	ServerToolUse       *struct {
+		WebSearchRequests int `json:"web_search_requests"`
+	} `json:"server_tool_use"`
+}
+
+// anthropicCitation is a citation of a text block (web_search_result_location).
+type anthropicCitation struct {
+	Type  string `json:"type"`
+	URL   string `json:"url"`
+	Title string `json:"title"`
 }
 
 type anthropicEvent struct {
@@ -308,20 +346,24 @@ type anthropicEvent struct {
 		Usage *anthropicUsage `json:"usage"`
 	} `json:"message"`
 	ContentBlock *struct {
-		Type     string `json:"type"`
-		ID       string `json:"id"`
-		Name     string `json:"name"`
-		Data     string `json:"data"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
+		Type      string              `json:"type"`
+		ID        string              `json:"id"`
+		Name      string              `json:"name"`
+		Data      string              `json:"data"`
+		Text      string              `json:"text"`
+		Thinking  string              `json:"thinking"`
+		Input     json.RawMessage     `json:"input"`
+		Content   json.RawMessage     `json:"content"` // a server tool's result
+		Citations []anthropicCitation `json:"citations"`
 	} `json:"content_block"`
 	Delta *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		PartialJSON string `json:"partial_json"`
-		Thinking    string `json:"thinking"`
-		Signature   string `json:"signature"`
-		StopReason  string `json:"stop_reason"`
+		Type        string             `json:"type"`
+		Text        string             `json:"text"`
+		PartialJSON string             `json:"partial_json"`
+		Thinking    string             `json:"thinking"`
+		Signature   string             `json:"signature"`
+		StopReason  string             `json:"stop_reason"`
+		Citation    *anthropicCitation `json:"citation"`
 	} `json:"delta"`
 	Usage *anthropicUsage `json:"usage"`
 	Error *struct {
@@ -334,8 +376,8 @@ func (p *anthropicParser) done() bool { return p.finished }
 
 func (p *anthropicParser) handle(_ string, data []byte) error {
 	var ev anthropicEvent
-	if json.Unmarshal(data, &ev) != nil {
-		return nil // not JSON: ignored, as the reference does
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return unreadable(p.emit, data, err)
 	}
 	if p.blocks == nil {
 		p.blocks = map[int]*anthropicBlock{}
@@ -362,6 +404,15 @@ func (p *anthropicParser) handle(_ string, data []byte) error {
 			if ev.ContentBlock.Thinking != "" {
 				p.emit(Event{Kind: EventThinking, Text: ev.ContentBlock.Thinking})
 			}
+		case "server_tool_use":
+			if in := bytes.TrimSpace(ev.ContentBlock.Input); len(in) > 2 {
+				b.json.Write(in) // a whole input instead of deltas
+			}
+		case "web_search_tool_result", "web_fetch_tool_result":
+			p.emit(Event{Kind: EventWebSearch, Detail: strings.TrimSuffix(b.typ, "_tool_result"), Sources: anthropicResults(ev.ContentBlock.Content)})
+		}
+		for _, c := range ev.ContentBlock.Citations {
+			b.cited = append(b.cited, Source{URL: c.URL, Title: c.Title})
 		}
 	case "content_block_delta":
 		b := p.blocks[ev.Index]
@@ -385,6 +436,10 @@ func (p *anthropicParser) handle(_ string, data []byte) error {
 			if b != nil {
 				b.sig.WriteString(ev.Delta.Signature)
 			}
+		case "citations_delta":
+			if b != nil && ev.Delta.Citation != nil {
+				b.cited = append(b.cited, Source{URL: ev.Delta.Citation.URL, Title: ev.Delta.Citation.Title})
+			}
 		}
 	case "content_block_stop":
 		b := p.blocks[ev.Index]
@@ -402,6 +457,17 @@ func (p *anthropicParser) handle(_ string, data []byte) error {
 			}
 		case "redacted_thinking":
 			p.emit(Event{Kind: EventRedactedThinking, Text: b.data})
+		case "server_tool_use":
+			// The search (or fetch) the model asked Anthropic to run.
+			var in struct {
+				Query string `json:"query"`
+				URL   string `json:"url"`
+			}
+			_ = json.Unmarshal([]byte(b.json.String()), &in)
+			p.emit(Event{Kind: EventWebSearch, Detail: b.name, Text: in.Query + in.URL})
+		}
+		if len(b.cited) > 0 {
+			p.emit(Event{Kind: EventCitation, Sources: b.cited})
 		}
 	case "message_delta":
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
@@ -443,6 +509,10 @@ func (p *anthropicParser) addUsage(u *anthropicUsage) {
 	if u.CacheCreationTokens != nil {
 		p.usage.CacheWriteTokens = *u.CacheCreationTokens
 	}
+	if u.ServerToolUse != nil {
+		p.usage.WebSearches = u.ServerToolUse.WebSearchRequests
+		p.usage.SearchFee = float64(u.ServerToolUse.WebSearchRequests) * anthropicSearchFee
+	}
 	if p.usage != before {
 		u := p.usage
 		p.emit(Event{Kind: EventUsage, Usage: &u})
@@ -464,4 +534,36 @@ func anthropicStreamError(provider string, e *struct {
 	}
 	retry := e.Type == "overloaded_error" || e.Type == "rate_limit_error" || e.Type == "api_error"
 	return &Error{Provider: provider, Message: withHint(msg), Retryable: retry}
+}
+
+// anthropicResults reads a web_search_tool_result's content (a list of
+// web_search_result) or a web_fetch_tool_result's (one web_fetch_result);
+// an error result has no sources.
+func anthropicResults(raw json.RawMessage) []Source {
+	raw = bytes.TrimSpace(raw)
+	var out []Source
+	if len(raw) > 0 && raw[0] == '[' {
+		var list []struct {
+			Type  string `json:"type"`
+			URL   string `json:"url"`
+			Title string `json:"title"`
+		}
+		_ = json.Unmarshal(raw, &list)
+		for _, r := range list {
+			if r.URL != "" {
+				out = append(out, Source{URL: r.URL, Title: r.Title})
+			}
+		}
+		return out
+	}
+	var one struct {
+		URL     string `json:"url"`
+		Content struct {
+			Title string `json:"title"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &one) == nil && one.URL != "" {
+		out = append(out, Source{URL: one.URL, Title: one.Content.Title})
+	}
+	return out
 }

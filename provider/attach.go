@@ -62,8 +62,11 @@ var (
 	anthropicAttach = attachLimit{images: commonImages, imageMax: 5 * mb, pdfMax: 32 * mb}
 	// OpenAI Responses: 20 MB per image, PDFs as input_file up to 32 MB.
 	openaiAttach = attachLimit{images: commonImages, imageMax: 20 * mb, pdfMax: 32 * mb}
-	// Chat Completions: images only (image_url parts), 20 MB.
-	chatAttach = attachLimit{images: commonImages, imageMax: 20 * mb}
+	// Chat Completions: images (image_url parts), 20 MB; PDFs as file
+	// parts only where the server documents them (OpenAI, Azure OpenAI,
+	// OpenRouter: chatDialect.pdf), up to 32 MB.
+	chatAttach    = attachLimit{images: commonImages, imageMax: 20 * mb}
+	chatPDFAttach = attachLimit{images: commonImages, imageMax: 20 * mb, pdfMax: 32 * mb}
 	// Vertex/Gemini inline data: 7 MB per image, PDFs inline up to 20 MB.
 	vertexAttach = attachLimit{images: map[string]bool{"image/png": true, "image/jpeg": true, "image/webp": true,
 		"image/heic": true, "image/heif": true}, imageMax: 7 * mb, pdfMax: 20 * mb}
@@ -245,11 +248,20 @@ func openaiFile(f *File) map[string]any {
 	return map[string]any{"type": "input_text", "text": note}
 }
 
-// chatFile is f as a Chat Completions content part (image_url), or a text
-// part with the note.
-func chatFile(f *File) map[string]any {
-	if kind, note := chatAttach.accept(f, "chat_completions"); kind == "" {
+// chatFile is f as a Chat Completions content part (image_url; a PDF as a
+// file part where the server documents them), or a text part with the
+// note.
+func chatFile(f *File, d chatDialect) map[string]any {
+	limit, wire := chatAttach, "chat_completions"
+	if d.pdf {
+		limit = chatPDFAttach
+	}
+	kind, note := limit.accept(f, wire)
+	switch kind {
+	case "":
 		return map[string]any{"type": "text", "text": note}
+	case "pdf":
+		return map[string]any{"type": "file", "file": map[string]any{"filename": f.Name(), "file_data": f.DataURL()}}
 	}
 	return map[string]any{"type": "image_url", "image_url": map[string]any{"url": f.DataURL()}}
 }

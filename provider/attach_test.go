@@ -202,7 +202,7 @@ func TestAttachmentLimits(t *testing.T) {
 		t.Errorf("openai 6 MB image = %v", b["type"])
 	}
 	pdf := &File{Path: "./a.pdf", MIME: "application/pdf", Data: testPDF}
-	if b := chatFile(pdf); b["type"] != "text" || !strings.Contains(b["text"].(string), "does not accept application/pdf") {
+	if b := chatFile(pdf, dialectOf("http://localhost:11434/v1", "")); b["type"] != "text" || !strings.Contains(b["text"].(string), "does not accept application/pdf") {
 		t.Errorf("chat pdf = %v", b)
 	}
 	zip := &File{Path: "./a.zip", MIME: "application/zip", Data: []byte("PK")}
@@ -212,6 +212,36 @@ func TestAttachmentLimits(t *testing.T) {
 	gone := &File{Path: "./gone.png", Ref: "@./gone.png", Note: "file not found"}
 	if b := anthropicFile(gone); b["text"] != "[@./gone.png: not attached: file not found]" {
 		t.Errorf("missing = %v", b["text"])
+	}
+}
+
+// PDFs go to a Chat Completions server as file parts where it documents
+// them (OpenAI, Azure OpenAI, OpenRouter; they were refused everywhere),
+// and as a note elsewhere.
+func TestChatPDFWhereDocumented(t *testing.T) {
+	for _, tc := range []struct {
+		base string
+		file bool
+	}{
+		{"https://api.openai.com/v1", true},
+		{"https://myres.openai.azure.com/openai/deployments/gpt-4o?api-version=2024-10-21", true},
+		{"https://openrouter.ai/api/v1", true},
+		{"http://localhost:11434/v1", false},
+		{"https://api.deepseek.com", false},
+	} {
+		req := attachRequest(t, "ollama")
+		req.Params = Params{Model: "gpt-4o"}
+		body, err := chatBody(req, "srv", dialectOf(tc.base, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(string(body), `{"file":{"file_data":"data:application/pdf;base64,`)
+		if got != tc.file || got == strings.Contains(string(body), "does not accept application/pdf") {
+			t.Errorf("%s: file part %v, want %v", tc.base, got, tc.file)
+		}
+		if tc.base == "https://api.openai.com/v1" {
+			goldenJSON(t, "request/attach_chat_openai.json", body)
+		}
 	}
 }
 

@@ -83,3 +83,33 @@ type staticTransport string
 func (s staticTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(string(s))), Request: r}, nil
 }
+
+// BenchmarkChatStream parses a 2,000-chunk Chat Completions stream end to
+// end: string content (the common case), and Mistral's content part lists
+// with thinking (issue 29: every documented shape decoded, think tags
+// split), through an in-memory transport.
+func BenchmarkChatStream(b *testing.B) {
+	for _, tc := range []struct{ name, delta string }{
+		{"string", `"content":" token"`},
+		{"mistral_parts", `"content":[{"type":"thinking","thinking":[{"type":"text","text":" step"}]},{"type":"text","text":" token"}]`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var s strings.Builder
+			for i := 0; i < 2000; i++ {
+				s.WriteString(`data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{` + tc.delta + `},"finish_reason":null}]}` + "\n\n")
+			}
+			s.WriteString(`data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2000}}` + "\n\ndata: [DONE]\n\n")
+			body := s.String()
+			p, _ := New("srv", Config{Wire: "chat_completions", Keys: &Keyring{}, HTTPClient: &http.Client{Transport: staticTransport(body)}})
+			req := modelReq(hello(), "m")
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				n := 0
+				if err := p.Stream(context.Background(), req, func(Event) { n++ }); err != nil || n < 2000 {
+					b.Fatal(err, n)
+				}
+			}
+		})
+	}
+}

@@ -29,20 +29,26 @@ func (c *chat) Stream(ctx context.Context, req Request, emit func(Event)) error 
 	if err != nil {
 		return err
 	}
-	body, err := chatBody(req, c.name)
+	return c.streamWith(ctx, req, emit, key, c.cfg.BaseURL, http.Header{})
+}
+
+// streamWith sends req to the server at base with key (and the headers
+// h): the Copilot provider gives its own token, endpoint and headers.
+func (c *chat) streamWith(ctx context.Context, req Request, emit func(Event), key, base string, h http.Header) error {
+	d := dialectOf(chatURL(base), c.cfg.Reasoning)
+	body, err := chatBody(req, c.name, d)
 	if err != nil {
 		return &Error{Provider: c.name, Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	h := http.Header{}
 	c.cfg.setKey(h, key, "Authorization", "Bearer ")
-	resp, err := post(ctx, c.cfg.HTTPClient, c.name, chatURL(c.cfg.BaseURL), h, body)
+	resp, err := post(ctx, c.cfg.HTTPClient, c.name, chatURL(base), h, body)
 	if err != nil {
 		return redact(err, key)
 	}
 	defer resp.Body.Close()
-	p := &chatParser{emit: emit, provider: c.name}
+	p := &chatParser{emit: emit, provider: c.name, signer: Signer(c.name, chatWire)}
 	err = consume(ctx, c.name, resp.Body, p)
 	if p.finished && ctx.Err() == nil {
 		// The answer is whole once a finish_reason came: a server that
@@ -54,6 +60,10 @@ func (c *chat) Stream(ctx context.Context, req Request, emit func(Event)) error 
 			return nil
 		}
 	}
+	// Failed, stalled or cancelled: what arrived is kept (the writer marks
+	// it cut), and the tokens the server reported are counted.
+	p.flushText()
+	p.reportUsage()
 	return redact(err, key)
 }
 
@@ -74,7 +84,7 @@ func chatURL(base string) string {
 // temperature only when set (local servers have their own defaults);
 // reasoning_effort only for a thinking level set on purpose (many servers
 // refuse fields they do not know).
-func chatBody(req Request, name string) ([]byte, error) {
+func chatBody(req Request, name string, d chatDialect) ([]byte, error) {
 	p := req.Params
 	if p.Model == "" {
 		return nil, fmt.Errorf("no model: set providers.%s.model (or model, or :Flemma switch %s <model>)", name, name)
@@ -130,17 +140,23 @@ func chatBody(req Request, name string) ([]byte, error) {
 		body["tools"] = tools
 		body["tool_choice"] = "auto"
 	}
-	body["messages"] = chatMessages(req.System, req.Messages, name)
+	body["messages"] = chatMessages(req.System, req.Messages, Signer(name, chatWire), d, info.ThoughtSignatures)
 	return encodeOrdered(body, "tools", "messages")
 }
 
 // chatMessages converts the conversation. Tool results become "tool"
-// messages before the user's text; thinking of this provider (or unsigned)
-// goes back as reasoning_content in the current turn only (after the last
-// user text: models that think between tool calls need it, and older turns'
-// reasoning is dropped, as DeepSeek and Kimi document); thinking of another
-// provider becomes "<thinking>" text.
-func chatMessages(system string, msgs []Message, name string) []any {
+// messages before the user's text. Reasoning of this server (unsigned, or
+// signed by signer) goes back as the dialect documents it: as
+// reasoning_content on every message that made tool calls and on every
+// message of the current turn (after the last user text) — DeepSeek's
+// thinking mode refuses a tool-call message without it, and drops it
+// elsewhere — or not at all (Mistral refuses the field). Thought
+// signatures of signer go back on the message's tool calls
+// (extra_content.google.thought_signature, Google's endpoint): the n-th
+// signed block on the n-th call; with signatures required (Gemini 3), a
+// current-turn call that has none carries Google's documented placeholder.
+// Reasoning of another provider becomes "<thinking>" text.
+func chatMessages(system string, msgs []Message, signer string, d chatDialect, requireSignatures bool) []any {
 	var out []any
 	if system != "" {
 		out = append(out, map[string]any{"role": "system", "content": system})
@@ -165,8 +181,8 @@ func chatMessages(system string, msgs []Message, name string) []any {
 			for _, p := range m.Parts {
 				if p.Kind == PartToolResult {
 					for _, f := range p.ToolResult.Files {
-						c := chatFile(f)
-						hasImage = hasImage || c["type"] == "image_url"
+						c := chatFile(f, d)
+						hasImage = hasImage || c["type"] != "text"
 						files = append(files, map[string]any{"type": "text", "text": "Attached by the tool call " + p.ToolResult.ToolUseID + ":"}, c)
 					}
 				}
@@ -190,8 +206,8 @@ func chatMessages(system string, msgs []Message, name string) []any {
 				case PartText:
 					text.WriteString(p.Text)
 				case PartFile:
-					c := chatFile(p.File)
-					if c["type"] == "image_url" {
+					c := chatFile(p.File, d)
+					if c["type"] != "text" {
 						hasImage = true
 						if s := text.String(); strings.TrimSpace(s) != "" {
 							files = append(files, map[string]any{"type": "text", "text": s})
@@ -229,9 +245,8 @@ func chatMessages(system string, msgs []Message, name string) []any {
 			continue
 		}
 		var text strings.Builder
-		var foreign []string
-		reasoning := ""
-		var calls []any
+		var foreign, reasoning, sigs []string
+		var calls []map[string]any
 		for _, p := range m.Parts {
 			switch p.Kind {
 			case PartText:
@@ -239,12 +254,18 @@ func chatMessages(system string, msgs []Message, name string) []any {
 			case PartThinking:
 				t := p.Thinking
 				c := strings.TrimSpace(t.Content)
-				if t.Redacted || c == "" {
+				if t.Redacted {
 					continue
 				}
-				if t.Provider == "" || t.Provider == name {
-					reasoning = c
-				} else {
+				own := t.Provider == "" || t.Provider == signer
+				if own && t.Signature != "" {
+					sigs = append(sigs, t.Signature)
+				}
+				switch {
+				case c == "":
+				case own:
+					reasoning = append(reasoning, c)
+				default:
 					foreign = append(foreign, c)
 				}
 			case PartToolUse:
@@ -263,11 +284,28 @@ func chatMessages(system string, msgs []Message, name string) []any {
 		if content != "" {
 			msg["content"] = content
 		}
-		if len(calls) > 0 {
-			msg["tool_calls"] = calls
+		if d.google {
+			for j, call := range calls {
+				sig := ""
+				if j < len(sigs) {
+					sig = sigs[j]
+				} else if j == 0 && requireSignatures && i > turn {
+					sig = vertexForeignSignature
+				}
+				if sig != "" {
+					call["extra_content"] = map[string]any{"google": map[string]any{"thought_signature": sig}}
+				}
+			}
 		}
-		if reasoning != "" && i > turn {
-			msg["reasoning_content"] = reasoning
+		if len(calls) > 0 {
+			list := make([]any, len(calls))
+			for j, c := range calls {
+				list[j] = c
+			}
+			msg["tool_calls"] = list
+		}
+		if len(reasoning) > 0 && d.reasoning == ReasoningContent && (len(calls) > 0 || i > turn) {
+			msg["reasoning_content"] = strings.Join(reasoning, "\n\n")
 		}
 		out = append(out, msg)
 	}
@@ -277,13 +315,18 @@ func chatMessages(system string, msgs []Message, name string) []any {
 // chatParser turns chat.completion.chunk events into Events. Tool calls
 // are assembled per index from their argument deltas and emitted when the
 // finish_reason comes; the response is done with the usage chunk (or the
-// end of the stream after the finish_reason).
+// end of the stream after the finish_reason). A chunk it cannot decode is
+// handed on as EventUnreadable, never dropped in silence.
 type chatParser struct {
 	emit     func(Event)
 	provider string
+	signer   string // the name thought signatures are written under
 	calls    []*chatCall
 	byIndex  map[int]*chatCall
 	usage    *Usage
+	reported bool   // usage emitted
+	textSig  string // a thought signature on the text (no call carried one)
+	tags     thinkTags
 	stop     string
 	finished bool // a finish_reason came
 	ended    bool // … and the usage chunk after it
@@ -292,8 +335,8 @@ type chatParser struct {
 }
 
 type chatCall struct {
-	id, name string
-	args     bytes.Buffer
+	id, name, sig string
+	args          bytes.Buffer
 }
 
 type chatUsage struct {
@@ -309,13 +352,23 @@ type chatUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
+// googleExtra is Google's extra_content on a delta or a tool call.
+type googleExtra struct {
+	Google struct {
+		ThoughtSignature string `json:"thought_signature"`
+	} `json:"google"`
+}
+
 type chatChunk struct {
 	Choices []struct {
 		Delta struct {
-			Content          string `json:"content"`
-			Refusal          string `json:"refusal"`
-			ReasoningContent string `json:"reasoning_content"`
-			Reasoning        any    `json:"reasoning"` // a string (Ollama, OpenRouter, vLLM); objects are ignored
+			// Content is a string, null, or (Mistral) a list of parts:
+			// contentPieces.
+			Content          json.RawMessage `json:"content"`
+			Refusal          *string         `json:"refusal"`
+			ReasoningContent *string         `json:"reasoning_content"`
+			Reasoning        any             `json:"reasoning"` // a string (Ollama, OpenRouter, vLLM); objects are ignored
+			ExtraContent     *googleExtra    `json:"extra_content"`
 			ToolCalls        []struct {
 				Index    *int   `json:"index"`
 				ID       string `json:"id"`
@@ -323,6 +376,7 @@ type chatChunk struct {
 					Name      string          `json:"name"`
 					Arguments json.RawMessage `json:"arguments"`
 				} `json:"function"`
+				ExtraContent *googleExtra `json:"extra_content"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string    `json:"finish_reason"`
@@ -336,8 +390,15 @@ func (p *chatParser) done() bool { return p.ended || p.failed }
 
 func (p *chatParser) handle(_ string, data []byte) error {
 	var ch chatChunk
-	if json.Unmarshal(data, &ch) != nil {
-		return nil
+	if err := json.Unmarshal(data, &ch); err != nil {
+		return unreadable(p.emit, data, err)
+	}
+	if ch.Usage != nil {
+		// Before an error: the tokens of a failed response are billed too.
+		p.setUsage(ch.Usage)
+		if p.finished {
+			p.ended = true
+		}
 	}
 	if len(ch.Error) > 0 && string(ch.Error) != "null" {
 		p.failed = true
@@ -356,27 +417,39 @@ func (p *chatParser) handle(_ string, data []byte) error {
 		}
 		return &Error{Provider: p.provider, Message: withHint(msg), Retryable: retryCode(code.Code, code.Type) || retryableStatus(status)}
 	}
-	if ch.Usage != nil {
-		p.setUsage(ch.Usage)
-		if p.finished {
-			p.ended = true
-		}
-	}
 	if len(ch.Choices) == 0 {
 		return nil
 	}
 	c := ch.Choices[0]
 	d := c.Delta
-	if d.ReasoningContent != "" {
-		p.emit(Event{Kind: EventThinking, Text: d.ReasoningContent})
+	if d.ReasoningContent != nil && *d.ReasoningContent != "" {
+		p.emit(Event{Kind: EventThinking, Text: *d.ReasoningContent})
 	} else if s, ok := d.Reasoning.(string); ok && s != "" {
 		p.emit(Event{Kind: EventThinking, Text: s})
 	}
-	if d.Content != "" {
-		p.emit(Event{Kind: EventText, Text: d.Content})
+	if s, ok := p.plainText(d.Content); ok {
+		// The common case: a string once any opening think tag is decided.
+		if s != "" {
+			p.emit(Event{Kind: EventText, Text: s})
+		}
+	} else {
+		pieces, err := contentPieces(d.Content)
+		if err != nil {
+			p.emit(Event{Kind: EventUnreadable, Text: string(data), Detail: "delta.content: " + err.Error()})
+		}
+		for _, pc := range pieces {
+			if pc.thinking {
+				p.emit(Event{Kind: EventThinking, Text: pc.text})
+				continue
+			}
+			p.emitPieces(p.tags.feed(pc.text))
+		}
 	}
-	if d.Refusal != "" {
-		p.emit(Event{Kind: EventText, Text: d.Refusal})
+	if d.Refusal != nil && *d.Refusal != "" {
+		p.emitPieces(p.tags.feed(*d.Refusal))
+	}
+	if x := d.ExtraContent; x != nil && x.Google.ThoughtSignature != "" {
+		p.textSig = x.Google.ThoughtSignature
 	}
 	for _, tc := range d.ToolCalls {
 		idx := -1
@@ -399,6 +472,9 @@ func (p *chatParser) handle(_ string, data []byte) error {
 		if call.name == "" {
 			call.name = tc.Function.Name
 		}
+		if x := tc.ExtraContent; x != nil && x.Google.ThoughtSignature != "" {
+			call.sig = x.Google.ThoughtSignature
+		}
 		if a := bytes.TrimSpace(tc.Function.Arguments); len(a) > 0 && string(a) != "null" {
 			var s string
 			if a[0] == '"' && json.Unmarshal(a, &s) == nil {
@@ -413,6 +489,7 @@ func (p *chatParser) handle(_ string, data []byte) error {
 	}
 	if c.FinishReason != nil && *c.FinishReason != "" && !p.finished {
 		p.finished = true
+		p.flushText()
 		switch *c.FinishReason {
 		case "stop", "end_turn", "eos":
 			p.stop = "end_turn"
@@ -431,6 +508,19 @@ func (p *chatParser) handle(_ string, data []byte) error {
 		if p.stop == "end_turn" && len(p.calls) > 0 {
 			p.stop = "tool_use" // Ollama ends tool calls with "stop"
 		}
+		// Thought signatures, in the order of the calls that carried them
+		// (Gemini signs the first call of a parallel set); the text's own
+		// only when no call carried one.
+		signed := false
+		for _, call := range p.calls {
+			if call.sig != "" {
+				p.emit(Event{Kind: EventThinkingSignature, Signature: call.sig, Provider: p.signer})
+				signed = true
+			}
+		}
+		if !signed && p.textSig != "" {
+			p.emit(Event{Kind: EventThinkingSignature, Signature: p.textSig, Provider: p.signer})
+		}
 		for i, call := range p.calls {
 			id := call.id
 			if id == "" {
@@ -442,6 +532,41 @@ func (p *chatParser) handle(_ string, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// plainText is delta.content when it is a string that needs no splitting:
+// the think-tag splitter is past the start of the answer and holds nothing.
+func (p *chatParser) plainText(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' || p.tags.state != tagsText || p.tags.pending != "" || p.tags.trimNL {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// emitPieces hands on what the think-tag splitter decided.
+func (p *chatParser) emitPieces(ps []piece) {
+	for _, pc := range ps {
+		kind := EventText
+		if pc.thinking {
+			kind = EventThinking
+		}
+		p.emit(Event{Kind: kind, Text: pc.text})
+	}
+}
+
+// flushText hands on text the think-tag splitter still holds.
+func (p *chatParser) flushText() { p.emitPieces(p.tags.flush()) }
+
+// reportUsage emits the usage once.
+func (p *chatParser) reportUsage() {
+	if p.usage != nil && !p.reported {
+		p.reported = true
+		p.emit(Event{Kind: EventUsage, Usage: p.usage})
+	}
 }
 
 func (p *chatParser) setUsage(u *chatUsage) {
@@ -465,8 +590,7 @@ func (p *chatParser) finish() {
 		return
 	}
 	p.done1 = true
-	if p.usage != nil {
-		p.emit(Event{Kind: EventUsage, Usage: p.usage})
-	}
+	p.flushText()
+	p.reportUsage()
 	p.emit(Event{Kind: EventDone, StopReason: p.stop})
 }

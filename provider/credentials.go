@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // KeySource says where a provider's credential comes from. The value is
@@ -64,6 +66,9 @@ func DefaultKeySource(name string) KeySource {
 		return KeySource{Env: []string{"ANTHROPIC_API_KEY"}}
 	case "openai":
 		return KeySource{Env: []string{"OPENAI_API_KEY"}}
+	case "gemini":
+		// The Gemini API (AI Studio): an API key, as Google's SDKs read it.
+		return KeySource{Env: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
 	case "vertex":
 		// Access tokens expire after an hour: the environment's is used
 		// first, gcloud gives a fresh one (cached 55 minutes) when it is
@@ -117,6 +122,7 @@ func (k *Keyring) Get(ctx context.Context, provider string, src KeySource, geten
 	for _, v := range src.Env {
 		if s := strings.TrimSpace(getenv(v)); s != "" && !k.stale[v+"\x00"+s] {
 			k.mu.Unlock()
+			secrets.Default.Add(s)
 			return Credential{Value: s, Source: "$" + v, fromEnv: true}, nil
 		}
 	}
@@ -134,6 +140,7 @@ func (k *Keyring) Get(ctx context.Context, provider string, src KeySource, geten
 	}
 	k.mu.Unlock()
 	value, err := runKeyCommand(ctx, src)
+	secrets.Default.Add(value)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return Credential{}, context.Canceled
@@ -157,6 +164,27 @@ func (k *Keyring) Get(ctx context.Context, provider string, src KeySource, geten
 		k.mu.Unlock()
 	}
 	return Credential{Value: value, Source: "the command `" + src.Cmd[0] + "`", fromCmd: true}, nil
+}
+
+// Held is the credential of src that needs no command run: the first
+// non-empty environment variable, else a command's output still in the
+// cache; "" when there is none. Model listings use it: they must never
+// prompt (a pinentry on a completion key).
+func (k *Keyring) Held(src KeySource, getenv func(string) string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, v := range src.Env {
+		if s := strings.TrimSpace(getenv(v)); s != "" && !k.stale[v+"\x00"+s] {
+			secrets.Default.Add(s)
+			return s
+		}
+	}
+	if len(src.Cmd) > 0 {
+		if c, ok := k.cache[cmdKey(src.Cmd)]; ok && k.now().Before(c.expires) {
+			return c.value
+		}
+	}
+	return ""
 }
 
 // Refused is told that a server refused c (401): a command's cached value
@@ -239,6 +267,13 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 func CredentialStatus(name string, cfg Config) (present bool, desc string) {
 	if name == "replay" || cfg.Wire == "replay" {
 		return true, "replay file (no credential needed)"
+	}
+	if name == "copilot" || cfg.Wire == "copilot" {
+		// A GitHub sign-in, not a key.
+		if _, from, err := cfg.Copilot.OAuthToken(); err == nil {
+			return true, "the GitHub sign-in in " + from
+		}
+		return false, "not signed in to GitHub Copilot: run :Flemma login copilot"
 	}
 	getenv := cfg.Getenv
 	if getenv == nil {

@@ -249,3 +249,21 @@ func TestCustomHeadersAndBody(t *testing.T) {
 		}
 	}
 }
+
+// Attack: a 401 (or any error) whose body echoes a configured header's
+// token or the key shows [redacted] in the error the user, the log and
+// the buffer's abort marker see (issue 24, item 13).
+func TestErrorEchoingHeaderTokenIsRedacted(t *testing.T) {
+	const token = "hdr-tok-9f8e7d6c5b4a"
+	for _, status := range []int{http.StatusUnauthorized, http.StatusInternalServerError} {
+		_, url := startScript(t, reply{status: status, body: `{"error":{"message":"bad token ` + token + ` for header X-Api-Token: Bearer ` + token + `"}}`})
+		p := newChat(t, url, func(c *Config) { c.Headers = map[string]string{"X-Api-Token": "Bearer " + token} })
+		_, err := collect(context.Background(), p, modelReq(hello(), "m"))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		if strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "[redacted]") {
+			t.Errorf("%d: error shows the header's token: %s", status, err)
+		}
+	}
+}

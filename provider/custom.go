@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // configured is a client as setup configured it: the provider's name (a
@@ -39,6 +41,17 @@ func (p *configured) Stream(ctx context.Context, req Request, emit func(Event)) 
 			return err
 		}
 		pe.Provider = p.name
+		// A server may echo any credential (the key, a header's token) in
+		// its error; the message reaches the buffer, the log, a
+		// notification.
+		pe.Message = secrets.Default.Redact(pe.Message)
+		if pe.Status == http.StatusBadRequest || pe.Status == http.StatusUnprocessableEntity {
+			// A field the model refuses: say which setting sent it.
+			if h := rejectedParamHint(p.name, pe.Message, p.cfg.ExtraBody); h != "" {
+				pe.Message += " — " + h
+			}
+			return err
+		}
 		if pe.Status != http.StatusUnauthorized && pe.Status != http.StatusForbidden {
 			return err
 		}
@@ -73,12 +86,14 @@ var protectedBody = map[string][]string{
 	"anthropic":        {"messages", "model", "stream", "system", "tool_choice", "tools"},
 	"openai":           {"input", "model", "stream", "tool_choice", "tools"},
 	"chat_completions": {"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
+	"copilot":          {"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
 	"vertex":           {"contents", "systemInstruction", "toolConfig", "tools"},
+	"gemini":           {"contents", "systemInstruction", "toolConfig", "tools"},
 }
 
 // protectedHeaders carry the credential or the protocol: headers may not
 // replace them.
-var protectedHeaders = []string{"accept", "api-key", "authorization", "content-length", "content-type", "host", "x-api-key", "x-goog-api-key"}
+var protectedHeaders = []string{"accept", "api-key", "authorization", "content-length", "content-type", "copilot-integration-id", "host", "x-api-key", "x-goog-api-key"}
 
 // checkCustom refuses headers and extra body fields that would replace what
 // flemma sets itself.

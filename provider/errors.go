@@ -139,7 +139,8 @@ func jsonErrorMessage(b []byte) (string, bool) {
 	}
 	var obj struct {
 		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
+		Message json.RawMessage `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
 		Errors  []struct {
 			Message string `json:"message"`
 		} `json:"errors"`
@@ -147,6 +148,21 @@ func jsonErrorMessage(b []byte) (string, bool) {
 	if json.Unmarshal(b, &obj) != nil {
 		return "", false
 	}
+	// A validation error (pydantic, FastAPI: Mistral, vLLM) in "detail",
+	// or in "message" as an object (Mistral's 422).
+	if m := validationDetail(obj.Detail); m != "" {
+		return m, true
+	}
+	var msgObj struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if len(obj.Message) > 0 && obj.Message[0] == '{' && json.Unmarshal(obj.Message, &msgObj) == nil {
+		if m := validationDetail(msgObj.Detail); m != "" {
+			return m, true
+		}
+	}
+	var message string
+	_ = json.Unmarshal(obj.Message, &message)
 	if len(obj.Error) > 0 && string(obj.Error) != "null" {
 		var s string
 		if json.Unmarshal(obj.Error, &s) == nil && s != "" {
@@ -189,13 +205,46 @@ func jsonErrorMessage(b []byte) (string, bool) {
 			}
 		}
 	}
-	if obj.Message != "" {
-		return obj.Message, true
+	if message != "" {
+		return message, true
 	}
 	if len(obj.Errors) > 0 && obj.Errors[0].Message != "" {
 		return obj.Errors[0].Message, true
 	}
 	return "", false
+}
+
+// validationDetail reads a list of validation errors ({loc, msg}) as
+// "Extra inputs are not permitted: \"max_completion_tokens\"; …" ("" when
+// raw is not one). The field stays quoted, as the hint looks for it so.
+func validationDetail(raw json.RawMessage) string {
+	var detail []struct {
+		Loc []any  `json:"loc"`
+		Msg string `json:"msg"`
+	}
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &detail) != nil {
+		return ""
+	}
+	var parts []string
+	for _, d := range detail {
+		var path []string
+		for i, l := range d.Loc {
+			s := fmt.Sprint(l)
+			if i == 0 && s == "body" {
+				continue
+			}
+			path = append(path, s)
+		}
+		msg := d.Msg
+		if msg == "" {
+			msg = "invalid"
+		}
+		if len(path) > 0 {
+			msg += ": \"" + strings.Join(path, ".") + "\""
+		}
+		parts = append(parts, msg)
+	}
+	return strings.Join(parts, "; ")
 }
 
 var (

@@ -251,15 +251,15 @@ func TestCredentials(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	for _, name := range []string{"anthropic", "openai", "vertex"} {
+	for _, name := range []string{"anthropic", "gemini", "openai", "vertex"} {
 		p, err := New(name, Config{})
 		if err != nil || p.Name() != name {
 			t.Errorf("New(%q) = %v, %v", name, p, err)
 		}
 	}
-	_, err := New("gemini", Config{})
-	if err == nil || err.Error() != `unknown provider "gemini" (known: anthropic, openai, replay, vertex)` {
-		t.Errorf("New(gemini) err = %v", err)
+	_, err := New("palm", Config{})
+	if err == nil || err.Error() != `unknown provider "palm" (known: anthropic, copilot, gemini, openai, replay, vertex)` {
+		t.Errorf("New(palm) err = %v", err)
 	}
 	if _, err := New("replay", Config{}); err == nil {
 		t.Error("replay without a file must fail")

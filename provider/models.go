@@ -103,7 +103,7 @@ func (p Prices) Cost(u Usage) (float64, bool) {
 	}
 	c := float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
 		float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheWriteTokens)*p.CacheWrite
-	return c / 1e6, true
+	return c/1e6 + u.SearchFee, true
 }
 
 // ModelOverride is one entry of setup()'s models = {…}: nil/"" fields keep
@@ -129,6 +129,7 @@ var (
 	effortsGPT52     = []string{"none", "low", "medium", "high", "xhigh"}
 	effortsGPT5Pro   = []string{"high"}
 	effortsGPT52Pro  = []string{"medium", "high", "xhigh"}
+	effortsGPT56     = []string{"none", "low", "medium", "high", "xhigh", "max"}
 	effortsGemini3   = []string{"low", "high"}
 	effortsGemini31  = []string{"low", "medium", "high"}
 	effortsGemini3Fl = []string{"minimal", "low", "medium", "high"}
@@ -149,6 +150,11 @@ var catalogue = []ModelInfo{
 	{Provider: "anthropic", Name: "claude-sonnet-5", MaxOutputTokens: 128000, ContextWindow: 1000000, Thinking: ThinkingAdaptive, Efforts: effortsClaude47, NoSampling: true, Prices: Prices{2, 10, 0.2, 2.5}},
 	{Provider: "anthropic", Name: "claude-sonnet-5-5", MaxOutputTokens: 128000, ContextWindow: 1000000, Thinking: ThinkingAdaptive, Efforts: effortsClaude47, NoSampling: true, Prices: Prices{2, 10, 0.1, 2.5}},
 	{Provider: "anthropic", Name: "claude-haiku-5-5", MaxOutputTokens: 128000, ContextWindow: 1000000, Thinking: ThinkingAdaptive, Efforts: effortsClaude45, NoSampling: true, Prices: Prices{0.1, 0.5, 0.01, 0.125}},
+	{Provider: "anthropic", Name: "claude-mythos-5", MaxOutputTokens: 128000, ContextWindow: 1000000, Thinking: ThinkingAdaptive, Efforts: effortsClaude47, NoSampling: true, Prices: Prices{10, 50, 1, 12.5}},
+	// Any other Claude model is taken for the newest family: adaptive
+	// thinking, the efforts up to max, no temperature (every Claude from
+	// Opus 4.7 on refuses it).
+	{Provider: "anthropic", Name: "claude-", Family: true, MaxOutputTokens: 128000, ContextWindow: 1000000, Thinking: ThinkingAdaptive, Efforts: effortsClaude47, NoSampling: true},
 	{Provider: "anthropic", Name: "claude-opus-4-", Family: true, MaxOutputTokens: 128000, ContextWindow: 1000000, Thinking: ThinkingAdaptive, Efforts: effortsClaude47, NoSampling: true, Prices: Prices{5, 25, 0.5, 6.25}},
 	{Provider: "anthropic", Name: "claude-opus-4-8", MaxOutputTokens: 128000, ContextWindow: 1000000, Thinking: ThinkingAdaptive, Efforts: effortsClaude47, NoSampling: true, Prices: Prices{5, 25, 0.5, 6.25}},
 	{Provider: "anthropic", Name: "claude-opus-4-7", MaxOutputTokens: 128000, ContextWindow: 1000000, Thinking: ThinkingAdaptive, Efforts: effortsClaude47, NoSampling: true, Prices: Prices{5, 25, 0.5, 6.25}},
@@ -176,7 +182,12 @@ var catalogue = []ModelInfo{
 	{Provider: "openai", Name: "gpt-5-nano", MaxOutputTokens: 128000, ContextWindow: 400000, Thinking: ThinkingEffort, Efforts: effortsGPT5, NoSampling: true, Prices: Prices{0.05, 0.4, 0.005, 0}},
 	{Provider: "openai", Name: "gpt-5-pro", MaxOutputTokens: 272000, ContextWindow: 400000, Thinking: ThinkingEffort, Efforts: effortsGPT5Pro, NoSampling: true, Prices: Prices{15, 120, 0, 0}},
 	{Provider: "openai", Name: "gpt-5-chat", MaxOutputTokens: 16384, ContextWindow: 128000, Thinking: ThinkingNone, Prices: Prices{1.25, 10, 0.125, 0}},
-	{Provider: "openai", Name: "gpt-5.", Family: true, MaxOutputTokens: 128000, ContextWindow: 400000, Thinking: ThinkingEffort, Efforts: effortsGPT51, NoSampling: true},
+	// A later GPT-5.x is taken for the newest: efforts none … max, no
+	// temperature; its -pro models think at medium and above only, its
+	// -chat models do not reason.
+	{Provider: "openai", Name: "gpt-5.", Family: true, MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT56, NoSampling: true},
+	{Provider: "openai", Name: "gpt-5.*-pro", Family: true, MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT52Pro, NoSampling: true},
+	{Provider: "openai", Name: "gpt-5.*-chat", Family: true, MaxOutputTokens: 16384, ContextWindow: 128000, Thinking: ThinkingNone},
 	{Provider: "openai", Name: "gpt-5.1", MaxOutputTokens: 128000, ContextWindow: 400000, Thinking: ThinkingEffort, Efforts: effortsGPT51, NoSampling: true, Prices: Prices{1.25, 10, 0.125, 0}},
 	{Provider: "openai", Name: "gpt-5.1-chat", MaxOutputTokens: 16384, ContextWindow: 128000, Thinking: ThinkingNone, Prices: Prices{1.25, 10, 0.125, 0}},
 	{Provider: "openai", Name: "gpt-5.2", MaxOutputTokens: 128000, ContextWindow: 400000, Thinking: ThinkingEffort, Efforts: effortsGPT52, NoSampling: true, Prices: Prices{1.75, 14, 0.175, 0}},
@@ -184,6 +195,13 @@ var catalogue = []ModelInfo{
 	{Provider: "openai", Name: "gpt-5.2-chat", MaxOutputTokens: 16384, ContextWindow: 128000, Thinking: ThinkingNone, Prices: Prices{1.75, 14, 0.175, 0}},
 	{Provider: "openai", Name: "gpt-5.4", MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT52, NoSampling: true, Prices: Prices{2.5, 15, 0.25, 0}},
 	{Provider: "openai", Name: "gpt-5.4-pro", MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT52Pro, NoSampling: true, Prices: Prices{30, 180, 0, 0}},
+	{Provider: "openai", Name: "gpt-5.4-mini", MaxOutputTokens: 128000, ContextWindow: 400000, Thinking: ThinkingEffort, Efforts: effortsGPT52, NoSampling: true, Prices: Prices{0.75, 4.5, 0.075, 0}},
+	{Provider: "openai", Name: "gpt-5.4-nano", MaxOutputTokens: 128000, ContextWindow: 400000, Thinking: ThinkingEffort, Efforts: effortsGPT52, NoSampling: true, Prices: Prices{0.2, 1.25, 0.02, 0}},
+	{Provider: "openai", Name: "gpt-5.5", MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT52, NoSampling: true, Prices: Prices{5, 30, 0.5, 0}},
+	{Provider: "openai", Name: "gpt-5.5-pro", MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT52Pro, NoSampling: true, Prices: Prices{30, 180, 0, 0}},
+	{Provider: "openai", Name: "gpt-5.6-sol", MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT56, NoSampling: true, Prices: Prices{5, 30, 0.5, 0}},
+	{Provider: "openai", Name: "gpt-5.6-terra", MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT56, NoSampling: true, Prices: Prices{2.5, 15, 0.25, 0}},
+	{Provider: "openai", Name: "gpt-5.6-luna", MaxOutputTokens: 128000, ContextWindow: 1050000, Thinking: ThinkingEffort, Efforts: effortsGPT56, NoSampling: true, Prices: Prices{1, 6, 0.1, 0}},
 	{Provider: "openai", Name: "gpt-4", MaxOutputTokens: 8192, ContextWindow: 8192, Thinking: ThinkingNone, Prices: Prices{30, 60, 0, 0}},
 	{Provider: "openai", Name: "gpt-4-turbo", MaxOutputTokens: 4096, ContextWindow: 128000, Thinking: ThinkingNone, Prices: Prices{10, 30, 0, 0}},
 	{Provider: "openai", Name: "gpt-4.1", MaxOutputTokens: 32768, ContextWindow: 1047576, Thinking: ThinkingNone, Prices: Prices{2, 8, 0.5, 0}},
@@ -199,7 +217,14 @@ var catalogue = []ModelInfo{
 
 	// Vertex AI (Gemini). A thinkingLevel on Gemini 3 (which always
 	// thinks and signs its function calls), a thinkingBudget on 2.5.
+	// Any Gemini after those listed is taken for Gemini 3: a thinkingLevel
+	// (Flash and Flash-Lite take minimal … high, Pro low … high), signed
+	// function calls.
+	{Provider: "vertex", Name: "gemini-", Family: true, MaxOutputTokens: 65536, ContextWindow: 1048576, Thinking: ThinkingEffort, Efforts: effortsGemini31, AlwaysThinks: true, ThoughtSignatures: true},
 	{Provider: "vertex", Name: "gemini-3", Family: true, MaxOutputTokens: 65536, ContextWindow: 1048576, Thinking: ThinkingEffort, Efforts: effortsGemini3, AlwaysThinks: true, ThoughtSignatures: true},
+	{Provider: "vertex", Name: "gemini-*-pro", Family: true, MaxOutputTokens: 65536, ContextWindow: 1048576, Thinking: ThinkingEffort, Efforts: effortsGemini31, AlwaysThinks: true, ThoughtSignatures: true},
+	{Provider: "vertex", Name: "gemini-*-flash", Family: true, MaxOutputTokens: 65536, ContextWindow: 1048576, Thinking: ThinkingEffort, Efforts: effortsGemini3Fl, AlwaysThinks: true, ThoughtSignatures: true},
+	{Provider: "vertex", Name: "gemini-3.5-flash", MaxOutputTokens: 65536, ContextWindow: 1048576, Thinking: ThinkingEffort, Efforts: effortsGemini3Fl, AlwaysThinks: true, ThoughtSignatures: true, Prices: Prices{1.5, 9, 0.15, 0}},
 	{Provider: "vertex", Name: "gemini-3-pro-preview", MaxOutputTokens: 65536, ContextWindow: 1048576, Thinking: ThinkingEffort, Efforts: effortsGemini3, AlwaysThinks: true, ThoughtSignatures: true, Prices: Prices{2, 12, 0.2, 0}},
 	{Provider: "vertex", Name: "gemini-3-flash-preview", MaxOutputTokens: 65536, ContextWindow: 1048576, Thinking: ThinkingEffort, Efforts: effortsGemini3Fl, AlwaysThinks: true, ThoughtSignatures: true, Prices: Prices{0.5, 3, 0.05, 0}},
 	{Provider: "vertex", Name: "gemini-3.1-pro-preview", MaxOutputTokens: 65536, ContextWindow: 1048576, Thinking: ThinkingEffort, Efforts: effortsGemini31, AlwaysThinks: true, ThoughtSignatures: true, Prices: Prices{2, 12, 0.2, 0}},
@@ -215,6 +240,7 @@ var defaultModels = map[string]string{
 	"anthropic": "claude-sonnet-4-6",
 	"openai":    "gpt-5.4",
 	"vertex":    "gemini-3.1-pro-preview",
+	"copilot":   "gpt-4.1",
 }
 
 // catalogueProvider is the catalogue section a provider (or wire) reads:
@@ -227,6 +253,10 @@ func catalogueProvider(provider string) string {
 		return "anthropic"
 	case "responses":
 		return "openai"
+	case "gemini":
+		return "vertex" // the same models, the same wire
+	case "copilot":
+		return chatWire // Copilot serves OpenAI's, Anthropic's and Google's models
 	}
 	return provider
 }
@@ -236,7 +266,12 @@ const chatWire = "chat_completions"
 
 // DefaultModel is the model a provider sends when none is configured ("" for
 // a provider without one).
-func DefaultModel(provider string) string { return defaultModels[catalogueProvider(provider)] }
+func DefaultModel(provider string) string {
+	if m, ok := defaultModels[provider]; ok {
+		return m
+	}
+	return defaultModels[catalogueProvider(provider)]
+}
 
 // ModelNames lists the catalogue's model ids of a provider (family prefixes
 // left out), sorted: what :Flemma switch completes. None for the
@@ -260,10 +295,11 @@ func ModelNames(provider string) []string {
 // default model.
 func LookupModel(provider, model string, overrides map[string]ModelOverride) ModelInfo {
 	replay := provider == "replay"
-	provider = catalogueProvider(provider)
+	subscription := provider == "copilot" // billed by the seat, not the token
 	if model == "" {
 		model = DefaultModel(provider)
 	}
+	provider = catalogueProvider(provider)
 	info, ok := catalogueEntry(provider, model)
 	if !ok {
 		if i := strings.LastIndexByte(model, '/'); i >= 0 {
@@ -273,8 +309,8 @@ func LookupModel(provider, model string, overrides map[string]ModelOverride) Mod
 	if !ok {
 		info = unknownModel(provider, model)
 	}
-	if replay {
-		info.Prices = Prices{} // a recorded script is not billed
+	if replay || subscription {
+		info.Prices = Prices{} // a recorded script, a subscription: not billed per token
 	}
 	if key, o, found := overrideFor(model, overrides); found {
 		info = o.apply(info, key)
@@ -293,19 +329,38 @@ func unknownModel(provider, model string) ModelInfo {
 		ThoughtSignatures: provider == "vertex"}
 }
 
-// matchesName reports whether an entry (or override) name matches a model
-// id: the id is the name, or goes on after it with a separator
-// ("claude-sonnet-4-5-20250929", "gpt-4o-2024-08-06", "gemini-3.5-pro"
-// for the family "gemini-3"); a name ending in a separator is a family
-// prefix ("claude-opus-4-"). "gpt-4p" is not gpt-4.
-func matchesName(model, name string) bool {
-	if !strings.HasPrefix(model, name) || name == "" {
-		return false
+// matchScore says how well an entry (or override) name matches a model id:
+// -1 when it does not, else the number of the name's letters the id
+// matched (the most specific entry wins). The id is the name, or goes on
+// after it with a separator ("claude-sonnet-4-5-20250929",
+// "gpt-4o-2024-08-06", "gemini-3.5-pro" for the family "gemini-3"); a name
+// ending in a separator is a family prefix ("claude-opus-4-"). A '*' in a
+// family's name stands for a version, digits and dots ("gpt-5.*-pro" is
+// gpt-5.5-pro and gpt-5.6-pro; "gemini-*-flash" is gemini-3.5-flash).
+// "gpt-4p" is not gpt-4.
+func matchScore(model, name string) int {
+	if name == "" {
+		return -1
 	}
-	if len(model) == len(name) || isSeparator(name[len(name)-1]) {
-		return true
+	head, tail, star := strings.Cut(name, "*")
+	if !strings.HasPrefix(model, head) {
+		return -1
 	}
-	return isSeparator(model[len(name)])
+	rest := model[len(head):]
+	if star {
+		n := 0
+		for n < len(rest) && (rest[n] >= '0' && rest[n] <= '9' || rest[n] == '.') {
+			n++
+		}
+		if n == 0 || !strings.HasPrefix(rest[n:], tail) {
+			return -1
+		}
+		rest = rest[n+len(tail):]
+	}
+	if rest == "" || isSeparator(name[len(name)-1]) || isSeparator(rest[0]) {
+		return len(head) + len(tail)
+	}
+	return -1
 }
 
 func isSeparator(c byte) bool {
@@ -317,10 +372,13 @@ func isSeparator(c byte) bool {
 }
 
 func catalogueEntry(provider, model string) (ModelInfo, bool) {
-	best := -1
+	best, bestScore := -1, -1
 	for i, m := range catalogue {
-		if (m.Provider == provider || provider == chatWire) && matchesName(model, m.Name) && (best < 0 || len(m.Name) > len(catalogue[best].Name)) {
-			best = i
+		if m.Provider != provider && provider != chatWire {
+			continue
+		}
+		if sc := matchScore(model, m.Name); sc > bestScore {
+			best, bestScore = i, sc
 		}
 	}
 	if best < 0 {
@@ -521,7 +579,9 @@ func SuggestModel(provider, model string, overrides map[string]ModelOverride, kn
 	if model == "" || provider == chatWire {
 		return "" // a compatible server's names are its own
 	}
-	if _, ok := catalogueEntry(catalogueProvider(provider), model); ok {
+	// A family takes any later version (claude-opus-4-9), not any name
+	// that starts like one: claude-sonet-4-6 is still a typo.
+	if m, ok := catalogueEntry(catalogueProvider(provider), model); ok && !m.Family {
 		return ""
 	}
 	if _, _, ok := overrideFor(model, overrides); ok {

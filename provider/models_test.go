@@ -106,18 +106,28 @@ func TestLookupModel(t *testing.T) {
 		{"openai", "gpt-4o-2024-08-06", "gpt-4o", ThinkingNone, 16384},
 		{"openai", "gpt-4o-mini", "gpt-4o-mini", ThinkingNone, 16384},
 		{"openai", "gpt-4.1-mini-2025-04-14", "gpt-4.1-mini", ThinkingNone, 32768},
-		{"openai", "gpt-5.5", "gpt-5.", ThinkingEffort, 128000},
+		{"openai", "gpt-5.5", "gpt-5.5", ThinkingEffort, 128000},
+		{"openai", "gpt-5.7", "gpt-5.", ThinkingEffort, 128000},
+		{"openai", "gpt-5.7-pro", "gpt-5.*-pro", ThinkingEffort, 128000},
+		{"openai", "gpt-5.7-chat-latest", "gpt-5.*-chat", ThinkingNone, 16384},
+		{"openai", "gpt-5.6-sol-2026-06-26", "gpt-5.6-sol", ThinkingEffort, 128000},
+		{"anthropic", "claude-mythos-5", "claude-mythos-5", ThinkingAdaptive, 128000},
+		{"anthropic", "claude-mythos-6-preview", "claude-", ThinkingAdaptive, 128000},
+		{"vertex", "gemini-3.5-flash", "gemini-3.5-flash", ThinkingEffort, 65536},
+		{"vertex", "gemini-3.7-flash-lite", "gemini-*-flash", ThinkingEffort, 65536},
 		{"openai", "gpt-5.4-pro", "gpt-5.4-pro", ThinkingEffort, 128000},
 		{"openai", "o4-mini", "o4-mini", ThinkingEffort, 100000},
 		{"openai", "openai/gpt-4o", "gpt-4o", ThinkingNone, 16384},
 		{"vertex", "gemini-2.5-flash-lite-preview-09-2025", "gemini-2.5-flash-lite", ThinkingBudget, 65536},
-		{"vertex", "gemini-3.5-pro", "gemini-3", ThinkingEffort, 65536},
+		{"vertex", "gemini-3.5-pro", "gemini-*-pro", ThinkingEffort, 65536},
+		{"vertex", "gemini-4", "gemini-", ThinkingEffort, 65536},
 		{"vertex", "gemini-2.0-flash-001", "gemini-2.0-flash", ThinkingNone, 8192},
 		{"anthropic", "gpt-4o", "", ThinkingNone, 0}, // another provider's model
 		{"openai", "llama3.1:8b", "", ThinkingNone, 0},
 		{"openai", "gpt-4p", "", ThinkingNone, 0}, // a prefix ends at a separator: not gpt-4
 		{"openai", "o30", "", ThinkingNone, 0},
-		{"vertex", "gemini-1.5-pro", "", ThinkingNone, 0},
+		{"vertex", "text-bison", "", ThinkingNone, 0},
+		{"anthropic", "my-finetune", "", ThinkingNone, 0},
 	}
 	for _, tc := range cases {
 		m := LookupModel(tc.provider, tc.model, nil)
@@ -176,7 +186,7 @@ func TestModelOverride(t *testing.T) {
 		case "openai":
 			b, err = openaiBody(req)
 		default:
-			b, err = vertexBody(req)
+			b, err = vertexBody(req, "vertex")
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -225,15 +235,19 @@ func TestModelRequests(t *testing.T) {
 		{"anthropic", "budget_sonnet_4_5", Params{Model: "claude-sonnet-4-5", Thinking: "medium"}},
 		{"anthropic", "budget_effort_opus_4_5", Params{Model: "claude-opus-4-5", Thinking: "low"}},
 		{"anthropic", "none_haiku_3_5_clamped", Params{Model: "claude-3-5-haiku-20241022", MaxTokens: 32000}},
-		{"anthropic", "unknown", Params{Model: "claude-next-preview"}},
+		{"anthropic", "unknown", Params{Model: "my-finetune"}},
+		{"anthropic", "family_mythos_6", Params{Model: "claude-mythos-6", Thinking: "max"}},
 		{"openai", "reasoning_o3", Params{Model: "o3", Thinking: "medium"}},
 		{"openai", "reasoning_gpt_5_4_default", Params{}},
 		{"openai", "none_gpt_4o_clamped", Params{Model: "gpt-4o", MaxTokens: 64000}},
 		{"openai", "unknown", Params{Model: "deepseek-reasoner"}},
+		{"openai", "family_gpt_5_7_max", Params{Model: "gpt-5.7", Thinking: "max"}},
+		{"openai", "pro_gpt_5_5_low", Params{Model: "gpt-5.5-pro", Thinking: "low"}},
 		{"vertex", "level_gemini_3_flash", Params{Model: "gemini-3-flash-preview", Thinking: "low"}},
 		{"vertex", "budget_gemini_2_5_flash", Params{Model: "gemini-2.5-flash", Thinking: "high"}},
 		{"vertex", "none_gemini_2_0_clamped", Params{Model: "gemini-2.0-flash", MaxTokens: 32000}},
-		{"vertex", "unknown", Params{Model: "gemini-9-ultra"}},
+		{"vertex", "unknown", Params{Model: "tuned-support-bot-7"}},
+		{"vertex", "flash_gemini_3_5_medium", Params{Model: "gemini-3.5-flash", Thinking: "medium"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.provider+"_"+tc.name, func(t *testing.T) {
@@ -278,7 +292,7 @@ func TestBudgetsFit(t *testing.T) {
 						budget = body.Thinking.Budget
 					}
 				} else {
-					b, err = vertexBody(req)
+					b, err = vertexBody(req, "vertex")
 					var body struct {
 						Gen struct {
 							MaxTokens int `json:"maxOutputTokens"`
@@ -407,7 +421,7 @@ func TestChatCompletionsModels(t *testing.T) {
 				info := LookupModel(chatWire, tc.params.Model, ov)
 				req.ModelInfo = &info
 			}
-			b, err := chatBody(req, "gw")
+			b, err := chatBody(req, "gw", dialectOf("", ""))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -97,8 +97,11 @@ func openaiBody(req Request) ([]byte, error) {
 			body["prompt_cache_key"] = k
 		}
 	}
-	if len(req.Tools) > 0 {
-		tools := make([]any, 0, len(req.Tools))
+	if len(req.Tools) > 0 || req.Web.Search {
+		tools := make([]any, 0, len(req.Tools)+1)
+		if req.Web.Search {
+			tools = append(tools, map[string]any{"type": "web_search"}) // billed per call
+		}
 		for _, t := range sortedTools(req.Tools) {
 			def := map[string]any{"type": "function", "name": wireName(t.Name), "description": t.Description, "parameters": schemaOrEmpty(t.InputSchema)}
 			if t.Strict {
@@ -232,43 +235,61 @@ type openaiParser struct {
 	emit     func(Event)
 	toolUsed bool
 	finished bool
+	searches int // web_search calls, billed apart
 }
 
 type openaiEvent struct {
-	Type    string          `json:"type"`
-	Delta   string          `json:"delta"`
-	Item    json.RawMessage `json:"item"`
-	Code    any             `json:"code"`
-	Message string          `json:"message"`
+	Type       string          `json:"type"`
+	Delta      string          `json:"delta"`
+	Item       json.RawMessage `json:"item"`
+	Annotation *struct {
+		Type  string `json:"type"`
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	} `json:"annotation"`
+	Code    any    `json:"code"`
+	Message string `json:"message"`
 	// Response is set on response.completed / incomplete / failed.
-	Response *struct {
-		Status            string `json:"status"`
-		IncompleteDetails *struct {
-			Reason string `json:"reason"`
-		} `json:"incomplete_details"`
-		Error *struct {
-			Code    any    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-		Usage *struct {
-			InputTokens        int `json:"input_tokens"`
-			InputTokensDetails *struct {
-				CachedTokens int `json:"cached_tokens"`
-			} `json:"input_tokens_details"`
-			OutputTokens        int `json:"output_tokens"`
-			OutputTokensDetails *struct {
-				ReasoningTokens int `json:"reasoning_tokens"`
-			} `json:"output_tokens_details"`
-		} `json:"usage"`
-	} `json:"response"`
-	Error *struct {
+	Response *openaiResponse `json:"response"`
+	Error    *struct {
 		Type    string `json:"type"`
 		Code    any    `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
 }
 
+// openaiResponse is the response object of the last events.
+type openaiResponse struct {
+	Status            string `json:"status"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Error *struct {
+		Code    any    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Usage *struct {
+		InputTokens        int `json:"input_tokens"`
+		InputTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokens        int `json:"output_tokens"`
+		OutputTokensDetails *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
+}
+
 type openaiItem struct {
+	Action *struct {
+		Type    string `json:"type"`
+		Query   string `json:"query"`
+		URL     string `json:"url"`
+		Sources []struct {
+			URL   string `json:"url"`
+			Title string `json:"title"`
+		} `json:"sources"`
+	} `json:"action"` // web_search_call
 	Type      string `json:"type"`
 	Name      string `json:"name"`
 	CallID    string `json:"call_id"`
@@ -280,8 +301,8 @@ func (p *openaiParser) done() bool { return p.finished }
 
 func (p *openaiParser) handle(_ string, data []byte) error {
 	var ev openaiEvent
-	if json.Unmarshal(data, &ev) != nil {
-		return nil
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return unreadable(p.emit, data, err)
 	}
 	if ev.Error != nil && ev.Type != "error" && ev.Type != "response.failed" {
 		// a bare {"error": {...}} object in the stream
@@ -302,8 +323,8 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 		// a new summary paragraph of the same reasoning item
 	case "response.output_item.done":
 		var it openaiItem
-		if json.Unmarshal(ev.Item, &it) != nil {
-			return nil
+		if err := json.Unmarshal(ev.Item, &it); err != nil {
+			return unreadable(p.emit, data, err)
 		}
 		switch it.Type {
 		case "function_call":
@@ -312,6 +333,24 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 				Incomplete: incompleteJSON([]byte(it.Arguments)) || it.Status == "incomplete"}})
 		case "reasoning":
 			p.emit(Event{Kind: EventThinkingSignature, Signature: base64.StdEncoding.EncodeToString(compactJSON(ev.Item)), Provider: "openai"})
+		case "web_search_call":
+			if a := it.Action; a != nil {
+				var src []Source
+				for _, x := range a.Sources {
+					src = append(src, Source{URL: x.URL, Title: x.Title})
+				}
+				detail := "web_search"
+				if a.Type == "search" {
+					p.searches++
+				} else if a.URL != "" {
+					detail = "web_fetch" // open_page, find_in_page
+				}
+				p.emit(Event{Kind: EventWebSearch, Detail: detail, Text: a.Query + a.URL, Sources: src})
+			}
+		}
+	case "response.output_text.annotation.added":
+		if a := ev.Annotation; a != nil && a.Type == "url_citation" {
+			p.emit(Event{Kind: EventCitation, Sources: []Source{{URL: a.URL, Title: a.Title}}})
 		}
 	case "response.completed", "response.incomplete":
 		stop := "end_turn"
@@ -332,23 +371,16 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 					stop = "incomplete" // any other reason: not a whole response
 				}
 			}
-			if u := r.Usage; u != nil {
-				usage := Usage{OutputTokens: u.OutputTokens, InputTokens: u.InputTokens}
-				if d := u.InputTokensDetails; d != nil && d.CachedTokens > 0 {
-					usage.CacheReadTokens = d.CachedTokens
-					usage.InputTokens -= d.CachedTokens
-				}
-				if d := u.OutputTokensDetails; d != nil {
-					usage.ThinkingTokens = d.ReasoningTokens
-				}
-				p.emit(Event{Kind: EventUsage, Usage: &usage})
-			}
+			p.usage(r)
 		}
 		p.finished = true
 		p.emit(Event{Kind: EventDone, StopReason: stop})
 	case "response.failed":
 		msg := "Response failed"
 		var code any
+		if ev.Response != nil {
+			p.usage(ev.Response) // a failed response's tokens are billed too
+		}
 		if ev.Response != nil && ev.Response.Error != nil && ev.Response.Error.Message != "" {
 			msg = ev.Response.Error.Message
 			code = ev.Response.Error.Code
@@ -374,6 +406,24 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 		return &Error{Provider: "openai", Message: withHint(s), Retryable: retryCode(code, "")}
 	}
 	return nil
+}
+
+// usage reports the usage of a response object, when it has one.
+func (p *openaiParser) usage(r *openaiResponse) {
+	u := r.Usage
+	if u == nil {
+		return
+	}
+	usage := Usage{OutputTokens: u.OutputTokens, InputTokens: u.InputTokens}
+	if d := u.InputTokensDetails; d != nil && d.CachedTokens > 0 {
+		usage.CacheReadTokens = d.CachedTokens
+		usage.InputTokens -= d.CachedTokens
+	}
+	if d := u.OutputTokensDetails; d != nil {
+		usage.ThinkingTokens = d.ReasoningTokens
+	}
+	usage.WebSearches, usage.SearchFee = p.searches, float64(p.searches)*openaiSearchFee
+	p.emit(Event{Kind: EventUsage, Usage: &usage})
 }
 
 func compactJSON(raw []byte) []byte {

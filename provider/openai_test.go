@@ -161,7 +161,7 @@ func TestOpenAIEvents(t *testing.T) {
 	want := []string{
 		`call_Alpha read {"path":"a.go","label":"a","offset":null,"limit":null}`,
 		`call_Beta mcp:edit {"path":"b.go","oldText":"x","newText":"y"}`,
-		`usage {"InputTokens":44,"OutputTokens":60,"CacheReadTokens":256,"CacheWriteTokens":0,"ThinkingTokens":0}`,
+		`usage {"InputTokens":44,"OutputTokens":60,"CacheReadTokens":256,"CacheWriteTokens":0,"ThinkingTokens":0,"WebSearches":0,"SearchFee":0}`,
 		"done tool_use",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

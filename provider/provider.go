@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // Role is the author of a Message: "user" or "assistant".
@@ -110,7 +112,21 @@ type Request struct {
 	// ModelInfo describes Params.Model (LookupModel, with the user's
 	// overrides); nil = the built-in catalogue's entry.
 	ModelInfo *ModelInfo
+	// Web turns on the provider's own web tools (tools.web_search,
+	// tools.web_fetch): Anthropic's web_search and web_fetch server tools,
+	// OpenAI's web_search, Gemini's Google Search grounding. Chat
+	// Completions servers have none.
+	Web WebTools
 }
+
+// WebTools are the provider-native web tools of a request.
+type WebTools struct {
+	Search, Fetch         bool
+	SearchUses, FetchUses int // per response (Anthropic's max_uses); 0 = 5
+}
+
+// Source is a web page a search found or an answer cites.
+type Source struct{ URL, Title string }
 
 // modelInfo is what the request's body is built for.
 func (r Request) modelInfo(provider string) (string, ModelInfo) {
@@ -147,6 +163,17 @@ const (
 	// EventDone ends a successful response; Event.StopReason is
 	// "end_turn", "tool_use", "max_tokens" or the provider's own word.
 	EventDone = "done"
+	// EventWebSearch is a search (or page fetch) the provider ran on its
+	// side: Event.Text is the query or URL, Event.Detail the tool
+	// ("web_search", "web_fetch"), Event.Sources what it found.
+	EventWebSearch = "web_search"
+	// EventCitation: the answer cites Event.Sources.
+	EventCitation = "citation"
+	// EventUnreadable is a piece of the stream the parser could not
+	// decode: Event.Text holds its raw data, Event.Detail why. It is never
+	// dropped in silence: the engine logs it and warns, and the Writer
+	// marks the response as missing something (Writer.Cut).
+	EventUnreadable = "unreadable"
 )
 
 // Event is one thing a Provider reports while streaming.
@@ -158,6 +185,8 @@ type Event struct {
 	ToolUse    *ToolUse
 	Usage      *Usage
 	StopReason string
+	Detail     string   // EventUnreadable: why the piece could not be read; EventWebSearch: the tool
+	Sources    []Source // EventWebSearch, EventCitation
 }
 
 // Usage is the token accounting of a response. InputTokens, CacheReadTokens
@@ -166,6 +195,10 @@ type Event struct {
 // billed, reasoning included; ThinkingTokens is the reasoning part of them.
 type Usage struct {
 	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens, ThinkingTokens int
+	// WebSearches are the provider-side searches billed apart from the
+	// tokens, SearchFee (USD) what they cost at the provider's price.
+	WebSearches int
+	SearchFee   float64
 }
 
 // Provider streams one response. Stream calls emit synchronously, in order,
@@ -223,12 +256,20 @@ type Config struct {
 	ExtraBody map[string]any
 	// Keys resolves and caches credentials; nil = DefaultKeyring.
 	Keys *Keyring
+	// Copilot is where the copilot provider signs in and keeps its token.
+	Copilot CopilotConfig
+	// Reasoning is how a Chat Completions server gets its reasoning back
+	// (ReasoningContent or ReasoningNone); "" = what the server at BaseURL
+	// documents (dialectOf).
+	Reasoning string
 
 	cred *credHolder // set by New: the credential the client used last
 }
 
 // Names lists the providers New knows, sorted.
-func Names() []string { return []string{"anthropic", "openai", "replay", "vertex"} }
+func Names() []string {
+	return []string{"anthropic", "copilot", "gemini", "openai", "replay", "vertex"}
+}
 
 // New returns the named provider: "anthropic", "openai", "vertex" or
 // "replay".
@@ -268,6 +309,9 @@ func New(name string, cfg Config) (Provider, error) {
 	if err := checkCustom(name, wire, cfg); err != nil {
 		return nil, err
 	}
+	for _, v := range cfg.Headers {
+		secrets.Default.AddHeader(v) // redacted wherever flemma writes
+	}
 	if len(cfg.Headers) > 0 || len(cfg.ExtraBody) > 0 {
 		cfg.HTTPClient = customClient(cfg.HTTPClient, cfg.Headers, cfg.ExtraBody)
 	}
@@ -287,6 +331,10 @@ func New(name string, cfg Config) (Provider, error) {
 		inner = &chat{cfg: cfg, name: name}
 	case "vertex":
 		inner = &vertex{cfg: cfg, newID: newVertexID}
+	case "gemini":
+		inner = &vertex{cfg: cfg, newID: newVertexID, studio: true}
+	case "copilot":
+		inner = &copilot{chat: &chat{cfg: cfg, name: name}, cc: cfg.Copilot}
 	default:
 		if cfg.Wire != "" {
 			return nil, fmt.Errorf("provider %s: unknown wire %q (known: %s)", name, cfg.Wire, strings.Join(Wires(), ", "))
@@ -297,7 +345,7 @@ func New(name string, cfg Config) (Provider, error) {
 }
 
 // Wires lists the wire formats a named provider may speak.
-func Wires() []string { return []string{"anthropic", "chat_completions", "openai", "vertex"} }
+func Wires() []string { return []string{"anthropic", "chat_completions", "gemini", "openai", "vertex"} }
 
 var osGetenv = os.Getenv
 
@@ -306,7 +354,7 @@ var osGetenv = os.Getenv
 // value. CredentialStatus does the same for a configured provider.
 func Credentials(name string, getenv func(string) string) (present bool, source string) {
 	switch name {
-	case "anthropic", "openai", "vertex", "replay":
+	case "anthropic", "copilot", "gemini", "openai", "vertex", "replay":
 	default:
 		return false, ""
 	}
@@ -318,6 +366,9 @@ const (
 	defaultTimeout      = 600 * time.Second
 	defaultStallTimeout = 120 * time.Second
 )
+
+// HTTPClient is the client of every provider request (a sign-in too).
+func HTTPClient() *http.Client { return defaultClient }
 
 var defaultClient = &http.Client{Transport: &http.Transport{
 	Proxy:               http.ProxyFromEnvironment,
@@ -346,7 +397,7 @@ func baseURL(base, def, path string) string {
 		return joined + "?" + q
 	}
 	base = strings.TrimRight(base, "/")
-	for _, v := range []string{"/v1beta1", "/v1"} {
+	for _, v := range []string{"/v1beta1", "/v1beta", "/v1"} {
 		if strings.HasPrefix(path, v+"/") && strings.HasSuffix(base, v) {
 			return base + strings.TrimPrefix(path, v)
 		}

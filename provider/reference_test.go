@@ -76,7 +76,7 @@ func TestReferenceFixtures(t *testing.T) {
 					continue
 				}
 				req := Request{System: sys, Messages: msgs, Tools: testTools()}
-				for _, build := range []func(Request) ([]byte, error){anthropicBody, openaiBody, vertexBody} {
+				for _, build := range []func(Request) ([]byte, error){anthropicBody, openaiBody, func(r Request) ([]byte, error) { return vertexBody(r, "vertex") }} {
 					if _, err := build(req); err != nil {
 						t.Errorf("%s: %v", p, err)
 					}

@@ -141,17 +141,24 @@ func (rp *retrying) Stream(ctx context.Context, req Request, emit func(Event)) e
 	if sleep == nil {
 		sleep = sleepCtx
 	}
+	var billed Usage // of the attempts that failed: their tokens count too
 	for attempt := 1; ; attempt++ {
 		content := false
+		var last Usage
 		err := rp.p.Stream(ctx, req, func(e Event) {
 			if e.Kind != EventUsage {
 				content = true
+			} else if e.Usage != nil {
+				last = *e.Usage
+				u := billed.plus(last)
+				e.Usage = &u
 			}
 			emit(e)
 		})
 		if err == nil || content || ctx.Err() != nil {
 			return err
 		}
+		billed = billed.plus(last)
 		d, ok := rp.r.Backoff(attempt, err)
 		if !ok {
 			return err
@@ -174,4 +181,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// plus is the sum of two usages.
+func (u Usage) plus(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ThinkingTokens: u.ThinkingTokens + v.ThinkingTokens, WebSearches: u.WebSearches + v.WebSearches, SearchFee: u.SearchFee + v.SearchFee}
 }

@@ -363,3 +363,25 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+// The tokens of an attempt that failed after the server reported them
+// (Anthropic's message_start, then overloaded) are added to the usage of
+// the attempt that succeeded: the cost counts what was billed.
+func TestRetryCountsFailedAttemptsUsage(t *testing.T) {
+	failing := new(sse).aStart("msg_1", 5).event(obj{"type": "error", "error": obj{"type": "overloaded_error", "message": "Overloaded"}}).String()
+	_, url := startScript(t, reply{status: 200, body: failing}, reply{status: 200, body: okStream})
+	rec := &retryRecorder{}
+	evs, err := collect(context.Background(), WithRetry(newTest(t, "anthropic", url), rec.retry(4)), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *Usage
+	for _, e := range evs {
+		if e.Kind == EventUsage {
+			last = e.Usage
+		}
+	}
+	if last == nil || last.InputTokens != 10 || last.OutputTokens != 4 {
+		t.Errorf("usage = %+v, want 5+5 input and 1+3 output tokens", last)
+	}
+}

@@ -146,3 +146,13 @@ func readSSE(r io.Reader, on func(event string, data []byte) error, other func(l
 		}
 	}
 }
+
+// unreadable hands on a piece of the stream a parser could not decode
+// (EventUnreadable): the response goes on, and the piece is reported,
+// never dropped in silence. Blank data carries nothing and is not one.
+func unreadable(emit func(Event), data []byte, err error) error {
+	if len(bytes.TrimSpace(data)) > 0 {
+		emit(Event{Kind: EventUnreadable, Text: string(data), Detail: err.Error()})
+	}
+	return nil
+}

@@ -51,7 +51,7 @@ func bodyFor(t *testing.T, doc *buffer.Document, target string, p Params) string
 	case "openai":
 		b, err = openaiBody(req)
 	case "vertex":
-		b, err = vertexBody(req)
+		b, err = vertexBody(req, "vertex")
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestEmptyToolResults(t *testing.T) {
 		req := Request{Messages: msgs}
 		a, _ := anthropicBody(req)
 		o, _ := openaiBody(req)
-		v, _ := vertexBody(req)
+		v, _ := vertexBody(req, "vertex")
 		for name, b := range map[string]string{"anthropic": string(a), "openai": string(o), "vertex": string(v)} {
 			if !strings.Contains(b, want) {
 				t.Errorf("%s (error %v) does not send %q:\n%s", name, isErr, want, b)

@@ -11,16 +11,30 @@ import (
 	"time"
 )
 
-// vertex is the Vertex AI (Gemini) client, streamGenerateContent with
-// alt=sse (send.md §2.3, §3.4).
+// vertex is the Gemini client, streamGenerateContent with alt=sse
+// (send.md §2.3, §3.4), of Vertex AI (a project, an OAuth access token)
+// or, with studio, of the Gemini API (AI Studio: the same wire at
+// generativelanguage.googleapis.com, an API key in x-goog-api-key).
 type vertex struct {
-	cfg   Config
-	newID func(name string) string // tool call ids: Gemini sends none
+	cfg    Config
+	newID  func(name string) string // tool call ids: Gemini sends none
+	studio bool
 }
 
 const vertexMaxTokens = 32768 // when max_tokens is not set (and the model allows it)
 
-func (v *vertex) Name() string { return "vertex" }
+// geminiBase is the Gemini API's endpoint.
+const geminiBase = "https://generativelanguage.googleapis.com"
+
+// Name is "vertex", or "gemini" for the Gemini API: also the name its
+// thought signatures are written under (a signature goes back only to the
+// endpoint that made it).
+func (v *vertex) Name() string {
+	if v.studio {
+		return "gemini"
+	}
+	return "vertex"
+}
 
 // newVertexID synthesises a tool call id, urn:flemma:tool:<name>:<hex time><4 hex>.
 func newVertexID(name string) string {
@@ -29,6 +43,9 @@ func newVertexID(name string) string {
 
 // endpoint returns the stream URL for a model.
 func (v *vertex) endpoint(model string) (string, error) {
+	if v.studio {
+		return baseURL(v.cfg.BaseURL, geminiBase, "/v1beta/models/"+url.PathEscape(model)+":streamGenerateContent?alt=sse"), nil
+	}
 	project := strings.TrimSpace(v.cfg.Project)
 	if project == "" {
 		project = strings.TrimSpace(v.cfg.Getenv("GOOGLE_CLOUD_PROJECT"))
@@ -53,33 +70,42 @@ func (v *vertex) endpoint(model string) (string, error) {
 }
 
 func (v *vertex) Stream(ctx context.Context, req Request, emit func(Event)) error {
-	token, err := v.cfg.credential(ctx, "vertex")
+	name := v.Name()
+	token, err := v.cfg.credential(ctx, name)
 	if err != nil {
 		return err
 	}
-	model, _ := req.modelInfo("vertex")
+	model, _ := req.modelInfo(name)
 	endpoint, err := v.endpoint(model)
 	if err != nil {
-		return &Error{Provider: "vertex", Message: err.Error()}
+		return &Error{Provider: name, Message: err.Error()}
 	}
-	body, err := vertexBody(req)
+	body, err := vertexBody(req, name)
 	if err != nil {
-		return &Error{Provider: "vertex", Message: err.Error()}
+		return &Error{Provider: name, Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, v.cfg.Timeout)
 	defer cancel()
 	h := http.Header{}
-	v.cfg.setKey(h, token, "Authorization", "Bearer ")
-	resp, err := post(ctx, v.cfg.HTTPClient, "vertex", endpoint, h, body)
+	if v.studio {
+		v.cfg.setKey(h, token, "x-goog-api-key", "")
+	} else {
+		v.cfg.setKey(h, token, "Authorization", "Bearer ")
+	}
+	resp, err := post(ctx, v.cfg.HTTPClient, name, endpoint, h, body)
 	if err != nil {
 		return redact(err, token)
 	}
 	defer resp.Body.Close()
-	return redact(consume(ctx, "vertex", resp.Body, &vertexParser{emit: emit, newID: v.newID}), token)
+	fee := gemini2SearchFee
+	if _, info := req.modelInfo(name); info.ThoughtSignatures {
+		fee = gemini3SearchFee
+	}
+	return redact(consume(ctx, name, resp.Body, &vertexParser{emit: emit, newID: v.newID, name: name, searchFee: fee}), token)
 }
 
 // vertexBody builds the request body: tools and contents last.
-func vertexBody(req Request) ([]byte, error) {
+func vertexBody(req Request, signer string) ([]byte, error) {
 	p := req.Params
 	_, info := req.modelInfo("vertex")
 	maxTokens := outputTokens(p, info, vertexMaxTokens)
@@ -101,7 +127,7 @@ func vertexBody(req Request) ([]byte, error) {
 	gen["maxOutputTokens"] = maxTokens
 	body := map[string]any{
 		"generationConfig": gen,
-		"contents":         vertexContents(req.Messages, info.ThoughtSignatures),
+		"contents":         vertexContents(req.Messages, signer, info.ThoughtSignatures),
 	}
 	if req.System != "" {
 		body["systemInstruction"] = map[string]any{"parts": []any{map[string]any{"text": req.System}}}
@@ -113,6 +139,11 @@ func vertexBody(req Request) ([]byte, error) {
 		}
 		body["tools"] = []any{map[string]any{"functionDeclarations": decls}}
 		body["toolConfig"] = map[string]any{"functionCallingConfig": map[string]any{"mode": "AUTO"}}
+	}
+	if req.Web.Search {
+		// Grounding with Google Search, billed per grounded prompt.
+		tools, _ := body["tools"].([]any)
+		body["tools"] = append([]any{map[string]any{"googleSearch": map[string]any{}}}, tools...)
 	}
 	return encodeOrdered(body, "tools", "contents")
 }
@@ -154,7 +185,7 @@ func vertexThinking(m ModelInfo, th thinking, p Params, maxTokens int) (map[stri
 // turn), calls that have none — made by another provider, or whose
 // signature was lost — carry the placeholder Google documents for
 // conversations that come from elsewhere.
-func vertexContents(msgs []Message, signed bool) []any {
+func vertexContents(msgs []Message, signer string, signed bool) []any {
 	names := map[string]string{}
 	for _, m := range msgs {
 		for _, p := range m.Parts {
@@ -207,7 +238,7 @@ func vertexContents(msgs []Message, signed bool) []any {
 			switch p.Kind {
 			case PartThinking:
 				t := p.Thinking
-				if t.Signature != "" && t.Provider == "vertex" {
+				if t.Signature != "" && t.Provider == signer {
 					sig = t.Signature
 				} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
 					foreign = append(foreign, strings.TrimSpace(t.Content))
@@ -274,11 +305,17 @@ func vertexToolName(names map[string]string, id string) string {
 
 // vertexParser turns streamGenerateContent chunks into Events (send.md §3.4).
 type vertexParser struct {
-	emit     func(Event)
-	newID    func(string) string
-	sig      string
-	toolUsed bool
-	finished bool
+	emit  func(Event)
+	newID func(string) string
+	name  string // "vertex" or "gemini": errors and signatures
+
+	searchFee float64 // per grounded prompt
+	grounded  bool    // the answer was grounded with Google Search
+	queries   []string
+	sources   []Source
+	sig       string
+	toolUsed  bool
+	finished  bool
 }
 
 type vertexChunk struct {
@@ -294,7 +331,16 @@ type vertexChunk struct {
 				} `json:"functionCall"`
 			} `json:"parts"`
 		} `json:"content"`
-		FinishReason string `json:"finishReason"`
+		FinishReason      string `json:"finishReason"`
+		GroundingMetadata *struct {
+			WebSearchQueries []string `json:"webSearchQueries"`
+			GroundingChunks  []struct {
+				Web *struct {
+					URI   string `json:"uri"`
+					Title string `json:"title"`
+				} `json:"web"`
+			} `json:"groundingChunks"`
+		} `json:"groundingMetadata"`
 	} `json:"candidates"`
 	PromptFeedback *struct {
 		BlockReason string `json:"blockReason"`
@@ -312,21 +358,21 @@ func (p *vertexParser) done() bool { return p.finished }
 
 func (p *vertexParser) handle(_ string, data []byte) error {
 	var c vertexChunk
-	if json.Unmarshal(data, &c) != nil {
+	if err := json.Unmarshal(data, &c); err != nil {
 		if m, ok := jsonErrorMessage(data); ok { // [{"error": …}]
-			return &Error{Provider: "vertex", Message: withHint(m)}
+			return &Error{Provider: p.name, Message: withHint(m)}
 		}
-		return nil
+		return unreadable(p.emit, data, err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		m, _ := jsonErrorMessage(data)
 		if m == "" {
-			m = "Vertex AI API error"
+			m = p.label() + " API error"
 		}
-		return &Error{Provider: "vertex", Message: withHint(m), Retryable: strings.Contains(strings.ToUpper(m), "RESOURCE_EXHAUSTED") || strings.Contains(m, "UNAVAILABLE")}
+		return &Error{Provider: p.name, Message: withHint(m), Retryable: strings.Contains(strings.ToUpper(m), "RESOURCE_EXHAUSTED") || strings.Contains(m, "UNAVAILABLE")}
 	}
 	if c.PromptFeedback != nil && c.PromptFeedback.BlockReason != "" && len(c.Candidates) == 0 {
-		return &Error{Provider: "vertex", Message: "Prompt blocked by Vertex AI (" + c.PromptFeedback.BlockReason + ")"}
+		return &Error{Provider: p.name, Message: "Prompt blocked by " + p.label() + " (" + c.PromptFeedback.BlockReason + ")"}
 	}
 	var usage *Usage // reported after this chunk's content
 	if u := c.UsageMetadata; u != nil && (u.PromptTokenCount != nil || u.CandidatesTokenCount != nil) {
@@ -344,8 +390,22 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 			usage.InputTokens -= u.CachedContentTokenCount
 		}
 	}
+	if len(c.Candidates) > 0 {
+		if g := c.Candidates[0].GroundingMetadata; g != nil {
+			p.grounded = p.grounded || len(g.WebSearchQueries) > 0
+			p.queries = append(p.queries, g.WebSearchQueries...)
+			for _, ch := range g.GroundingChunks {
+				if ch.Web != nil {
+					p.sources = append(p.sources, Source{URL: ch.Web.URI, Title: ch.Web.Title})
+				}
+			}
+		}
+	}
 	flushUsage := func() {
 		if usage != nil {
+			if p.grounded {
+				usage.WebSearches, usage.SearchFee = 1, p.searchFee // billed per grounded prompt
+			}
 			p.emit(Event{Kind: EventUsage, Usage: usage})
 		}
 	}
@@ -378,8 +438,20 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 		flushUsage()
 		return nil
 	}
+	// The searches Google ran for the answer, and what they found.
+	for i, q := range p.queries {
+		e := Event{Kind: EventWebSearch, Detail: "web_search", Text: q}
+		if i == len(p.queries)-1 {
+			e.Sources = p.sources
+		}
+		p.emit(e)
+	}
+	if len(p.queries) == 0 && len(p.sources) > 0 {
+		p.emit(Event{Kind: EventWebSearch, Detail: "web_search", Sources: p.sources})
+	}
+	p.queries, p.sources = nil, nil
 	if p.sig != "" {
-		p.emit(Event{Kind: EventThinkingSignature, Signature: p.sig, Provider: "vertex"})
+		p.emit(Event{Kind: EventThinkingSignature, Signature: p.sig, Provider: p.name})
 		p.sig = ""
 	}
 	switch cand.FinishReason {
@@ -400,7 +472,15 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 	switch cand.FinishReason {
 	case "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS":
 		// The model's tool call was not valid: nothing was blocked.
-		return &Error{Provider: "vertex", Message: "The model produced an invalid tool call (" + cand.FinishReason + "); nothing of it was run. Press <C-]> to send again."}
+		return &Error{Provider: p.name, Message: "The model produced an invalid tool call (" + cand.FinishReason + "); nothing of it was run. Press <C-]> to send again."}
 	}
-	return &Error{Provider: "vertex", Message: "Response blocked by Vertex AI (" + cand.FinishReason + ")"}
+	return &Error{Provider: p.name, Message: "Response blocked by " + p.label() + " (" + cand.FinishReason + ")"}
+}
+
+// label names the service in messages.
+func (p *vertexParser) label() string {
+	if p.name == "gemini" {
+		return "the Gemini API"
+	}
+	return "Vertex AI"
 }

@@ -155,13 +155,16 @@ func TestVertexParams(t *testing.T) {
 		{"2.5 flash off", Params{Model: "gemini-2.5-flash", Thinking: "off"}, `{"maxOutputTokens":32768,"thinkingConfig":{"thinkingBudget":0}}`},
 		{"2.5 pro cannot stop", Params{Model: "gemini-2.5-pro", Thinking: "off"}, `{"maxOutputTokens":32768}`},
 		{"2.0 does not think; its limit is 8192", Params{Model: "gemini-2.0-flash", Thinking: "high"}, `{"maxOutputTokens":8192}`},
-		{"unknown model: 8192, no thinkingConfig", Params{Model: "gemini-9-ultra", Thinking: "high"}, `{"maxOutputTokens":8192}`},
+		{"unknown model: 8192, no thinkingConfig", Params{Model: "tuned-support-bot-7", Thinking: "high"}, `{"maxOutputTokens":8192}`},
+		{"a later Gemini is taken for Gemini 3", Params{Model: "gemini-9-ultra", Thinking: "medium"}, `{"maxOutputTokens":32768,"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"MEDIUM"}}`},
+		{"3.5 Flash takes medium (it was sent as HIGH)", Params{Model: "gemini-3.5-flash", Thinking: "medium"}, `{"maxOutputTokens":32768,"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"MEDIUM"}}`},
+		{"a later Flash takes minimal", Params{Model: "gemini-4-flash", Thinking: "minimal"}, `{"maxOutputTokens":32768,"thinkingConfig":{"includeThoughts":true,"thinkingLevel":"MINIMAL"}}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := hello()
 			req.Params = tc.params
-			b, err := vertexBody(req)
+			b, err := vertexBody(req, "vertex")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +190,7 @@ func TestVertexSignatureRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := vertexBody(Request{Messages: msgs})
+	b, _ := vertexBody(Request{Messages: msgs}, "vertex")
 	var body struct {
 		Contents []json.RawMessage `json:"contents"`
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/flemma-dev/flemma/buffer"
@@ -48,6 +49,9 @@ type Writer struct {
 
 	stop       string   // the stop reason of EventDone
 	incomplete []string // tool calls whose input was cut ("name (id)")
+	lost       int      // pieces of the stream that could not be read
+	cited      []Source // what the answer cites (EventCitation), written at its end
+	webOpen    bool     // the last thing written was a web search line
 }
 
 type thinkBlock struct {
@@ -73,6 +77,10 @@ func NewWriter(existingLastLines []string) *Writer {
 func (w *Writer) Add(e Event) {
 	switch e.Kind {
 	case EventText:
+		if w.webOpen && strings.TrimSpace(e.Text) != "" {
+			w.emit("\n", false) // the answer goes on in a paragraph of its own
+			w.webOpen = false
+		}
 		w.emit(buffer.Sanitize(e.Text), true)
 		if e.Text != "" {
 			w.afterTh = false
@@ -103,11 +111,39 @@ func (w *Writer) Add(e Event) {
 		b := &thinkBlock{redacted: true, closed: true}
 		b.content.WriteString(e.Text)
 		w.thinking = append(w.thinking, b)
+	case EventWebSearch:
+		// A search the provider ran: written where it happened in the
+		// answer, so the file keeps what the model looked at.
+		if line := webLine(e); line != "" {
+			w.closeFence()
+			w.emit(w.prefix()+line+"\n", true)
+			w.afterTh, w.webOpen = false, true
+		}
+	case EventCitation:
+		w.cited = append(w.cited, e.Sources...)
+	case EventUnreadable:
+		w.lost++
 	case EventDone:
 		w.stop = e.StopReason
-		w.flushThinking(true)
+		w.flushCited()
+		w.flushThinking()
 	}
 }
+
+// flushCited writes the sources the answer cited, once.
+func (w *Writer) flushCited() {
+	src := webSources(w.cited, 0)
+	w.cited = nil
+	if len(src) == 0 {
+		return
+	}
+	w.closeFence()
+	w.emit(w.prefix()+"*Cited:* "+sourceLinks(src)+"\n", true)
+	w.afterTh = false
+}
+
+// Lost is the number of pieces of the stream that could not be read.
+func (w *Writer) Lost() int { return w.lost }
 
 // StopReason is the provider's stop reason of the response ("end_turn",
 // "tool_use", "max_tokens", … as EventDone gave it; "" before it ended).
@@ -124,6 +160,18 @@ func (w *Writer) Cut() string {
 	if len(w.incomplete) > 0 {
 		calls = " The input of " + strings.Join(w.incomplete, ", ") + " is incomplete."
 	}
+	if w.lost > 0 {
+		// What was not read may have been text or a call: the answer
+		// has a hole, so none of its calls may run.
+		n := "1 piece"
+		if w.lost > 1 {
+			n = strconv.Itoa(w.lost) + " pieces"
+		}
+		calls += " " + n + " of the stream could not be read and " + map[bool]string{true: "is", false: "are"}[w.lost == 1] + " missing (the raw text is in flemma's log)."
+		if w.stop == "end_turn" || w.stop == "tool_use" || w.stop == "" {
+			return "Response incomplete: none of its tool calls was run." + calls
+		}
+	}
 	switch w.stop {
 	case "max_tokens":
 		return "Response cut at the output limit (max_tokens): none of its tool calls was run." + calls
@@ -133,6 +181,8 @@ func (w *Writer) Cut() string {
 		return "Response stopped by the provider's content filter (" + w.stop + "): none of its tool calls was run." + calls
 	case "incomplete":
 		return "Response left incomplete by the provider: none of its tool calls was run." + calls
+	case "pause_turn": // Anthropic: a long server-side turn (web search) stopped midway
+		return "Response paused by the provider during its web search: none of its tool calls was run; send again to ask anew." + calls
 	}
 	if calls != "" {
 		return "Response ended inside a tool call: none of its tool calls was run." + calls
@@ -160,10 +210,11 @@ func (w *Writer) Lines() []string {
 //
 // Completed (interrupted false): any thinking not yet written, then a blank
 // line (unless the last line is blank), "@You:" and an empty line for the
-// user's next message. Interrupted: only thinking blocks that were complete
-// (signed), then a blank line and the marker
-// "<!-- flemma:aborted: Response interrupted by the user. -->", then the
-// same prompt. Either way, a response that wrote nothing returns no lines:
+// user's next message. Interrupted: the thinking that arrived (signed or
+// not: it was billed, and the reasoning of Chat Completions servers is
+// never signed), then a blank line and the marker
+// "<!-- flemma:aborted: Response interrupted by the user. -->" that marks
+// the whole message cut, then the same prompt. Either way, a response that wrote nothing returns no lines:
 // the placeholder goes and the buffer is as it was before the send.
 func (w *Writer) Finish(interrupted bool) []string {
 	if interrupted {
@@ -172,7 +223,7 @@ func (w *Writer) Finish(interrupted bool) []string {
 	if cut := w.Cut(); cut != "" {
 		return w.abort(cut)
 	}
-	w.flushThinking(true)
+	w.flushThinking()
 	return w.prompt()
 }
 
@@ -194,7 +245,8 @@ func (w *Writer) FinishError(err error) []string {
 }
 
 func (w *Writer) abort(message string) []string {
-	w.flushThinking(false)
+	w.flushCited()
+	w.flushThinking()
 	if !w.started {
 		return nil
 	}
@@ -311,13 +363,9 @@ func (w *Writer) emit(s string, text bool) {
 	}
 }
 
-// flushThinking writes the pending thinking blocks: all of them, or only
-// the complete (signed or redacted) ones.
-func (w *Writer) flushThinking(all bool) {
+// flushThinking writes the pending thinking blocks.
+func (w *Writer) flushThinking() {
 	for _, b := range w.thinking {
-		if !all && !b.closed {
-			continue
-		}
 		text := thinkingBlock(b)
 		if text == "" {
 			continue

@@ -61,10 +61,19 @@ func TestWriter(t *testing.T) {
 			"\n@Assistant:\nPartial answ\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
 		{"interrupted after a tool block", you, []Event{tool("t1", "ls", `{}`), text("more")}, func(w *Writer) []string { return w.Finish(true) },
 			"\n@Assistant:\n\n**Tool Use:** `ls` (`t1`)\n\n```json\n{}\n```\nmore\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
-		{"interrupted keeps signed thinking, drops the open one", you,
+		{"interrupted keeps signed thinking and the open one (billed, marked cut)", you,
 			[]Event{think("done thinking"), sign("anthropic", "s1"), text("Half"), think("half a thou")}, func(w *Writer) []string { return w.Finish(true) },
-			"\n@Assistant:\nHalf\n\n<thinking anthropic:signature=\"s1\">\ndone thinking\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
-		{"interrupted before content: no lines", you, []Event{think("unsigned")}, func(w *Writer) []string { return w.Finish(true) }, ""},
+			"\n@Assistant:\nHalf\n\n<thinking anthropic:signature=\"s1\">\ndone thinking\n</thinking>\n<thinking>\nhalf a thou\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
+		{"interrupted during unsigned reasoning: the reasoning stays, marked cut", you, []Event{think("unsigned")}, func(w *Writer) []string { return w.Finish(true) },
+			"\n@Assistant:\n<thinking>\nunsigned\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
+		{"error during unsigned reasoning: the reasoning stays", you, []Event{think("step one")}, func(w *Writer) []string {
+			return w.FinishError(&Error{Provider: "deepseek", Message: "no data for 120 s: the stream stalled (send.timeouts.idle)"})
+		}, "\n@Assistant:\n<thinking>\nstep one\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by an error: deepseek: no data for 120 s: the stream stalled (send.timeouts.idle) -->\n\n@You:\n"},
+		{"interrupted before anything: no lines", you, nil, func(w *Writer) []string { return w.Finish(true) }, ""},
+		{"paused during a server-side search", you, []Event{text("Let me search"), {Kind: EventDone, StopReason: "pause_turn"}}, nil,
+			"\n@Assistant:\nLet me search\n\n<!-- flemma:aborted: Response paused by the provider during its web search: none of its tool calls was run; send again to ask anew. -->\n\n@You:\n"},
+		{"an unreadable piece marks the response cut", you, []Event{text("Hel"), {Kind: EventUnreadable, Text: "{bad"}, text("lo"), {Kind: EventDone, StopReason: "end_turn"}}, nil,
+			"\n@Assistant:\nHello\n\n<!-- flemma:aborted: Response incomplete: none of its tool calls was run. 1 piece of the stream could not be read and is missing (the raw text is in flemma's log). -->\n\n@You:\n"},
 		{"error after content", you, []Event{text("Some")}, func(w *Writer) []string {
 			return w.FinishError(&Error{Provider: "anthropic", Message: "overloaded_error — Overloaded\n-->", Retryable: true})
 		}, "\n@Assistant:\nSome\n\n<!-- flemma:aborted: Response interrupted by an error: anthropic: overloaded_error — Overloaded -> -->\n\n@You:\n"},

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,9 +75,23 @@ type Env struct {
 	// path inside the writable roots read-only. The host sets it at
 	// approval time.
 	Protect bool
+	// Fetch is tools.fetch: the bounds of the fetch built-in.
+	Fetch FetchLimits
 
 	redactOnce sync.Once
 	redactor   *strings.Replacer
+}
+
+// FetchLimits bound the fetch built-in (zero: its defaults).
+type FetchLimits struct {
+	MaxBytes     int           // bytes of the answer read (2 MiB)
+	Timeout      time.Duration // the whole request (30 s)
+	MaxRedirects int           // redirects followed, same host only (5)
+	// AllowPrivate lets fetch reach loopback, private and link-local
+	// addresses (a local documentation server); off by default.
+	AllowPrivate bool
+	// Resolver replaces DNS (tests); nil = the system's.
+	Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // Limits are the truncation limits of tool output.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/internal/secrets"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
@@ -14,7 +15,9 @@ import (
 // every result; the built-ins also call it before they truncate, so that the
 // limits apply to the text the model will see. It is idempotent.
 func Finish(text string, env *Env) string {
-	text = buffer.Sanitize(text)
+	// Every configured credential (a provider's key or header, a stored
+	// token) is hidden whatever printed it.
+	text = secrets.Default.Redact(buffer.Sanitize(text))
 	if env == nil {
 		return Redact(text, nil, sandbox.DefaultEnvDeny)
 	}

@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/flemma-dev/flemma/internal/secrets"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
@@ -26,5 +28,16 @@ func TestFinish(t *testing.T) {
 	}
 	if got := Finish("plain", nil); got != "plain" {
 		t.Errorf("Finish(nil env) = %q", got)
+	}
+}
+
+// A configured credential (a provider's header token, a resolved key) is
+// hidden in tool output whatever printed it: a variable under another
+// name, a config file the model cat-ed.
+func TestFinishRedactsConfiguredCredentials(t *testing.T) {
+	secrets.Default.AddHeader("Bearer tool-visible-token-42")
+	got := Finish("curl said: Authorization: Bearer tool-visible-token-42\n", &Env{})
+	if strings.Contains(got, "tool-visible-token-42") || !strings.Contains(got, "[redacted]") {
+		t.Errorf("Finish = %q", got)
 	}
 }

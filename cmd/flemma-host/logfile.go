@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // maxLogBytes is the size at which the log is rotated: host.log becomes
@@ -67,15 +69,22 @@ func (l *logFile) rotate() {
 	fmt.Fprintf(l.f, "(log rotated: the previous one is %s.1)\n", filepath.Base(l.path))
 }
 
+// Write appends p, every configured credential in it replaced by
+// [redacted] (secrets.Default: whatever wrote the line, a credential never
+// reaches the log). log.Logger writes one entry per call.
 func (l *logFile) Write(p []byte) (int, error) {
+	q := []byte(secrets.Default.Redact(string(p)))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.size+int64(len(p)) > l.max {
+	if l.size+int64(len(q)) > l.max {
 		l.rotate()
 	}
-	n, err := l.f.Write(p)
+	n, err := l.f.Write(q)
 	l.size += int64(n)
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (l *logFile) Close() error {

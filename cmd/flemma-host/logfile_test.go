@@ -1,10 +1,13 @@
 package main
 
 import (
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flemma-dev/flemma/internal/secrets"
 )
 
 // The log rotates at its bound and keeps one previous file: it never grows
@@ -49,5 +52,22 @@ func TestLogRotates(t *testing.T) {
 	l.Close()
 	if st, _ := os.Stat(path); st.Size() > 100 {
 		t.Errorf("an oversized log was not rotated at start (%d bytes)", st.Size())
+	}
+}
+
+// Whatever writes a line, a configured credential never reaches the log.
+func TestLogRedactsCredentials(t *testing.T) {
+	secrets.Default.Add("log-secret-0123456789")
+	path := filepath.Join(t.TempDir(), "host.log")
+	l, err := openLog(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := log.New(l, "", 0)
+	logger.Printf("send: error: invalid key log-secret-0123456789 (echoed)")
+	l.Close()
+	b, _ := os.ReadFile(path)
+	if got := string(b); strings.Contains(got, "log-secret") || !strings.Contains(got, "invalid key [redacted] (echoed)") {
+		t.Errorf("log = %q", got)
 	}
 }

@@ -37,7 +37,8 @@ Flags:
 const runUsageTail = `
 Exit codes:
   0  done: the model answered without calls (or there was nothing to send)
-  1  error (provider, file, configuration file, the file changed on disk)
+  1  error (provider, file, configuration file, the file changed on disk),
+     or the model's answer was empty
   2  usage error (flags, --config)
   3  a call needs approval: stderr names it (tool, id, line) and says how
      to approve it (--approve-call ID, or its fence set to approved and --trust)
@@ -45,7 +46,7 @@ Exit codes:
   5  the turn limit stopped the run with work left (run again to go on)
 
 Credentials come from the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
-VERTEX_AI_ACCESS_TOKEN), never from flags or files. The journal and
+VERTEX_AI_ACCESS_TOKEN, GEMINI_API_KEY), never from flags or files. The journal and
 backups go to the state folder ($XDG_STATE_HOME/nvim/flemma or
 ~/.local/state/nvim/flemma, as the plugin's).
 `
@@ -88,7 +89,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	_ = sandbox.HardenProcess()
 	flags := flag.NewFlagSet("flemma-host run", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	provider := flags.String("provider", "", "the `PROVIDER` (anthropic, openai, vertex, replay; default: the configuration's, else anthropic)")
+	provider := flags.String("provider", "", "the `PROVIDER` (anthropic, openai, vertex, gemini, replay, or a named one of --config; default: the configuration's, else anthropic)")
 	model := flags.String("model", "", "the `MODEL` (default: the configuration's, else the provider's default)")
 	var approve, approveCalls listFlag
 	flags.Var(&approve, "approve", "auto-approve these tools, `RULES`: names, presets ($readonly, $files, $commands) and bash(<glob>) rules; repeat or separate with commas; replaces tools.auto_approve (default $default)")

@@ -107,7 +107,8 @@ func Start(o Options) (*Session, error) {
 		// Provider credentials are left out too: tests and the demo must
 		// never reach a real provider; Options.Env adds what a test needs.
 		if !strings.HasPrefix(kv, "VIMRUNTIME=") && !strings.HasPrefix(kv, "VIM=") &&
-			!strings.HasPrefix(kv, "ANTHROPIC_") && !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "VERTEX_") {
+			!strings.HasPrefix(kv, "ANTHROPIC_") && !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "VERTEX_") &&
+			!strings.HasPrefix(kv, "GEMINI_") && !strings.HasPrefix(kv, "GOOGLE_API_KEY=") && !strings.HasPrefix(kv, "GITHUB_COPILOT") {
 			env = append(env, kv)
 		}
 	}

@@ -135,6 +135,10 @@ M.subcommands = {
     trust.untrust(buf())
   end,
   switch = function(args)
+    if #args == 0 then
+      M.pick_model()
+      return
+    end
     local spec = table.concat(args, " ")
     host_call(P.switch, { spec }, function(res)
       if res and res.phase == "switch" then
@@ -144,6 +148,16 @@ M.subcommands = {
   end,
   status = function()
     show(P.status, { buf() }, "status")
+  end,
+  -- :Flemma login copilot: GitHub's device sign-in. The host answers with
+  -- the code (shown) and the page to enter it on (opened where possible),
+  -- then waits for GitHub and says when it is done.
+  login = function(args)
+    host_call(P.login, { args[1] or "" }, function(res)
+      if res and type(res.url) == "string" and res.url ~= "" then
+        M.open_url(res.url)
+      end
+    end)
   end,
   ["host:restart"] = function()
     local _, err = host.restart()
@@ -189,12 +203,71 @@ function M.names()
   return names
 end
 
+--- Open a URL in the browser where possible: vim.ui.open (Neovim 0.10+),
+--- else xdg-open or open when installed. Nothing when neither is there: the
+--- message already shows the URL.
+function M.open_url(url)
+  if vim.ui.open then
+    pcall(vim.ui.open, url)
+    return
+  end
+  for _, prog in ipairs({ "xdg-open", "open" }) do
+    if vim.fn.executable(prog) == 1 then
+      pcall(vim.fn.jobstart, { prog, url }, { detach = true })
+      return
+    end
+  end
+end
+
+-- How long the picker waits for a provider's model list before it shows
+-- the models it knows (the list keeps coming for completion).
+M.pick_wait_ms = 3000
+
+--- :Flemma switch without arguments: pick a provider, then one of its
+--- models (the catalogue's, setup's and those its server lists). Nothing
+--- waits on the host: the model list is asked for when the provider is
+--- picked and the second picker opens when it came, or after pick_wait_ms.
+function M.pick_model()
+  local cat = host.catalogue() or {}
+  local providers = cat.providers or {}
+  if #providers == 0 then
+    notify("no providers: the host is not running (:Flemma host:restart)", vim.log.levels.WARN)
+    return
+  end
+  vim.ui.select(providers, { prompt = "Provider" }, function(name)
+    if not name then
+      return
+    end
+    host.discover(name)
+    local waited = 0
+    local function open()
+      if host.listed(name) == nil and waited < M.pick_wait_ms then
+        waited = waited + 100
+        vim.defer_fn(open, 100)
+        return
+      end
+      local models = { "(its default model)" }
+      vim.list_extend(models, ((host.catalogue() or {}).models or {})[name] or {})
+      vim.ui.select(models, { prompt = name .. " model" }, function(model, idx)
+        if not model then
+          return
+        end
+        M.subcommands.switch(idx == 1 and { name } or { name, model })
+      end)
+    end
+    open()
+  end)
+end
+
 -- The parameters :Flemma switch takes after the provider and model.
 local switch_params = { "max_tokens=", "temperature=", "thinking=", "cache_retention=" }
 
 -- Completion of a subcommand's arguments: fn(args before the one being
 -- completed) returns the candidates.
 M.completers = {
+  login = function(args)
+    return #args == 0 and { "copilot" } or {}
+  end,
   -- :Flemma switch <provider> [model] [key=value…]: the host's providers
   -- and, for the provider typed, the models of its catalogue and setup's.
   switch = function(args)
@@ -205,6 +278,7 @@ M.completers = {
     local out = {}
     if #args == 1 then
       out = vim.deepcopy((cat.models or {})[args[1]] or {})
+      host.discover(args[1]) -- the server's list, for the next <Tab>
     end
     vim.list_extend(out, switch_params)
     return out

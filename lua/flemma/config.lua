@@ -29,8 +29,10 @@ M.defaults = {
   --   ollama = { wire = "chat_completions", base_url = "http://localhost:11434/v1", model = "qwen3" }
   -- Keys of an entry (see provider_keys below): wire, base_url, model, api_key_env (a variable
   -- name, a list, or false for none), api_key_cmd (argv, no shell), api_key_cache (seconds),
-  -- api_key_timeout (seconds), api_key_header, headers, extra_body; project, location, file.
-  providers = { anthropic = {}, openai = {}, vertex = {}, replay = {} },
+  -- api_key_timeout (seconds), api_key_header, headers, extra_body, reasoning ("reasoning_content"
+  -- or "none": how a chat_completions server gets its reasoning back; unset = what its host
+  -- documents); project, location, file; copilot: github_url, github_api_url (GitHub Enterprise).
+  providers = { anthropic = {}, openai = {}, vertex = {}, gemini = {}, copilot = {}, replay = {} },
   -- MCP servers whose tools the model may call, as mcp__<server>__<tool> (approve them with
   -- patterns: tools.auto_approve = { "mcp__github__*" }). Setup only: a .chat file can neither add
   -- nor start one. A server is a command spoken to over stdio, started with a scrubbed environment
@@ -86,6 +88,17 @@ M.defaults = {
     modules = {},
     truncate = { max_lines = 2000, max_bytes = 51200 },
     bash = { shell = "bash", env = {} },
+    -- The fetch tool: an HTTP GET from the host (not bash's sandbox), the page as Markdown. Off
+    -- until enabled; its calls ask unless approved by name or host: "fetch(docs.python.org)",
+    -- "fetch(*.golang.org)" in auto_approve. Private, loopback and link-local addresses are
+    -- refused unless allow_private.
+    fetch = { enabled = false, allow_private = false, max_bytes = 2097152, timeout = 30, max_redirects = 5 },
+    -- The provider's own web tools, run on its side and billed by it: Anthropic's web_search and
+    -- web_fetch, OpenAI's web_search, Gemini's Google Search grounding. The searches and the
+    -- sources found and cited are written into the answer. A buffer may turn them off
+    -- (flemma.opt.tools.web_search = false); only a trusted one may turn them on.
+    web_search = { enabled = false, max_uses = 5 },
+    web_fetch = { enabled = false, max_uses = 5 },
   },
   sandbox = {
     enabled = true,
@@ -202,6 +215,15 @@ local checks = {
   ["tools.default_timeout"] = { "number" },
   ["tools.cursor_after_result"] = { "string", one_of = { "result", "stay", "next" } },
   ["tools.modules"] = { "table" },
+  ["tools.web_search.enabled"] = { "boolean" },
+  ["tools.web_search.max_uses"] = { "number" },
+  ["tools.web_fetch.enabled"] = { "boolean" },
+  ["tools.web_fetch.max_uses"] = { "number" },
+  ["tools.fetch.enabled"] = { "boolean" },
+  ["tools.fetch.allow_private"] = { "boolean" },
+  ["tools.fetch.max_bytes"] = { "number" },
+  ["tools.fetch.timeout"] = { "number" },
+  ["tools.fetch.max_redirects"] = { "number" },
   ["sandbox.enabled"] = { "boolean" },
   ["sandbox.backend"] = { "string", one_of = { "auto", "bwrap", "none" } },
   ["sandbox.network"] = { "boolean" },
@@ -245,7 +267,7 @@ local provider_keys = {
   file = { "string" },
   project = { "string" },
   location = { "string" },
-  wire = { "string", one_of = { "chat_completions", "openai", "responses", "anthropic", "vertex" } },
+  wire = { "string", one_of = { "chat_completions", "openai", "responses", "anthropic", "vertex", "gemini" } },
   model = { "string" },
   api_key_env = { "string", "table", "boolean" },
   api_key_cmd = { "table" },
@@ -254,6 +276,9 @@ local provider_keys = {
   api_key_header = { "string" },
   headers = { "table" },
   extra_body = { "table" },
+  reasoning = { "string", one_of = { "reasoning_content", "none" } },
+  github_url = { "string" },
+  github_api_url = { "string" },
 }
 M.provider_keys = provider_keys
 
@@ -621,7 +646,7 @@ function M.for_host(cfg)
     return v
   end
   return strip({
-    paths = { state = M.state_dir(), config = vim.fn.stdpath("config") },
+    paths = { state = M.state_dir(), config = vim.fn.stdpath("config"), data = vim.fn.stdpath("data") .. "/flemma" },
     provider = cfg.provider,
     model = cfg.model,
     models = cfg.models,

@@ -240,6 +240,7 @@ end
 function M.refresh_catalogue(chan)
   chan = chan or host.chan
   host.catalogue = nil
+  host.discover_asked = {} -- a new host (or setup) has listed nothing yet
   if chan then
     local ok, res = pcall(vim.rpcrequest, chan, P.models)
     if ok and type(res) == "table" then
@@ -259,6 +260,39 @@ function M.catalogue()
   end
   return host.catalogue
 end
+
+--- Ask the host, without waiting, to list a provider's models from its
+--- server (once per host): FlemmaModels brings the catalogue with them.
+function M.discover(name)
+  host.discover_asked = host.discover_asked or {}
+  if type(name) ~= "string" or host.discover_asked[name] or not host.chan then
+    return
+  end
+  host.discover_asked[name] = true
+  M.request_async(P.discover, { name }, function() end)
+end
+
+--- Whether a provider's model list came (true: listed; false: its server
+--- did not answer or it lists none); nil while it is asked for.
+function M.listed(name)
+  local cat = host.catalogue or {}
+  return (cat.listed or {})[name]
+end
+
+-- The host sends the catalogue again when a model list came.
+vim.api.nvim_create_autocmd("User", {
+  pattern = "FlemmaModels",
+  group = vim.api.nvim_create_augroup("flemma_models", { clear = true }),
+  callback = function(ev)
+    local data = ev.data
+    if data == nil then -- Neovim 0.7: autocmds carry no data
+      data = require("flemma.buf").last_event
+    end
+    if type(data) == "table" and data.providers then
+      host.catalogue = data
+    end
+  end,
+})
 
 --- The configuration as the host takes it: JSON (flemma.setup).
 function M.config_json()

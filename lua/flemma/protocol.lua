@@ -29,7 +29,9 @@ return {
   journal_log = "flemma.journal_log",
   sandbox_status = "flemma.sandbox_status",
   switch = "flemma.switch",
-  models = "flemma.models", -- { providers, models = { [provider] = { id… } } }: :Flemma switch completion
+  models = "flemma.models", -- { providers, models = { [provider] = { id… } }, listed = { [provider] = bool } }: :Flemma switch
+  discover = "flemma.discover", -- async (provider): ask its server for its models; FlemmaModels brings them
+  login = "flemma.login", -- async (provider): a sign-in; the reply carries url and code
   autopilot = "flemma.autopilot",
   sandbox_writable = "flemma.sandbox_writable",
   sandbox_wrap = "flemma.sandbox_wrap",

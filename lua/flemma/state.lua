@@ -33,8 +33,10 @@ M.host = {
   next_id = 0,
   watchdog = nil, -- timer that reports late answers while requests are pending
   -- What :Flemma switch completes, as the running host answered it after the
-  -- last setup: { providers = {…}, models = { [provider] = { id… } } }.
+  -- last setup (and again with each model list its servers sent, FlemmaModels):
+  -- { providers = {…}, models = { [provider] = { id… } }, listed = { [provider] = bool } }.
   catalogue = nil,
+  discover_asked = {}, -- provider -> true: its model list was asked of this host
   -- Runtime overrides replayed into a (re)started host: switch = the
   -- arguments of the last :Flemma switch, autopilot = "enable" | "disable".
   runtime = {},

@@ -7,5 +7,5 @@ import "github.com/flemma-dev/flemma/tools"
 // configuration (sandbox, limits, shell, …) arrives with each call in
 // Call.Env, because setup can change at runtime.
 func All() []tools.Tool {
-	return []tools.Tool{Bash(), Read(), Write(), Edit(), Grep(), Find(), Ls(), Calculator(), CalculatorAsync()}
+	return []tools.Tool{Bash(), Read(), Write(), Edit(), Grep(), Find(), Ls(), Calculator(), CalculatorAsync(), Fetch()}
 }
