@@ -34,8 +34,8 @@ type TUI struct {
 	done chan struct{} // closed when the reader sees the terminal close
 
 	mu     sync.Mutex
-	out    []byte      // everything Neovim wrote to the terminal
-	chunks []outChunk  // where each read ended, and when
+	out    []byte     // everything Neovim wrote to the terminal
+	chunks []outChunk // where each read ended, and when
 	wake   chan struct{}
 }
 
