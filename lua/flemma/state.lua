@@ -77,6 +77,10 @@ M.usage = {
 ---   our_tick = changedtick right after flemma's last write (flemma.buf)
 ---   progress = the request in progress: { phase, provider, model, t0, thinking_chars, text_chars } (flemma.buf)
 ---   running = tool id -> true while it runs (flemma.buf, from the tool events)
+---   outline = the buffer's structure, kept current change by change; outline_attached (flemma.outline)
+---   display_pending = rulers/folds of the last changes are scheduled (flemma.chatbuf)
+---   ts_on, ts_dropped = Markdown by treesitter / dropped for regex syntax once the chat grew (flemma.chatbuf)
+---   folded = window -> blocks it has seen (flemma.fold)
 M.buffers = {}
 
 --- The state of a buffer, created on first use.
