@@ -357,3 +357,112 @@ func benchKeystrokes(b *testing.B, bin string, size int, url string) {
 		}
 	}
 }
+
+// redrawProbe records, inside Neovim, what each stream flush costs the
+// editor: the host's write (flemma.buf.apply, with the folds and
+// highlighting it updates) plus the redraw that follows it (a decoration
+// provider's on_start..on_end brackets a whole redraw).
+const redrawProbe = `
+local buf = require("flemma.buf")
+local apply = buf.apply
+local ns = vim.api.nvim_create_namespace("flemma.bench.redraw")
+local pending, t0
+_G.FLEMMA_FLUSHES = {}
+buf.apply = function(...)
+  local a = vim.loop.hrtime()
+  local res = apply(...)
+  pending = (pending or 0) + vim.loop.hrtime() - a
+  return res
+end
+vim.api.nvim_set_decoration_provider(ns, {
+  on_start = function()
+    t0 = vim.loop.hrtime()
+  end,
+  on_end = function()
+    if t0 and pending then
+      table.insert(FLEMMA_FLUSHES, pending + vim.loop.hrtime() - t0)
+      pending = nil
+    end
+    t0 = nil
+  end,
+})`
+
+// BenchmarkStreamRedraw: a 2,000-token answer (one word per ms) streamed
+// into a 50,000-line chat in a real terminal (TUI under a pty), with the
+// defaults (folds, syntax, rulers on) and, in a second Neovim in the same
+// run, with them off (chat.markdown = "none", chat.rulers = false,
+// fold.enabled = false, :syntax off). Reported: the worst and the median
+// cost of one flush to the editor (the host's write and the redraw after
+// it, in ms, features on), and the wall time from <C-]> to the final @You:
+// on the screen, on and off, and their ratio.
+func BenchmarkStreamRedraw(b *testing.B) {
+	found := benchNeovims(b)
+	srv := httptest.NewServer(&endlessAnswer{pace: time.Millisecond, max: 2000})
+	defer srv.Close()
+	chat := keystrokeChat(50000)
+	const models = `, models = { ["test-model"] = { max_output_tokens = 8192, thinking = "none" } }`
+	for _, bin := range found {
+		b.Run("nvim-"+nvimtest.Version(bin), func(b *testing.B) {
+			type side struct {
+				tui  *nvimtest.TUI
+				wall []time.Duration
+			}
+			open := func(extra string, syntaxOff bool) *side {
+				tui := startTUI(b, bin, sendSetup(srv.URL, models+extra), "ANTHROPIC_API_KEY=test-key")
+				path := filepath.Join(tui.Dir, "long.chat")
+				if err := os.WriteFile(path, []byte(chat), 0o644); err != nil {
+					b.Fatal(err)
+				}
+				tuiLua(b, tui, nil, `local path, off = ...; vim.cmd("edit " .. vim.fn.fnameescape(path)); if off then vim.cmd("syntax off") end`, path, syntaxOff)
+				tuiLua(b, tui, nil, redrawProbe)
+				return &side{tui: tui}
+			}
+			on := open("", false)
+			off := open(`, chat = { markdown = "none", rulers = false }, fold = { enabled = false }`, true)
+			stream := func(s *side) {
+				tuiLua(b, s.tui, nil, `
+					local n = ...
+					vim.api.nvim_buf_set_lines(0, n, -1, false, {})
+					vim.api.nvim_win_set_cursor(0, { n, 0 })
+					vim.cmd("normal! zt")
+					FLEMMA_FLUSHES = {}`, 50000)
+				if !s.tui.Settle(20*time.Millisecond, 60*time.Second) {
+					b.Fatalf("Neovim did not settle; terminal:\n%s", s.tui.Screen())
+				}
+				d, err := s.tui.Type("\x1d", "@You:", settle, 60*time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.wall = append(s.wall, d)
+			}
+			var flushes []time.Duration
+			for b.Loop() {
+				stream(on)
+				var ns []int64
+				tuiLua(b, on.tui, &ns, `return FLEMMA_FLUSHES`)
+				for _, n := range ns {
+					flushes = append(flushes, time.Duration(n))
+				}
+				if os.Getenv("FLEMMA_BENCH_TRACE") != "" {
+					fmt.Fprintf(os.Stderr, "%s flushes (ms):", b.Name())
+					for _, n := range ns {
+						fmt.Fprintf(os.Stderr, " %.1f", float64(n)/1e6)
+					}
+					fmt.Fprintln(os.Stderr)
+				}
+				stream(off)
+			}
+			b.StopTimer()
+			if len(flushes) == 0 {
+				b.Fatal("no flush was measured")
+			}
+			won, woff := median(on.wall), median(off.wall)
+			b.ReportMetric(ms(percentile(flushes, 100)), "ms-max-flush")
+			b.ReportMetric(ms(percentile(flushes, 50)), "ms-p50-flush")
+			b.ReportMetric(float64(len(flushes))/float64(len(on.wall)), "flushes/stream")
+			b.ReportMetric(ms(won), "ms-wall-on")
+			b.ReportMetric(ms(woff), "ms-wall-off")
+			b.ReportMetric(float64(won)/float64(woff), "ratio-wall")
+		})
+	}
+}
