@@ -467,3 +467,66 @@ func TestRoleRulers(t *testing.T) {
 		}
 	})
 }
+
+// foldMap is, per line of the current window, its fold level and whether a
+// fold starts there (foldclosed after zM), as a string for comparisons.
+func foldMap(t *testing.T, s *nvimtest.Session) string {
+	t.Helper()
+	var out string
+	if err := s.Lua(&out, `
+		local view = vim.fn.winsaveview()
+		vim.cmd("normal! zM")
+		local out = {}
+		for l = 1, vim.api.nvim_buf_line_count(0) do
+			out[#out + 1] = string.format("%d:%d:%d %s", l, vim.fn.foldlevel(l), vim.fn.foldclosed(l), vim.fn.getline(l):sub(1, 20))
+		end
+		vim.cmd("normal! zR")
+		vim.fn.winrestview(view)
+		return table.concat(out, "\n")`); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFoldsAfterResponse (issue 27 item 3): right after the host wrote a
+// response (streamed, then the new @You:), the folds of the chat window are
+// those of the same text opened fresh: every message a fold of its own
+// under zM, the new @You: included, and the fold text names the answer.
+func TestFoldsAfterResponse(t *testing.T) {
+	answer := "First paragraph of the answer.\n\nSecond paragraph, longer than the first one.\n\nThird."
+	// The request carries one answer already: the server's second turn.
+	f := &fakeAnthropic{turns: []string{sse(answer), sse(answer)}}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		chat := "@System:\nBe brief.\n\n@You:\nFirst question.\n\n@Assistant:\nFirst answer.\n\n" + question
+		mustOpen(t, s, "f.chat", chat)
+		// Folds computed before the response, as a user has them.
+		_ = foldMap(t, s)
+		press(t, s, "<C-]>")
+		want := strings.TrimSuffix(chat, "\n") + "\n\n@Assistant:\n" + answer + "\n\n@You:\n"
+		waitText(t, s, want)
+		if err := s.WaitIdle(); err != nil {
+			t.Fatal(err)
+		}
+		got := foldMap(t, s)
+		// The same text in a fresh chat buffer: folds from scratch.
+		if err := s.Lua(nil, `
+			local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+			vim.cmd("enew")
+			vim.api.nvim_buf_set_lines(0, 0, -1, false, lines)
+			vim.bo.filetype = "chat"`); err != nil {
+			t.Fatal(err)
+		}
+		fresh := foldMap(t, s)
+		if got != fresh {
+			t.Errorf("folds after the response:\n%s\nfolds of the same text opened fresh:\n%s", got, fresh)
+		}
+		for _, l := range strings.Split(got, "\n") {
+			var n, level, closed int
+			var rest string
+			fmt.Sscanf(l, "%d:%d:%d %s", &n, &level, &closed, &rest)
+			if strings.HasPrefix(rest, "@") && closed != n {
+				t.Errorf("line %d (%s) is not the start of its own closed fold under zM: %s", n, rest, l)
+			}
+		}
+	})
+}
