@@ -326,17 +326,39 @@ end
 
 local progress_timer
 
+-- The rulers' namespace (flemma.chatbuf draws them): the line that carries
+-- the progress note has none, or the note would come after 240 columns of
+-- ruler, out of the window (it blinked as the two marks swapped places).
+local ns_rulers = vim.api.nvim_create_namespace("flemma.rulers")
+
 local function render_progress(bufnr, p, now)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
   vim.api.nvim_buf_clear_namespace(bufnr, ns_progress, 0, -1)
+  local b = state.buffers[bufnr]
+  local old = b and b.progress_line
+  local chatbuf = package.loaded["flemma.chatbuf"]
   if p then
     local last = vim.api.nvim_buf_line_count(bufnr) - 1
     pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_progress, last, 0, {
       virt_text = { { M.progress_text(p, now), "FlemmaProgress" } },
       virt_text_pos = "eol",
     })
+    vim.api.nvim_buf_clear_namespace(bufnr, ns_rulers, last, last + 1)
+    if b then
+      b.progress_line = last
+    end
+    if old and old ~= last and chatbuf then
+      chatbuf.draw_rulers(bufnr, old + 1, old + 1)
+    end
+  else
+    if b then
+      b.progress_line = nil
+    end
+    if old and chatbuf then
+      chatbuf.draw_rulers(bufnr, old + 1, old + 1)
+    end
   end
 end
 

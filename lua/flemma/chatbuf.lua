@@ -168,8 +168,10 @@ function M.draw_rulers(bufnr, first, last)
     return
   end
   local kd = m.kd
+  -- The line with the progress note has no ruler (flemma.buf).
+  local note = (state.buffers[bufnr] or {}).progress_line
   for l = first, math.min(last, m.n) do
-    if kd[l] == "message" then
+    if kd[l] == "message" and note ~= l - 1 then
       pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_rulers, l - 1, 0, {
         virt_text = ruler,
         virt_text_pos = "eol",

@@ -81,6 +81,7 @@ M.usage = {
 ---   display_pending = rulers/folds of the last changes are scheduled (flemma.chatbuf)
 ---   ts_on, ts_dropped = Markdown by treesitter / dropped for regex syntax once the chat grew (flemma.chatbuf)
 ---   folded = window -> blocks it has seen (flemma.fold)
+---   progress_line = 0-based line of the progress note, which has no ruler (flemma.buf)
 M.buffers = {}
 
 --- The state of a buffer, created on first use.
