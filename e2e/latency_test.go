@@ -130,6 +130,27 @@ func tuiLua(b *testing.B, tui *nvimtest.TUI, result any, code string, args ...an
 	}
 }
 
+// waitMode waits until Neovim is in mode, sending key (if any) again every
+// 100 ms; a minute without it is an error.
+func waitMode(b *testing.B, tui *nvimtest.TUI, mode, key string) {
+	b.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; ; i++ {
+		var m string
+		tuiLua(b, tui, &m, `return vim.fn.mode()`)
+		if m == mode {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("Neovim stays in mode %q, not %q; terminal:\n%s", m, mode, tui.Screen())
+		}
+		if key != "" && i%50 == 49 {
+			tuiLua(b, tui, nil, `vim.api.nvim_input(...)`, key)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // settle is the pause that ends one redraw's output on the terminal.
 const settle = 3 * time.Millisecond
 
@@ -226,25 +247,14 @@ func benchKeystrokes(b *testing.B, bin string, size int, url string) {
 			vim.api.nvim_set_current_win(win)
 			if line > 0 then vim.api.nvim_win_set_cursor(win, { line, 0 }) end
 			if top > 0 then vim.fn.winrestview({ topline = top }) else vim.cmd("normal! zz") end`, win, line, top)
-		// <Esc> over RPC is a key like any other: wait until it is handled.
-		for {
-			var mode string
-			tuiLua(b, tui, &mode, `return vim.fn.mode()`)
-			if mode == "n" {
-				break
-			}
-		}
+		// <Esc> over RPC is a key like any other: wait until it is handled
+		// (again, in case a message's prompt took the first one).
+		waitMode(b, tui, "n", "<Esc>")
 		settleOrPace()
 	}
 	insert := func() {
 		tuiLua(b, tui, nil, `vim.api.nvim_input("i")`)
-		for {
-			var mode string
-			tuiLua(b, tui, &mode, `return vim.fn.mode()`)
-			if mode == "i" {
-				break
-			}
-		}
+		waitMode(b, tui, "i", "")
 		settleOrPace()
 	}
 	// A prose line in the middle of the chat, and the scratch buffer's line 5.

@@ -340,10 +340,19 @@ func main() {
 			args = append(args, "-benchtime", *benchtime)
 		}
 		args = append(args, pkg)
-		fmt.Fprintf(os.Stderr, "go %s\n", strings.Join(args, " "))
+		log, lerr := os.CreateTemp("", "benchcheck-*.txt")
+		if lerr != nil {
+			fmt.Fprintln(os.Stderr, lerr)
+			os.Exit(2)
+		}
+		fmt.Fprintf(os.Stderr, "go %s  (output: %s)\n", strings.Join(args, " "), log.Name())
 		cmd := exec.Command("go", args...)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
+		var buf strings.Builder
+		cmd.Stdout = io.MultiWriter(&buf, log)
+		cmd.Stderr = io.MultiWriter(os.Stderr, log)
+		err := cmd.Run()
+		log.Close()
+		out := buf.String()
 		res, probs := ParseOutput(r.pkg, strings.NewReader(string(out)))
 		if err != nil && len(res) == 0 && len(probs) == 0 {
 			probs = append(probs, Problem{Pkg: cleanPkg(r.pkg), Name: r.bench, Kind: "FAIL", Reason: fmt.Sprintf("go test %s: %v", pkg, err)})

@@ -195,17 +195,30 @@ func (t *TUI) read() {
 	}
 }
 
-// Close quits Neovim (and with it the host) and closes the terminal.
+// Close quits Neovim (and with it the host) and closes the terminal. It
+// never waits long: a connection or a reader still blocked after Neovim is
+// gone is left behind.
 func (t *TUI) Close() {
-	if t.Nv != nil {
-		_ = t.Nv.Close()
-	}
 	if t.cmd.Process != nil {
 		_ = t.cmd.Process.Kill()
 		_ = t.cmd.Wait()
 	}
+	if t.Nv != nil {
+		done := make(chan struct{})
+		go func() {
+			_ = t.Nv.Close()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+		}
+	}
 	t.pty.Close()
-	<-t.done
+	select {
+	case <-t.done:
+	case <-time.After(2 * time.Second):
+	}
 }
 
 // Screen is the last 4 KB Neovim wrote, for error messages.
