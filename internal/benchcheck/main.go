@@ -354,8 +354,10 @@ func main() {
 		log.Close()
 		out := buf.String()
 		res, probs := ParseOutput(r.pkg, strings.NewReader(string(out)))
-		if err != nil && len(res) == 0 && len(probs) == 0 {
-			probs = append(probs, Problem{Pkg: cleanPkg(r.pkg), Name: r.bench, Kind: "FAIL", Reason: fmt.Sprintf("go test %s: %v", pkg, err)})
+		// A run that did not end well may have lost results without a
+		// FAIL line for them (a timeout, a crash): its budgets are not met.
+		if err != nil {
+			probs = append(probs, Problem{Pkg: cleanPkg(r.pkg), Name: r.bench, Kind: "FAIL", Reason: fmt.Sprintf("go test -bench %s %s: %v (output: %s)", r.bench, pkg, err, log.Name())})
 		}
 		results = append(results, res...)
 		problems = append(problems, probs...)

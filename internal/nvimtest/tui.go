@@ -130,12 +130,20 @@ func StartTUI(o TUIOptions) (*TUI, error) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	v, err := nvim.Dial(sock, nvim.DialContext(ctx), nvim.DialServe(true), nvim.DialLogf(func(string, ...any) {}))
-	if err != nil {
-		t.Close()
-		return nil, fmt.Errorf("connect to %s: %w", sock, err)
+	// The socket file exists from bind(), before listen(): retry.
+	var v *nvim.Nvim
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		v, err = nvim.Dial(sock, nvim.DialContext(ctx), nvim.DialServe(true), nvim.DialLogf(func(string, ...any) {}))
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Close()
+			return nil, fmt.Errorf("connect to %s: %w", sock, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	t.Nv = v
 	// Start-up is done when the UI has drawn and messages are not pending.
