@@ -128,6 +128,7 @@ var layers = map[string][]string{
 	"internal/nvimtest":       {},
 	"internal/chatgen":        {},
 	"internal/layering":       {},
+	"internal/benchcheck":     {}, // make bench-check: runs go test, reads docs/budgets.txt
 	"e2e":                     {".", "internal/chatgen", "internal/nvimtest"},
 }
 
