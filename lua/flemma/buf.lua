@@ -246,6 +246,9 @@ function M.apply(bufnr, tick, edits, opts)
   if #edits > 0 then
     trust.undos(bufnr) -- the new tip of the undo history
   end
+  -- The previews of this text are the ones just set: the TextChanged that
+  -- follows this write need not ask the host for them again.
+  state.buffer(bufnr).marks_tick = (opts.marks and opts.marks ~= vim.NIL) and tick_now or nil
   synced(bufnr) -- the host computed the new text itself
   if #edits > 0 then
     state.buffer(bufnr).our_tick = tick_now

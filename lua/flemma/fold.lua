@@ -172,16 +172,30 @@ end
 -- first line (its text is the same for every block); a tool block by its id.
 local ns_seen = vim.api.nvim_create_namespace("flemma.fold_seen")
 
-local function decide(bufnr, cfg, m, first)
+-- The key of the block starting at first, from its first line alone (nil
+-- while it is still being written).
+local function key_of(bufnr, m, first)
   local kind = m.kd[first]
   local last = outline.last_of(m, first)
   if not outline.complete(m, first, last) then
-    return nil -- still being written: decided when it is complete
+    return nil, last -- still being written: decided when it is complete
   end
   if kind == "thinking" then
     local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns_seen, { first - 1, 0 }, { first - 1, 0 }, { limit = 1 })
     local id = marks[1] and marks[1][1] or vim.api.nvim_buf_set_extmark(bufnr, ns_seen, first - 1, 0, {})
-    return "t" .. id, cfg.thinking
+    return "t" .. id, last
+  end
+  local head = vim.api.nvim_buf_get_lines(bufnr, first - 1, first, false)[1] or ""
+  local id = kind == "tool_use" and head:match("^%*%*Tool Use:%*%*%s*`[^`]+`%s*%(`([^)]+)`%)")
+    or head:match("^%*%*Tool Result:%*%*%s*`([^`]+)`")
+  return (kind == "tool_use" and "u" or "r") .. (id or first), last
+end
+
+-- Whether the block starts closed (nil: not decided yet, a placeholder).
+local function decide(bufnr, cfg, m, first, last)
+  local kind = m.kd[first]
+  if kind == "thinking" then
+    return cfg.thinking
   end
   -- A result is short to read: reading a long one is what closing it saves.
   local head = vim.api.nvim_buf_get_lines(bufnr, first - 1, math.min(last, first + 8), false)
@@ -192,17 +206,16 @@ local function decide(bufnr, cfg, m, first)
     if st ~= nil and st ~= "error" then
       return nil -- a placeholder: decided when its result is written
     end
-    return "r" .. (b.id or first), cfg.result_lines > 0 and (b.body_last - b.body_first + 1) > cfg.result_lines
+    return cfg.result_lines > 0 and (b.body_last - b.body_first + 1) > cfg.result_lines
   end
-  local shut = false
-  if cfg.input_chars > 0 then
-    local n = 0
-    for _, l in ipairs(vim.api.nvim_buf_get_lines(bufnr, b.body_first - 1, b.body_last, false)) do
-      n = n + #l
-    end
-    shut = n > cfg.input_chars
+  if cfg.input_chars <= 0 then
+    return false
   end
-  return "u" .. (b.id or first), shut
+  local n = 0
+  for _, l in ipairs(vim.api.nvim_buf_get_lines(bufnr, b.body_first - 1, b.body_last, false)) do
+    n = n + #l
+  end
+  return n > cfg.input_chars
 end
 
 local function chat_windows(bufnr)
@@ -239,17 +252,24 @@ function M.close_new(bufnr, first, last)
   local close = {}
   for l = first, last do
     if outline.block_kinds[kd[l]] then
-      local key, shut = decide(bufnr, cfg, m, l)
+      local key, blast = key_of(bufnr, m, l)
+      local unseen = {}
       if key then
         for _, win in ipairs(wins) do
-          local seen = b.folded[win] or {}
-          b.folded[win] = seen
-          if not seen[key] then
-            seen[key] = true
-            if shut then
-              close[win] = close[win] or {}
-              table.insert(close[win], l)
-            end
+          b.folded[win] = b.folded[win] or {}
+          if not b.folded[win][key] then
+            unseen[#unseen + 1] = win
+          end
+        end
+      end
+      -- Only a block some window has not seen yet is read.
+      local shut = #unseen > 0 and decide(bufnr, cfg, m, l, blast)
+      if #unseen > 0 and shut ~= nil then
+        for _, win in ipairs(unseen) do
+          b.folded[win][key] = true
+          if shut then
+            close[win] = close[win] or {}
+            table.insert(close[win], l)
           end
         end
       end

@@ -208,7 +208,10 @@ function M.attach(bufnr)
     desc = "flemma: note undos and refresh tool previews",
     callback = function()
       trust.undos(bufnr)
-      refresh()
+      -- Not after the host's own write that carried the previews.
+      if state.buffer(bufnr).marks_tick ~= vim.api.nvim_buf_get_changedtick(bufnr) then
+        refresh()
+      end
     end,
   })
   local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" }

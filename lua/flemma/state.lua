@@ -75,6 +75,7 @@ M.usage = {
 ---   undo = { seen, count }: steps back in its undo history (flemma.trust)
 ---   tracker = { base, first, tail }: what changed since the host's last sync (flemma.buf)
 ---   our_tick = changedtick right after flemma's last write (flemma.buf)
+---   marks_tick = changedtick of the host's last write that set the previews too (flemma.buf)
 ---   progress = the request in progress: { phase, provider, model, t0, thinking_chars, text_chars } (flemma.buf)
 ---   running = tool id -> true while it runs (flemma.buf, from the tool events)
 ---   outline = the buffer's structure, kept current change by change; outline_attached (flemma.outline)
