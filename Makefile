@@ -43,7 +43,7 @@ bench: check-go nvim
 # The budgeted benchmarks (docs/budgets.txt), each figure against its budget
 # (✓/✗); exits non-zero when one is not met. Timing: not part of `make test`.
 bench-check: check-go nvim
-	FLEMMA_NVIM="$(NVIMS)" $(GO) run ./internal/benchcheck -budgets docs/budgets.txt -benchtime $(or $(BENCHTIME),500ms)
+	FLEMMA_NVIM="$(NVIMS)" $(GO) run ./internal/benchcheck -budgets docs/budgets.txt -benchtime $(or $(BENCHTIME),1s)
 
 # Kill the host at random moments while tools run, 200 times per Neovim
 # (make test runs a few): no call runs twice, no text is lost, the buffer

@@ -51,7 +51,9 @@ func BenchmarkCategorize10k(b *testing.B) {
 						-- The last line at the top: the placeholders come into view below it.
 						vim.api.nvim_win_set_cursor(0, { #lines, 0 })
 						vim.cmd("normal! zt")`, lines, mode == "cold")
-					if !tui.Settle(10*time.Millisecond, 60*time.Second) {
+					// 100 ms: the host refreshes the previews 30 ms after a
+					// change (cycle.Refresh); that is done before the press.
+					if !tui.Settle(100*time.Millisecond, 60*time.Second) {
 						b.Fatalf("Neovim did not settle; terminal:\n%s", tui.Screen())
 					}
 				}
