@@ -13,7 +13,7 @@ local M = {}
 --- by Markdown's regex syntax instead of treesitter: Neovim's treesitter
 --- parses the whole document again after every change (≈ 24 µs a line),
 --- which a keystroke cannot afford in a long chat (docs/design.md).
-M.treesitter_max_lines = 1000
+M.treesitter_max_lines = 300
 
 local function has_ts_markdown()
   local ts = vim.fn.has("nvim-0.9") == 1 and vim.treesitter and vim.treesitter.language
