@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/flemma-host
 NVIMS    = $(shell scripts/provision-nvim.sh | paste -sd: -)
 
-.PHONY: all build test unit e2e bench chaos lint demo nvim fuzz check-go clean
+.PHONY: all build test unit e2e bench bench-check chaos lint demo nvim fuzz check-go clean
 
 all: build
 
@@ -41,6 +41,11 @@ e2e: check-go nvim
 
 bench: check-go nvim
 	FLEMMA_NVIM="$(NVIMS)" $(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The budgeted benchmarks (docs/budgets.txt), each figure against its budget
+# (✓/✗); exits non-zero when one is not met. Timing: not part of `make test`.
+bench-check: check-go nvim
+	FLEMMA_NVIM="$(NVIMS)" $(GO) run ./internal/benchcheck -budgets docs/budgets.txt -benchtime $(or $(BENCHTIME),1s)
 
 # Kill the host at random moments while tools run, 200 times per Neovim
 # (make test runs a few): no call runs twice, no text is lost, the buffer

@@ -467,3 +467,140 @@ func TestRoleRulers(t *testing.T) {
 		}
 	})
 }
+
+// foldMap is, per line of the current window, its fold level and whether a
+// fold starts there (foldclosed after zM), as a string for comparisons.
+func foldMap(t *testing.T, s *nvimtest.Session) string {
+	t.Helper()
+	var out string
+	if err := s.Lua(&out, `
+		local view = vim.fn.winsaveview()
+		vim.cmd("normal! zM")
+		local out = {}
+		for l = 1, vim.api.nvim_buf_line_count(0) do
+			out[#out + 1] = string.format("%d:%d:%d %s", l, vim.fn.foldlevel(l), vim.fn.foldclosed(l), vim.fn.getline(l):sub(1, 20))
+		end
+		vim.cmd("normal! zR")
+		vim.fn.winrestview(view)
+		return table.concat(out, "\n")`); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestFoldsAfterResponse (issue 27 item 3): right after the host wrote a
+// response (streamed, then the new @You:), the folds of the chat window are
+// those of the same text opened fresh: every message a fold of its own
+// under zM, the new @You: included, and the fold text names the answer.
+func TestFoldsAfterResponse(t *testing.T) {
+	answer := "First paragraph of the answer.\n\nSecond paragraph, longer than the first one.\n\nThird."
+	// The request carries one answer already: the server's second turn.
+	f := &fakeAnthropic{turns: []string{sse(answer), sse(answer)}}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		chat := "@System:\nBe brief.\n\n@You:\nFirst question.\n\n@Assistant:\nFirst answer.\n\n" + question
+		mustOpen(t, s, "f.chat", chat)
+		// Folds computed before the response, as a user has them.
+		_ = foldMap(t, s)
+		press(t, s, "<C-]>")
+		want := strings.TrimSuffix(chat, "\n") + "\n\n@Assistant:\n" + answer + "\n\n@You:\n"
+		waitText(t, s, want)
+		if err := s.WaitIdle(); err != nil {
+			t.Fatal(err)
+		}
+		got := foldMap(t, s)
+		// The same text in a fresh chat buffer: folds from scratch.
+		if err := s.Lua(nil, `
+			local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+			vim.cmd("enew")
+			vim.api.nvim_buf_set_lines(0, 0, -1, false, lines)
+			vim.bo.filetype = "chat"`); err != nil {
+			t.Fatal(err)
+		}
+		fresh := foldMap(t, s)
+		if got != fresh {
+			t.Errorf("folds after the response:\n%s\nfolds of the same text opened fresh:\n%s", got, fresh)
+		}
+		for _, l := range strings.Split(got, "\n") {
+			var n, level, closed int
+			var rest string
+			fmt.Sscanf(l, "%d:%d:%d %s", &n, &level, &closed, &rest)
+			if strings.HasPrefix(rest, "@") && closed != n {
+				t.Errorf("line %d (%s) is not the start of its own closed fold under zM: %s", n, rest, l)
+			}
+		}
+	})
+}
+
+// thinkingTurn is an answer that thinks a word per event (words lines of
+// it, a line break every 6 words), then says "Done.".
+func thinkingTurn(words int) string {
+	var b strings.Builder
+	ev := func(v string) { fmt.Fprintf(&b, "event: x\ndata: %s\n\n", v) }
+	ev(`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"test-model","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}`)
+	ev(`{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}`)
+	for i := 0; i < words; i++ {
+		w := "pondering "
+		if i%6 == 5 {
+			w = "pondering\\n"
+		}
+		ev(`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"` + w + `"}}`)
+	}
+	ev(`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}}`)
+	ev(`{"type":"content_block_stop","index":0}`)
+	ev(`{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}`)
+	ev(`{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Done."}}`)
+	ev(`{"type":"content_block_stop","index":1}`)
+	ev(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}`)
+	ev(`{"type":"message_stop"}`)
+	return b.String()
+}
+
+// TestProgressStaysAfterFlushes (issue 27 item 7): while an answer thinks,
+// after every write of the host the progress note ("thinking… N chars") is
+// on the buffer's last line, where it is drawn, and no ruler is on that
+// line to push it out of the window: it never blinks away between two
+// writes.
+func TestProgressStaysAfterFlushes(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{thinkingTurn(120)}, slow: 3 * time.Millisecond}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "p.chat", question)
+		if err := s.Lua(nil, `
+			local buf = require("flemma.buf")
+			local apply = buf.apply
+			_G.PROGRESS_SEEN = {}
+			buf.apply = function(bufnr, ...)
+				local res = apply(bufnr, ...)
+				local b = require("flemma.state").buffers[bufnr]
+				if b and b.progress then
+					local last = vim.api.nvim_buf_line_count(bufnr) - 1
+					local ns = buf.namespaces().progress
+					local on_last = #vim.api.nvim_buf_get_extmarks(bufnr, ns, { last, 0 }, { last, -1 }, {}) > 0
+					local ruler = #vim.api.nvim_buf_get_extmarks(bufnr, require("flemma.chatbuf").rulers_namespace, { last, 0 }, { last, -1 }, {}) > 0
+					table.insert(PROGRESS_SEEN, { on_last = on_last, ruler = ruler, line = vim.api.nvim_buf_get_lines(bufnr, last, last + 1, false)[1] })
+				end
+				return res
+			end`); err != nil {
+			t.Fatal(err)
+		}
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(20*time.Second, func(text string) bool { return strings.Contains(text, "Done.") && strings.HasSuffix(text, "@You:\n") }); err != nil {
+			t.Fatalf("the answer did not end: %v", err)
+		}
+		var seen []struct {
+			OnLast bool   `msgpack:"on_last"`
+			Ruler  bool   `msgpack:"ruler"`
+			Line   string `msgpack:"line"`
+		}
+		if err := s.Lua(&seen, `return PROGRESS_SEEN`); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) < 5 {
+			t.Fatalf("only %d writes while the progress was shown", len(seen))
+		}
+		for i, w := range seen {
+			if !w.OnLast || w.Ruler {
+				t.Errorf("write %d of %d: progress on the last line %v, a ruler there %v (line %q)", i+1, len(seen), w.OnLast, w.Ruler, w.Line)
+			}
+		}
+	})
+}

@@ -8,7 +8,7 @@ if exists('b:current_syntax')
   finish
 endif
 
-let s:mode = luaeval('require("flemma.chatbuf").markdown_mode()')
+let s:mode = luaeval('require("flemma.chatbuf").markdown_mode(' . bufnr('%') . ')')
 if s:mode ==# 'syntax'
   runtime! syntax/markdown.vim
   unlet! b:current_syntax

@@ -133,6 +133,7 @@ var layers = map[string][]string{
 	"internal/chatgen":        {},
 	"internal/luaref":         {}, // the Lua Flemma parser run in Neovim, for the parser benchmark (reference data outside the repo)
 	"internal/layering":       {},
+	"internal/benchcheck":     {}, // make bench-check: runs go test, reads docs/budgets.txt
 	"e2e":                     {".", "internal/chatgen", "internal/nvimtest"},
 }
 

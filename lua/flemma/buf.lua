@@ -133,6 +133,35 @@ function M.snapshot(bufnr, have)
   }
 end
 
+-- The part of an edit that changes something: lines equal at its start and
+-- at its end are left in place, so their extmarks, folds and highlighting
+-- stay and the redraw after it covers only the lines that differ (a stream
+-- flush rewrites the whole response, of which only the end is new).
+local function narrow(bufnr, e)
+  local new = e.lines or {}
+  local start, stop = e.start, e.stop
+  if stop <= start or #new == 0 then
+    return start, stop, new
+  end
+  local old = vim.api.nvim_buf_get_lines(bufnr, start, stop, false)
+  local p, max = 0, math.min(#old, #new)
+  while p < max and old[p + 1] == new[p + 1] do
+    p = p + 1
+  end
+  local q = 0
+  while q < max - p and old[#old - q] == new[#new - q] do
+    q = q + 1
+  end
+  if p == 0 and q == 0 then
+    return start, stop, new
+  end
+  local mid = {}
+  for i = p + 1, #new - q do
+    mid[#mid + 1] = new[i]
+  end
+  return start + p, stop - q, mid
+end
+
 local function set_cursor(bufnr, line)
   local count = vim.api.nvim_buf_line_count(bufnr)
   line = math.max(1, math.min(line, count))
@@ -181,7 +210,10 @@ function M.apply(bufnr, tick, edits, opts)
       end
       vim.bo[bufnr].modifiable = true
       for _, e in ipairs(edits) do
-        vim.api.nvim_buf_set_lines(bufnr, e.start, e.stop, false, e.lines or {})
+        local start, stop, lines = narrow(bufnr, e)
+        if stop > start or #lines > 0 then
+          vim.api.nvim_buf_set_lines(bufnr, start, stop, false, lines)
+        end
       end
     end)
   end
@@ -206,7 +238,15 @@ function M.apply(bufnr, tick, edits, opts)
   if opts.records and opts.records ~= vim.NIL then
     trust.record(bufnr, opts.records)
   end
+  -- The progress note stays after the last line, whatever the edit moved.
+  local b = state.buffers[bufnr]
+  if #edits > 0 and b and b.progress then
+    M.render_progress(bufnr)
+  end
   local tick_now = vim.api.nvim_buf_get_changedtick(bufnr)
+  -- The previews of this text are the ones just set: the TextChanged that
+  -- follows this write need not ask the host for them again.
+  state.buffer(bufnr).marks_tick = (opts.marks and opts.marks ~= vim.NIL) and tick_now or nil
   synced(bufnr) -- the host computed the new text itself
   if #edits > 0 then
     state.buffer(bufnr).our_tick = tick_now
@@ -293,18 +333,46 @@ end
 
 local progress_timer
 
+-- The rulers' namespace (flemma.chatbuf draws them): the line that carries
+-- the progress note has none, or the note would come after 240 columns of
+-- ruler, out of the window (it blinked as the two marks swapped places).
+local ns_rulers = vim.api.nvim_create_namespace("flemma.rulers")
+
 local function render_progress(bufnr, p, now)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
   vim.api.nvim_buf_clear_namespace(bufnr, ns_progress, 0, -1)
+  local b = state.buffers[bufnr]
+  local old = b and b.progress_line
+  local chatbuf = package.loaded["flemma.chatbuf"]
   if p then
     local last = vim.api.nvim_buf_line_count(bufnr) - 1
     pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_progress, last, 0, {
       virt_text = { { M.progress_text(p, now), "FlemmaProgress" } },
       virt_text_pos = "eol",
     })
+    vim.api.nvim_buf_clear_namespace(bufnr, ns_rulers, last, last + 1)
+    if b then
+      b.progress_line = last
+    end
+    if old and old ~= last and chatbuf then
+      chatbuf.draw_rulers(bufnr, old + 1, old + 1)
+    end
+  else
+    if b then
+      b.progress_line = nil
+    end
+    if old and chatbuf then
+      chatbuf.draw_rulers(bufnr, old + 1, old + 1)
+    end
   end
+end
+
+--- Draw a buffer's progress note again (after an edit moved its line).
+function M.render_progress(bufnr)
+  local b = state.buffers[bufnr]
+  render_progress(bufnr, b and b.progress, vim.loop.now())
 end
 
 local function tick_progress()

@@ -9,22 +9,68 @@ local state = require("flemma.state")
 
 local M = {}
 
---- How message text is highlighted as Markdown in this Neovim:
---- "treesitter" (0.9+ with the markdown parser), "syntax", or "none".
-function M.markdown_mode()
-  local want = state.config().chat.markdown
-  if want == "none" or want == "syntax" then
-    return want
-  end
+--- Above this many lines a chat with chat.markdown = "auto" is highlighted
+--- by Markdown's regex syntax instead of treesitter: Neovim's treesitter
+--- parses the whole document again after every change (≈ 24 µs a line),
+--- which a keystroke cannot afford in a long chat (docs/design.md).
+M.treesitter_max_lines = 300
+
+local function has_ts_markdown()
   local ts = vim.fn.has("nvim-0.9") == 1 and vim.treesitter and vim.treesitter.language
   if ts and ts.add then
     local ok, res = pcall(ts.add, "markdown")
     -- 0.9/0.10 raise when the parser is missing; 0.11 returns nil.
     if ok and (res == true or (res == nil and vim.fn.has("nvim-0.11") == 0)) then
-      return "treesitter"
+      return true
     end
   end
-  return "syntax"
+  return false
+end
+
+--- How message text of a buffer (default: the current one) is highlighted
+--- as Markdown: "treesitter" (0.9+ with the markdown parser; with
+--- chat.markdown = "auto" only in chats of at most M.treesitter_max_lines
+--- lines that never grew past it), "syntax", or "none".
+function M.markdown_mode(bufnr)
+  if bufnr == nil or bufnr == 0 then
+    bufnr = vim.api.nvim_get_current_buf()
+  end
+  local want = state.config().chat.markdown
+  if want == "none" or want == "syntax" then
+    return want
+  end
+  if not has_ts_markdown() then
+    return "syntax"
+  end
+  if want == "auto" then
+    local b = state.buffers[bufnr]
+    if (b and b.ts_dropped) or vim.api.nvim_buf_line_count(bufnr) > M.treesitter_max_lines then
+      return "syntax"
+    end
+  end
+  return "treesitter"
+end
+
+--- A chat highlighted by treesitter that grew past M.treesitter_max_lines
+--- (chat.markdown = "auto"): regex syntax from now on, for good.
+function M.check_treesitter(bufnr)
+  local b = state.buffer(bufnr)
+  if not b.ts_on or b.ts_dropped or state.config().chat.markdown ~= "auto" then
+    return
+  end
+  if vim.api.nvim_buf_line_count(bufnr) <= M.treesitter_max_lines then
+    return
+  end
+  b.ts_dropped, b.ts_on = true, false
+  pcall(vim.treesitter.stop, bufnr)
+  if vim.fn.exists("g:syntax_on") == 1 then
+    -- Loaded again: syntax/chat.vim now includes Markdown's syntax file.
+    vim.api.nvim_buf_call(bufnr, function()
+      vim.cmd("unlet! b:current_syntax")
+      vim.bo[bufnr].syntax = ""
+      vim.bo[bufnr].syntax = "chat"
+    end)
+  end
 end
 
 -- The template of a new chat (a buffer that is empty when flemma attaches).
@@ -100,71 +146,103 @@ local function keymaps(bufnr)
 end
 
 local ns_rulers = vim.api.nvim_create_namespace("flemma.rulers")
-local ruler = string.rep("─", 240) -- cut at the window's edge
+local ruler = { { " " .. string.rep("─", 240), "FlemmaRuler" } } -- cut at the window's edge
 
---- Draw a ruler after every role line (chat.rulers): extmarks, so the text
---- is untouched and copies, yanks and saves never see them.
-function M.draw_rulers(bufnr)
-  local b = state.buffer(bufnr)
-  b.rulers_pending = false
+--- Draw the rulers of lines first..last (all when not given): one extmark
+--- after each role line (chat.rulers), so the text is untouched and copies,
+--- yanks and saves never see them. Extmarks move with the text: after a
+--- change only the lines it touched are drawn again.
+function M.draw_rulers(bufnr, first, last)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
-  vim.api.nvim_buf_clear_namespace(bufnr, ns_rulers, 0, -1)
+  local m = outline.get(bufnr)
+  first, last = first or 1, last or m.n
+  if first > m.n then
+    first = math.max(1, m.n)
+  end
+  -- Marks of replaced lines end up at the start or just after the end of
+  -- the new text (or past the buffer's last line): cleared with the range.
+  vim.api.nvim_buf_clear_namespace(bufnr, ns_rulers, first - 1, last >= m.n and -1 or last)
   if not state.config().chat.rulers then
     return
   end
-  for _, m in ipairs(outline.get(bufnr).messages) do
-    pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_rulers, m.first - 1, 0, {
-      virt_text = { { " " .. ruler, "FlemmaRuler" } },
-      virt_text_pos = "eol",
-      hl_mode = "combine",
-    })
+  local kd = m.kd
+  -- The line with the progress note has no ruler (flemma.buf).
+  local note = (state.buffers[bufnr] or {}).progress_line
+  for l = first, math.min(last, m.n) do
+    if kd[l] == "message" and note ~= l - 1 then
+      pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_rulers, l - 1, 0, {
+        virt_text = ruler,
+        virt_text_pos = "eol",
+        hl_mode = "combine",
+      })
+    end
   end
-end
-
--- One redraw of the rulers per batch of changes, whoever made them (the
--- user, or the host writing a response).
-local function rulers_later(bufnr)
-  local b = state.buffer(bufnr)
-  if b.rulers_pending then
-    return
-  end
-  b.rulers_pending = true
-  vim.schedule(function()
-    M.draw_rulers(bufnr)
-  end)
 end
 
 M.rulers_namespace = ns_rulers
+
+-- What a change asks of the display, once per batch of changes (the
+-- user's, or the host writing a response): rulers and new folds of the
+-- lines it touched, and Markdown by treesitter dropped once the buffer
+-- grew past chat.treesitter_max_lines.
+local function after_changes(bufnr)
+  local b = state.buffer(bufnr)
+  b.display_pending = false
+  if not vim.api.nvim_buf_is_valid(bufnr) or not state.buffers[bufnr] then
+    return
+  end
+  local m = outline.get(bufnr)
+  local a, z = outline.take(m, "rulers")
+  if a then
+    M.draw_rulers(bufnr, a, z + 1)
+  end
+  -- Not while the user types in it: a block closed under the cursor.
+  if not (vim.api.nvim_get_current_buf() == bufnr and vim.fn.mode():sub(1, 1) == "i") then
+    a, z = outline.take(m, "folds")
+    if a then
+      fold.close_new(bufnr, a, z)
+    end
+  end
+  M.check_treesitter(bufnr)
+end
+
+local function display_later(bufnr)
+  local b = state.buffer(bufnr)
+  if b.display_pending then
+    return
+  end
+  b.display_pending = true
+  vim.schedule(function()
+    after_changes(bufnr)
+  end)
+end
 
 --- Called by flemma.attach for every chat buffer (FileType chat).
 function M.attach(bufnr)
   apply_template(bufnr)
   keymaps(bufnr)
-  if M.markdown_mode() == "treesitter" and not vim.b[bufnr].flemma_ts then
+  if M.markdown_mode(bufnr) == "treesitter" and not vim.b[bufnr].flemma_ts then
     vim.b[bufnr].flemma_ts = true
     -- treesitter.start turns regex syntax off (and Neovim's FileType
     -- autocommand then leaves it off); flemma's own groups stay on.
-    if pcall(vim.treesitter.start, bufnr, "markdown") and vim.fn.exists("g:syntax_on") == 1 then
-      vim.bo[bufnr].syntax = "chat"
+    if pcall(vim.treesitter.start, bufnr, "markdown") then
+      state.buffer(bufnr).ts_on = true
+      if vim.fn.exists("g:syntax_on") == 1 then
+        vim.bo[bufnr].syntax = "chat"
+      end
     end
   end
+  -- The rulers and folds follow the changes the outline sees.
+  local m = outline.track(bufnr, "rulers", display_later)
+  outline.track(bufnr, "folds")
+  outline.take(m, "rulers")
+  outline.take(m, "folds")
+  M.draw_rulers(bufnr)
   for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
     setup_window(bufnr, win)
   end
-  if not state.buffer(bufnr).rulers_attached then
-    state.buffer(bufnr).rulers_attached = true
-    vim.api.nvim_buf_attach(bufnr, false, {
-      on_lines = function()
-        if not vim.api.nvim_buf_is_valid(bufnr) or not state.buffers[bufnr] then
-          return true -- wiped: detach
-        end
-        rulers_later(bufnr)
-      end,
-    })
-  end
-  M.draw_rulers(bufnr)
   local group = vim.api.nvim_create_augroup("flemma.chatbuf." .. bufnr, { clear = true })
   vim.api.nvim_create_autocmd("BufWinEnter", {
     group = group,
@@ -174,12 +252,12 @@ function M.attach(bufnr)
       setup_window(bufnr, vim.api.nvim_get_current_win())
     end,
   })
-  vim.api.nvim_create_autocmd({ "TextChanged", "InsertLeave" }, {
+  vim.api.nvim_create_autocmd("InsertLeave", {
     group = group,
     buffer = bufnr,
-    desc = "flemma: fold new thinking blocks and long tool results",
+    desc = "flemma: fold the thinking blocks and long tool results typed in Insert mode",
     callback = function()
-      fold.close_new(bufnr)
+      display_later(bufnr)
     end,
   })
   vim.api.nvim_create_autocmd("BufWipeout", {

@@ -206,7 +206,12 @@ function M.attach(bufnr)
     group = group,
     buffer = bufnr,
     desc = "flemma: refresh tool previews",
-    callback = refresh,
+    callback = function()
+      -- Not after the host's own write that carried the previews.
+      if state.buffer(bufnr).marks_tick ~= vim.api.nvim_buf_get_changedtick(bufnr) then
+        refresh()
+      end
+    end,
   })
   -- :read fires these for the file read, not as buffer-local events: the
   -- buffer read into is the current one.

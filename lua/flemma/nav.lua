@@ -1,54 +1,28 @@
 -- Moving between messages and tool blocks, and text objects for them, over
--- the structure flemma.outline finds. The cursor moves; the text never
--- changes.
+-- the structure flemma.outline keeps: each looks at the lines between the
+-- cursor and its target only. The cursor moves; the text never changes.
 local outline = require("flemma.outline")
 
 local M = {}
 
 local tool_kinds = { tool_use = true, tool_result = true }
-
-local function targets(o, kind)
-  if kind == "message" then
-    return o.messages
-  end
-  local out = {}
-  for _, b in ipairs(o.blocks) do
-    if tool_kinds[b.kind] then
-      out[#out + 1] = b
-    end
-  end
-  return out
-end
+local message_kinds = { message = true }
 
 --- Move to the start of the next (dir = 1) or previous (dir = -1) message
 --- (kind = "message") or tool block (kind = "tool"), count times. Returns
 --- the line moved to, or nil when there is none in that direction.
 function M.jump(kind, dir, count)
   count = count or math.max(vim.v.count1, 1)
-  local list = targets(outline.get(0), kind)
+  local m = outline.get(0)
+  local kinds = kind == "message" and message_kinds or tool_kinds
   local line = vim.api.nvim_win_get_cursor(0)[1]
   local target
   for _ = 1, count do
-    local found
-    if dir > 0 then
-      for _, t in ipairs(list) do
-        if t.first > line then
-          found = t
-          break
-        end
-      end
-    else
-      for i = #list, 1, -1 do
-        if list[i].first < line then
-          found = list[i]
-          break
-        end
-      end
-    end
+    local found = outline.find(m, line, dir, kinds)
     if not found then
       break
     end
-    target, line = found, found.first
+    target, line = found, found
   end
   if not target then
     return nil
@@ -57,11 +31,11 @@ function M.jump(kind, dir, count)
   if normal then
     vim.cmd("normal! m'") -- `` and <C-o> come back
   end
-  vim.api.nvim_win_set_cursor(0, { target.first, 0 })
+  vim.api.nvim_win_set_cursor(0, { target, 0 })
   if normal then
     vim.cmd("normal! zv")
   end
-  return target.first
+  return target
 end
 
 -- Select lines first..last linewise (from visual or operator-pending mode).
@@ -79,9 +53,7 @@ end
 --- line and trailing blank lines; around = from the role line to the next
 --- message. Returns first, last (nil when there is nothing to select).
 function M.message_object(around)
-  local o = outline.get(0)
-  local line = vim.api.nvim_win_get_cursor(0)[1]
-  local m = outline.message_at(o, line)
+  local m = outline.message_at(outline.get(0), vim.api.nvim_win_get_cursor(0)[1])
   if not m then
     return nil
   end
@@ -103,8 +75,7 @@ end
 --- Select the tool block (Tool Use or Tool Result) under the cursor: inner =
 --- the text inside its fence; around = from its header to its closing fence.
 function M.tool_object(around)
-  local o = outline.get(0)
-  local b = outline.block_at(o, vim.api.nvim_win_get_cursor(0)[1], tool_kinds)
+  local b = outline.block_at(outline.get(0), vim.api.nvim_win_get_cursor(0)[1], tool_kinds)
   if not b then
     return nil
   end

@@ -77,8 +77,14 @@ M.usage = {
 ---     vouch_lines, vouched, fm_before } (flemma.trust)
 ---   tracker = { base, first, tail }: what changed since the host's last sync (flemma.buf)
 ---   our_tick = changedtick right after flemma's last write (flemma.buf)
+---   marks_tick = changedtick of the host's last write that set the previews too (flemma.buf)
 ---   progress = the request in progress: { phase, provider, model, t0, thinking_chars, text_chars } (flemma.buf)
 ---   running = tool id -> true while it runs (flemma.buf, from the tool events)
+---   outline = the buffer's structure, kept current change by change; outline_attached (flemma.outline)
+---   display_pending = rulers/folds of the last changes are scheduled (flemma.chatbuf)
+---   ts_on, ts_dropped = Markdown by treesitter / dropped for regex syntax once the chat grew (flemma.chatbuf)
+---   folded = window -> blocks it has seen (flemma.fold)
+---   progress_line = 0-based line of the progress note, which has no ruler (flemma.buf)
 M.buffers = {}
 
 --- The state of a buffer, created on first use.
