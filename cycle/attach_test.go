@@ -292,9 +292,12 @@ func TestSendBudget(t *testing.T) {
 			text:  "@You:\n" + strings.Repeat("{{ (function() local n = 0 for i = 1, 100000 do n = n + i end return n end)() }}\n", 100),
 			setup: map[string]any{"send": map[string]any{"budget": map[string]any{"template_ms": 20}}},
 			want:  "send.budget.template_ms", diags: 1},
-		{name: "60 templates writing 512 KiB each stop at the output budget",
-			text: "@You:\n" + strings.Repeat("{{ string.rep('x', 512 * 1024) }}\n", 60),
-			want: "line 4: {{ string.rep('x', 512 * 1024) }}: the templates of this send write more than 1.0MB (send.budget.template_bytes)", diags: 1},
+		// 100 KiB each, not the attack's 8 MiB: each template must finish
+		// well within the evaluator's 100 ms on a loaded machine under -race
+		// (512 KiB did not), so that it is the output budget that stops it.
+		{name: "60 templates writing 100 KiB each stop at the output budget",
+			text: "@You:\n" + strings.Repeat("{{ string.rep('x', 100 * 1024) }}\n", 60),
+			want: "line 12: {{ string.rep('x', 100 * 1024) }}: the templates of this send write more than 1.0MB (send.budget.template_bytes)", diags: 1},
 		{name: "more references than the budget",
 			text:  "@You:\n" + strings.Repeat("@./big.txt\n", 11),
 			setup: map[string]any{"send": map[string]any{"budget": map[string]any{"references": 10}}},
