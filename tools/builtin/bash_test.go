@@ -130,13 +130,15 @@ func TestBashShellAndStartErrors(t *testing.T) {
 
 // TestBashBackgroundChild: a background child would keep the output pipe
 // open; the call still returns when the shell exits (the child is killed
-// then: see TestBashExitKillsDetached).
+// then: see TestBashExitKillsDetached). The child sleeps 120 s: a call
+// that waited for it would end after that, whatever the machine's load; one
+// that did not ends long before.
 func TestBashBackgroundChild(t *testing.T) {
 	f := newFixture(t)
 	start := time.Now()
-	res := f.run("bash", map[string]any{"command": "sleep 3 & echo done"})
+	res := f.run("bash", map[string]any{"command": "sleep 120 & echo done"})
 	want(t, "background", res, true, "done")
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d >= 120*time.Second {
 		t.Errorf("waited %s for a background child", d)
 	}
 }
