@@ -40,15 +40,20 @@ type Engine struct {
 	fm        *frontmatter.Evaluator
 	chain     *approval.Chain
 
-	mu            sync.Mutex
-	diffs         map[[sha256.Size]byte][]MarkLine // diff previews by diffKey (bounded)
-	cfg           options.Config
-	rt            options.Runtime // :Flemma switch and :Flemma autopilot
-	presets       *approval.Presets
-	bufs          map[int]*bufState // everything the host keeps of each buffer
-	reads         *tools.ReadLog    // what the model read, per buffer (stale-file protection)
-	outputDir     string            // private folder for full outputs of truncated results
-	outputCleanup func()            // removes it at shutdown
+	mu      sync.Mutex
+	diffs   map[[sha256.Size]byte][]MarkLine // diff previews by diffKey (bounded)
+	cfg     options.Config
+	rt      options.Runtime // :Flemma switch and :Flemma autopilot
+	presets *approval.Presets
+	bufs    map[int]*bufState // everything the host keeps of each buffer
+	// wiped are the buffers Forget dropped. Neovim never reuses a buffer
+	// number, so work that ends after the wipe (a cancelled call, a
+	// response) gets a detached state instead of bringing the buffer's
+	// entry back.
+	wiped         map[int]bool
+	reads         *tools.ReadLog // what the model read, per buffer (stale-file protection)
+	outputDir     string         // private folder for full outputs of truncated results
+	outputCleanup func()         // removes it at shutdown
 	luaWait       waiters
 	refresh       refresher
 
@@ -170,7 +175,9 @@ func (h *Engine) state(bufnr int) *bufState {
 	st := h.bufs[bufnr]
 	if st == nil {
 		st = &bufState{running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
-		h.bufs[bufnr] = st
+		if !h.wiped[bufnr] {
+			h.bufs[bufnr] = st
+		}
 	}
 	return st
 }
@@ -219,6 +226,7 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		jitter:    d.Jitter,
 		fm:        frontmatter.NewEvaluator(frontmatter.Limits{}),
 		bufs:      map[int]*bufState{},
+		wiped:     map[int]bool{},
 	}
 	h.idle = sync.NewCond(&h.mu)
 	h.listModels = d.ListModels
@@ -660,6 +668,7 @@ func (h *Engine) Forget(bufnr int) {
 		}
 	}
 	delete(h.bufs, bufnr)
+	h.wiped[bufnr] = true
 	h.mu.Unlock()
 	h.reads.Forget(bufnr)
 }
