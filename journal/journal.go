@@ -29,12 +29,15 @@
 //  6. :Flemma tool:log and `flemma-host journal`: Export(ctx, w, Filter{...}).
 //  7. Close at exit.
 //
-// Every method is safe for concurrent use. No method that writes waits longer
-// than Options.Timeout (default 250 ms) for another writer — another goroutine
-// of this host or another host holding the database — before it returns an
-// error that matches ErrBusy. The commit itself (its fsync) is not cut short:
-// a write that holds the lock is never interrupted, so an error always means
-// that nothing was written.
+// Every method is safe for concurrent use. The writes of a process go through
+// one writer that commits them in batches (writer.go): 100 calls starting at
+// once cost a few commits, not 100. A write waits while that writer gets
+// through the writes queued before it (at most 30 s); it returns an error
+// that matches ErrBusy when the writer made no progress for Options.Timeout
+// (default 250 ms) — another host holding the database — or when its
+// context ends before the writer took it. The commit itself (its fsync) is
+// not cut short: a write that holds the lock is never interrupted, so an
+// error always means that nothing was written.
 package journal
 
 import (
@@ -53,8 +56,11 @@ import (
 
 // Defaults for Options and Retention.
 const (
-	// DefaultTimeout bounds how long a write waits for the database lock.
+	// DefaultTimeout bounds how long a write waits for the database lock
+	// (and for this process's writer to make progress).
 	DefaultTimeout = 250 * time.Millisecond
+	// DefaultReadTimeout bounds a read.
+	DefaultReadTimeout = 5 * time.Second
 	// DefaultMaxResultBytes bounds the result text stored per call (256 KiB).
 	DefaultMaxResultBytes = 256 << 10
 )
@@ -80,12 +86,16 @@ var (
 // Options configure Open. The zero value (or a nil *Options) gives the
 // defaults.
 type Options struct {
-	// Timeout bounds how long a write waits for the database: for this
-	// process's other writers and then for other processes' locks
-	// (SQLite's busy timeout). Zero means DefaultTimeout. Reads use it as
-	// their deadline too, except Export, which runs as long as its context
-	// allows.
+	// Timeout bounds how long a write waits for the database without
+	// progress: for this process's writer to commit something, and for
+	// other processes' locks (SQLite's busy timeout). Zero means
+	// DefaultTimeout.
 	Timeout time.Duration
+	// ReadTimeout bounds a read (WAL readers never wait for a lock: only
+	// for one of the four reader connections and the CPU, which 100 calls
+	// starting at once on a loaded machine share). Zero means
+	// DefaultReadTimeout. Export runs as long as its context allows.
+	ReadTimeout time.Duration
 	// MaxResultBytes bounds the result text stored per call; longer text is
 	// cut at a UTF-8 boundary and the call is marked ResultTruncated. Zero
 	// means DefaultMaxResultBytes.
@@ -123,6 +133,7 @@ type Journal struct {
 	w         *sql.DB // writer: one connection, so this process's writers queue in Go
 	r         *sql.DB // readers: WAL lets them run beside the writer
 	recovered *Recovery
+	wr        writer // the one writer goroutine and its queue (writer.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -138,6 +149,7 @@ func (j *Journal) Recovered() *Recovery { return j.recovered }
 // return ErrClosed.
 func (j *Journal) Close() error {
 	j.closeOnce.Do(func() {
+		j.stopWriter()
 		j.closeErr = errors.Join(j.w.Close(), j.r.Close())
 		if j.closeErr != nil {
 			j.closeErr = fmt.Errorf("journal: close %s: %w", j.path, j.closeErr)
@@ -153,6 +165,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.Timeout <= 0 {
 		v.Timeout = DefaultTimeout
+	}
+	if v.ReadTimeout <= 0 {
+		v.ReadTimeout = DefaultReadTimeout
 	}
 	if v.MaxResultBytes <= 0 {
 		v.MaxResultBytes = DefaultMaxResultBytes
@@ -276,26 +291,14 @@ func (j *Journal) writeConn(ctx context.Context) (*sql.Conn, context.Context, er
 	return conn, bg, nil
 }
 
-// write runs fn in an immediate transaction on the writer connection.
+// write runs fn in an immediate transaction on the writer connection,
+// batched with the writes other goroutines asked for meanwhile (see
+// writer.go). It returns once that transaction is committed and synced, or
+// with an error when nothing of fn was written. fn may refuse with
+// ErrNotFound only before it wrote anything.
 func (j *Journal) write(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	conn, bg, err := j.writeConn(ctx)
-	if err != nil {
+	if err := j.enqueue(ctx, fn); err != nil {
 		return fmt.Errorf("journal: %s: %w", op, err)
-	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(bg, nil)
-	if err != nil {
-		return fmt.Errorf("journal: %s: %w", op, j.noteDamage(classify(err)))
-	}
-	if err := fn(bg, tx); err != nil {
-		_ = tx.Rollback()
-		if errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("journal: %s: %w", op, err)
-		}
-		return fmt.Errorf("journal: %s: %w", op, j.noteDamage(classify(err)))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("journal: %s: %w", op, j.noteDamage(classify(err)))
 	}
 	return nil
 }
@@ -312,9 +315,9 @@ func (j *Journal) noteDamage(err error) error {
 	return err
 }
 
-// readCtx bounds a read by the timeout.
+// readCtx bounds a read by the read timeout.
 func (j *Journal) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, j.opts.Timeout)
+	return context.WithTimeout(ctx, j.opts.ReadTimeout)
 }
 
 // readErr turns a read error into one the caller can classify: the caller's

@@ -212,7 +212,9 @@ func openPools(path string, o Options, readOnly bool) *Journal {
 	r, _ := sql.Open("sqlite", dsn(path, o.Timeout, readOnly, false))
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(2)
-	return &Journal{path: path, opts: o, pid: o.PID, w: w, r: r}
+	j := &Journal{path: path, opts: o, pid: o.PID, w: w, r: r}
+	j.startWriter()
+	return j
 }
 
 // openDB opens the pools, switches the file to WAL, and creates or migrates
