@@ -118,11 +118,24 @@ type Recovery struct {
 	Path    string // the journal path
 	MovedTo string // where the damaged file is now
 	Reason  error  // what was wrong (matches ErrCorrupt)
+	// What the new journal no longer knows, as far as the damaged file
+	// could still be read (-1: it could not be counted): the calls and
+	// decisions of its history, and the calls in it that started and
+	// never finished (interrupted), which a press would have held back.
+	Calls, Events, Interrupted int
 }
 
-// String says what happened, for the log and :checkhealth.
+// String says what happened and what was lost, for the log, the user and
+// :checkhealth.
 func (r *Recovery) String() string {
-	return fmt.Sprintf("journal: %s was unusable (%v); moved it to %s and started a new journal", r.Path, r.Reason, r.MovedTo)
+	lost := "its history and any calls it recorded as interrupted are no longer known (the damaged file could not be counted)"
+	if r.Calls >= 0 {
+		lost = fmt.Sprintf("its history (%d calls, %d decisions) is no longer consulted", r.Calls, max(r.Events, 0))
+		if r.Interrupted > 0 {
+			lost += fmt.Sprintf(", and %d call(s) it recorded as interrupted will no longer be recognized: check before running them again", r.Interrupted)
+		}
+	}
+	return fmt.Sprintf("journal: %s was unusable (%v); moved it to %s and started a new journal: %s", r.Path, r.Reason, r.MovedTo, lost)
 }
 
 // Journal is an open journal database. It is safe for concurrent use.
@@ -133,6 +146,7 @@ type Journal struct {
 	w         *sql.DB // writer: one connection, so this process's writers queue in Go
 	r         *sql.DB // readers: WAL lets them run beside the writer
 	recovered *Recovery
+	walDamage *WALDamage
 	wr        writer // the one writer goroutine and its queue (writer.go)
 
 	closeOnce sync.Once
@@ -144,6 +158,10 @@ func (j *Journal) Path() string { return j.path }
 
 // Recovered reports the damaged file Open moved aside, or nil.
 func (j *Journal) Recovered() *Recovery { return j.recovered }
+
+// WALDamaged reports committed records of the write-ahead log that Open
+// found unreadable (and the copy it kept), or nil.
+func (j *Journal) WALDamaged() *WALDamage { return j.walDamage }
 
 // Close closes the database. Calls in progress finish first; later calls
 // return ErrClosed.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -134,6 +135,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 		}
 		if movedTo != "" {
 			j.recovered = &Recovery{Path: path, MovedTo: movedTo, Reason: reason}
+			j.recovered.Calls, j.recovered.Events, j.recovered.Interrupted = countDamaged(ctx, movedTo)
 		}
 	}
 	if err != nil {
@@ -142,6 +144,31 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 	// Cheap, bounded pruning; a busy database just postpones it.
 	_, _ = j.prune(ctx, o.Retention, openPruneBatches)
 	return j, nil
+}
+
+// countDamaged counts, as far as it can still be read, what a damaged
+// journal held: calls, events, and calls that never finished nor were
+// resolved. -1 for what cannot be counted.
+func countDamaged(ctx context.Context, path string) (calls, events, interrupted int) {
+	calls, events, interrupted = -1, -1, -1
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&immutable=1")
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	count := func(q string) int {
+		var n int
+		if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+			return -1
+		}
+		return n
+	}
+	calls = count("SELECT count(*) FROM calls")
+	events = count("SELECT count(*) FROM events")
+	interrupted = count("SELECT count(*) FROM calls WHERE finished_at IS NULL AND resolution IS NULL")
+	return
 }
 
 // prepareFile creates the directory (0700) and an empty file (0600) if they
@@ -265,6 +292,9 @@ func (j *Journal) setup(ctx context.Context) error {
 		return classify(err)
 	}
 	defer tx.Rollback()
+	// Under the write lock nobody appends to the WAL: see whether SQLite
+	// will read all of it before the next write starts it over.
+	j.walDamage = checkWAL(j.path, j.opts.Now())
 	// Again, under the write lock: another host may have created the schema
 	// meanwhile.
 	version, err = identifyVersion(bg, tx)
