@@ -294,7 +294,7 @@ func (j *Journal) setup(ctx context.Context) error {
 	defer tx.Rollback()
 	// Under the write lock nobody appends to the WAL: see whether SQLite
 	// will read all of it before the next write starts it over.
-	j.walDamage = checkWAL(j.path, j.opts.Now())
+	j.walDamage = checkWAL(j.path, j.opts.Now)
 	// Again, under the write lock: another host may have created the schema
 	// meanwhile.
 	version, err = identifyVersion(bg, tx)

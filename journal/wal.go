@@ -136,7 +136,7 @@ func walChecksum(order binary.ByteOrder, b []byte, s0, s1 uint32) (uint32, uint3
 
 // checkWAL inspects the journal's WAL (call with the write lock held) and,
 // when committed records in it cannot be read, copies it aside.
-func checkWAL(path string, now time.Time) *WALDamage {
+func checkWAL(path string, now func() time.Time) *WALDamage {
 	wal := path + "-wal"
 	b, err := os.ReadFile(wal)
 	if err != nil || len(b) <= walHeaderSize {
@@ -155,7 +155,7 @@ func checkWAL(path string, now time.Time) *WALDamage {
 	default:
 		return nil
 	}
-	base := path + ".wal-damaged-" + now.UTC().Format("20060102T150405Z")
+	base := path + ".wal-damaged-" + now().UTC().Format("20060102T150405Z")
 	dst := base
 	for i := 1; ; i++ {
 		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
