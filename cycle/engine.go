@@ -54,7 +54,8 @@ type Engine struct {
 	jr      *journal.Journal // the crash-recovery journal, nil when unusable
 	jpath   string           // where it is (or would be)
 	jerr    error            // why it is unusable
-	jwarned bool             // the user was told the journal fails
+	jwarned bool             // the user was told a journal write failed
+	jlast   string           // the last journal write that failed, and why (for :checkhealth)
 	closing bool             // Shutdown was called
 	noted   map[string]bool  // model notes given (noteModel): each once
 
@@ -341,9 +342,7 @@ func (h *Engine) Health() (HealthReply, error) {
 	if h.outputDir != "" {
 		lines = append(lines, line{"ok", "full outputs of truncated results go to " + h.outputDir})
 	}
-	if lvl, text := h.journalHealth(); text != "" {
-		lines = append(lines, line{lvl, text})
-	}
+	lines = append(lines, h.journalHealth()...)
 	// Each configured provider: where its credential comes from and
 	// whether that source is there (never the value; no command is run).
 	h.mu.Lock()
@@ -560,10 +559,16 @@ func (h *Engine) Shutdown() {
 			st.streaming()
 		}
 	}
+	jr := h.jr
 	h.mu.Unlock()
 	h.mcp.Close()
 	if h.outputCleanup != nil {
 		h.outputCleanup()
+	}
+	// What is queued is committed; what comes later fails (and is only
+	// logged): the calls stopped here stay unfinished — interrupted.
+	if jr != nil {
+		jr.Close()
 	}
 }
 
