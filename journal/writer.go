@@ -68,6 +68,12 @@ type writer struct {
 	// not): the queue's sign of progress. writes counts the writes
 	// committed (the benchmark's writes per commit).
 	batches, writes atomic.Int64
+	// working is set while the writer goes through the queue: progress
+	// under way (on a loaded machine a batch can take longer than the timeout,
+	// and that is no reason to give up). Its own waits are bounded: the
+	// writer connection and the lock of another host each by the
+	// timeout, after which the batch fails and the writer goes on.
+	working atomic.Bool
 }
 
 func (j *Journal) startWriter() {
@@ -99,7 +105,10 @@ const maxQueueWait = 30 * time.Second
 
 // enqueue hands fn to the writer and waits for the commit that holds it.
 // It gives up (nothing written) when the writer made no progress — no
-// commit ended — for Options.Timeout, or when ctx ends first.
+// batch ended and none is being handled — for Options.Timeout, or when
+// ctx ends first. A batch that waits for another host's lock fails after
+// Options.Timeout (its writes get ErrBusy); the writes queued behind it
+// are then tried in the next batch.
 func (j *Journal) enqueue(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -123,7 +132,7 @@ func (j *Journal) enqueue(ctx context.Context, fn func(ctx context.Context, tx *
 			return err
 		case <-ctx.Done():
 		case <-t.C:
-			if now := w.batches.Load(); now != seen && time.Since(start) < maxQueueWait {
+			if now := w.batches.Load(); (now != seen || w.working.Load()) && time.Since(start) < maxQueueWait {
 				seen = now // the writer is getting through the queue
 				t.Reset(j.opts.Timeout)
 				continue
@@ -144,6 +153,7 @@ func (j *Journal) runWriter() {
 	w := &j.wr
 	defer close(w.exited)
 	for range w.wake {
+		w.working.Store(true)
 		for {
 			batch := w.take()
 			if len(batch) == 0 {
@@ -151,6 +161,7 @@ func (j *Journal) runWriter() {
 			}
 			j.commitBatch(batch)
 		}
+		w.working.Store(false)
 		w.mu.Lock()
 		done := w.closed && len(w.queue) == 0
 		w.mu.Unlock()
