@@ -155,6 +155,16 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	return h.executeFrom(bufnr, "", s, doc, auto)
 }
 
+// approvesAny reports whether a step's records approve a call.
+func approvesAny(recs []WireRecord) bool {
+	for _, r := range recs {
+		if r.Status == string(buffer.StatusApproved) {
+			return true
+		}
+	}
+	return false
+}
+
 func statusFor(d approval.Decision) buffer.Status {
 	switch d {
 	case approval.Approve:
@@ -244,6 +254,15 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		}
 		h.logAll(p.Log)
 		opts.Records, opts.CursorID = p.Records, p.FirstPending
+		if p.Pending == 0 && approvesAny(p.Records) {
+			// Execute follows at once: the calls approved here wait to run
+			// from this write on, so the lock comes with it (issue 26: a
+			// user typing between this write and execute's met approved
+			// calls in an unlocked buffer). Execute unlocks when it starts
+			// nothing.
+			locked := false
+			opts.Modifiable = &locked
+		}
 		return p.Edits, opts, nil
 	})
 	if errors.Is(err, errBlocked) {
@@ -375,6 +394,12 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 			opts.Modifiable = &locked
 		} else {
 			opts.CursorID = p.FirstPending
+			if h.running(bufnr) == 0 {
+				// Nothing runs: the buffer is the user's again (categorize
+				// may have locked it for calls that did not start).
+				unlocked := true
+				opts.Modifiable = &unlocked
+			}
 		}
 		return p.Edits, opts, nil
 	})
