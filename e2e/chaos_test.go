@@ -65,7 +65,8 @@ func TestChaos(t *testing.T) {
 			if _, err := s.Wait(20*time.Second, func(string) bool {
 				var modifiable bool
 				_ = s.Lua(&modifiable, "return vim.bo.modifiable")
-				return modifiable && len(marks(t, s)) == 0
+				running, _ := statusMarks(t, s)
+				return modifiable && running == 0
 			}); err != nil {
 				t.Fatalf("iteration %d: after the kill the buffer stayed locked or kept its indicators", i)
 			}
