@@ -539,9 +539,11 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		st.started[j.id] = time.Now()
 	}
 	h.mu.Unlock()
-	h.refreshMarks(bufnr)
+	// The event first: whenever Neovim shows a call as running, it knows
+	// the call runs (a host that goes then leaves it shown interrupted).
 	info := ToolEvent{Bufnr: bufnr, ToolName: j.name, ToolID: j.id, Status: "executing"}
 	h.event("FlemmaToolExecuting", info)
+	h.refreshMarks(bufnr)
 	s, err := h.snapshot(bufnr)
 	call := tools.Call{ID: j.id, Tool: j.name, Bufnr: bufnr}
 	if err != nil {

@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+// Faults users meet (issue 26): the host restarted, crashed or hung while
+// it worked, a journal under load, a hung host on the paths that wait for
+// an answer, a journal that cannot be opened or was damaged. Each test
+// makes the fault happen for real (SIGKILL, SIGSTOP, a full filesystem,
+// garbage in the file) and checks what the user sees.
+
+// sampleLock starts a sampler in Neovim: every millisecond (between the
+// editor's events, as the user would see the buffer) it notes whether the
+// current buffer is modifiable while it holds an approved placeholder not
+// yet run — a call that waits to run in a buffer the user can type in.
+func sampleLock(t *testing.T, s *nvimtest.Session) {
+	t.Helper()
+	if err := s.Lua(nil, `
+		local buf = vim.api.nvim_get_current_buf()
+		_G.flemma_lock_samples = { locked = 0, unlocked_waiting = 0, first = nil }
+		local t = vim.loop.new_timer()
+		_G.flemma_lock_timer = t
+		t:start(1, 1, vim.schedule_wrap(function()
+			if not vim.api.nvim_buf_is_valid(buf) then return end
+			local st = _G.flemma_lock_samples
+			if not vim.bo[buf].modifiable then
+				st.locked = st.locked + 1
+				return
+			end
+			local waiting = vim.api.nvim_buf_call(buf, function()
+				return vim.fn.search("^` + "```" + `flemma:tool status=approved$", "nw")
+			end)
+			if waiting > 0 then
+				st.unlocked_waiting = st.unlocked_waiting + 1
+				st.first = st.first or table.concat(vim.api.nvim_buf_get_lines(buf, waiting - 1, waiting + 1, false), " | ")
+			end
+		end))`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type lockSamples struct {
+	Locked          int    `msgpack:"locked"`
+	UnlockedWaiting int    `msgpack:"unlocked_waiting"`
+	First           string `msgpack:"first"`
+}
+
+func stopSampling(t *testing.T, s *nvimtest.Session) lockSamples {
+	t.Helper()
+	var st lockSamples
+	if err := s.Lua(&st, `_G.flemma_lock_timer:stop(); _G.flemma_lock_timer:close(); return _G.flemma_lock_samples`); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestHundredParallelCalls: 100 calls at once (max_concurrent = 0): every
+// one is journaled, started and finished, with no journal failure (issue 26
+// item 2: 68–83 of 100 journal writes failed), and the buffer is never
+// unlocked while an approved call waits to run (item 7: a momentary unlock
+// between the write that approves the calls and the one that starts them).
+func TestHundredParallelCalls(t *testing.T) {
+	const n = 100
+	setup := `{ tools = { max_concurrent = 0, auto_approve = { "$default", "bash" } } }`
+	eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
+		var cmds []string
+		for i := 1; i <= n; i++ {
+			cmds = append(cmds, fmt.Sprintf("echo b%d >> runs.txt; echo out%d", i, i))
+		}
+		buf := mustOpen(t, s, "many/p.chat", bashCalls(t, cmds...))
+		sampleLock(t, s)
+		press(t, s, "<C-]>")
+		// 100 commands (sandboxed) on a loaded machine: a generous bound.
+		if _, err := s.Wait(120*time.Second, func(text string) bool {
+			return len(buffer.Parse(strings.Split(text, "\n")).Incomplete()) == 0
+		}); err != nil {
+			t.Fatalf("the calls never all got results; messages:\n%s", s.Messages())
+		}
+		waitUnlocked(t, s)
+		waitIdle(t, s)
+		st := stopSampling(t, s)
+		t.Logf("samples: %d locked, %d unlocked while a call waited", st.Locked, st.UnlockedWaiting)
+		if st.UnlockedWaiting > 0 {
+			t.Errorf("the buffer was modifiable while approved calls waited to run (%d samples), e.g. at %q", st.UnlockedWaiting, st.First)
+		}
+		doc := buffer.Parse(strings.Split(text(t, s), "\n"))
+		if left := doc.Incomplete(); len(left) > 0 {
+			t.Fatalf("%d calls without a result", len(left))
+		}
+		for i := 1; i <= n; i++ {
+			id := fmt.Sprintf("b%d", i)
+			if r := doc.Result(id); r == nil || r.IsError || commandOutput(r.Content) != fmt.Sprintf("out%d", i) {
+				t.Errorf("result of %s: %+v", id, r)
+			}
+		}
+		b, _ := os.ReadFile(filepath.Join(s.Dir, "many", "runs.txt"))
+		if got := len(strings.Fields(string(b))); got != n {
+			t.Errorf("%d executions for %d calls", got, n)
+		}
+		if log := s.HostLog(); strings.Contains(log, "journal: start") || strings.Contains(log, "journal: finish") || strings.Contains(log, "journal: record") {
+			t.Errorf("journal writes failed:\n%s", grepLines(log, "journal: "))
+		}
+		if m := s.Messages(); strings.Contains(m, "crash-recovery journal") {
+			t.Errorf("the user was told the journal failed:\n%s", m)
+		}
+		// Every call is in the journal, started and finished.
+		out := hostText(t, s, "flemma.journal_log", buf)
+		finished := 0
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, `"kind":"call"`) && strings.Contains(l, `"status":"ok"`) {
+				finished++
+			}
+		}
+		if finished != n {
+			t.Errorf("the journal has %d finished calls, want %d", finished, n)
+		}
+	})
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// hostWays are the ways a host goes while it works (issue 26 item 1).
+var hostWays = []string{"restart", "crash", "hang then restart"}
+
+// endHost makes the host go the way named, and waits until it is gone.
+func endHost(t *testing.T, s *nvimtest.Session, how string) {
+	t.Helper()
+	pid := hostPID(t, s)
+	switch how {
+	case "restart":
+		press(t, s, ":Flemma host:restart<CR>")
+	case "crash":
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	case "hang then restart":
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		press(t, s, ":Flemma host:restart<CR>")
+	default:
+		t.Fatalf("no way %q", how)
+	}
+	waitGone(t, pid)
+}
+
+// statusMarks counts the running indicators and the interrupted marks.
+func statusMarks(t *testing.T, s *nvimtest.Session) (running, interrupted int) {
+	for _, m := range marks(t, s) {
+		switch {
+		case m.Kind == "status" && strings.Contains(m.Text, "running"), strings.Contains(m.Text, "queued"):
+			running++
+		case strings.Contains(m.Text, "interrupted"):
+			interrupted++
+		}
+	}
+	return
+}
+
+// diagnosticsWith returns the current buffer's diagnostics (1-based line:
+// message) whose message contains s.
+func diagnosticsWith(t *testing.T, s *nvimtest.Session, sub string) []string {
+	t.Helper()
+	var out []string
+	if err := s.Lua(&out, `
+		local out = {}
+		for _, d in ipairs(vim.diagnostic.get(0)) do
+			if d.message:find(..., 1, true) then
+				table.insert(out, (d.lnum + 1) .. ": " .. d.message)
+			end
+		end
+		return out`, sub); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestHostGoneWhileToolsRun: however the host goes while calls run — a
+// restart, a crash, a hang then a restart — the buffer ends unlocked, the
+// running calls are shown as interrupted where they ran, and the next press
+// finds them interrupted in the journal (it holds them, never runs them
+// again). Issue 26 item 1: :Flemma host:restart left the buffer locked for
+// good.
+func TestHostGoneWhileToolsRun(t *testing.T) {
+	setup := `{ tools = { max_concurrent = 0, auto_approve = { "$default", "bash" } } }`
+	for _, how := range hostWays {
+		t.Run(strings.ReplaceAll(how, " ", "_"), func(t *testing.T) {
+			eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
+				chat := bashCalls(t, "echo b1 >> runs.txt; sleep 60; echo done1", "echo b2 >> runs.txt; sleep 60; echo done2")
+				mustOpen(t, s, "gone/g.chat", chat)
+				press(t, s, "<C-]>")
+				waitRunning(t, s, 2)
+				// Both commands run (each wrote its line).
+				runs := filepath.Join(s.Dir, "gone", "runs.txt")
+				if _, err := s.Wait(20*time.Second, func(string) bool {
+					b, _ := os.ReadFile(runs)
+					return len(strings.Fields(string(b))) == 2
+				}); err != nil {
+					t.Fatal("the commands never ran")
+				}
+				endHost(t, s, how)
+				if _, err := s.Wait(10*time.Second, func(string) bool {
+					var on bool
+					_ = s.Lua(&on, "return vim.bo.modifiable")
+					running, interrupted := statusMarks(t, s)
+					return on && running == 0 && interrupted == 2
+				}); err != nil {
+					var on bool
+					_ = s.Lua(&on, "return vim.bo.modifiable")
+					t.Fatalf("after the host went (%s): modifiable %v, marks %+v", how, on, marks(t, s))
+				}
+				if d := diagnosticsWith(t, s, "interrupted: the host stopped"); len(d) != 2 {
+					t.Errorf("interrupted diagnostics: %q", d)
+				}
+				var line string
+				if err := s.Lua(&line, `return require("flemma").statusline()`); err != nil || strings.Contains(line, "running") {
+					t.Errorf("statusline %q, %v", line, err)
+				}
+				// The next press reads the journal: both calls started and
+				// never finished, so they wait for the user, and run no more.
+				press(t, s, "<C-]>")
+				waitIdle(t, s)
+				for _, id := range []string{"b1", "b2"} {
+					if st := statusOf(t, s, id); st != buffer.StatusPending {
+						t.Errorf("%s is %q after the press, want pending (interrupted)", id, st)
+					}
+				}
+				if d := diagnosticsWith(t, s, "interrupted: it started"); len(d) != 2 {
+					t.Errorf("the press did not find them interrupted in the journal: %q\n%s", d, s.Messages())
+				}
+				b, _ := os.ReadFile(runs)
+				if got := strings.Fields(string(b)); len(got) != 2 {
+					t.Errorf("runs: %q, want each call once", got)
+				}
+			})
+		})
+	}
+}
+
+// TestHostGoneDuringStream: a host that goes while a response streams in
+// leaves the buffer unlocked, without the progress indicator, with the text
+// received so far and the user's own.
+func TestHostGoneDuringStream(t *testing.T) {
+	long := strings.Repeat("word ", 400)
+	for _, how := range hostWays {
+		t.Run(strings.ReplaceAll(how, " ", "_"), func(t *testing.T) {
+			f := &fakeAnthropic{turns: []string{sse(long)}, slow: 200 * time.Millisecond}
+			eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+				mustOpen(t, s, "stream/s.chat", question)
+				press(t, s, "<C-]>")
+				if _, err := s.Wait(20*time.Second, func(text string) bool {
+					var on bool
+					_ = s.Lua(&on, "return vim.bo.modifiable")
+					return strings.Contains(text, "word word") && !on
+				}); err != nil {
+					t.Fatalf("the response never streamed into a locked buffer:\n%s", text(t, s))
+				}
+				endHost(t, s, how)
+				if _, err := s.Wait(10*time.Second, func(string) bool {
+					var st struct {
+						On       bool `msgpack:"on"`
+						Progress int  `msgpack:"progress"`
+					}
+					_ = s.Lua(&st, `return { on = vim.bo.modifiable, progress = #vim.api.nvim_buf_get_extmarks(0, require("flemma.buf").namespaces().progress, 0, -1, {}) }`)
+					return st.On && st.Progress == 0
+				}); err != nil {
+					t.Fatalf("after the host went (%s) the buffer stayed locked or kept its progress", how)
+				}
+				if got := text(t, s); !strings.HasPrefix(got, question) || !strings.Contains(got, "word word") {
+					t.Errorf("text after the host went:\n%s", got)
+				}
+			})
+		})
+	}
+}
