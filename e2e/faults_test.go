@@ -38,7 +38,7 @@ func sampleLock(t *testing.T, s *nvimtest.Session) {
 				return
 			end
 			local waiting = vim.api.nvim_buf_call(buf, function()
-				return vim.fn.search("^` + "```" + `flemma:tool status=approved$", "nw")
+				return vim.fn.search("^`+"```"+`flemma:tool status=approved$", "nw")
 			end)
 			if waiting > 0 then
 				st.unlocked_waiting = st.unlocked_waiting + 1
