@@ -293,3 +293,78 @@ func TestHostGoneDuringStream(t *testing.T) {
 		})
 	}
 }
+
+// within runs fn, and fails the test if it has not returned after a
+// generous watchdog (not a timed assertion: it only turns "Neovim froze"
+// into a failure instead of a test that hangs).
+func within(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: Neovim did not return while the host hung", what)
+	}
+}
+
+// TestHungHostBoundsEveryRequest: with the host stopped (SIGSTOP), every
+// path that asks it something returns — setup(), :checkhealth flemma, a
+// Lua tool's registration, <C-]>, :Flemma status — and says the host does
+// not answer, with the way out (issue 26 item 3: setup(), :checkhealth and
+// tool registration waited forever). :Flemma host:restart then works.
+func TestHungHostBoundsEveryRequest(t *testing.T) {
+	eachNvim(t, `{ host = { timeout = 1 } }`, func(t *testing.T, s *nvimtest.Session) {
+		chat := calcCalls("1+1")
+		mustOpen(t, s, "hung/h.chat", chat)
+		pid := hostPID(t, s)
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+
+		within(t, "setup()", func() error {
+			return s.Lua(nil, `require("flemma").setup({ host = { timeout = 1 } })`)
+		})
+		waitMessage(t, s, "has not answered flemma.setup")
+
+		var health string
+		within(t, ":checkhealth flemma", func() error {
+			if err := s.Nv.Command("checkhealth flemma"); err != nil {
+				return err
+			}
+			return s.Lua(&health, `return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")`)
+		})
+		if !strings.Contains(health, "did not answer flemma.health within 1 s") || !strings.Contains(health, "host:restart") {
+			t.Errorf(":checkhealth does not say the host hangs:\n%s", health)
+		}
+		if err := s.Nv.Command("close"); err != nil {
+			t.Fatal(err)
+		}
+
+		var registered bool
+		within(t, "tool registration", func() error {
+			return s.Lua(&registered, `return require("flemma.tools").register("late_tool", {
+				description = "x", input_schema = { type = "object", properties = {} },
+				execute = function() return { success = true, output = "x" } end })`)
+		})
+		waitMessage(t, s, "did not answer flemma.define_tools within 1 s")
+
+		k, _ := s.Nv.ReplaceTermcodes("<C-]>", true, true, true)
+		within(t, "<C-]>", func() error { return s.Nv.FeedKeys(k, "mx", false) })
+		waitMessage(t, s, "has not answered flemma.cycle")
+		k, _ = s.Nv.ReplaceTermcodes(":Flemma status<CR>", true, true, true)
+		within(t, ":Flemma status", func() error { return s.Nv.FeedKeys(k, "mx", false) })
+		waitMessage(t, s, "has not answered flemma.status")
+
+		// The way out the messages name.
+		within(t, ":Flemma host:restart", func() error { return s.Press(":Flemma host:restart<CR>") })
+		waitGone(t, pid)
+		waitMessage(t, s, "the host was restarted") // the requests it never answered
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("c1", "pending", "")))
+	})
+}

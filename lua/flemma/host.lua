@@ -56,7 +56,9 @@ local function fail_pending(msg)
   local waiting = host.pending
   host.pending = {}
   for _, p in pairs(waiting) do
-    pcall(p.cb, nil, msg)
+    if not p.internal then -- configuration for that host: a new one gets its own
+      pcall(p.cb, nil, msg)
+    end
   end
 end
 
@@ -434,15 +436,17 @@ end
 
 --- Call the host without waiting: cb(result, err) runs when it answers
 --- (or fails). Neovim stays responsive whatever the host does; a late
---- answer is reported, with the way out.
-function M.request_async(method, args, cb, retried)
+--- answer is reported, with the way out. internal: configuration for this
+--- host (setup()): when the host goes, it is dropped, not sent again nor
+--- failed (a new host gets its own).
+function M.request_async(method, args, cb, retried, internal)
   for attempt = 1, 2 do
     local chan, err = M.ensure(state.config())
     if not chan then
       cb(nil, err)
       return
     end
-    local id, e = channel.send(chan, method, args, cb, { retried = retried })
+    local id, e = channel.send(chan, method, args, cb, { retried = retried, internal = internal })
     if id then
       if not host.watchdog then
         host.watchdog = vim.loop.new_timer()

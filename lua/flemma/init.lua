@@ -41,7 +41,7 @@ function M.setup(opts)
       if err then
         notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
       end
-    end)
+    end, false, true)
     host.refresh_catalogue()
   end
 end
