@@ -75,6 +75,8 @@ var (
 	ErrCorrupt = errors.New("database damaged or not a flemma journal")
 	// ErrReadOnly: the database file or its directory cannot be written.
 	ErrReadOnly = errors.New("database is read-only")
+	// ErrFull: the filesystem (or the database's size limit) is full.
+	ErrFull = errors.New("no space left for the database")
 	// ErrNewerSchema: the file was written by a newer flemma; it is left alone.
 	ErrNewerSchema = errors.New("database was written by a newer flemma")
 	// ErrNotFound: no such call, or not in the state the operation needs.
@@ -235,6 +237,7 @@ const (
 	codeReadOnly  = 8
 	codeInterrupt = 9
 	codeCorrupt   = 11
+	codeFull      = 13
 	codeNotADB    = 26
 )
 
@@ -268,6 +271,8 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	case codeReadOnly:
 		return fmt.Errorf("%w: %v", ErrReadOnly, err)
+	case codeFull:
+		return fmt.Errorf("%w: %v", ErrFull, err)
 	}
 	return err
 }
