@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -367,4 +368,152 @@ func TestHungHostBoundsEveryRequest(t *testing.T) {
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(chat, placeholder("c1", "pending", "")))
 	})
+}
+
+// stateDir is flemma's state folder in the session (the journal's).
+func stateDir(t *testing.T, s *nvimtest.Session) string {
+	t.Helper()
+	var dir string
+	if err := s.Lua(&dir, `return require("flemma").state_dir()`); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// stopHost stops the host (as quitting Neovim would) and waits until it is
+// gone: its journal is closed.
+func stopHost(t *testing.T, s *nvimtest.Session) {
+	t.Helper()
+	pid := hostPID(t, s)
+	if err := s.Lua(nil, `require("flemma.host").stop()`); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+}
+
+// fullDisk mounts a small filesystem over dir and fills it: a real ENOSPC
+// for whatever flemma writes there next. When this machine does not let
+// the test mount (not root), it makes the journal's path unusable instead
+// (a folder where the file should be), and says so: the user must be told
+// either way. It returns what the message names.
+func fullDisk(t *testing.T, dir string) string {
+	t.Helper()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Logf("cannot mount a small filesystem (%v: %s): the journal's path is made a folder instead of a full disk", err, strings.TrimSpace(string(out)))
+		os.Remove(filepath.Join(dir, "journal.db"))
+		os.Remove(filepath.Join(dir, "journal.db-wal"))
+		if err := os.Mkdir(filepath.Join(dir, "journal.db"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return "not a regular file"
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+	return "no space left"
+}
+
+// checkhealth returns the text of :checkhealth flemma.
+func checkhealth(t *testing.T, s *nvimtest.Session) string {
+	t.Helper()
+	var out string
+	if err := s.Nv.Command("checkhealth flemma"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Lua(&out, `local t = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n"); vim.cmd("close"); return t`); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestJournalFaultsAreTold: a journal that cannot be opened (a full disk
+// when the host starts), a damaged journal (moved aside) and a damaged WAL
+// (records lost) are each told once in the message area, with what it
+// costs and where the damaged file went, and stay in :checkhealth; tools
+// run on (issue 26 item 4: they were only logged, or not at all).
+func TestJournalFaultsAreTold(t *testing.T) {
+	setup := func(dir string) string {
+		return `{ host = { log_file = "` + dir + `/host.log" }, tools = { auto_approve = { "calculator" } } }`
+	}
+	tests := []struct {
+		name  string
+		fault func(t *testing.T, s *nvimtest.Session) []string // what the message and health must say
+	}{
+		{"full disk at start", func(t *testing.T, s *nvimtest.Session) []string {
+			dir := stateDir(t, s)
+			stopHost(t, s)
+			return []string{"journal cannot be opened", fullDisk(t, dir)}
+		}},
+		{"damaged journal", func(t *testing.T, s *nvimtest.Session) []string {
+			dir := stateDir(t, s)
+			stopHost(t, s)
+			if err := os.WriteFile(filepath.Join(dir, "journal.db"), []byte(strings.Repeat("garbage ", 2048)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"journal was damaged", "moved it to " + filepath.Join(dir, "journal.db.corrupt-"), "could not be counted"}
+		}},
+		{"damaged WAL", func(t *testing.T, s *nvimtest.Session) []string {
+			dir := stateDir(t, s)
+			pid := hostPID(t, s)
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil { // no checkpoint: the WAL stays
+				t.Fatal(err)
+			}
+			waitGone(t, pid)
+			f, err := os.OpenFile(filepath.Join(dir, "journal.db-wal"), os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteAt([]byte(strings.Repeat("garbage!", 8)), 0)
+			f.Close()
+			return []string{"journal lost records", "kept at " + filepath.Join(dir, "journal.db.wal-damaged-")}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
+			logDir := t.TempDir()
+			eachNvim(t, setup(logDir), func(t *testing.T, s *nvimtest.Session) {
+				// Some history first: a call runs and is journaled.
+				chat := calcCalls("1+1")
+				mustOpen(t, s, "j/first.chat", chat)
+				press(t, s, "<C-]>")
+				waitText(t, s, withResults(chat, result("c1", "2", false)))
+				want := tt.fault(t, s)
+				// The next press starts a host, which meets the fault.
+				chat2 := calcCalls("2+3")
+				mustOpen(t, s, "j/second.chat", chat2)
+				press(t, s, "<C-]>")
+				waitText(t, s, withResults(chat2, result("c1", "5", false)))
+				msgs := s.Messages()
+				for _, w := range want {
+					if !strings.Contains(msgs, w) {
+						t.Errorf("the message area does not say %q:\n%s", w, msgs)
+					}
+				}
+				if n := strings.Count(msgs, want[0]); n != 1 {
+					t.Errorf("told %d times:\n%s", n, msgs)
+				}
+				health := checkhealth(t, s)
+				for _, w := range want[1:] {
+					if !strings.Contains(health, w) {
+						t.Errorf(":checkhealth does not say %q:\n%s", w, health)
+					}
+				}
+				// Once: another press says nothing more.
+				press(t, s, "<C-]>")
+				waitIdle(t, s)
+				if n := strings.Count(s.Messages(), want[0]); n != 1 {
+					t.Errorf("told %d times after another press", n)
+				}
+			})
+		})
+	}
 }

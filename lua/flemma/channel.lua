@@ -11,6 +11,7 @@
 -- editor's event loop running (vim.wait), and gets a message saying the
 -- host may be hung otherwise.
 local P = require("flemma.protocol")
+local notify = require("flemma.notify")
 local state = require("flemma.state")
 
 local M = {}
@@ -61,9 +62,15 @@ function M.wait(chan, method, args, timeout_ms)
     return nil, serr
   end
   local ms = timeout_ms or M.bound_ms()
-  local _, why = vim.wait(ms, function()
+  notify.hold()
+  local ok, waited, why = pcall(vim.wait, ms, function()
     return done
   end, 20)
+  notify.release()
+  if not ok then -- vim.wait refused (a fast event): nothing was waited for
+    state.host.pending[id] = nil
+    return nil, tostring(waited)
+  end
   if not done then
     state.host.pending[id] = nil
     if why == -2 then
