@@ -395,19 +395,29 @@ func stopHost(t *testing.T, s *nvimtest.Session) {
 // for whatever flemma writes there next. When this machine does not let
 // the test mount (not root), it makes the journal's path unusable instead
 // (a folder where the file should be), and says so: the user must be told
-// either way. It returns what the message names.
-func fullDisk(t *testing.T, dir string) string {
+// either way. It returns what the message names, and undo, which restores
+// the folder (also done at cleanup).
+func fullDisk(t *testing.T, dir string) (what string, undo func()) {
 	t.Helper()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Logf("cannot mount a small filesystem (%v: %s): the journal's path is made a folder instead of a full disk", err, strings.TrimSpace(string(out)))
-		os.Remove(filepath.Join(dir, "journal.db"))
-		os.Remove(filepath.Join(dir, "journal.db-wal"))
-		if err := os.Mkdir(filepath.Join(dir, "journal.db"), 0o700); err != nil {
+		db := filepath.Join(dir, "journal.db")
+		aside := db + ".chaos-aside"
+		os.Rename(db, aside)
+		os.Remove(db + "-wal")
+		if err := os.Mkdir(db, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		return "not a regular file"
+		return "not a regular file", func() { os.Remove(db); os.Rename(aside, db) }
 	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	done := false
+	undo = func() {
+		if !done {
+			done = true
+			exec.Command("umount", "-l", dir).Run()
+		}
+	}
+	t.Cleanup(undo)
 	f, err := os.Create(filepath.Join(dir, "filler"))
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +429,7 @@ func fullDisk(t *testing.T, dir string) string {
 		}
 	}
 	f.Close()
-	return "no space left"
+	return "no space left", undo
 }
 
 // checkhealth returns the text of :checkhealth flemma.
@@ -451,14 +461,20 @@ func TestJournalFaultsAreTold(t *testing.T) {
 		{"full disk at start", func(t *testing.T, s *nvimtest.Session) []string {
 			dir := stateDir(t, s)
 			stopHost(t, s)
-			return []string{"journal cannot be opened", fullDisk(t, dir)}
+			what, _ := fullDisk(t, dir)
+			return []string{"journal cannot be opened", what}
 		}},
 		{"damaged journal", func(t *testing.T, s *nvimtest.Session) []string {
 			dir := stateDir(t, s)
 			stopHost(t, s)
+			// The whole journal: a host that had no time to close it
+			// (killed after jobstop's grace) leaves its WAL, which would
+			// still hold the pages the garbage covers.
 			if err := os.WriteFile(filepath.Join(dir, "journal.db"), []byte(strings.Repeat("garbage ", 2048)), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			os.Remove(filepath.Join(dir, "journal.db-wal"))
+			os.Remove(filepath.Join(dir, "journal.db-shm"))
 			return []string{"journal was damaged", "moved it to " + filepath.Join(dir, "journal.db.corrupt-"), "could not be counted"}
 		}},
 		{"damaged WAL", func(t *testing.T, s *nvimtest.Session) []string {

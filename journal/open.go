@@ -126,6 +126,15 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 		if merr != nil {
 			return nil, fmt.Errorf("journal: %s: %w (moving it aside failed: %v)", path, reason, merr)
 		}
+		// Reported at once, before anything slow: a host killed from here
+		// on leaves the news to the next (the counts follow).
+		var rec *Recovery
+		var first Report
+		if movedTo != "" {
+			rec = &Recovery{Path: path, MovedTo: movedTo, Reason: reason, Calls: -1, Events: -1, Interrupted: -1}
+			first = Report{Kind: "moved-aside", Text: rec.String()}
+			addReport(path, first)
+		}
 		if _, err := prepareFile(path); err != nil {
 			return nil, err
 		}
@@ -133,9 +142,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 		if err != nil {
 			return nil, fmt.Errorf("journal: %s: %w (after moving a damaged file to %s)", path, err, movedTo)
 		}
-		if movedTo != "" {
-			j.recovered = &Recovery{Path: path, MovedTo: movedTo, Reason: reason}
-			j.recovered.Calls, j.recovered.Events, j.recovered.Interrupted = countDamaged(ctx, movedTo)
+		if rec != nil {
+			rec.Calls, rec.Events, rec.Interrupted = countDamaged(ctx, movedTo)
+			replaceReport(path, first, Report{Kind: "moved-aside", Text: rec.String()})
+			j.recovered = rec
 		}
 	}
 	if err != nil {
@@ -294,7 +304,9 @@ func (j *Journal) setup(ctx context.Context) error {
 	defer tx.Rollback()
 	// Under the write lock nobody appends to the WAL: see whether SQLite
 	// will read all of it before the next write starts it over.
-	j.walDamage = checkWAL(j.path, j.opts.Now)
+	if j.walDamage = checkWAL(j.path, j.opts.Now); j.walDamage != nil {
+		addReport(j.path, Report{Kind: "wal", Text: j.walDamage.String()})
+	}
 	// Again, under the write lock: another host may have created the schema
 	// meanwhile.
 	version, err = identifyVersion(bg, tx)

@@ -191,3 +191,35 @@ func openRaw(t *testing.T, path string) *sql.DB {
 	}
 	return db
 }
+
+// TestReportsOutliveTheHost: what Open found stays reported until a host
+// acknowledges it — a host killed before it told the user leaves it to the
+// next.
+func TestReportsOutliveTheHost(t *testing.T) {
+	path := dbPath(t)
+	j := openAt(t, path, nil)
+	j.Close()
+	os.WriteFile(path, []byte(strings.Repeat("garbage ", 1000)), 0o600)
+	j1 := openAt(t, path, nil)
+	r := j1.Reports()
+	if len(r) != 1 || r[0].Kind != "moved-aside" || !strings.Contains(r[0].Text, j1.Recovered().MovedTo) {
+		t.Fatalf("reports = %+v", r)
+	}
+	j1.Close() // killed before it told anyone
+	j2 := openAt(t, path, nil)
+	if j2.Recovered() != nil {
+		t.Fatal("the new journal was moved aside")
+	}
+	if got := j2.Reports(); len(got) != 1 || got[0] != r[0] {
+		t.Fatalf("the next host's reports = %+v, want %+v", got, r)
+	}
+	if err := j2.Acknowledge(r); err != nil {
+		t.Fatal(err)
+	}
+	if got := j2.Reports(); len(got) != 0 {
+		t.Errorf("after Acknowledge: %+v", got)
+	}
+	if _, err := os.Stat(path + unreportedSuffix); !os.IsNotExist(err) {
+		t.Errorf("the reports file stays: %v", err)
+	}
+}
