@@ -51,13 +51,14 @@ type Engine struct {
 	luaWait       waiters
 	refresh       refresher
 
-	jr      *journal.Journal // the crash-recovery journal, nil when unusable
-	jpath   string           // where it is (or would be)
-	jerr    error            // why it is unusable
-	jwarned bool             // the user was told a journal write failed
-	jlast   string           // the last journal write that failed, and why (for :checkhealth)
-	closing bool             // Shutdown was called
-	noted   map[string]bool  // model notes given (noteModel): each once
+	jr       *journal.Journal // the crash-recovery journal, nil when unusable
+	jpath    string           // where it is (or would be)
+	jerr     error            // why it is unusable
+	jwarned  bool             // the user was told a journal write failed
+	jlast    string           // the last journal write that failed, and why (for :checkhealth)
+	jreports []string         // the damage the journal reported at its opening (for :checkhealth)
+	closing  bool             // Shutdown was called
+	noted    map[string]bool  // model notes given (noteModel): each once
 
 	usage usageTotal // every response of this session, all buffers
 

@@ -56,7 +56,7 @@ func (h *Engine) openJournal(dir string) {
 	j, err := journal.Open(ctx, path, nil)
 	h.mu.Lock()
 	h.jr, h.jpath, h.jerr = j, path, err
-	h.jwarned, h.jlast = false, ""
+	h.jwarned, h.jlast, h.jreports = false, "", nil
 	h.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -67,13 +67,26 @@ func (h *Engine) openJournal(dir string) {
 		return
 	}
 	h.logf("journal: %s", path)
-	if r := j.Recovered(); r != nil {
-		h.logf("%s", r)
-		h.notify("The crash-recovery journal was damaged: "+strings.TrimPrefix(r.String(), "journal: ")+". See :checkhealth flemma.", levelWarn)
+	// What Open found, or an earlier host found and died before telling:
+	// told now, and acknowledged once Neovim took the message.
+	var told []journal.Report
+	for _, r := range j.Reports() {
+		h.logf("%s", r.Text)
+		h.mu.Lock()
+		h.jreports = append(h.jreports, r.Text)
+		h.mu.Unlock()
+		msg := "The crash-recovery journal was damaged: " + strings.TrimPrefix(r.Text, "journal: ") + ". See :checkhealth flemma."
+		if r.Kind == "wal" {
+			msg = "The crash-recovery journal lost records: " + strings.TrimPrefix(r.Text, "journal: ") + ". A call they recorded as started may not be recognized as interrupted. See :checkhealth flemma."
+		}
+		if err := h.ed.Notify(msg, levelWarn); err != nil {
+			h.logf("notify: %v", err)
+			continue
+		}
+		told = append(told, r)
 	}
-	if d := j.WALDamaged(); d != nil {
-		h.logf("%s", d)
-		h.notify("The crash-recovery journal lost records: "+strings.TrimPrefix(d.String(), "journal: ")+". A call they recorded as started may not be recognized as interrupted. See :checkhealth flemma.", levelWarn)
+	if err := j.Acknowledge(told); err != nil {
+		h.logf("journal: %v", err)
 	}
 }
 
@@ -95,7 +108,7 @@ func (h *Engine) journalFailed(op string, err error) {
 	h.jlast = fmt.Sprintf("%s at %s: %v", op, time.Now().Format("15:04:05"), err)
 	h.mu.Unlock()
 	if first {
-		h.notify(fmt.Sprintf("The crash-recovery journal could not record %s (%v): that call is not in the journal, so after a crash it would not be recognized. Tools run on; later failures are only logged. See :checkhealth flemma.", op, err), levelWarn)
+		h.notify(fmt.Sprintf("The crash-recovery journal could not be written (%v): what it missed would not be recognized after a crash. Tools run on; later failures are only logged. See :checkhealth flemma.", err), levelWarn)
 	}
 }
 
@@ -418,7 +431,7 @@ func (h *Engine) JournalLog(bufnr int) (Reply, error) {
 // and the last write that failed.
 func (h *Engine) journalHealth() []HealthLine {
 	h.mu.Lock()
-	jr, path, jerr, last := h.jr, h.jpath, h.jerr, h.jlast
+	jr, path, jerr, last, reports := h.jr, h.jpath, h.jerr, h.jlast, h.jreports
 	h.mu.Unlock()
 	switch {
 	case path == "":
@@ -434,11 +447,8 @@ func (h *Engine) journalHealth() []HealthLine {
 	} else {
 		out = append(out, HealthLine{"ok", "crash-recovery journal: " + path})
 	}
-	if rec := jr.Recovered(); rec != nil {
-		out = append(out, HealthLine{"warn", "crash-recovery journal: " + strings.TrimPrefix(rec.String(), "journal: ")})
-	}
-	if d := jr.WALDamaged(); d != nil {
-		out = append(out, HealthLine{"warn", "crash-recovery journal: " + strings.TrimPrefix(d.String(), "journal: ")})
+	for _, r := range reports {
+		out = append(out, HealthLine{"warn", "crash-recovery journal: " + strings.TrimPrefix(r, "journal: ")})
 	}
 	if last != "" {
 		out = append(out, HealthLine{"warn", "crash-recovery journal: a write failed (" + last + "); see the host log"})
