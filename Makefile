@@ -28,8 +28,10 @@ lint: check-go
 
 # Every test: unit, golden, fuzz seed corpora, and the end-to-end tests against
 # every provisioned Neovim. With CI set, a missing Neovim fails the run.
+# -timeout: the end-to-end tests take 10–15 minutes under -race on a shared
+# 2-core machine (faults and chaos included), past go test's default 10.
 test: check-go lint nvim
-	FLEMMA_NVIM="$(NVIMS)" $(GO) test -count=1 -race ./...
+	FLEMMA_NVIM="$(NVIMS)" $(GO) test -count=1 -race -timeout 30m ./...
 
 unit: check-go
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
