@@ -426,10 +426,19 @@ func TestUnusableJournal(t *testing.T) {
 	hr, _ := env.h.Health()
 	warned := false
 	for _, l := range hr.Lines {
-		warned = warned || l.Level == "warn" && strings.Contains(l.Text, "unusable")
+		warned = warned || l.Level == "error" && strings.Contains(l.Text, "cannot be opened") && strings.Contains(l.Text, "not a directory")
 	}
 	if !warned {
 		t.Errorf("health: %+v", hr.Lines)
+	}
+	told := 0
+	for _, n := range env.ed.notifications() {
+		if strings.Contains(n, "journal cannot be opened") {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("told %d times that the journal cannot be opened: %q", told, env.ed.notifications())
 	}
 	if res, _ := env.h.Undo(1, resultLine(env, 1, "toolu_f1")); !strings.Contains(res.Message, "not available") {
 		t.Errorf("undo without a journal: %+v", res)

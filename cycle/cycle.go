@@ -156,6 +156,16 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	return h.executeFrom(bufnr, "", s, doc, auto)
 }
 
+// approvesAny reports whether a step's records approve a call.
+func approvesAny(recs []WireRecord) bool {
+	for _, r := range recs {
+		if r.Status == string(buffer.StatusApproved) {
+			return true
+		}
+	}
+	return false
+}
+
 func statusFor(d approval.Decision) buffer.Status {
 	switch d {
 	case approval.Approve:
@@ -248,6 +258,15 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		}
 		h.logAll(p.Log)
 		opts.Records, opts.CursorID = p.Records, p.FirstPending
+		if p.Pending == 0 && approvesAny(p.Records) {
+			// Execute follows at once: the calls approved here wait to run
+			// from this write on, so the lock comes with it (issue 26: a
+			// user typing between this write and execute's met approved
+			// calls in an unlocked buffer). Execute unlocks when it starts
+			// nothing.
+			locked := false
+			opts.Modifiable = &locked
+		}
 		return p.Edits, opts, nil
 	})
 	if errors.Is(err, errBlocked) {
@@ -382,6 +401,12 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 			opts.Modifiable = &locked
 		} else {
 			opts.CursorID = p.FirstPending
+			if h.running(bufnr) == 0 {
+				// Nothing runs: the buffer is the user's again (categorize
+				// may have locked it for calls that did not start).
+				unlocked := true
+				opts.Modifiable = &unlocked
+			}
 		}
 		return p.Edits, opts, nil
 	})
@@ -522,9 +547,11 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		st.started[j.id] = time.Now()
 	}
 	h.mu.Unlock()
-	h.refreshMarks(bufnr)
+	// The event first: whenever Neovim shows a call as running, it knows
+	// the call runs (a host that goes then leaves it shown interrupted).
 	info := ToolEvent{Bufnr: bufnr, ToolName: j.name, ToolID: j.id, Status: "executing"}
 	h.event("FlemmaToolExecuting", info)
+	h.refreshMarks(bufnr)
 	s, err := h.snapshot(bufnr)
 	call := tools.Call{ID: j.id, Tool: j.name, Bufnr: bufnr}
 	if err != nil {

@@ -57,12 +57,14 @@ type Engine struct {
 	luaWait       waiters
 	refresh       refresher
 
-	jr      *journal.Journal // the crash-recovery journal, nil when unusable
-	jpath   string           // where it is (or would be)
-	jerr    error            // why it is unusable
-	jwarned bool             // the user was told the journal fails
-	closing bool             // Shutdown was called
-	noted   map[string]bool  // model notes given (noteModel): each once
+	jr       *journal.Journal // the crash-recovery journal, nil when unusable
+	jpath    string           // where it is (or would be)
+	jerr     error            // why it is unusable
+	jwarned  bool             // the user was told a journal write failed
+	jlast    string           // the last journal write that failed, and why (for :checkhealth)
+	jreports []string         // the damage the journal reported at its opening (for :checkhealth)
+	closing  bool             // Shutdown was called
+	noted    map[string]bool  // model notes given (noteModel): each once
 
 	listModels  func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
 	loginCancel context.CancelFunc    // the sign-in waiting for GitHub (Login)
@@ -422,9 +424,7 @@ func (h *Engine) Health() (HealthReply, error) {
 	if h.outputDir != "" {
 		lines = append(lines, line{"ok", "full outputs of truncated results go to " + h.outputDir})
 	}
-	if lvl, text := h.journalHealth(); text != "" {
-		lines = append(lines, line{lvl, text})
-	}
+	lines = append(lines, h.journalHealth()...)
 	// Each configured provider: where its credential comes from and
 	// whether that source is there (never the value; no command is run).
 	h.mu.Lock()
@@ -641,10 +641,16 @@ func (h *Engine) Shutdown() {
 			st.streaming()
 		}
 	}
+	jr := h.jr
 	h.mu.Unlock()
 	h.mcp.Close()
 	if h.outputCleanup != nil {
 		h.outputCleanup()
+	}
+	// What is queued is committed; what comes later fails (and is only
+	// logged): the calls stopped here stay unfinished — interrupted.
+	if jr != nil {
+		jr.Close()
 	}
 }
 

@@ -39,7 +39,9 @@ import (
 const journalOpenTimeout = 2 * time.Second
 
 // openJournal opens (or reopens, when the state folder changed) the
-// journal in dir. Call without h.mu held.
+// journal in dir. Call without h.mu held. What went wrong — a journal
+// that cannot be opened, a damaged one moved aside, a damaged WAL — is
+// told to the user once, with what it costs, and stays in :checkhealth.
 func (h *Engine) openJournal(dir string) {
 	path := filepath.Join(dir, "journal.db")
 	h.mu.Lock()
@@ -54,17 +56,37 @@ func (h *Engine) openJournal(dir string) {
 	j, err := journal.Open(ctx, path, nil)
 	h.mu.Lock()
 	h.jr, h.jpath, h.jerr = j, path, err
+	h.jwarned, h.jlast, h.jreports = false, "", nil
 	h.mu.Unlock()
 	if old != nil {
 		old.Close()
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		h.logf("journal %s: %v; tools run without crash recovery", path, err)
-	case j.Recovered() != nil:
-		h.logf("journal: %s", j.Recovered())
-	default:
-		h.logf("journal: %s", path)
+		h.notify(fmt.Sprintf("The crash-recovery journal cannot be opened (%v): tools run without it, so a call interrupted by a crash will not be recognized as such and could run again. Fix it (free space, permissions), then :Flemma host:restart. See :checkhealth flemma.", err), levelWarn)
+		return
+	}
+	h.logf("journal: %s", path)
+	// What Open found, or an earlier host found and died before telling:
+	// told now, and acknowledged once Neovim took the message.
+	var told []journal.Report
+	for _, r := range j.Reports() {
+		h.logf("%s", r.Text)
+		h.mu.Lock()
+		h.jreports = append(h.jreports, r.Text)
+		h.mu.Unlock()
+		msg := "The crash-recovery journal was damaged: " + strings.TrimPrefix(r.Text, "journal: ") + ". See :checkhealth flemma."
+		if r.Kind == "wal" {
+			msg = "The crash-recovery journal lost records: " + strings.TrimPrefix(r.Text, "journal: ") + ". A call they recorded as started may not be recognized as interrupted. See :checkhealth flemma."
+		}
+		if err := h.ed.Notify(msg, levelWarn); err != nil {
+			h.logf("notify: %v", err)
+			continue
+		}
+		told = append(told, r)
+	}
+	if err := j.Acknowledge(told); err != nil {
+		h.logf("journal: %v", err)
 	}
 }
 
@@ -75,16 +97,18 @@ func (h *Engine) journal() *journal.Journal {
 	return h.jr
 }
 
-// journalFailed notes a journal error once per kind of failure (a busy
-// database, a damaged one …) and goes on.
+// journalFailed notes a failed journal operation: logged every time, told
+// to the user once per journal (the first failure, with what it means),
+// and kept for :checkhealth. The call goes on.
 func (h *Engine) journalFailed(op string, err error) {
 	h.logf("journal: %s: %v", op, err)
 	h.mu.Lock()
-	first := !h.jwarned
+	first := !h.jwarned && !h.closing // at shutdown the journal is closed on purpose
 	h.jwarned = true
+	h.jlast = fmt.Sprintf("%s at %s: %v", op, time.Now().Format("15:04:05"), err)
 	h.mu.Unlock()
 	if first {
-		h.notify(fmt.Sprintf("The crash-recovery journal could not be written (%v): tools run on without it. See :checkhealth flemma.", err), levelWarn)
+		h.notify(fmt.Sprintf("The crash-recovery journal could not be written (%v): what it missed would not be recognized after a crash. Tools run on; later failures are only logged. See :checkhealth flemma.", err), levelWarn)
 	}
 }
 
@@ -113,9 +137,7 @@ func (h *Engine) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call
 	if j == nil {
 		return journal.Call{}, pastNone
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
-	defer cancel()
-	c, ok, err := j.Latest(ctx, key, u.ID)
+	c, ok, err := j.Latest(context.Background(), key, u.ID)
 	if err != nil {
 		h.journalFailed("look up "+u.ID, err)
 		return journal.Call{}, pastNone
@@ -175,9 +197,8 @@ func (h *Engine) recordDecisions(key string, doc *buffer.Document, recs []WireRe
 		}
 		evs = append(evs, journal.Event{Buffer: key, CallID: r.ID, Tool: tool, InputHash: r.Hash, Decision: r.Status, DecidedBy: r.By})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
-	defer cancel()
-	if err := j.RecordAll(ctx, evs); err != nil {
+	// The journal bounds its own waits (a writer that makes no progress).
+	if err := j.RecordAll(context.Background(), evs); err != nil {
 		h.journalFailed("record decisions", err)
 	}
 }
@@ -230,8 +251,7 @@ func (h *Engine) journalStart(bufnr int, name string, j job) journal.ID {
 		return 0
 	}
 	key := journalKey(bufnr, name)
-	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
-	defer cancel()
+	ctx := context.Background() // the journal bounds its own waits
 	// A resumed call: its interrupted run is resolved first.
 	if c, ok, err := jr.Latest(ctx, key, j.id); err == nil && ok && !c.Finished() && c.Resolution == "" && c.InputHash == j.hash {
 		if err := jr.Resolve(ctx, c.ID, journal.Resumed, "user"); err != nil {
@@ -260,8 +280,7 @@ func (h *Engine) journalFinish(id journal.ID, status string, res tools.Result) {
 			changes = string(b)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
-	defer cancel()
+	ctx := context.Background() // the journal bounds its own waits
 	kind := ""
 	if res.IsError {
 		kind = res.Kind
@@ -294,9 +313,7 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 	if jr == nil {
 		return reply("none", "Nothing to undo: the crash-recovery journal, which records what tools change, is not available (see :checkhealth flemma).", levelWarn), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
-	defer cancel()
-	c, ok, err := jr.Latest(ctx, journalKey(bufnr, s.Name), tu.ID)
+	c, ok, err := jr.Latest(context.Background(), journalKey(bufnr, s.Name), tu.ID)
 	if err != nil {
 		return Reply{}, fmt.Errorf("tool:undo: %w", err)
 	}
@@ -376,9 +393,7 @@ func (h *Engine) Discard(bufnr, line int) (Reply, error) {
 		return reply("none", err.Error(), levelError), nil
 	}
 	if jr := h.journal(); jr != nil && c.ID != 0 && !c.Finished() {
-		ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
-		defer cancel()
-		if err := jr.Resolve(ctx, c.ID, journal.Discarded, "user"); err != nil {
+		if err := jr.Resolve(context.Background(), c.ID, journal.Discarded, "user"); err != nil {
 			h.journalFailed("discard "+tu.ID, err)
 		}
 	}
@@ -411,24 +426,32 @@ func (h *Engine) JournalLog(bufnr int) (Reply, error) {
 	return text(strings.TrimRight(b.String(), "\n")), nil
 }
 
-// journalHealth is the journal's line in :checkhealth.
-func (h *Engine) journalHealth() (level, text string) {
+// journalHealth is the journal's part of :checkhealth: whether it is
+// usable, what it lost at Open (a damaged file moved aside, a damaged WAL)
+// and the last write that failed.
+func (h *Engine) journalHealth() []HealthLine {
 	h.mu.Lock()
-	jr, path, jerr := h.jr, h.jpath, h.jerr
+	jr, path, jerr, last, reports := h.jr, h.jpath, h.jerr, h.jlast, h.jreports
 	h.mu.Unlock()
 	switch {
 	case path == "":
-		return "warn", "crash-recovery journal: not opened yet (the plugin sends its state folder with setup)"
+		return []HealthLine{{"warn", "crash-recovery journal: not opened yet (the plugin sends its state folder with setup)"}}
 	case jr == nil:
-		return "warn", fmt.Sprintf("crash-recovery journal %s unusable (%v): tools run without crash recovery", path, jerr)
+		return []HealthLine{{"error", fmt.Sprintf("crash-recovery journal %s cannot be opened (%v): tools run without crash recovery, so a call interrupted by a crash will not be recognized. Fix it, then :Flemma host:restart", path, jerr)}}
 	}
+	var out []HealthLine
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := jr.Check(ctx); err != nil {
-		return "warn", fmt.Sprintf("crash-recovery journal %s: %v", path, err)
+		out = append(out, HealthLine{"warn", fmt.Sprintf("crash-recovery journal %s: %v", path, err)})
+	} else {
+		out = append(out, HealthLine{"ok", "crash-recovery journal: " + path})
 	}
-	if rec := jr.Recovered(); rec != nil {
-		return "warn", "crash-recovery journal: " + rec.String()
+	for _, r := range reports {
+		out = append(out, HealthLine{"warn", "crash-recovery journal: " + strings.TrimPrefix(r, "journal: ")})
 	}
-	return "ok", "crash-recovery journal: " + path
+	if last != "" {
+		out = append(out, HealthLine{"warn", "crash-recovery journal: a write failed (" + last + "); see the host log"})
+	}
+	return out
 }

@@ -72,6 +72,22 @@ type Method struct {
 	Async bool
 }
 
+// orderedMethods change what the requests after them see: the
+// configuration, the tools and chains, the resolvers, the session's
+// overrides.
+var orderedMethods = map[string]bool{
+	MSetup: true, MDefineTools: true, MDefineChains: true, MApprovalRegister: true,
+	MApprovalUnregister: true, MSwitch: true, MAutopilot: true,
+}
+
+// Ordered reports whether the method must be done before the host serves
+// anything the plugin sent after it. Through flemma.async (which the
+// plugin uses for every request, so that a hung host never holds Neovim),
+// an ordered method runs before the host reads its next message; the
+// others run beside each other, each in its goroutine. So a setup() or a
+// tool registration followed by a press is served in that order.
+func (m Method) Ordered() bool { return orderedMethods[m.Name] }
+
 // Methods is the engine's whole protocol (flemma.async itself is rpc's).
 func (h *Engine) Methods() []Method {
 	return []Method{

@@ -105,7 +105,8 @@ func TestPressAtHostDeathIsNotLost(t *testing.T) {
 	})
 }
 
-// A host that dies while a call runs leaves no spinner and no lock.
+// A host that dies while a call runs leaves no spinner and no lock: the
+// call's indicator says it was interrupted.
 func TestHostDeathClearsIndicators(t *testing.T) {
 	eachNvim(t, approveAll, func(t *testing.T, s *nvimtest.Session) {
 		startTools(t, s)
@@ -120,7 +121,8 @@ func TestHostDeathClearsIndicators(t *testing.T) {
 		if _, err := s.Wait(10*time.Second, func(string) bool {
 			var on bool
 			_ = s.Lua(&on, "return vim.bo.modifiable")
-			return on && len(marks(t, s)) == 0
+			running, interrupted := statusMarks(t, s)
+			return on && running == 0 && interrupted == 1 && len(marks(t, s)) == 1
 		}); err != nil {
 			t.Errorf("after the host died: %d marks, buffer locked or not:\n%+v", len(marks(t, s)), marks(t, s))
 		}

@@ -99,3 +99,30 @@ func BenchmarkOpen(b *testing.B) {
 		j.Close()
 	}
 }
+
+// BenchmarkParallel100: what 100 calls run at once (max_concurrent = 0)
+// ask of the journal — for each, a look-up, a durable Start, a Finish with a
+// 2.4 KB result and a recorded decision — with the default options. One op
+// is the whole burst. Reported: failed writes per burst (the target is 0),
+// the time per record (a burst's wall time over its 300 writes) and how
+// many writes share one commit.
+func BenchmarkParallel100(b *testing.B) {
+	ctx := context.Background()
+	j, err := Open(ctx, b.TempDir()+"/journal.db", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	b.ReportAllocs()
+	failures, round := 0, 0
+	b0, w0 := j.wr.batches.Load(), j.wr.writes.Load()
+	for b.Loop() {
+		failures += len(parallelCalls(ctx, j, fmt.Sprint("r", round), 100))
+		round++
+	}
+	b.ReportMetric(float64(failures)/float64(round), "failures/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(round*300), "ns/record")
+	if n := j.wr.batches.Load() - b0; n > 0 {
+		b.ReportMetric(float64(j.wr.writes.Load()-w0)/float64(n), "writes/commit")
+	}
+}

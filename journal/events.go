@@ -43,7 +43,7 @@ func scanEvent(s scanner) (Event, error) {
 }
 
 // Record appends e to the audit log. Like Start, it is durable when it returns
-// nil and waits at most Options.Timeout for the database.
+// nil, and waits for the database like every write (see Journal).
 func (j *Journal) Record(ctx context.Context, e Event) error {
 	return j.RecordAll(ctx, []Event{e})
 }

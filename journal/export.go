@@ -75,7 +75,7 @@ type eventLine struct {
 // first (newest last), calls before events at the same microsecond. Each
 // object has "kind": "call" or "event". Export reads one consistent snapshot
 // and does not block writers; it is bounded by ctx only, not by
-// Options.Timeout.
+// Options.ReadTimeout.
 func (j *Journal) Export(ctx context.Context, w io.Writer, f Filter) error {
 	var where []string
 	var args []any

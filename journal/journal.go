@@ -29,12 +29,15 @@
 //  6. :Flemma tool:log and `flemma-host journal`: Export(ctx, w, Filter{...}).
 //  7. Close at exit.
 //
-// Every method is safe for concurrent use. No method that writes waits longer
-// than Options.Timeout (default 250 ms) for another writer — another goroutine
-// of this host or another host holding the database — before it returns an
-// error that matches ErrBusy. The commit itself (its fsync) is not cut short:
-// a write that holds the lock is never interrupted, so an error always means
-// that nothing was written.
+// Every method is safe for concurrent use. The writes of a process go through
+// one writer that commits them in batches (writer.go): 100 calls starting at
+// once cost a few commits, not 100. A write waits while that writer gets
+// through the writes queued before it (at most 30 s); it returns an error
+// that matches ErrBusy when the writer made no progress for Options.Timeout
+// (default 250 ms) — another host holding the database — or when its
+// context ends before the writer took it. The commit itself (its fsync) is
+// not cut short: a write that holds the lock is never interrupted, so an
+// error always means that nothing was written.
 package journal
 
 import (
@@ -53,8 +56,11 @@ import (
 
 // Defaults for Options and Retention.
 const (
-	// DefaultTimeout bounds how long a write waits for the database lock.
+	// DefaultTimeout bounds how long a write waits for the database lock
+	// (and for this process's writer to make progress).
 	DefaultTimeout = 250 * time.Millisecond
+	// DefaultReadTimeout bounds a read.
+	DefaultReadTimeout = 5 * time.Second
 	// DefaultMaxResultBytes bounds the result text stored per call (256 KiB).
 	DefaultMaxResultBytes = 256 << 10
 )
@@ -69,6 +75,8 @@ var (
 	ErrCorrupt = errors.New("database damaged or not a flemma journal")
 	// ErrReadOnly: the database file or its directory cannot be written.
 	ErrReadOnly = errors.New("database is read-only")
+	// ErrFull: the filesystem (or the database's size limit) is full.
+	ErrFull = errors.New("no space left for the database")
 	// ErrNewerSchema: the file was written by a newer flemma; it is left alone.
 	ErrNewerSchema = errors.New("database was written by a newer flemma")
 	// ErrNotFound: no such call, or not in the state the operation needs.
@@ -80,12 +88,16 @@ var (
 // Options configure Open. The zero value (or a nil *Options) gives the
 // defaults.
 type Options struct {
-	// Timeout bounds how long a write waits for the database: for this
-	// process's other writers and then for other processes' locks
-	// (SQLite's busy timeout). Zero means DefaultTimeout. Reads use it as
-	// their deadline too, except Export, which runs as long as its context
-	// allows.
+	// Timeout bounds how long a write waits for the database without
+	// progress: for this process's writer to commit something, and for
+	// other processes' locks (SQLite's busy timeout). Zero means
+	// DefaultTimeout.
 	Timeout time.Duration
+	// ReadTimeout bounds a read (WAL readers never wait for a lock: only
+	// for one of the four reader connections and the CPU, which 100 calls
+	// starting at once on a loaded machine share). Zero means
+	// DefaultReadTimeout. Export runs as long as its context allows.
+	ReadTimeout time.Duration
 	// MaxResultBytes bounds the result text stored per call; longer text is
 	// cut at a UTF-8 boundary and the call is marked ResultTruncated. Zero
 	// means DefaultMaxResultBytes.
@@ -108,11 +120,24 @@ type Recovery struct {
 	Path    string // the journal path
 	MovedTo string // where the damaged file is now
 	Reason  error  // what was wrong (matches ErrCorrupt)
+	// What the new journal no longer knows, as far as the damaged file
+	// could still be read (-1: it could not be counted): the calls and
+	// decisions of its history, and the calls in it that started and
+	// never finished (interrupted), which a press would have held back.
+	Calls, Events, Interrupted int
 }
 
-// String says what happened, for the log and :checkhealth.
+// String says what happened and what was lost, for the log, the user and
+// :checkhealth.
 func (r *Recovery) String() string {
-	return fmt.Sprintf("journal: %s was unusable (%v); moved it to %s and started a new journal", r.Path, r.Reason, r.MovedTo)
+	lost := "its history and any calls it recorded as interrupted are no longer known (the damaged file could not be counted)"
+	if r.Calls >= 0 {
+		lost = fmt.Sprintf("its history (%d calls, %d decisions) is no longer consulted", r.Calls, max(r.Events, 0))
+		if r.Interrupted > 0 {
+			lost += fmt.Sprintf(", and %d call(s) it recorded as interrupted will no longer be recognized: check before running them again", r.Interrupted)
+		}
+	}
+	return fmt.Sprintf("journal: %s was unusable (%v); moved it to %s and started a new journal: %s", r.Path, r.Reason, r.MovedTo, lost)
 }
 
 // Journal is an open journal database. It is safe for concurrent use.
@@ -123,6 +148,8 @@ type Journal struct {
 	w         *sql.DB // writer: one connection, so this process's writers queue in Go
 	r         *sql.DB // readers: WAL lets them run beside the writer
 	recovered *Recovery
+	walDamage *WALDamage
+	wr        writer // the one writer goroutine and its queue (writer.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -134,10 +161,15 @@ func (j *Journal) Path() string { return j.path }
 // Recovered reports the damaged file Open moved aside, or nil.
 func (j *Journal) Recovered() *Recovery { return j.recovered }
 
+// WALDamaged reports committed records of the write-ahead log that Open
+// found unreadable (and the copy it kept), or nil.
+func (j *Journal) WALDamaged() *WALDamage { return j.walDamage }
+
 // Close closes the database. Calls in progress finish first; later calls
 // return ErrClosed.
 func (j *Journal) Close() error {
 	j.closeOnce.Do(func() {
+		j.stopWriter()
 		j.closeErr = errors.Join(j.w.Close(), j.r.Close())
 		if j.closeErr != nil {
 			j.closeErr = fmt.Errorf("journal: close %s: %w", j.path, j.closeErr)
@@ -153,6 +185,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.Timeout <= 0 {
 		v.Timeout = DefaultTimeout
+	}
+	if v.ReadTimeout <= 0 {
+		v.ReadTimeout = DefaultReadTimeout
 	}
 	if v.MaxResultBytes <= 0 {
 		v.MaxResultBytes = DefaultMaxResultBytes
@@ -202,6 +237,7 @@ const (
 	codeReadOnly  = 8
 	codeInterrupt = 9
 	codeCorrupt   = 11
+	codeFull      = 13
 	codeNotADB    = 26
 )
 
@@ -235,6 +271,8 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	case codeReadOnly:
 		return fmt.Errorf("%w: %v", ErrReadOnly, err)
+	case codeFull:
+		return fmt.Errorf("%w: %v", ErrFull, err)
 	}
 	return err
 }
@@ -276,26 +314,14 @@ func (j *Journal) writeConn(ctx context.Context) (*sql.Conn, context.Context, er
 	return conn, bg, nil
 }
 
-// write runs fn in an immediate transaction on the writer connection.
+// write runs fn in an immediate transaction on the writer connection,
+// batched with the writes other goroutines asked for meanwhile (see
+// writer.go). It returns once that transaction is committed and synced, or
+// with an error when nothing of fn was written. fn may refuse with
+// ErrNotFound only before it wrote anything.
 func (j *Journal) write(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	conn, bg, err := j.writeConn(ctx)
-	if err != nil {
+	if err := j.enqueue(ctx, fn); err != nil {
 		return fmt.Errorf("journal: %s: %w", op, err)
-	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(bg, nil)
-	if err != nil {
-		return fmt.Errorf("journal: %s: %w", op, j.noteDamage(classify(err)))
-	}
-	if err := fn(bg, tx); err != nil {
-		_ = tx.Rollback()
-		if errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("journal: %s: %w", op, err)
-		}
-		return fmt.Errorf("journal: %s: %w", op, j.noteDamage(classify(err)))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("journal: %s: %w", op, j.noteDamage(classify(err)))
 	}
 	return nil
 }
@@ -312,9 +338,9 @@ func (j *Journal) noteDamage(err error) error {
 	return err
 }
 
-// readCtx bounds a read by the timeout.
+// readCtx bounds a read by the read timeout.
 func (j *Journal) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, j.opts.Timeout)
+	return context.WithTimeout(ctx, j.opts.ReadTimeout)
 }
 
 // readErr turns a read error into one the caller can classify: the caller's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -125,6 +126,15 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 		if merr != nil {
 			return nil, fmt.Errorf("journal: %s: %w (moving it aside failed: %v)", path, reason, merr)
 		}
+		// Reported at once, before anything slow: a host killed from here
+		// on leaves the news to the next (the counts follow).
+		var rec *Recovery
+		var first Report
+		if movedTo != "" {
+			rec = &Recovery{Path: path, MovedTo: movedTo, Reason: reason, Calls: -1, Events: -1, Interrupted: -1}
+			first = Report{Kind: "moved-aside", Text: rec.String()}
+			addReport(path, first)
+		}
 		if _, err := prepareFile(path); err != nil {
 			return nil, err
 		}
@@ -132,8 +142,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 		if err != nil {
 			return nil, fmt.Errorf("journal: %s: %w (after moving a damaged file to %s)", path, err, movedTo)
 		}
-		if movedTo != "" {
-			j.recovered = &Recovery{Path: path, MovedTo: movedTo, Reason: reason}
+		if rec != nil {
+			rec.Calls, rec.Events, rec.Interrupted = countDamaged(ctx, movedTo)
+			replaceReport(path, first, Report{Kind: "moved-aside", Text: rec.String()})
+			j.recovered = rec
 		}
 	}
 	if err != nil {
@@ -142,6 +154,31 @@ func Open(ctx context.Context, path string, opts *Options) (*Journal, error) {
 	// Cheap, bounded pruning; a busy database just postpones it.
 	_, _ = j.prune(ctx, o.Retention, openPruneBatches)
 	return j, nil
+}
+
+// countDamaged counts, as far as it can still be read, what a damaged
+// journal held: calls, events, and calls that never finished nor were
+// resolved. -1 for what cannot be counted.
+func countDamaged(ctx context.Context, path string) (calls, events, interrupted int) {
+	calls, events, interrupted = -1, -1, -1
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&immutable=1")
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	count := func(q string) int {
+		var n int
+		if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+			return -1
+		}
+		return n
+	}
+	calls = count("SELECT count(*) FROM calls")
+	events = count("SELECT count(*) FROM events")
+	interrupted = count("SELECT count(*) FROM calls WHERE finished_at IS NULL AND resolution IS NULL")
+	return
 }
 
 // prepareFile creates the directory (0700) and an empty file (0600) if they
@@ -212,7 +249,9 @@ func openPools(path string, o Options, readOnly bool) *Journal {
 	r, _ := sql.Open("sqlite", dsn(path, o.Timeout, readOnly, false))
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(2)
-	return &Journal{path: path, opts: o, pid: o.PID, w: w, r: r}
+	j := &Journal{path: path, opts: o, pid: o.PID, w: w, r: r}
+	j.startWriter()
+	return j
 }
 
 // openDB opens the pools, switches the file to WAL, and creates or migrates
@@ -263,6 +302,11 @@ func (j *Journal) setup(ctx context.Context) error {
 		return classify(err)
 	}
 	defer tx.Rollback()
+	// Under the write lock nobody appends to the WAL: see whether SQLite
+	// will read all of it before the next write starts it over.
+	if j.walDamage = checkWAL(j.path, j.opts.Now); j.walDamage != nil {
+		addReport(j.path, Report{Kind: "wal", Text: j.walDamage.String()})
+	}
 	// Again, under the write lock: another host may have created the schema
 	// meanwhile.
 	version, err = identifyVersion(bg, tx)

@@ -1,8 +1,11 @@
 package rpc
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
+
+	"github.com/neovim/go-client/msgpack"
 )
 
 // Asynchronous requests. A key press must never freeze Neovim on the host:
@@ -15,10 +18,13 @@ import (
 // host (lua/flemma/host.lua).
 
 // hAsync is the flemma.async notification. Notifications are served one at
-// a time, so the work goes to a goroutine at once.
+// a time, in the order they were sent: an ordered method (setup, tool
+// definitions, resolvers, the session's overrides) runs here, so what the
+// plugin sends after it sees its effect; the work of any other method goes
+// to a goroutine at once. The answer always goes from a goroutine: Neovim
+// may be busy, and the next notification must not wait for it.
 func (h *Host) hAsync(id int, method string, args []any) {
-	go func() {
-		res, err := h.callAsync(method, args)
+	answer := func(res any, err error) {
 		msg := ""
 		if err != nil {
 			msg = err.Error()
@@ -29,7 +35,13 @@ func (h *Host) hAsync(id int, method string, args []any) {
 		if e := h.nv.ExecLua(`require("flemma.host")._reply(...)`, nil, id, res, msg); e != nil {
 			h.Logf("answer %s (#%d): %v", method, id, e)
 		}
-	}()
+	}
+	if m, ok := h.async[method]; ok && m.Ordered() {
+		res, err := h.callAsync(method, args)
+		go answer(res, err)
+		return
+	}
+	go func() { answer(h.callAsync(method, args)) }()
 }
 
 // callAsync calls the handler of method with args converted to its
@@ -71,8 +83,8 @@ func (h *Host) callAsync(method string, args []any) (res any, err error) {
 }
 
 // convertArg converts one msgpack-decoded argument to a handler's
-// parameter type: the integer, string, boolean and list-of-strings
-// parameters the asynchronous handlers take.
+// parameter type: integers, floats, strings, booleans, lists of strings,
+// and tables decoded into structs.
 func convertArg(a any, t reflect.Type) (reflect.Value, error) {
 	switch t.Kind() {
 	case reflect.Int:
@@ -94,6 +106,27 @@ func convertArg(a any, t reflect.Type) (reflect.Value, error) {
 		if x, ok := a.(bool); ok {
 			return reflect.ValueOf(x), nil
 		}
+	case reflect.Float64:
+		switch x := a.(type) {
+		case float64:
+			return reflect.ValueOf(x), nil
+		case int64:
+			return reflect.ValueOf(float64(x)), nil
+		case uint64:
+			return reflect.ValueOf(float64(x)), nil
+		}
+	case reflect.Struct, reflect.Map, reflect.Ptr:
+		// Tables (ResolverInfo, TruncateOpts, LuaResult): decoded as the
+		// synchronous handler would, by the msgpack field tags.
+		var buf bytes.Buffer
+		if err := msgpack.NewEncoder(&buf).Encode(a); err != nil {
+			return reflect.Value{}, err
+		}
+		v := reflect.New(t)
+		if err := msgpack.NewDecoder(&buf).Decode(v.Interface()); err != nil {
+			return reflect.Value{}, fmt.Errorf("%T where %s is expected: %v", a, t, err)
+		}
+		return v.Elem(), nil
 	case reflect.Slice:
 		if x, ok := a.([]any); ok && t.Elem().Kind() == reflect.String {
 			out := make([]string, len(x))

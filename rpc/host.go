@@ -15,7 +15,7 @@ import (
 type Host struct {
 	*cycle.Engine
 	nv    *nvim.Nvim
-	async map[string]cycle.Method // the methods flemma.async may call
+	async map[string]cycle.Method // the methods flemma.async may call: all of them
 }
 
 // NewHost returns a host with default configuration, whose engine is built
@@ -25,8 +25,8 @@ func NewHost(version string, logger *log.Logger, deps cycle.Deps) *Host {
 }
 
 // Attach connects the engine to a Neovim and registers its methods
-// (cycle.Methods): each synchronously, the user's actions also through the
-// flemma.async notification.
+// (cycle.Methods): each synchronously, and every one also through the
+// flemma.async notification, which is how the plugin calls them.
 func (h *Host) Attach(v *nvim.Nvim) error {
 	h.nv = v
 	h.Connect(editor{v}, luaCalls{v})
@@ -36,9 +36,7 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 		if err := v.RegisterHandler(m.Name, m.Fn); err != nil {
 			return fmt.Errorf("register %s: %w", m.Name, err)
 		}
-		if m.Async {
-			h.async[m.Name] = m
-		}
+		h.async[m.Name] = m
 	}
 	if err := v.RegisterHandler(cycle.MAsync, h.hAsync); err != nil {
 		return fmt.Errorf("register %s: %w", cycle.MAsync, err)

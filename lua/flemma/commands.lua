@@ -160,12 +160,19 @@ M.subcommands = {
     end)
   end,
   ["host:restart"] = function()
-    local _, err = host.restart()
-    if err then
-      notify(err, vim.log.levels.ERROR)
-    else
-      notify("host restarted")
+    local chan, r = host.restart()
+    if not chan then
+      notify(r, vim.log.levels.ERROR)
+      return
     end
+    local msg = "host restarted"
+    if r and r.calls > 0 then
+      msg = msg .. string.format(": %d call(s) it was running were interrupted (see the diagnostics on them)", r.calls)
+    end
+    if r and r.responses > 0 then
+      msg = msg .. "; the response in progress was cut off"
+    end
+    notify(msg, (r and r.calls > 0) and vim.log.levels.WARN or vim.log.levels.INFO)
   end,
   log = function()
     local _, _, log_file = host.running()

@@ -68,7 +68,9 @@ M.defaults = {
     cmd = nil, -- default: <plugin>/bin/flemma-host, then flemma-host on $PATH
     log_file = nil, -- default: stdpath("state")/flemma/host.log (stdpath("data") on Neovim 0.7)
     -- Seconds an answer of the host may take before flemma says it may be
-    -- hung and offers :Flemma host:restart (Neovim never waits on it).
+    -- hung and offers :Flemma host:restart. Keys never wait for it; what
+    -- needs an answer (:checkhealth, a tool's registration, a Lua tool's
+    -- context) waits at most this long.
     timeout = 10,
   },
   tools = {

@@ -16,7 +16,8 @@ local M = {}
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
 --- Optional: merge and validate options, and send them to the host if it is
---- already running (otherwise they go with the first start).
+--- already running (otherwise they go with the first start). Never waits
+--- for the host.
 function M.setup(opts)
   local resolved, errors, warnings = config.resolve(opts)
   state.cfg = resolved
@@ -33,10 +34,14 @@ function M.setup(opts)
       notify("the configuration cannot be sent to the host: " .. tostring(js), vim.log.levels.ERROR)
       return
     end
-    local _, err = host.request(P.setup, js)
-    if err then
-      notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
-    end
+    -- Without waiting: a hung host must not hold the editor (a late
+    -- answer is reported like any other). The host applies it before
+    -- anything sent after it.
+    host.request_async(P.setup, { js }, function(_, err)
+      if err then
+        notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
+      end
+    end, false, true)
     host.refresh_catalogue()
   end
 end

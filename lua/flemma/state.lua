@@ -28,8 +28,10 @@ M.host = {
   stderr = {}, -- its last lines of stderr
   warned_exit = false, -- an unexpected exit was reported (once until the next start)
   stopped = {}, -- job ids stopped on purpose (stop, :Flemma host:restart)
+  exited = {}, -- job ids whose exit was seen (restart waits for it)
+  gone_note = nil, -- what a host stopped on purpose left interrupted: { calls, responses }
   leaving = false, -- Neovim is quitting (VimLeavePre): its end is expected, no new host starts
-  pending = {}, -- request id -> { method, args, cb, started (ms), warned, retried, chan }
+  pending = {}, -- request id -> { method, args, cb, started (ms), warned, retried, sync, internal, chan } (flemma.channel)
   next_id = 0,
   watchdog = nil, -- timer that reports late answers while requests are pending
   -- What :Flemma switch completes, as the running host answered it after the
