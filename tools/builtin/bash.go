@@ -82,7 +82,9 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	// The writable roots are bound by descriptor when bubblewrap can: a
 	// root replaced after the check (by a command running meanwhile)
 	// cannot redirect the bind.
-	argv, files, err := sb.WrapCommandFiles([]string{env.ShellOrDefault(), "-c", in.Command})
+	// It starts in the folder it works in, or not at all (never in $HOME
+	// instead).
+	argv, files, err := sb.WrapCommandAt([]string{env.ShellOrDefault(), "-c", in.Command}, env.WorkDir(call))
 	if err != nil {
 		return tools.Output{}, fmt.Errorf("Sandbox error: %v", err)
 	}

@@ -69,11 +69,14 @@ type maskPlan struct {
 	temps   []string // canonical temporary folders (/tmp, $TMPDIR)
 	mounts  map[string]bool
 	skip    map[string]bool // folders not entered
+	// seccomp: the socket filter refuses every AF_UNIX socket, so no
+	// socket needs finding or hiding (nor the folder holding one).
+	seccomp bool
 }
 
 // planMasks finds what to hide for a command under bubblewrap.
 func (s *Sandbox) planMasks() *maskPlan {
-	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}}
+	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}, seccomp: current().seccomp}
 	p.temps = []string{"/tmp"}
 	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
 		p.temps = append(p.temps, t)
@@ -123,13 +126,15 @@ func (s *Sandbox) planMasks() *maskPlan {
 		}
 	}
 
-	// Sockets named by the host's environment ($NVIM, $SSH_AUTH_SOCK, …)
-	// and well-known ones.
-	for _, sock := range socketPathsFromEnv(os.Environ()) {
-		s.hideSocketAt(p, sock)
-	}
-	for _, sock := range knownSockets {
-		s.hideSocketAt(p, sock)
+	// Without the socket filter: the sockets named by the host's
+	// environment ($NVIM, $SSH_AUTH_SOCK, …) and well-known ones.
+	if !p.seccomp {
+		for _, sock := range socketPathsFromEnv(os.Environ()) {
+			s.hideSocketAt(p, sock)
+		}
+		for _, sock := range knownSockets {
+			s.hideSocketAt(p, sock)
+		}
 	}
 
 	// What deny_read names literally (~/.aws/**, ~/.netrc, ~/.*_history):
@@ -162,10 +167,12 @@ func (s *Sandbox) planMasks() *maskPlan {
 			s.scanTree(p, t, false, isRoot, &b, scanTempEntries)
 		}
 	}
-	// Every other socket bound in this network namespace (docker,
-	// containerd, podman, dbus, snapd, Neovim, agents, terminals, …):
-	// the kernel lists them, no walk needed.
-	s.planBoundSockets(p)
+	// Without the socket filter: every other socket bound in this network
+	// namespace (docker, containerd, podman, dbus, snapd, Neovim, agents,
+	// terminals, …): the kernel lists them, no walk needed.
+	if !p.seccomp {
+		s.planBoundSockets(p)
+	}
 	p.finish(s)
 	return p
 }
@@ -181,13 +188,19 @@ func (s *Sandbox) insideRoot(p string) bool {
 }
 
 // safeToHide reports whether an empty tmpfs may cover the folder d: never
-// a writable root or an ancestor of one, nor the home directory or an
-// ancestor of it (that would hide the work itself).
+// a writable root or an ancestor of one, nor the folder commands work in
+// (the buffer's, else Neovim's cwd) or an ancestor of it, nor the home
+// directory or an ancestor of it (that would hide the work itself: a mask
+// over the folder holding a socket once made bash run in $HOME, without
+// the project — issue 26 #5).
 func (s *Sandbox) safeToHide(d string) bool {
 	for _, r := range s.roots {
 		if within(r, d) {
 			return false
 		}
+	}
+	if s.base != "" && within(CanonicalOr(s.base), d) {
+		return false
 	}
 	if s.home != "" && within(CanonicalOr(s.home), d) {
 		return false
@@ -611,6 +624,9 @@ func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[stri
 			}
 			switch typ {
 			case dtSock:
+				if p.seccomp {
+					continue
+				}
 				if it.anchor != "" && s.safeToHide(it.anchor) {
 					if !p.seen[it.anchor] {
 						p.sockets++
@@ -625,7 +641,7 @@ func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[stri
 				continue
 			}
 			isDir = typ == dtDir
-			if it.depth == 0 && isDir && temp && hasAnyPrefix(name, tmpSocketDirs) && s.safeToHide(abs) {
+			if !p.seccomp && it.depth == 0 && isDir && temp && hasAnyPrefix(name, tmpSocketDirs) && s.safeToHide(abs) {
 				p.hide(s, abs, true)
 				continue
 			}
@@ -689,7 +705,9 @@ func (s *Sandbox) scanSymlink(p *maskPlan, abs string) {
 	}
 	switch {
 	case fi.Mode()&os.ModeSocket != 0:
-		p.hideSocket(r)
+		if !p.seccomp {
+			p.hideSocket(r)
+		}
 	case s.cfg.Enabled && s.deniedBy(r) != "":
 		p.hide(s, r, fi.IsDir())
 	}
@@ -705,7 +723,9 @@ func (s *Sandbox) scanGit(p *maskPlan, gitPath string, isDir, protect bool) {
 		}
 		return
 	}
-	p.hideSocket(gitPath + "/fsmonitor--daemon.ipc")
+	if !p.seccomp {
+		p.hideSocket(gitPath + "/fsmonitor--daemon.ipc")
+	}
 	if !protect {
 		return
 	}

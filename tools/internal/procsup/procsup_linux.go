@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -35,6 +36,38 @@ func init() {
 	if len(os.Args) == 1 && os.Args[0] == Arg0 && os.Getenv(Env) == "1" {
 		os.Exit(supervise())
 	}
+	if len(os.Args) >= 3 && os.Args[1] == SeccompExecArg {
+		os.Exit(seccompExec(os.Args[2:]))
+	}
+}
+
+// SeccompExecArg selects the seccomp trampoline: `<host binary>
+// --flemma-seccomp-exec BWRAP ARGS…` runs BWRAP --seccomp FD ARGS…, FD a
+// pipe holding SeccompProgram. It is how a command wrapped for someone
+// else to start (Sandbox.WrapCommand: Lua tools' ctx.sandbox.wrap_command)
+// gets the filter, as no descriptor travels with an argv.
+const SeccompExecArg = "--flemma-seccomp-exec"
+
+// seccompExec is the trampoline's main: it returns only on failure.
+func seccompExec(argv []string) int {
+	fail := func(err error) int {
+		os.Stderr.WriteString("flemma: cannot start the sandbox's seccomp filter: " + err.Error() + "\n")
+		return 126
+	}
+	prog, err := SeccompProgram(runtime.GOARCH)
+	if err != nil {
+		return fail(err)
+	}
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil { // the read end stays open across exec
+		return fail(err)
+	}
+	if _, err := syscall.Write(p[1], prog); err != nil {
+		return fail(err)
+	}
+	syscall.Close(p[1])
+	args := append([]string{argv[0], "--seccomp", strconv.Itoa(p[0])}, argv[1:]...)
+	return fail(syscall.Exec(argv[0], args, os.Environ()))
 }
 
 // MaxFiles is the most extra descriptors a command may be given.
