@@ -32,7 +32,7 @@ type backendProbe struct {
 	seccomp   bool
 	noSeccomp string
 	version   string
-	why     string // why it is not usable, or a short description when it is
+	why       string // why it is not usable, or a short description when it is
 }
 
 var (
