@@ -209,12 +209,14 @@ func (e *Env) SandboxFor(call Call) (*sandbox.Sandbox, error) {
 	return sb, nil
 }
 
-// CommandEnv is the environment of a command: the base environment without
-// the variables that name a socket of the user (SocketEnv, always) and
-// those env_deny matches, plus tools.bash.env (set by the user, so kept
-// even when it names one of them).
+// CommandEnv is the environment of a command, by allow-list (issue 24
+// #5): of the base environment only the variables sandbox.DefaultEnvAllow
+// names, without those env_deny matches, those naming a socket of the user
+// (SocketEnv) and those whose value looks like a credential
+// (sandbox.LooksLikeCredential); plus tools.bash.env (set by the user by
+// name and value, so kept as it is).
 func (e *Env) CommandEnv() []string {
-	env := sandbox.ScrubEnv(sandbox.ScrubEnv(e.environ(), sandbox.SocketEnv), e.envDeny())
+	env := sandbox.AllowEnv(e.environ(), sandbox.DefaultEnvAllow, e.envDeny())
 	if e != nil {
 		for k, v := range e.ExtraEnv {
 			env = append(env, k+"="+v)

@@ -457,7 +457,8 @@ func (s *Sandbox) Status() string {
 		fmt.Fprintf(&b, "refused writable: %s\n", strings.Join(s.refused, "; "))
 	}
 	fmt.Fprintf(&b, "deny_read: %s\n", strings.Join(s.cfg.DenyRead, ", "))
-	fmt.Fprintf(&b, "env_deny: %s (and always: variables naming a socket, values holding a password in a URL)\n", strings.Join(s.cfg.EnvDeny, ", "))
+	fmt.Fprintf(&b, "environment: only %d allowed names (PATH, HOME, USER, SHELL, LANG, LC_*, TERM, TMPDIR, tool chains' homes and caches, …: :help flemma-sandbox), values shaped like credentials dropped, plus tools.bash.env (for MCP servers: their env)\n", len(DefaultEnvAllow))
+	fmt.Fprintf(&b, "env_deny: %s (removed even when allowed, and their values redacted from output; variables naming a socket always removed)\n", strings.Join(s.cfg.EnvDeny, ", "))
 	if len(s.cfg.Protected) > 0 {
 		fmt.Fprintf(&b, "protected (besides git config and hooks, shell start-up files, .envrc, editor configurations): %s\n", strings.Join(s.cfg.Protected, ", "))
 	}
