@@ -41,4 +41,14 @@ func TestLuaDefaultsMatchGo(t *testing.T) {
 	if got := L.GetField(luaSandbox, "network"); got != lua.LBool(sandbox.DefaultConfig().Network) {
 		t.Errorf("config.lua sandbox.network = %v, Go default %v", got, sandbox.DefaultConfig().Network)
 	}
+	// sandbox.limits as the host reads them (memory "50%" is half the
+	// machine's) are Go's DefaultLimits.
+	limits := L.GetField(luaSandbox, "limits").(*lua.LTable)
+	num := func(k string) float64 { return float64(L.GetField(limits, k).(lua.LNumber)) }
+	mem, ok := sandbox.ParseMemoryLimit(L.GetField(limits, "memory").String())
+	got := sandbox.Limits{Processes: int(num("processes")), Memory: mem, FileSize: int64(num("file_size")) << 20,
+		OpenFiles: int(num("open_files")), CPU: int(num("cpu"))}
+	if want := sandbox.DefaultLimits(); !ok || got != want {
+		t.Errorf("config.lua sandbox.limits = %+v, Go DefaultLimits = %+v", got, want)
+	}
 }

@@ -40,6 +40,23 @@ func (h *Engine) sandboxConfig(fm *frontmatter.Result) sandbox.Config {
 	if c.Network != nil {
 		sc.Network = *c.Network
 	}
+	lim := sandbox.DefaultLimits()
+	if l := c.Limits; l.Processes != nil {
+		lim.Processes = int(*l.Processes)
+	}
+	if m, ok := sandbox.ParseMemoryLimit(c.Limits.Memory); ok {
+		lim.Memory = m
+	}
+	if l := c.Limits; l.FileSize != nil {
+		lim.FileSize = int64(*l.FileSize) << 20
+	}
+	if l := c.Limits; l.OpenFiles != nil {
+		lim.OpenFiles = int(*l.OpenFiles)
+	}
+	if l := c.Limits; l.CPU != nil {
+		lim.CPU = int(*l.CPU)
+	}
+	sc.Limits = &lim
 	// A policy may not approve writing flemma's own state (the trust
 	// store, the journal) or Neovim's configuration.
 	for _, dir := range []string{paths.State, paths.Config} {

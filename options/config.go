@@ -83,6 +83,16 @@ type Config struct {
 		DenyRead []string `json:"deny_read"`
 		EnvDeny  []string `json:"env_deny"`
 		Network  *bool    `json:"network"`
+		// Limits: sandbox.limits (nil fields keep the default). Memory is
+		// MiB (a number) or "N%" of the machine's memory; FileSize MiB;
+		// CPU seconds; 0 = no limit.
+		Limits struct {
+			Processes *float64 `json:"processes"`
+			Memory    any      `json:"memory"`
+			FileSize  *float64 `json:"file_size"`
+			OpenFiles *float64 `json:"open_files"`
+			CPU       *float64 `json:"cpu"`
+		} `json:"limits"`
 	} `json:"sandbox"`
 }
 

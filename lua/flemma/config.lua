@@ -106,9 +106,14 @@ M.defaults = {
       -- shell histories
       "~/.*_history", "~/.local/share/fish/fish_history",
     },
-    -- bash gets no network unless you opt in (abstract sockets of X11 and
-    -- D-Bus become reachable with it).
+    -- bash gets no network unless you opt in. No unix socket is reachable
+    -- either way (a seccomp filter refuses them).
     network = false,
+    -- Limits of each command (bash): processes at once, memory in MiB or
+    -- "N%" of this machine's (each process, and the tree together), the
+    -- largest file in MiB, open files, seconds of processor time per
+    -- process. 0 = no limit.
+    limits = { processes = 1024, memory = "50%", file_size = 4096, open_files = 8192, cpu = 600 },
     -- Variables never passed to commands (and redacted from output). The
     -- sockets of Neovim, ssh-agent, D-Bus, X11, tmux … are always dropped.
     env_deny = {
@@ -197,6 +202,7 @@ local checks = {
   ["sandbox.enabled"] = { "boolean" },
   ["sandbox.backend"] = { "string", one_of = { "auto", "bwrap", "none" } },
   ["sandbox.network"] = { "boolean" },
+  ["sandbox.limits.memory"] = { "number", "string" },
   ["host.cmd"] = { "string", "table", "nil" },
   ["host.log_file"] = { "string", "nil" },
   ["host.timeout"] = { "number" },
@@ -527,6 +533,31 @@ local function check_mcp_servers(cfg, errors, warnings)
   end
 end
 
+-- sandbox.limits: whole numbers, 0 or more; memory also "N%" (1 to 100). A
+-- wrong value is reported and the default is used.
+local function check_limits(cfg, errors)
+  local l = type(cfg.sandbox) == "table" and cfg.sandbox.limits
+  if type(l) ~= "table" then
+    return
+  end
+  for k, v in pairs(l) do
+    local ok = type(v) == "number" and v >= 0 and v == math.floor(v)
+    if k == "memory" and type(v) == "string" then
+      local pct = tonumber(v:match("^(%d+)%%$"))
+      ok = pct ~= nil and pct >= 1 and pct <= 100
+    end
+    if not ok and M.defaults.sandbox.limits[k] ~= nil then
+      local want = k == "memory" and 'a whole number of MiB (0 = none) or "N%" of the memory'
+        or "a whole number, 0 or more (0 = none)"
+      table.insert(
+        errors,
+        string.format("sandbox.limits.%s: expected %s, got %s (the default is used)", k, want, vim.inspect(v))
+      )
+      l[k] = M.defaults.sandbox.limits[k]
+    end
+  end
+end
+
 --- Merge user options over the defaults and validate them.
 ---@return table config, string[] errors, string[] warnings
 function M.resolve(user)
@@ -573,6 +604,7 @@ function M.resolve(user)
   check_providers(cfg, errors, warnings)
   check_models(cfg, errors, warnings)
   check_mcp_servers(cfg, errors, warnings)
+  check_limits(cfg, errors)
   if type(cfg.tools.autopilot) == "boolean" then
     cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
   end

@@ -143,7 +143,8 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	if err != nil {
 		return tools.Output{}, &tools.Internal{Err: err}
 	}
-	proc, err := sandbox.StartTree(argv, env.WorkDir(call), env.CommandEnv(), pw, files) // stderr interleaved with stdout
+	lim := sb.Limits()
+	proc, err := sandbox.StartTreeLimited(argv, env.WorkDir(call), env.CommandEnv(), pw, files, lim) // stderr interleaved with stdout
 	pw.Close()
 	closeFiles()
 	if err != nil {
@@ -212,6 +213,9 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	switch {
 	case err != nil:
 		return tools.Output{}, &tools.Internal{Err: err}
+	case proc.LimitHit() != "":
+		err := fmt.Errorf("%s\n\n%s%s", text, limitMessage(proc.LimitHit(), lim), tracked())
+		return tools.Output{Changes: changes}, err
 	case signal != "":
 		err := fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)%s", text, signal, tracked())
 		return tools.Output{Changes: changes}, err
@@ -221,6 +225,18 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	}
 	text += tracked()
 	return tools.Output{Text: text, Changes: changes}, nil
+}
+
+// limitMessage says which limit of sandbox.limits the command's tree went
+// beyond, in words the model can act on.
+func limitMessage(hit string, lim sandbox.Limits) string {
+	switch hit {
+	case "processes":
+		return fmt.Sprintf("Command was killed: it ran more than %d processes at once (sandbox.limits.processes).", lim.Processes)
+	case "memory":
+		return fmt.Sprintf("Command was killed: its processes together used more than %s of memory (sandbox.limits.memory).", tools.FormatSize(lim.Memory))
+	}
+	return "Command was killed for going beyond sandbox.limits (" + hit + ")."
 }
 
 func formatSeconds(d time.Duration) string {

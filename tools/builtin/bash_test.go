@@ -26,7 +26,7 @@ import (
 
 func TestBash(t *testing.T) {
 	f := newFixture(t)
-	f.env.Environ = append(f.env.Environ, "OPENAI_API_KEY=sk-test-0123456789", "SERVICE_TOKEN=tok-abcdef-secret", "PLAIN_VAR=plain")
+	f.env.Environ = append(f.env.Environ, "OPENAI_API_KEY=sk-test-0123456789", "SERVICE_TOKEN=tok-abcdef-secret", "LANG=plain")
 	f.env.ExtraEnv = map[string]string{"FLEMMA_EXTRA": "extra-value"}
 	tests := []struct {
 		name  string
@@ -43,7 +43,7 @@ func TestBash(t *testing.T) {
 		{"exit code without output", map[string]any{"command": "exit 1"}, false, "(no output)\n\nCommand exited with code 1", nil},
 		{"runs in the buffer's directory", map[string]any{"command": "pwd"}, true, f.dir, nil},
 		{"stdin is empty", map[string]any{"command": "cat; echo eof"}, true, "eof", nil},
-		{"env scrubbed", map[string]any{"command": `echo "key=$OPENAI_API_KEY token=$SERVICE_TOKEN plain=$PLAIN_VAR extra=$FLEMMA_EXTRA"`}, true, "key= token= plain=plain extra=extra-value", nil},
+		{"env scrubbed", map[string]any{"command": `echo "key=$OPENAI_API_KEY token=$SERVICE_TOKEN plain=$LANG extra=$FLEMMA_EXTRA"`}, true, "key= token= plain=plain extra=extra-value", nil}, // LANG: an allowed name
 		{"secrets redacted", map[string]any{"command": "echo sk-test-0123456789 and tok-abcdef-secret"}, true, "[redacted] and [redacted]", nil},
 		{"control sequences stripped", map[string]any{"command": `printf '\033[31mred\033[0m \033]0;title\007ok\r\nbar 10%%\rbar 100%%\n'`}, true, "red ok\nbar 100%", nil},
 		{"timeout", map[string]any{"command": "echo started; sleep 10", "timeout": 0.3}, false, "started\n\nCommand timed out after 0.3 seconds.", nil},

@@ -371,7 +371,13 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	// them (the home, the working folder), then the other early masks
 	// ($XDG_RUNTIME_DIR, /run/user), which may lie inside what was bound
 	// back.
+	// A tmpfs holds its files in memory: a private temporary folder holds
+	// at most the command's memory limit, a mask (empty, only there to
+	// hide) at most maskSize.
 	for _, d := range plan.private {
+		if m := s.Limits().Memory; m > 0 {
+			out = append(out, "--size", strconv.FormatInt(m, 10))
+		}
 		out = append(out, "--tmpfs", d)
 	}
 	for _, d := range plan.rebind {
@@ -379,7 +385,7 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	}
 	for _, d := range plan.early {
 		if !slices.Contains(plan.private, d) {
-			out = append(out, "--tmpfs", d)
+			out = append(out, "--size", maskSize, "--tmpfs", d)
 		}
 	}
 	for _, r := range s.roots {
@@ -398,7 +404,7 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 		}
 	}
 	for _, d := range plan.tmpfs {
-		out = append(out, "--tmpfs", d)
+		out = append(out, "--size", maskSize, "--tmpfs", d)
 	}
 	for _, f := range plan.null {
 		out = append(out, "--ro-bind", "/dev/null", f)
@@ -419,6 +425,10 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	out = append(out, "--die-with-parent", "--new-session")
 	return append(out, argv...)
 }
+
+// maskSize bounds an empty tmpfs that hides a folder (bytes): a command
+// may write there, but not fill the machine's memory.
+const maskSize = "1048576"
 
 // NetworkNamespaces reports whether bubblewrap can give a command its own
 // network namespace here (sandbox.network off needs it).
@@ -459,6 +469,7 @@ func (s *Sandbox) Status() string {
 	fmt.Fprintf(&b, "deny_read: %s\n", strings.Join(s.cfg.DenyRead, ", "))
 	fmt.Fprintf(&b, "environment: only %d allowed names (PATH, HOME, USER, SHELL, LANG, LC_*, TERM, TMPDIR, tool chains' homes and caches, …: :help flemma-sandbox), values shaped like credentials dropped, plus tools.bash.env (for MCP servers: their env)\n", len(DefaultEnvAllow))
 	fmt.Fprintf(&b, "env_deny: %s (removed even when allowed, and their values redacted from output; variables naming a socket always removed)\n", strings.Join(s.cfg.EnvDeny, ", "))
+	b.WriteString(limitsStatus(s.Limits()) + "\n")
 	if len(s.cfg.Protected) > 0 {
 		fmt.Fprintf(&b, "protected (besides git config and hooks, shell start-up files, .envrc, editor configurations): %s\n", strings.Join(s.cfg.Protected, ", "))
 	}
@@ -530,4 +541,42 @@ func SocketFilterWhyNot() string {
 		return c.why
 	}
 	return c.noSeccomp
+}
+
+// limitsStatus is the limits line of Status.
+func limitsStatus(l Limits) string {
+	none := func(v int64, f func(int64) string) string {
+		if v <= 0 {
+			return "none"
+		}
+		return f(v)
+	}
+	size := func(v int64) string { return humanBytes(v) }
+	num := func(v int64) string { return strconv.FormatInt(v, 10) }
+	out := fmt.Sprintf("limits of each command: processes %s, memory %s (each process, and the tree together), file size %s, open files %s, cpu %s",
+		none(int64(l.Processes), num), none(l.Memory, size), none(l.FileSize, size), none(int64(l.OpenFiles), num),
+		none(int64(l.CPU), func(v int64) string { return num(v) + " s per process" }))
+	switch {
+	case runtime.GOOS != "linux":
+		out += " — NOT enforced on " + runtime.GOOS + " (they need the command supervisor of Linux)"
+	case os.Geteuid() == 0 && l.Processes > 0:
+		out += "; flemma runs as root, whom RLIMIT_NPROC does not bind: the process count holds by the supervisor, which counts the tree every 100 ms and kills it beyond (cgroups are not used)"
+	case l.Processes > 0 || l.Memory > 0:
+		out += "; the tree's processes and memory are counted by the supervisor every 100 ms (cgroups are not used)"
+	}
+	return out
+}
+
+// humanBytes writes a size in binary units ("4 GiB", "11.8 GiB").
+func humanBytes(v int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	f, u := float64(v), 0
+	for f >= 1024 && u < len(units)-1 {
+		f /= 1024
+		u++
+	}
+	if f == float64(int64(f)) {
+		return fmt.Sprintf("%d %s", int64(f), units[u])
+	}
+	return fmt.Sprintf("%.1f %s", f, units[u])
 }

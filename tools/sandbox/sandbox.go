@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -46,6 +47,57 @@ type Config struct {
 	// buffer's own .chat file and flemma's state directory. See
 	// Sandbox.Protected.
 	Protected []string
+	// Limits bound each command (sandbox.limits; issue 24 #6); nil means
+	// DefaultLimits. A zero field is no limit.
+	Limits *Limits
+}
+
+// DefaultLimits are the limits of a command unless sandbox.limits says
+// otherwise: enough for `go test ./...`, `npm test`, `pytest` and `make` on
+// a large project, not enough for a fork bomb or a runaway allocation to
+// take the machine down: 1024 processes, half of the machine's memory (in
+// each process and for the tree together), files of 4 GiB at most, 8192
+// open files, 600 s of processor time per process.
+func DefaultLimits() Limits {
+	return Limits{Processes: 1024, Memory: memTotal() / 2, FileSize: 4 << 30, OpenFiles: 8192, CPU: 600}
+}
+
+// ParseMemoryLimit reads sandbox.limits.memory: a number of MiB (0 = no
+// limit) or "N%" of the machine's memory (1 to 100). ok is false for nil
+// or anything else (the default applies; setup reports the mistake).
+func ParseMemoryLimit(v any) (bytes int64, ok bool) {
+	switch x := v.(type) {
+	case float64:
+		if x >= 0 && x == float64(int64(x)) {
+			return int64(x) << 20, true
+		}
+	case string:
+		if p, found := strings.CutSuffix(x, "%"); found {
+			if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= 100 {
+				return memTotal() * int64(n) / 100, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// memTotal is the machine's memory (MemTotal of /proc/meminfo), 8 GiB
+// where it cannot be read.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) >= 1 {
+					if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb > 0 {
+						return kb * 1024
+					}
+				}
+			}
+		}
+	}
+	return 8 << 30
 }
 
 // Sandbox URNs (reference §10.2).
@@ -316,6 +368,15 @@ func (s *Sandbox) WithProtect() *Sandbox {
 	c := *s
 	c.protect = true
 	return &c
+}
+
+// Limits are the limits each command runs under (Config.Limits, else
+// DefaultLimits).
+func (s *Sandbox) Limits() Limits {
+	if s.cfg.Limits == nil {
+		return DefaultLimits()
+	}
+	return *s.cfg.Limits
 }
 
 // Enabled reports whether the policy is enforced at all.

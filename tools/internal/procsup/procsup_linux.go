@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -27,6 +29,9 @@ const (
 	Running     = 'R'
 	StartFailed = 'E'
 	Exited      = 'S'
+	// LimitHit: the supervisor killed the tree for going beyond a limit
+	// (HitProcesses, HitMemory); Exited follows.
+	LimitHit = 'L'
 )
 
 // ctlFD is the supervisor's end of the control socket.
@@ -39,14 +44,40 @@ func init() {
 	if len(os.Args) >= 3 && os.Args[1] == SeccompExecArg {
 		os.Exit(seccompExec(os.Args[2:]))
 	}
+	if len(os.Args) >= 4 && os.Args[0] == LimitArg0 {
+		os.Exit(limitExec(os.Args[1], os.Args[2], os.Args[3:]))
+	}
 }
 
-// SeccompExecArg selects the seccomp trampoline: `<host binary>
-// --flemma-seccomp-exec BWRAP ARGS…` runs BWRAP --seccomp FD ARGS…, FD a
-// pipe holding SeccompProgram. It is how a command wrapped for someone
-// else to start (Sandbox.WrapCommand: Lua tools' ctx.sandbox.wrap_command)
-// gets the filter, as no descriptor travels with an argv.
-const SeccompExecArg = "--flemma-seccomp-exec"
+// limitExec is the limit wrapper's main (see LimitArg0): it returns only
+// on failure.
+func limitExec(encoded, path string, argv []string) int {
+	fail := func(err error) int {
+		os.Stderr.WriteString("flemma: cannot apply the command's limits: " + err.Error() + "\n")
+		return 126
+	}
+	rs, err := decodeRlimits(encoded)
+	if err != nil {
+		return fail(err)
+	}
+	for _, r := range rs {
+		lim := syscall.Rlimit{Cur: r.value, Max: r.value}
+		if r.resource == rlimitCPU {
+			// SIGXCPU at the limit ("CPU time limit exceeded"), SIGKILL
+			// a few seconds later if it is ignored.
+			lim.Max += 5
+		}
+		var old syscall.Rlimit
+		if syscall.Getrlimit(r.resource, &old) == nil && old.Max < r.value {
+			lim = syscall.Rlimit{Cur: min(r.value, old.Max), Max: old.Max} // never above the hard limit we have
+		}
+		if err := syscall.Setrlimit(r.resource, &lim); err != nil {
+			return fail(fmt.Errorf("resource %d: %v", r.resource, err))
+		}
+	}
+	return fail(syscall.Exec(path, argv, os.Environ()))
+}
+
 
 // seccompExec is the trampoline's main: it returns only on failure.
 func seccompExec(argv []string) int {
@@ -78,8 +109,9 @@ const MaxFiles = 64
 // uint32 count, then each string as a uint32 length and its bytes; then,
 // as a uint32, the number of extra descriptors the supervisor received
 // after the control socket (4, 5, …) and hands on to the command (as 3, 4,
-// …).
-func EncodeCommand(path string, argv, env []string, files int) []byte {
+// …); then the limits, five little-endian uint64 (Limits' fields in
+// order).
+func EncodeCommand(path string, argv, env []string, files int, lim Limits) []byte {
 	var b bytes.Buffer
 	for _, list := range [][]string{{path}, argv, env} {
 		binary.Write(&b, binary.LittleEndian, uint32(len(list)))
@@ -89,46 +121,67 @@ func EncodeCommand(path string, argv, env []string, files int) []byte {
 		}
 	}
 	binary.Write(&b, binary.LittleEndian, uint32(files))
+	for _, v := range []int64{int64(lim.Processes), lim.Memory, lim.FileSize, int64(lim.OpenFiles), int64(lim.CPU)} {
+		binary.Write(&b, binary.LittleEndian, uint64(max(v, 0)))
+	}
 	return b.Bytes()
 }
 
+// command is what EncodeCommand encodes.
+type command struct {
+	path      string
+	argv, env []string
+	files     int
+	limits    Limits
+}
+
 // decodeCommand reads what EncodeCommand wrote.
-func decodeCommand(r io.Reader) (path string, argv, env []string, files int, err error) {
+func decodeCommand(r io.Reader) (command, error) {
 	const maxTotal = 256 << 20
 	total := 0
 	var lists [3][]string
 	for i := range lists {
 		var n uint32
 		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-			return "", nil, nil, 0, err
+			return command{}, err
 		}
 		if n > 1<<20 {
-			return "", nil, nil, 0, errors.New("bad count")
+			return command{}, errors.New("bad count")
 		}
 		lists[i] = make([]string, n)
 		for j := range lists[i] {
 			var l uint32
 			if err := binary.Read(r, binary.LittleEndian, &l); err != nil {
-				return "", nil, nil, 0, err
+				return command{}, err
 			}
 			if total += int(l); total > maxTotal {
-				return "", nil, nil, 0, errors.New("command too long")
+				return command{}, errors.New("command too long")
 			}
 			b := make([]byte, l)
 			if _, err := io.ReadFull(r, b); err != nil {
-				return "", nil, nil, 0, err
+				return command{}, err
 			}
 			lists[i][j] = string(b)
 		}
 	}
 	var n uint32
 	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-		return "", nil, nil, 0, err
+		return command{}, err
+	}
+	var lim [5]uint64
+	if err := binary.Read(r, binary.LittleEndian, &lim); err != nil {
+		return command{}, err
+	}
+	for _, v := range lim {
+		if v > 1<<62 {
+			return command{}, errors.New("bad limit")
+		}
 	}
 	if len(lists[0]) != 1 || len(lists[1]) == 0 || n > MaxFiles {
-		return "", nil, nil, 0, errors.New("bad command")
+		return command{}, errors.New("bad command")
 	}
-	return lists[0][0], lists[1], lists[2], int(n), nil
+	return command{path: lists[0][0], argv: lists[1], env: lists[2], files: int(n),
+		limits: Limits{Processes: int(lim[0]), Memory: int64(lim[1]), FileSize: int64(lim[2]), OpenFiles: int(lim[3]), CPU: int(lim[4])}}, nil
 }
 
 // SupervisorEnv is the supervisor's own environment: the command's travels
@@ -150,10 +203,11 @@ func supervise() int {
 	// Every process of the tree that loses its parent comes to us.
 	prctl(prSetChildSubreaper, 1)
 
-	path, argv, env, nfiles, err := decodeCommand(ctl)
+	c, err := decodeCommand(ctl)
 	if err != nil {
 		return 2
 	}
+	path, argv, env, nfiles := c.path, c.argv, c.env, c.files
 	// The command's extra descriptors: ours 4, 5, …, its 3, 4, …. Ours are
 	// closed on exec, so that the command gets each exactly once, at the
 	// number its arguments name (bubblewrap's --bind-fd), and nothing more.
@@ -169,6 +223,9 @@ func supervise() int {
 		binary.LittleEndian.PutUint32(b[1:], v)
 		ctl.Write(b[:])
 	}
+	// With limits, the command starts as the limit wrapper, which sets
+	// them and executes it (see LimitArg0).
+	path, argv = WrapLimits(path, argv, c.limits)
 	shell, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: fds,
@@ -226,15 +283,38 @@ func supervise() int {
 	}()
 
 	self := os.Getpid()
+	// killTree kills the shell's process group first, in one call: the
+	// kernel signals every member at once and none of them can fork
+	// after (a fork bomb outruns a kill by listing /proc); then whatever
+	// left the group (setsid), by the list.
+	killTree := func() {
+		syscall.Kill(-shell, syscall.SIGKILL)
+		KillDescendants(self)
+	}
 	terminating := false
+	// The limits of the tree as a whole: its processes and its resident
+	// memory, looked at every watchInterval.
+	var tick <-chan time.Time
+	if c.limits.Processes > 0 || c.limits.Memory > 0 {
+		t := time.NewTicker(watchInterval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
+		case <-tick:
+			if hit := overLimits(self, c.limits); hit != 0 {
+				tick = nil
+				terminating = true
+				reply(LimitHit, uint32(hit))
+				killTree()
+			}
 		case <-shellDone:
 			shellDone = nil
 			// The command is over: nothing it started may outlive it
 			// (as under bubblewrap, whose PID namespace ends with it).
 			if !terminating && hasChildren() {
-				KillDescendants(self)
+				killTree()
 			}
 		case <-empty:
 			reply(Exited, uint32(shellStatus))
@@ -243,15 +323,15 @@ func supervise() int {
 			switch {
 			case !ok: // the host is gone
 				cmds = nil
-				KillDescendants(self)
+				killTree()
 			case c == Terminate:
 				terminating = true
 				SignalDescendants(self, syscall.SIGTERM)
 			case c == Kill:
-				KillDescendants(self)
+				killTree()
 			}
 		case <-sigs:
-			KillDescendants(self)
+			killTree()
 		}
 	}
 }
@@ -401,4 +481,81 @@ func Descendants(root int) []int {
 		}
 	}
 	return out
+}
+
+// watchInterval is how often the supervisor counts a tree with limits.
+var watchInterval = 100 * time.Millisecond
+
+// overLimits says which limit of the tree below root is exceeded
+// (HitProcesses, HitMemory), or 0.
+func overLimits(root int, l Limits) int {
+	ds := Descendants(root)
+	if l.Processes > 0 && len(ds) > l.Processes {
+		return HitProcesses
+	}
+	if l.Memory > 0 {
+		var total int64
+		page := int64(os.Getpagesize())
+		buf := make([]byte, 128)
+		for _, pid := range ds {
+			total += residentPages(pid, buf) * page
+			if total > l.Memory {
+				return HitMemory
+			}
+		}
+	}
+	return 0
+}
+
+// residentPages reads the second field of /proc/<pid>/statm.
+func residentPages(pid int, buf []byte) int64 {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/statm", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	n, _ := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if n <= 0 {
+		return 0
+	}
+	f := bytes.Fields(buf[:n])
+	if len(f) < 2 {
+		return 0
+	}
+	v, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return v
+}
+
+// systemTasks is the number of tasks (threads) of the whole system, from
+// /proc/loadavg ("0.00 0.01 0.05 1/123 4567"): more than the user's, so
+// RLIMIT_NPROC set from it never stops a command before its own share.
+func systemTasks() int {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 1 << 16
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return 1 << 16
+	}
+	_, total, _ := strings.Cut(f[3], "/")
+	n, err := strconv.Atoi(total)
+	if err != nil {
+		return 1 << 16
+	}
+	return n
+}
+
+// WrapLimits returns the command started through the limit wrapper of
+// this binary (LimitArg0), for a command started without the supervisor;
+// path and argv unchanged when lim sets nothing.
+func WrapLimits(path string, argv []string, lim Limits) (string, []string) {
+	if !lim.Any() {
+		return path, argv
+	}
+	tasks := -1
+	if os.Getuid() != 0 {
+		tasks = systemTasks()
+	}
+	return "/proc/self/exe", append([]string{LimitArg0, encodeRlimits(rlimitsOf(lim, tasks)), path}, argv...)
 }

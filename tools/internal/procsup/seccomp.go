@@ -21,6 +21,13 @@ import (
 // outright (ENOSYS). SeccompProgram reports false for an architecture it
 // does not know: the sandbox then claims nothing about sockets.
 
+// SeccompExecArg selects the seccomp trampoline: `<host binary>
+// --flemma-seccomp-exec BWRAP ARGS…` runs BWRAP --seccomp FD ARGS…, FD a
+// pipe holding SeccompProgram. It is how a command wrapped for someone
+// else to start (Sandbox.WrapCommand: Lua tools' ctx.sandbox.wrap_command)
+// gets the filter, as no descriptor travels with an argv.
+const SeccompExecArg = "--flemma-seccomp-exec"
+
 // Seccomp errnos: socket(AF_UNIX) fails with EACCES ("permission denied"),
 // the refused system calls with ENOSYS.
 const (
