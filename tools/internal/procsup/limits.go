@@ -113,4 +113,3 @@ func rlimitsOf(l Limits, tasks int) []rlimit {
 	}
 	return rs
 }
-

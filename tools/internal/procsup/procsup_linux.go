@@ -78,7 +78,6 @@ func limitExec(encoded, path string, argv []string) int {
 	return fail(syscall.Exec(path, argv, os.Environ()))
 }
 
-
 // seccompExec is the trampoline's main: it returns only on failure.
 func seccompExec(argv []string) int {
 	fail := func(err error) int {
