@@ -64,6 +64,12 @@ func (h *Engine) sandboxConfig(fm *frontmatter.Result) sandbox.Config {
 			sc.Protected = append(sc.Protected, dir, dir+"/**")
 		}
 	}
+	// flemma's and the editor's state: no tool reads it, no command sees
+	// it (another conversation's journal records, outputs, swap files).
+	if paths.State != "" {
+		sc.Hidden = append(sc.Hidden, paths.State)
+	}
+	sc.Hidden = append(sc.Hidden, paths.Private...)
 	return sc
 }
 
@@ -74,6 +80,11 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 	sc := h.sandboxConfig(fm)
 	if bufferPath != "" {
 		sc.Protected = append(sc.Protected, bufferPath)
+	}
+	// The conversation's own full outputs stay readable: its notices
+	// name them.
+	if state := h.stateDir(); state != "" {
+		sc.HiddenExcept = append(sc.HiddenExcept, sandbox.OutputFolder(state, bufferPath))
 	}
 	h.mu.Lock()
 	st := h.state(bufnr)
@@ -95,6 +106,14 @@ func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 	h.mu.Lock()
 	cfg := h.cfg
 	h.mu.Unlock()
+	outputDir := h.outputDir
+	if state := h.stateDir(); state != "" {
+		if dir, err := sandbox.UseOutputFolder(state, bufferPath); err == nil {
+			outputDir = dir
+		} else {
+			h.logf("%v; full outputs go to %s", err, outputDir)
+		}
+	}
 	return &tools.Env{
 		Sandbox:        sb,
 		Truncate:       tools.Limits{MaxLines: cfg.Tools.Truncate.MaxLines, MaxBytes: cfg.Tools.Truncate.MaxBytes},
@@ -102,10 +121,17 @@ func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		Shell:          cfg.Tools.Bash.Shell,
 		ExtraEnv:       cfg.Tools.Bash.Env,
 		DefaultTimeout: secs(cfg.Tools.DefaultTimeout),
-		OutputDir:      h.outputDir,
+		OutputDir:      outputDir,
 		BackupDir:      h.backupDir(),
 		Protect:        protect,
 	}, nil
+}
+
+// stateDir is flemma's state folder, "" before the plugin sent it.
+func (h *Engine) stateDir() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg.Paths.State
 }
 
 // backupDir is where the files a tool changes are backed up (for
@@ -190,3 +216,20 @@ func (h *Engine) Truncate(which, content string, opts TruncateOpts) (TruncateRep
 }
 
 func (h *Engine) FormatSize(n float64) (string, error) { return tools.FormatSize(int64(n)), nil }
+
+// sweepOutputs applies the retention of full outputs (sandbox.SweepOutputs)
+// once per state folder, in the background.
+func (h *Engine) sweepOutputs(state string) {
+	h.mu.Lock()
+	same := h.swept == state
+	h.swept = state
+	h.mu.Unlock()
+	if state == "" || same {
+		return
+	}
+	go func() {
+		if n := sandbox.SweepOutputs(state); n > 0 {
+			h.logf("removed %d folders of old full outputs from %s", n, sandbox.OutputsDir(state))
+		}
+	}()
+}

@@ -63,6 +63,11 @@ type Config struct {
 	Paths struct {
 		State  string `json:"state"`
 		Config string `json:"config"`
+		// Private are the editor's own state (Neovim's state folder,
+		// 'undodir', 'directory', 'backupdir', the shada file's folder,
+		// flemma's log file): with State, tools never read them and
+		// sandboxed commands never see them (issue 24 #3).
+		Private []string `json:"private"`
 	} `json:"paths"`
 	// Send: retries and timeouts of a request, in seconds (nil = the
 	// default; Resolve applies them).

@@ -622,6 +622,48 @@ function M.state_dir()
   return dir .. "/flemma"
 end
 
+--- Where Neovim keeps what it knows of the user's files and sessions:
+--- its state folder (shada, undo, swap, logs; 0.8 and later), the folders
+--- 'undodir', 'directory' and 'backupdir' name (not "." and other relative
+--- ones: those are the edited file's own folder), the shada file's folder,
+--- and flemma's log file. Tools never read them and sandboxed commands
+--- never see them, like flemma's state folder.
+function M.private_paths(cfg)
+  local out, seen = {}, {}
+  local function add(p)
+    if type(p) ~= "string" or p == "" then
+      return
+    end
+    p = vim.fn.fnamemodify(vim.fn.expand(p), ":p"):gsub("/+$", "")
+    if p ~= "" and p:sub(1, 1) == "/" and not seen[p] then
+      seen[p] = true
+      table.insert(out, p)
+    end
+  end
+  local ok, state = pcall(vim.fn.stdpath, "state")
+  if ok and type(state) == "string" then
+    add(state)
+  end
+  for _, opt in ipairs({ "undodir", "directory", "backupdir" }) do
+    for _, d in ipairs(vim.split(vim.o[opt] or "", ",", { plain = true })) do
+      d = d:gsub("/+$", "")
+      if d:sub(1, 1) == "/" or d:sub(1, 1) == "~" or d:sub(1, 1) == "$" then
+        add(d)
+      end
+    end
+  end
+  local shada = vim.o.shadafile
+  if shada == "" then
+    add(vim.fn.stdpath("data") .. "/shada")
+  elseif shada ~= "NONE" then
+    add(vim.fn.fnamemodify(vim.fn.expand(shada), ":h"))
+  end
+  if cfg and cfg.host and type(cfg.host.log_file) == "string" then
+    add(cfg.host.log_file)
+  end
+  return out
+end
+
 --- The part of the config the host needs, in a shape msgpack can carry:
 --- functions are replaced by a marker (the host calls them back in Neovim).
 function M.for_host(cfg)
@@ -641,7 +683,7 @@ function M.for_host(cfg)
     return v
   end
   return strip({
-    paths = { state = M.state_dir(), config = vim.fn.stdpath("config") },
+    paths = { state = M.state_dir(), config = vim.fn.stdpath("config"), private = M.private_paths(cfg) },
     provider = cfg.provider,
     model = cfg.model,
     models = cfg.models,

@@ -409,6 +409,9 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	for _, f := range plan.null {
 		out = append(out, "--ro-bind", "/dev/null", f)
 	}
+	for _, d := range plan.reveal {
+		out = append(out, "--ro-bind", d, d)
+	}
 	out = append(out, bwrapUnshare...)
 	if s.cfg.Network {
 		out = append(out, "--share-net")

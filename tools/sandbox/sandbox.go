@@ -47,6 +47,17 @@ type Config struct {
 	// buffer's own .chat file and flemma's state directory. See
 	// Sandbox.Protected.
 	Protected []string
+	// Hidden are flemma's and the editor's state (issue 24 #3): the
+	// journal, the trust store, backups, logs, other conversations' full
+	// outputs, Neovim's shada, undo and swap files. No tool reads or
+	// writes them (as if deny_read named them) and commands under
+	// bubblewrap do not see them at all. Absolute paths (folders or
+	// files); the host fills them from the plugin's paths.
+	Hidden []string
+	// HiddenExcept are folders inside Hidden that stay readable (and
+	// visible, read-only, to bash): the conversation's own full outputs,
+	// which its truncation notices name.
+	HiddenExcept []string
 	// Limits bound each command (sandbox.limits; issue 24 #6); nil means
 	// DefaultLimits. A zero field is no limit.
 	Limits *Limits
@@ -152,6 +163,8 @@ type Sandbox struct {
 	prot    []denyRule  // protected paths: DefaultProtected + cfg.Protected
 	protSet ruleSet
 	home    string
+	hidden  []string // canonical Config.Hidden
+	reveal  []string // canonical Config.HiddenExcept
 	// protect: the call was approved by a policy, not by the user
 	// (Env.Protect); write/edit refuse protected paths and bash gets them
 	// read-only. Set only on the copy Env.sandbox makes.
@@ -312,6 +325,16 @@ func New(cfg Config, cwd, bufferPath string, opts ...Option) (*Sandbox, error) {
 		s.prot = append(s.prot, r)
 	}
 	s.denySet, s.protSet = newRuleSet(s.deny), newRuleSet(s.prot)
+	for _, h := range cfg.Hidden {
+		if filepath.IsAbs(h) {
+			s.hidden = append(s.hidden, CanonicalOr(filepath.Clean(h)))
+		}
+	}
+	for _, h := range cfg.HiddenExcept {
+		if filepath.IsAbs(h) {
+			s.reveal = append(s.reveal, CanonicalOr(filepath.Clean(h)))
+		}
+	}
 	return s, nil
 }
 
@@ -451,6 +474,9 @@ func (s *Sandbox) CheckRead(path string) (string, error) {
 	if r := s.deniedBy(abs, resolved); r != "" {
 		return "", &DenyError{Op: "read", Rule: fmt.Sprintf("path matches deny_read rule %q", r), Path: resolved}
 	}
+	if s.isHidden(abs) || s.isHidden(resolved) {
+		return "", &DenyError{Op: "read", Rule: hiddenRule, Path: resolved}
+	}
 	if isProcessFile(abs) || isProcessFile(resolved) {
 		return "", &DenyError{Op: "read", Rule: "per-process files under /proc are never readable", Path: resolved}
 	}
@@ -475,6 +501,9 @@ func (s *Sandbox) CheckWrite(path string) (string, error) {
 	}
 	if r := s.deniedBy(abs, resolved); r != "" {
 		return "", &DenyError{Op: "write", Rule: fmt.Sprintf("path matches deny_read rule %q", r), Path: resolved}
+	}
+	if s.isHidden(abs) || s.isHidden(resolved) {
+		return "", &DenyError{Op: "write", Rule: hiddenRule, Path: resolved}
 	}
 	if !s.writable(resolved) {
 		return "", &DenyError{Op: "write", Rule: "path is outside writable directories", Path: resolved}
@@ -568,10 +597,32 @@ func (s *Sandbox) excepted(base string) bool {
 // a deny rule. The walkers never descend into a denied folder, so the
 // rules need not look at the components above the entry.
 func (s *Sandbox) DeniedEntry(abs, name string, isDir bool) bool {
-	if !s.cfg.Enabled || len(s.deny) == 0 {
+	if !s.cfg.Enabled {
 		return false
 	}
-	return s.entryRule(&s.denySet, abs, name, isDir, true) != nil
+	if len(s.hidden) > 0 && s.isHidden(abs) {
+		return true
+	}
+	return len(s.deny) > 0 && s.entryRule(&s.denySet, abs, name, isDir, true) != nil
+}
+
+// hiddenRule is the refusal of a path of Config.Hidden.
+const hiddenRule = "flemma's and the editor's state (journal, trust store, backups, logs, other conversations' outputs, shada, undo and swap files) is never read or written by tools"
+
+// isHidden reports whether the absolute path p lies in Config.Hidden and
+// not in Config.HiddenExcept.
+func (s *Sandbox) isHidden(p string) bool {
+	for _, h := range s.hidden {
+		if within(p, h) {
+			for _, r := range s.reveal {
+				if within(p, r) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // ruleSet is a list of rules arranged for entryRule: the rules that need

@@ -60,6 +60,7 @@ type maskPlan struct {
 	ro      []string // protected paths, re-bound read-only (Env.Protect)
 	tmpfs   []string // folders hidden by an empty tmpfs
 	null    []string // files and sockets hidden by /dev/null
+	reveal  []string // folders bound back read-only after the masks (Config.HiddenExcept)
 	sockets int
 	entries int
 	scanned []string // trees walked
@@ -140,6 +141,12 @@ func (s *Sandbox) planMasks() *maskPlan {
 	// What deny_read names literally (~/.aws/**, ~/.netrc, ~/.*_history):
 	// hidden whatever the scans' budgets.
 	s.planLiteralDenies(p)
+	// flemma's and the editor's state, but the conversation's own
+	// outputs.
+	for _, h := range s.hidden {
+		p.hideResolved(s, h)
+	}
+	p.reveal = append(p.reveal, s.reveal...)
 
 	// The writable roots, the home directory and the temporary folders.
 	// A temporary folder that is a root keeps its own, smaller budget:
@@ -861,6 +868,7 @@ func (p *maskPlan) finish(s *Sandbox) {
 	}
 	p.tmpfs, p.null = outsidePrivate(p.tmpfs), outsidePrivate(p.null)
 	p.early, p.ro, p.tmpfs, p.null, p.rebind = exists(p.early), exists(p.ro), exists(p.tmpfs), exists(p.null), exists(p.rebind)
+	p.reveal = exists(p.reveal)
 	p.private = exists(p.private)
 	p.ro = dedupRoots(p.ro)
 	sort.Strings(p.tmpfs)
