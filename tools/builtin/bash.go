@@ -307,4 +307,3 @@ func (c *capture) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
-
