@@ -61,13 +61,14 @@ func TestProtectedPaths(t *testing.T) {
 		"~/.config/fish/conf.d/x.fish", ".envrc", "sub/.envrc", ".vscode/tasks.json", ".idea/workspace.xml", ".nvim.lua",
 		".nvimrc", ".exrc", ".lazy.lua", "~/.config/nvim/init.lua", "~/.config/nvim/lua/plugins/x.lua", "~/.gitconfig",
 		".husky/pre-commit", ".pre-commit-config.yaml", "talk.chat", state + "/session.json", ".GIT/CONFIG",
+		".git/HEAD", ".git/objects/ab/cdef", // everything inside .git (issue 24 #1)
 	}
 	for _, p := range protected {
 		if rule, ok := sb.Protected(p); !ok || rule == "" {
 			t.Errorf("Protected(%q) = %q, %v; want protected", p, rule, ok)
 		}
 	}
-	for _, p := range []string{"src/main.go", ".git/HEAD", ".git/objects/ab/cdef", ".gitignore", "README.md", "other.chat", ".github/workflows/ci.yml.txt", "lib/x.go"} {
+	for _, p := range []string{"src/main.go", ".gitignore", "README.md", "other.chat", ".github/workflows/ci.yml.txt", "lib/x.go", "Makefile", "package.json", "go.mod"} {
 		if rule, ok := sb.Protected(p); ok {
 			t.Errorf("Protected(%q) = %q; want not protected", p, rule)
 		}
@@ -138,5 +139,128 @@ func TestBwrapProtected(t *testing.T) {
 	want(t, "user-approved", f.run("bash", map[string]any{"command": "echo mine >> .nvim.lua"}), true)
 	if b, _ := os.ReadFile(filepath.Join(proj, ".nvim.lua")); !strings.Contains(string(b), "mine") {
 		t.Errorf("a user-approved command could not write .nvim.lua")
+	}
+}
+
+// TestProtectedByRule is issue 24 #1 as attacks: what runs code on the
+// user's next ordinary action is protected by rule, not by a list of names
+// — every instance the outside pass wrote without a prompt and variants
+// nobody listed. A policy's write there asks (write/edit refuse it with
+// Env.Protect), and bash approved by a policy sees what exists read-only.
+func TestProtectedByRule(t *testing.T) {
+	home, proj := protectedProject(t)
+	xdg := filepath.Join(home, ".config")
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	t.Setenv("GIT_CONFIG_SYSTEM", filepath.Join(home, "no-system-config"))
+	mk := func(rel, content string) string {
+		p := rel
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(proj, rel)
+		}
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// The global configuration names a relative hooks folder and includes
+	// another file, which names one more hooks folder.
+	mk(filepath.Join(home, ".gitconfig"), "[include]\n\tpath = ~/gitinc/extra.conf\n[core]\n\thooksPath = .globalhooks\n")
+	mk(filepath.Join(home, "gitinc", "extra.conf"), "[includeIf \"gitdir:~/proj/\"]\n\tpath = cond.conf\n")
+	mk(filepath.Join(home, "gitinc", "cond.conf"), "[core]\n\thooksPath = \"~/proj/.condhooks\"\n")
+	// A bare repository and a git directory a .git file points to, both
+	// inside the project; a virtualenv and a conda environment under
+	// names nobody lists.
+	mk("vendor/mirror.git/HEAD", "ref: refs/heads/main\n")
+	os.MkdirAll(filepath.Join(proj, "vendor/mirror.git/objects"), 0o755)
+	mk("elsewhere/gd/HEAD", "ref: refs/heads/main\n")
+	mk("elsewhere/gd/commondir", "../../.git\n")
+	mk("wt/.git", "gitdir: ../elsewhere/gd\n")
+	mk("tools/pyenv-x/pyvenv.cfg", "home = /usr/bin\n")
+	os.MkdirAll(filepath.Join(proj, "envs/ml/conda-meta"), 0o755)
+	mk("web/node_modules/.bin/jest", "#!/bin/sh\n")
+
+	sb, err := sandbox.New(sandbox.Config{Enabled: true, Writable: []string{sandbox.URNCwd}}, proj, filepath.Join(proj, "t.chat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	protected := []string{
+		// Inside .git, whatever the name: the outside pass's instances.
+		".git/commondir", ".git/worktrees/x/gitdir", ".git/worktrees/x/commondir", ".git/info/attributes",
+		".git/info/exclude", ".git/objects/info/alternates", ".git/description", ".git/packed-refs", "sub/deeper/.git/config",
+		// A git directory elsewhere: bare, the gitdir of a .git file, and
+		// a file that makes a folder one.
+		"vendor/mirror.git/config", "vendor/mirror.git/hooks/post-update", "elsewhere/gd/config", "newdir/HEAD", "x/commondir",
+		// Hooks of the effective configuration: global, included,
+		// conditionally included.
+		".globalhooks/pre-commit", ".condhooks/post-checkout", filepath.Join(home, "gitinc", "cond.conf"),
+		// Interpreter environments under any name.
+		"tools/pyenv-x/lib/python3.12/site-packages/evil.pth", "tools/pyenv-x/bin/python", "envs/ml/lib/x.py",
+		"lib/python3.11/site-packages/a.py", "usr/lib/python3/dist-packages/b.py", "anything.pth", "web/node_modules/.bin/jest",
+		// Package managers and build tools.
+		".cargo/config.toml", "sub/.cargo/config", ".npmrc", "web/.npmrc", ".yarnrc.yml", ".yarnrc", ".yarn/releases/yarn-9.cjs",
+		".pnpmfile.cjs", "pip.conf", ".mvn/extensions.xml", "gradle/wrapper/gradle-wrapper.properties", "gradlew",
+		"gradle.properties", ".bundle/config", ".Rprofile", ".gdbinit", ".irbrc",
+	}
+	for _, p := range protected {
+		if rule, ok := sb.Protected(p); !ok || rule == "" {
+			t.Errorf("Protected(%q) = %q, %v; want protected", p, rule, ok)
+		}
+	}
+	for _, p := range []string{"src/new.go", "Makefile", "package.json", "pyproject.toml", "web/src/app.ts", "docs/HEADER.md", "vendor/lib.go", "tools/run.sh"} {
+		if rule, ok := sb.Protected(p); ok {
+			t.Errorf("Protected(%q) = %q; want not protected", p, rule)
+		}
+	}
+
+	// write and edit approved by a policy ask for them.
+	f := newFixture(t)
+	f.dir = proj
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "none", Writable: []string{sandbox.URNBufferPath}})
+	f.env.Protect = true
+	for _, p := range []string{".git/commondir", ".globalhooks/pre-commit", "tools/pyenv-x/lib/python3.12/site-packages/x.pth", ".cargo/config.toml", ".npmrc", ".yarnrc.yml"} {
+		res := f.run("write", map[string]any{"path": p, "content": "[build]\nrustc-wrapper = \"/tmp/evil\"\n"})
+		want(t, "write "+p, res, false, "is a protected path", "ask the user to approve this call")
+		if exists(filepath.Join(proj, p)) {
+			t.Errorf("write %s created the file", p)
+		}
+	}
+}
+
+// TestBwrapProtectedByRule: under bubblewrap, a command approved by a
+// policy finds every existing git folder, git directory and environment
+// read-only — the outside pass wrote .git/commondir there — and ordinary
+// files writable.
+func TestBwrapProtectedByRule(t *testing.T) {
+	requireBwrap(t)
+	home, proj := protectedProject(t)
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[core]\n\thooksPath = .globalhooks\n"), 0o644)
+	for _, d := range []string{".globalhooks", "vendor/mirror.git/objects", "tools/env/lib/python3.12/site-packages", "web/node_modules/.bin", "wt"} {
+		os.MkdirAll(filepath.Join(proj, d), 0o755)
+	}
+	for name, content := range map[string]string{"vendor/mirror.git/HEAD": "ref: x\n", "tools/env/pyvenv.cfg": "home = /usr\n", "wt/.git": "gitdir: ../.git/worktrees/wt\n"} {
+		os.WriteFile(filepath.Join(proj, name), []byte(content), 0o644)
+	}
+	f := newFixture(t)
+	f.dir = proj
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+	f.env.Protect = true
+	targets := []string{".git/commondir", ".git/info/exclude", ".git/objects/info/alternates", ".git/worktrees/wt/gitdir",
+		".globalhooks/pre-commit", "vendor/mirror.git/config", "tools/env/lib/python3.12/site-packages/evil.pth",
+		"tools/env/bin/activate", "web/node_modules/.bin/jest", "wt/.git"}
+	cmd := ""
+	for _, p := range targets {
+		cmd += "mkdir -p $(dirname " + p + ") 2>/dev/null; echo pwn >> " + p + " 2>/dev/null; "
+	}
+	res := f.run("bash", map[string]any{"command": cmd + "echo ok > src/new.go; git --version >/dev/null 2>&1; echo done"})
+	for _, p := range targets {
+		if b, _ := os.ReadFile(filepath.Join(proj, p)); strings.Contains(string(b), "pwn") {
+			t.Errorf("%s was written by a policy-approved command", p)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(proj, "src/new.go")); string(b) != "ok\n" {
+		t.Errorf("an ordinary file was not writable: %q\n%s", b, res.Content)
 	}
 }

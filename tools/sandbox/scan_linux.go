@@ -400,6 +400,7 @@ func (s *Sandbox) scanMatch(sr scanRules, rel []*denyRule, fdir, fname string, i
 const (
 	dtUnknown = 0
 	dtDir     = 4
+	dtReg     = 8
 	dtLink    = 10
 	dtSock    = 12
 )
@@ -589,6 +590,12 @@ func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[stri
 		}
 		fdir := foldPath(it.dir)
 		denyRel := deny.in(fdir)
+		// A git directory or an interpreter environment, told by what
+		// it holds: read-only whole.
+		if protect && it.inRoot && !it.protected && specialListing(it.dir, ents) {
+			p.ro = append(p.ro, it.dir)
+			it.protected = true
+		}
 		var protRel []*denyRule
 		if protect && !it.protected {
 			protRel = prot.in(fdir)
@@ -662,7 +669,8 @@ func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[stri
 				continue
 			}
 			covered := it.protected
-			if protect && !covered && s.scanMatch(prot, protRel, fdir, fname, isDir, false) {
+			if protect && !covered && (s.scanMatch(prot, protRel, fdir, fname, isDir, false) ||
+				isDir && structuralDirName(it.dir, name)) {
 				p.ro = append(p.ro, abs)
 				covered = true
 			}
@@ -720,56 +728,85 @@ func (s *Sandbox) scanSymlink(p *maskPlan, abs string) {
 	}
 }
 
-// scanGit handles a .git entry: its fsmonitor socket is hidden, and with
-// protect its configuration and hooks (also of worktrees and submodules)
-// and the folder its core.hooksPath names become read-only.
+// scanGit handles a .git entry: without the socket filter its fsmonitor
+// socket is hidden, and with protect the whole entry becomes read-only —
+// a .git folder with everything in it, a .git file with the git
+// directory it names and that one's common folder (when they lie in a
+// writable root; elsewhere all is read-only anyway) — and so do the hooks
+// folders and included files of the repository's effective git
+// configuration that lie in a writable root.
 func (s *Sandbox) scanGit(p *maskPlan, gitPath string, isDir, protect bool) {
-	if !isDir {
-		if protect {
-			p.ro = append(p.ro, gitPath)
-		}
-		return
-	}
-	if !p.seccomp {
+	if isDir && !p.seccomp {
 		p.hideSocket(gitPath + "/fsmonitor--daemon.ipc")
 	}
 	if !protect {
 		return
 	}
-	addIf := func(q string) {
-		if _, err := os.Lstat(q); err == nil {
-			p.ro = append(p.ro, q)
-		}
-	}
-	var gitDir func(d string, depth int)
-	gitDir = func(d string, depth int) {
-		addIf(d + "/config")
-		addIf(d + "/config.worktree")
-		addIf(d + "/hooks")
-		if ents, err := os.ReadDir(d + "/worktrees"); err == nil && depth == 0 {
-			for _, e := range ents {
-				addIf(d + "/worktrees/" + e.Name() + "/config")
-				addIf(d + "/worktrees/" + e.Name() + "/config.worktree")
+	p.ro = append(p.ro, gitPath)
+	top := filepath.Dir(gitPath)
+	if !isDir {
+		if g := gitfileTarget(gitPath, top); g != "" {
+			g = CanonicalOr(g)
+			if s.insideRoot(g) {
+				p.ro = append(p.ro, g)
 			}
-		}
-		if depth >= 4 {
-			return
-		}
-		if ents, err := os.ReadDir(d + "/modules"); err == nil {
-			for i, e := range ents {
-				if i >= 200 {
-					break
+			if c, err := readSmall(filepath.Join(g, "commondir"), 4096); err == nil {
+				common := strings.TrimSpace(string(c))
+				if !filepath.IsAbs(common) {
+					common = filepath.Join(g, common)
 				}
-				if e.IsDir() {
-					gitDir(d+"/modules/"+e.Name(), depth+1)
+				if common = CanonicalOr(filepath.Clean(common)); s.insideRoot(common) {
+					p.ro = append(p.ro, common)
 				}
 			}
 		}
 	}
-	gitDir(gitPath, 0)
-	if hp := readHooksPath(gitPath+"/config", filepath.Dir(gitPath)); hp != "" && s.insideRoot(hp) {
-		addIf(hp)
+	eff := effectiveGit(filepath.Join(top, "x"))
+	for _, q := range append(eff.hooks, eff.files...) {
+		if s.insideRoot(q) {
+			if _, err := os.Lstat(q); err == nil {
+				p.ro = append(p.ro, q)
+			}
+		}
 	}
+}
+
+// specialListing says whether the folder dir, whose entries are ents, is
+// a git directory (HEAD with objects/ or commondir) or an interpreter
+// environment (pyvenv.cfg, conda-meta/).
+func specialListing(dir string, ents []dirent) bool {
+	has := map[string]uint8{}
+	for _, e := range ents {
+		switch e.name {
+		case "HEAD", "objects", "commondir", "pyvenv.cfg", "conda-meta":
+			typ := e.typ
+			if typ == dtUnknown {
+				var st syscall.Stat_t
+				if syscall.Lstat(dir+"/"+e.name, &st) == nil {
+					if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+						typ = dtDir
+					} else if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+						typ = dtReg
+					}
+				}
+			}
+			has[e.name] = typ
+		}
+	}
+	return has["HEAD"] == dtReg && (has["objects"] == dtDir || has["commondir"] == dtReg) ||
+		has["pyvenv.cfg"] == dtReg || has["conda-meta"] == dtDir
+}
+
+// structuralDirName says whether the folder name in dir is protected by
+// its name alone: site-packages, dist-packages, node_modules/.bin.
+func structuralDirName(dir, name string) bool {
+	switch strings.ToLower(name) {
+	case "site-packages", "dist-packages":
+		return true
+	case ".bin":
+		return strings.EqualFold(filepath.Base(dir), "node_modules")
+	}
+	return false
 }
 
 // planBoundSockets hides the unix sockets that /proc/net/unix lists with a
