@@ -133,10 +133,26 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		after := snapshotRoots(track, skip, nil)
 		c := compareSnapshots(before, after)
 		changes = c.undoable(before, after, pre, backups)
+		out := ""
 		if t := c.text(env.WorkDir(call)); t != "" {
-			return "\n\n" + t
+			out = "\n\n" + t
 		}
-		return ""
+		// Approved by a policy: what it did to protected paths and
+		// executable bits is put right now (see guardProtected).
+		if sb.Protecting() {
+			g := guardProtected(sb, c, before, after, changes, backups, call.ID)
+			kept := changes[:0]
+			for _, ch := range changes {
+				if !g.drop[ch.Path] {
+					kept = append(kept, ch)
+				}
+			}
+			changes = kept
+			if t := g.text(env.WorkDir(call)); t != "" {
+				out += "\n\n" + t
+			}
+		}
+		return out
 	}
 
 	pr, pw, err := os.Pipe()
