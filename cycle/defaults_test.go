@@ -41,6 +41,9 @@ func TestLuaDefaultsMatchGo(t *testing.T) {
 	if got := L.GetField(luaSandbox, "network"); got != lua.LBool(sandbox.DefaultConfig().Network) {
 		t.Errorf("config.lua sandbox.network = %v, Go default %v", got, sandbox.DefaultConfig().Network)
 	}
+	if got := L.GetField(luaSandbox, "unix_sockets"); got != lua.LBool(sandbox.DefaultConfig().UnixSockets) {
+		t.Errorf("config.lua sandbox.unix_sockets = %v, Go default %v", got, sandbox.DefaultConfig().UnixSockets)
+	}
 	// sandbox.limits as the host reads them (memory "50%" is half the
 	// machine's) are Go's DefaultLimits.
 	limits := L.GetField(luaSandbox, "limits").(*lua.LTable)

@@ -40,6 +40,9 @@ func (h *Engine) sandboxConfig(fm *frontmatter.Result) sandbox.Config {
 	if c.Network != nil {
 		sc.Network = *c.Network
 	}
+	if c.UnixSockets != nil {
+		sc.UnixSockets = *c.UnixSockets
+	}
 	lim := sandbox.DefaultLimits()
 	if l := c.Limits; l.Processes != nil {
 		lim.Processes = int(*l.Processes)

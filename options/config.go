@@ -88,6 +88,9 @@ type Config struct {
 		DenyRead []string `json:"deny_read"`
 		EnvDeny  []string `json:"env_deny"`
 		Network  *bool    `json:"network"`
+		// UnixSockets: sandbox.unix_sockets (off: no AF_UNIX socket in
+		// sandboxed commands).
+		UnixSockets *bool `json:"unix_sockets"`
 		// Limits: sandbox.limits (nil fields keep the default). Memory is
 		// MiB (a number) or "N%" of the machine's memory; FileSize MiB;
 		// CPU seconds; 0 = no limit.

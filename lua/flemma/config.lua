@@ -106,9 +106,13 @@ M.defaults = {
       -- shell histories
       "~/.*_history", "~/.local/share/fish/fish_history",
     },
-    -- bash gets no network unless you opt in. No unix socket is reachable
-    -- either way (a seccomp filter refuses them).
+    -- bash gets no network unless you opt in.
     network = false,
+    -- No unix socket can be created by bash (a seccomp filter), so none of
+    -- yours is reachable, wherever it lies. true allows them, for test
+    -- suites that start a unix-socket server of their own; then only the
+    -- sockets flemma finds are hidden.
+    unix_sockets = false,
     -- Limits of each command (bash): processes at once, memory in MiB or
     -- "N%" of this machine's (each process, and the tree together), the
     -- largest file in MiB, open files, seconds of processor time per
@@ -202,6 +206,7 @@ local checks = {
   ["sandbox.enabled"] = { "boolean" },
   ["sandbox.backend"] = { "string", one_of = { "auto", "bwrap", "none" } },
   ["sandbox.network"] = { "boolean" },
+  ["sandbox.unix_sockets"] = { "boolean" },
   ["sandbox.limits.memory"] = { "number", "string" },
   ["host.cmd"] = { "string", "table", "nil" },
   ["host.log_file"] = { "string", "nil" },

@@ -185,3 +185,28 @@ func TestSocketNeverHidesTheProject(t *testing.T) {
 		})
 	}
 }
+
+// TestUnixSocketsOptIn: sandbox.unix_sockets = true lets a command run a
+// unix-socket server of its own (a test suite's), and the user's sockets
+// that the scans find stay hidden; the status says what holds then.
+func TestUnixSocketsOptIn(t *testing.T) {
+	requireSeccomp(t)
+	f := newFixture(t)
+	mine := filepath.Join(f.dir, "sub", "user.sock")
+	listenUnix(t, mine)
+	cmd := "python3 -c 'import socket, os; s = socket.socket(socket.AF_UNIX); s.bind(\"/tmp/own.sock\"); s.listen(); c = socket.socket(socket.AF_UNIX); c.connect(\"/tmp/own.sock\"); print(\"OWN SERVER OK\")'; " +
+		helperCommand(t, f.dir, "connect", "FLEMMA_TEST_ADDRS="+mine)
+	for _, allow := range []bool{false, true} {
+		f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}, UnixSockets: allow})
+		res := f.run("bash", map[string]any{"command": cmd})
+		if got := strings.Contains(res.Content, "OWN SERVER OK"); got != allow {
+			t.Errorf("unix_sockets=%v: own server ran = %v:\n%s", allow, got, res.Content)
+		}
+		if strings.Contains(res.Content, "CONNECTED") {
+			t.Errorf("unix_sockets=%v: the user's socket was reached:\n%s", allow, res.Content)
+		}
+		if st := f.env.Sandbox.Status(); allow != strings.Contains(st, "sandbox.unix_sockets = true") {
+			t.Errorf("unix_sockets=%v: status:\n%s", allow, st)
+		}
+	}
+}

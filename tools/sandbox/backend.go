@@ -314,7 +314,7 @@ func (s *Sandbox) wrap(argv []string, byFD bool, dir string) ([]string, []*os.Fi
 	// an argv someone else starts, through the host binary's trampoline
 	// (procsup.SeccompExecArg), which makes the descriptor itself.
 	seccompFD, trampoline := -1, ""
-	if current().seccomp {
+	if s.socketFilter() {
 		if byFD {
 			f, err := seccompFile()
 			if err != nil {
@@ -477,8 +477,10 @@ func (s *Sandbox) Status() string {
 		fmt.Fprintf(&b, "protected (besides git config and hooks, shell start-up files, .envrc, editor configurations): %s\n", strings.Join(s.cfg.Protected, ", "))
 	}
 	if s.cfg.Enabled && s.Backend() == "bwrap" && ok {
-		if c := current(); c.seccomp {
+		if c := current(); s.socketFilter() {
 			fmt.Fprintf(&b, "sockets: no unix socket can be created by a command (seccomp filter, %s: socket(AF_UNIX) refused, socketpair allowed, io_uring off), so none of yours is reachable, wherever it lies, abstract ones included\n", runtime.GOARCH)
+		} else if s.cfg.UnixSockets {
+			b.WriteString("sockets: commands may create unix sockets (sandbox.unix_sockets = true): only the sockets the scans below find are hidden\n")
 		} else {
 			fmt.Fprintf(&b, "sockets: NOT enforced by seccomp (%s): only the sockets the scans below find are hidden\n", c.noSeccomp)
 		}
@@ -494,7 +496,7 @@ func (s *Sandbox) Status() string {
 		}
 	}
 	switch {
-	case s.cfg.Network && current().seccomp && s.Available():
+	case s.cfg.Network && s.socketFilter() && s.Available():
 		b.WriteString("network: allowed (commands share this machine's network namespace; its abstract unix sockets stay out of reach: no unix socket can be created)")
 	case s.cfg.Network:
 		b.WriteString("network: allowed (commands share this machine's network namespace, and with it its abstract unix sockets")
@@ -530,6 +532,10 @@ func abstractSockets(n int) []string {
 	}
 	return out
 }
+
+// socketFilter reports whether this sandbox's commands run under the
+// socket filter: it loads here and sandbox.unix_sockets is off.
+func (s *Sandbox) socketFilter() bool { return current().seccomp && !s.cfg.UnixSockets }
 
 // SocketsFiltered reports whether sandboxed commands run under the socket
 // filter (procsup.SeccompProgram): no AF_UNIX socket can be created, so no

@@ -42,6 +42,12 @@ type Config struct {
 	// With it, the command shares the host's network namespace, and so its
 	// abstract unix sockets (X11's @/tmp/.X11-unix/X0, some D-Bus buses).
 	Network bool
+	// UnixSockets lets sandboxed commands create unix sockets
+	// (sandbox.unix_sockets; off by default). Off, a seccomp filter
+	// refuses every AF_UNIX socket, so none of the user's is reachable
+	// wherever it lies; on, only the sockets the scans find are hidden
+	// (for test suites that start a unix-socket server of their own).
+	UnixSockets bool
 	// Protected are paths or globs (same syntax as DenyRead) added to the
 	// built-in protected paths (DefaultProtected): the host adds the
 	// buffer's own .chat file and flemma's state directory. See

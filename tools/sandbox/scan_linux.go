@@ -77,7 +77,7 @@ type maskPlan struct {
 
 // planMasks finds what to hide for a command under bubblewrap.
 func (s *Sandbox) planMasks() *maskPlan {
-	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}, seccomp: current().seccomp}
+	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}, seccomp: s.socketFilter()}
 	p.temps = []string{"/tmp"}
 	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
 		p.temps = append(p.temps, t)
