@@ -628,7 +628,8 @@ function M.state_dir()
 end
 
 --- Where Neovim keeps what it knows of the user's files and sessions:
---- its state folder (shada, undo, swap, logs; 0.8 and later), the folders
+--- its state folder (shada, undo, swap, logs; 0.8 and later), its data
+--- folder (plugins' data; 0.7's shada, undo, swap), the folders
 --- 'undodir', 'directory' and 'backupdir' name (not "." and other relative
 --- ones: those are the edited file's own folder), the shada file's folder,
 --- and flemma's log file. Tools never read them and sandboxed commands
@@ -649,6 +650,9 @@ function M.private_paths(cfg)
   if ok and type(state) == "string" then
     add(state)
   end
+  -- Plugins keep their data here: sessions, histories, other assistants'
+  -- conversations (and Neovim 0.7 its shada, undo and swap files).
+  add(vim.fn.stdpath("data"))
   for _, opt in ipairs({ "undodir", "directory", "backupdir" }) do
     for _, d in ipairs(vim.split(vim.o[opt] or "", ",", { plain = true })) do
       d = d:gsub("/+$", "")

@@ -115,3 +115,24 @@ func TestOutputsRetention(t *testing.T) {
 		t.Errorf("sweep of an old folder: removed %d", n)
 	}
 }
+
+// TestStateHoldingTheProject: a project inside a hidden folder (a plugin
+// developed in Neovim's data folder) stays the project — readable,
+// writable, there for bash — while the rest of the folder stays hidden.
+func TestStateHoldingTheProject(t *testing.T) {
+	requireBwrap(t)
+	data := filepath.Join(sandbox.CanonicalOr(scratchOutsideTmp(t)), "nvim-data")
+	proj := filepath.Join(data, "lazy", "myplugin")
+	f := newFixture(t)
+	f.dir = proj
+	f.write(filepath.Join(data, "sessions", "other.vim"), "OTHER-SESSION")
+	f.write(filepath.Join(proj, "lua", "init.lua"), "return 1")
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}, Hidden: []string{data}})
+	want(t, "read in the project", f.run("read", map[string]any{"path": "lua/init.lua"}), true, "return 1")
+	want(t, "write in the project", f.run("write", map[string]any{"path": "lua/new.lua", "content": "x"}), true)
+	want(t, "read the rest", f.run("read", map[string]any{"path": filepath.Join(data, "sessions", "other.vim")}), false, "never read or written")
+	res := f.run("bash", map[string]any{"command": "cat lua/init.lua; echo; cat " + filepath.Join(data, "sessions", "other.vim") + " 2>&1; echo y > lua/b.lua && echo wrote"})
+	if !strings.Contains(res.Content, "return 1") || !strings.Contains(res.Content, "wrote") || strings.Contains(res.Content, "OTHER-SESSION") {
+		t.Errorf("bash in a project inside a hidden folder:\n%s", res.Content)
+	}
+}

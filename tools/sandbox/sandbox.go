@@ -616,17 +616,24 @@ func (s *Sandbox) DeniedEntry(abs, name string, isDir bool) bool {
 const hiddenRule = "flemma's and the editor's state (journal, trust store, backups, logs, other conversations' outputs, shada, undo and swap files) is never read or written by tools"
 
 // isHidden reports whether the absolute path p lies in Config.Hidden and
-// not in Config.HiddenExcept.
+// not in Config.HiddenExcept, nor in a writable root inside the hidden
+// folder (a project inside Neovim's data folder stays the project).
 func (s *Sandbox) isHidden(p string) bool {
 	for _, h := range s.hidden {
-		if within(p, h) {
-			for _, r := range s.reveal {
-				if within(p, r) {
-					return false
-				}
-			}
-			return true
+		if !within(p, h) {
+			continue
 		}
+		for _, r := range s.reveal {
+			if within(p, r) {
+				return false
+			}
+		}
+		for _, r := range s.roots {
+			if r != h && within(r, h) && within(p, r) {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

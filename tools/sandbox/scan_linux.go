@@ -144,7 +144,7 @@ func (s *Sandbox) planMasks() *maskPlan {
 	// flemma's and the editor's state, but the conversation's own
 	// outputs.
 	for _, h := range s.hidden {
-		p.hideResolved(s, h)
+		s.hideState(p, h)
 	}
 	p.reveal = append(p.reveal, s.reveal...)
 
@@ -253,6 +253,40 @@ func (p *maskPlan) hide(s *Sandbox, path string, isDir bool) {
 		return
 	}
 	p.null = append(p.null, path)
+}
+
+// hideState hides a folder or file of Config.Hidden. One that holds a
+// writable root (a plugin developed inside Neovim's data folder) is hidden
+// before the roots are bound, so that they show again on top of it; one
+// inside a root, after them; one that holds the home directory, or the
+// working folder outside every root, is not hidden (a note says so).
+func (s *Sandbox) hideState(p *maskPlan, h string) {
+	r, err := filepath.EvalSymlinks(h)
+	if err != nil {
+		return
+	}
+	fi, err := os.Stat(r)
+	if err != nil {
+		return
+	}
+	if !fi.IsDir() {
+		p.hide(s, r, false)
+		return
+	}
+	holdsRoot := false
+	for _, root := range s.roots {
+		holdsRoot = holdsRoot || within(root, r) && root != r
+	}
+	base := CanonicalOr(s.base)
+	switch {
+	case !holdsRoot:
+		p.hide(s, r, true)
+	case r == "/" || s.home != "" && within(CanonicalOr(s.home), r) || base != "" && within(base, r) && !s.insideRoot(base):
+		p.notes = append(p.notes, r+" (flemma's or the editor's state) holds the home directory or the working folder: not hidden from bash")
+	case !p.seen[r]:
+		p.seen[r] = true
+		p.early = append(p.early, r)
+	}
 }
 
 // hideResolved masks what the path leads to (symlinks resolved), when it
