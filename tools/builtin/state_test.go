@@ -105,8 +105,19 @@ func TestOutputsRetention(t *testing.T) {
 	if sandbox.OutputFolder(state, "/p/a.chat") != dirs["/p/a.chat"] || dirs["/p/a.chat"] == dirs["/p/b.chat"] {
 		t.Errorf("folders are not one per conversation, stable: %v", dirs)
 	}
+	// A spool left behind by a host killed mid-command goes after a day;
+	// a fresh one (a command running now) stays.
+	stale := filepath.Join(dirs["/p/b.chat"], ".flemma_tool_1.tmp")
+	fresh := filepath.Join(dirs["/p/b.chat"], ".flemma_tool_2.tmp")
+	os.WriteFile(stale, []byte("x"), 0o600)
+	os.WriteFile(fresh, []byte("x"), 0o600)
+	day := time.Now().Add(-25 * time.Hour)
+	os.Chtimes(stale, day, day)
 	if n := sandbox.SweepOutputs(state); n != 0 {
 		t.Errorf("a sweep removed %d folders in use", n)
+	}
+	if exists(stale) || !exists(fresh) {
+		t.Errorf("spools after the sweep: stale %v, fresh %v", exists(stale), exists(fresh))
 	}
 	// a.chat unused for longer than the retention.
 	old := time.Now().Add(-sandbox.OutputMaxAge - time.Hour)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -98,9 +99,14 @@ func sweepOutputs(root string, now time.Time, maxAge time.Duration, maxBytes int
 			continue
 		}
 		var size int64
-		filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
+		filepath.WalkDir(p, func(f string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
 				if i, err := d.Info(); err == nil {
+					// A spool a host killed mid-command left behind.
+					if strings.HasPrefix(d.Name(), ".flemma_tool_") && strings.HasSuffix(d.Name(), ".tmp") && now.Sub(i.ModTime()) > 24*time.Hour {
+						os.Remove(f)
+						return nil
+					}
 					size += i.Size()
 				}
 			}
