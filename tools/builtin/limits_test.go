@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,5 +125,24 @@ func TestLimitsStatus(t *testing.T) {
 	}
 	if d := sandbox.DefaultLimits(); d.Memory <= 0 || d.Processes != 1024 {
 		t.Errorf("DefaultLimits = %+v", d)
+	}
+}
+
+// TestWrapCommandLimits: the argv Lua tools get (ctx.sandbox.wrap_command)
+// runs under the limits too, with the socket filter and without it.
+func TestWrapCommandLimits(t *testing.T) {
+	requireBwrap(t)
+	for _, sockets := range []bool{false, true} {
+		f := newFixture(t)
+		lim := sandbox.Limits{OpenFiles: 77, FileSize: 1 << 20}
+		f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}, UnixSockets: sockets, Limits: &lim})
+		argv, err := f.env.Sandbox.WrapCommand([]string{"/bin/sh", "-c", "ulimit -n; ulimit -f"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "77\n") || !strings.Contains(string(out), "2048") && !strings.Contains(string(out), "1024") {
+			t.Errorf("unix_sockets=%v: limits under wrap_command: %v\n%s\nargv: %q", sockets, err, out, argv[:4])
+		}
 	}
 }

@@ -310,29 +310,27 @@ func (s *Sandbox) wrap(argv []string, byFD bool, dir string) ([]string, []*os.Fi
 			f.Close()
 		}
 	}
-	// The socket filter: by a descriptor this process hands on, or, for
-	// an argv someone else starts, through the host binary's trampoline
-	// (procsup.SeccompExecArg), which makes the descriptor itself.
-	seccompFD, trampoline := -1, ""
-	if s.socketFilter() {
-		if byFD {
-			f, err := seccompFile()
-			if err != nil {
-				return fail(fmt.Errorf("cannot prepare the seccomp filter: %v", err))
-			}
-			files = append(files, f)
-			seccompFD = 2 + len(files)
-		} else {
-			exe, err := os.Executable()
-			if err != nil {
-				return fail(fmt.Errorf("cannot find the host binary for the seccomp filter: %v", err))
-			}
-			trampoline = exe
+	// The socket filter: by a descriptor this process hands on (its own
+	// commands get their limits from the supervisor), or, for an argv
+	// someone else starts, through the host binary's trampoline
+	// (procsup.SandboxExecArg), which sets the limits and makes the
+	// descriptor itself.
+	seccompFD := -1
+	if byFD && s.socketFilter() {
+		f, err := seccompFile()
+		if err != nil {
+			return fail(fmt.Errorf("cannot prepare the seccomp filter: %v", err))
 		}
+		files = append(files, f)
+		seccompFD = 2 + len(files)
 	}
 	out := s.bwrapArgs(current().path, argv, fds, s.planMasks(), seccompFD, dir)
-	if trampoline != "" {
-		out = append([]string{trampoline, procsup.SeccompExecArg}, out...)
+	if !byFD && (s.socketFilter() || s.Limits().Any()) {
+		exe, err := os.Executable()
+		if err != nil {
+			return fail(fmt.Errorf("cannot find the host binary for the seccomp filter and the limits: %v", err))
+		}
+		out = append(procsup.TrampolineArgs(exe, s.Limits(), s.socketFilter()), out...)
 	}
 	return out, files, nil
 }

@@ -2,6 +2,7 @@ package procsup
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -112,4 +113,46 @@ func rlimitsOf(l Limits, tasks int) []rlimit {
 		rs = append(rs, rlimit{rlimitNOFILE, uint64(l.OpenFiles)})
 	}
 	return rs
+}
+
+// EncodeLimits writes lim as the rlimits the limit wrapper and the
+// sandbox trampoline set: RLIMIT_NPROC (not for root, whom it does not
+// bind) from the machine's running tasks now.
+func EncodeLimits(lim Limits) string {
+	tasks := -1
+	if os.Getuid() != 0 && lim.Processes > 0 {
+		tasks = systemTasks()
+	}
+	return encodeRlimits(rlimitsOf(lim, tasks))
+}
+
+// TrampolineArgs is the start of an argv that runs bubblewrap's argv
+// through the host binary exe (see SandboxExecArg): with the limits set,
+// and the socket filter when filter.
+func TrampolineArgs(exe string, lim Limits, filter bool) []string {
+	f := "0"
+	if filter {
+		f = "1"
+	}
+	return []string{exe, SandboxExecArg, EncodeLimits(lim), f}
+}
+
+// systemTasks is the number of tasks (threads) of the whole system, from
+// /proc/loadavg ("0.00 0.01 0.05 1/123 4567"): more than the user's, so
+// RLIMIT_NPROC set from it never stops a command before its own share.
+func systemTasks() int {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 1 << 16
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return 1 << 16
+	}
+	_, total, _ := strings.Cut(f[3], "/")
+	n, err := strconv.Atoi(total)
+	if err != nil {
+		return 1 << 16
+	}
+	return n
 }

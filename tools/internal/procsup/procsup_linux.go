@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -41,8 +40,8 @@ func init() {
 	if len(os.Args) == 1 && os.Args[0] == Arg0 && os.Getenv(Env) == "1" {
 		os.Exit(supervise())
 	}
-	if len(os.Args) >= 3 && os.Args[1] == SeccompExecArg {
-		os.Exit(seccompExec(os.Args[2:]))
+	if len(os.Args) >= 5 && os.Args[1] == SandboxExecArg {
+		os.Exit(sandboxExec(os.Args[2], os.Args[3] == "1", os.Args[4:]))
 	}
 	if len(os.Args) >= 4 && os.Args[0] == LimitArg0 {
 		os.Exit(limitExec(os.Args[1], os.Args[2], os.Args[3:]))
@@ -52,13 +51,22 @@ func init() {
 // limitExec is the limit wrapper's main (see LimitArg0): it returns only
 // on failure.
 func limitExec(encoded, path string, argv []string) int {
-	fail := func(err error) int {
-		os.Stderr.WriteString("flemma: cannot apply the command's limits: " + err.Error() + "\n")
-		return 126
+	if err := applyRlimits(encoded); err != nil {
+		return execFailed("cannot apply the command's limits", err)
 	}
+	return execFailed("cannot start the command", syscall.Exec(path, argv, os.Environ()))
+}
+
+func execFailed(what string, err error) int {
+	os.Stderr.WriteString("flemma: " + what + ": " + err.Error() + "\n")
+	return 126
+}
+
+// applyRlimits sets the encoded rlimits on this process.
+func applyRlimits(encoded string) error {
 	rs, err := decodeRlimits(encoded)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	for _, r := range rs {
 		lim := syscall.Rlimit{Cur: r.value, Max: r.value}
@@ -72,32 +80,35 @@ func limitExec(encoded, path string, argv []string) int {
 			lim = syscall.Rlimit{Cur: min(r.value, old.Max), Max: old.Max} // never above the hard limit we have
 		}
 		if err := syscall.Setrlimit(r.resource, &lim); err != nil {
-			return fail(fmt.Errorf("resource %d: %v", r.resource, err))
+			return fmt.Errorf("resource %d: %v", r.resource, err)
 		}
 	}
-	return fail(syscall.Exec(path, argv, os.Environ()))
+	return nil
 }
 
-// seccompExec is the trampoline's main: it returns only on failure.
-func seccompExec(argv []string) int {
-	fail := func(err error) int {
-		os.Stderr.WriteString("flemma: cannot start the sandbox's seccomp filter: " + err.Error() + "\n")
-		return 126
+// sandboxExec is the trampoline's main (see SandboxExecArg): it returns
+// only on failure.
+func sandboxExec(rlimits string, filter bool, argv []string) int {
+	if err := applyRlimits(rlimits); err != nil {
+		return execFailed("cannot apply the command's limits", err)
+	}
+	if !filter {
+		return execFailed("cannot start bubblewrap", syscall.Exec(argv[0], argv, os.Environ()))
 	}
 	prog, err := SeccompProgram(runtime.GOARCH)
 	if err != nil {
-		return fail(err)
+		return execFailed("cannot start the sandbox's seccomp filter", err)
 	}
 	var p [2]int
 	if err := syscall.Pipe(p[:]); err != nil { // the read end stays open across exec
-		return fail(err)
+		return execFailed("cannot start the sandbox's seccomp filter", err)
 	}
 	if _, err := syscall.Write(p[1], prog); err != nil {
-		return fail(err)
+		return execFailed("cannot start the sandbox's seccomp filter", err)
 	}
 	syscall.Close(p[1])
 	args := append([]string{argv[0], "--seccomp", strconv.Itoa(p[0])}, argv[1:]...)
-	return fail(syscall.Exec(argv[0], args, os.Environ()))
+	return execFailed("cannot start bubblewrap", syscall.Exec(argv[0], args, os.Environ()))
 }
 
 // MaxFiles is the most extra descriptors a command may be given.
@@ -525,26 +536,6 @@ func residentPages(pid int, buf []byte) int64 {
 	return v
 }
 
-// systemTasks is the number of tasks (threads) of the whole system, from
-// /proc/loadavg ("0.00 0.01 0.05 1/123 4567"): more than the user's, so
-// RLIMIT_NPROC set from it never stops a command before its own share.
-func systemTasks() int {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 1 << 16
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 4 {
-		return 1 << 16
-	}
-	_, total, _ := strings.Cut(f[3], "/")
-	n, err := strconv.Atoi(total)
-	if err != nil {
-		return 1 << 16
-	}
-	return n
-}
-
 // WrapLimits returns the command started through the limit wrapper of
 // this binary (LimitArg0), for a command started without the supervisor;
 // path and argv unchanged when lim sets nothing.
@@ -552,9 +543,5 @@ func WrapLimits(path string, argv []string, lim Limits) (string, []string) {
 	if !lim.Any() {
 		return path, argv
 	}
-	tasks := -1
-	if os.Getuid() != 0 {
-		tasks = systemTasks()
-	}
-	return "/proc/self/exe", append([]string{LimitArg0, encodeRlimits(rlimitsOf(lim, tasks)), path}, argv...)
+	return "/proc/self/exe", append([]string{LimitArg0, EncodeLimits(lim), path}, argv...)
 }

@@ -21,12 +21,14 @@ import (
 // outright (ENOSYS). SeccompProgram reports false for an architecture it
 // does not know: the sandbox then claims nothing about sockets.
 
-// SeccompExecArg selects the seccomp trampoline: `<host binary>
-// --flemma-seccomp-exec BWRAP ARGS…` runs BWRAP --seccomp FD ARGS…, FD a
-// pipe holding SeccompProgram. It is how a command wrapped for someone
-// else to start (Sandbox.WrapCommand: Lua tools' ctx.sandbox.wrap_command)
-// gets the filter, as no descriptor travels with an argv.
-const SeccompExecArg = "--flemma-seccomp-exec"
+// SandboxExecArg selects the sandbox trampoline: `<host binary>
+// --flemma-sandbox-exec RLIMITS FILTER BWRAP ARGS…` sets the encoded
+// rlimits (EncodeLimits) on itself and, with FILTER "1", runs BWRAP
+// --seccomp FD ARGS…, FD a pipe holding SeccompProgram (else BWRAP
+// ARGS…). It is how a command wrapped for someone else to start
+// (Sandbox.WrapCommand: Lua tools' ctx.sandbox.wrap_command) gets the
+// limits and the filter, as no descriptor travels with an argv.
+const SandboxExecArg = "--flemma-sandbox-exec"
 
 // Seccomp errnos: socket(AF_UNIX) fails with EACCES ("permission denied"),
 // the refused system calls with ENOSYS.
