@@ -369,3 +369,32 @@ func TestGitIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestBwrapProtectedVanishes: another program's checkout in the shared
+// temporary folder (a writable root by default) is removed between the
+// plan and bubblewrap's mounts; the command still starts (its .git was to
+// be bound read-only: there is nothing left to protect).
+func TestBwrapProtectedVanishes(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	other, err := os.MkdirTemp("/tmp", "flemma-vanishing-checkout-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(other)
+	os.MkdirAll(filepath.Join(other, ".git", "objects"), 0o755)
+	os.WriteFile(filepath.Join(other, ".git", "HEAD"), []byte("ref: x\n"), 0o644)
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath, "/tmp"}})
+	argv, err := f.env.Sandbox.WithProtect().WrapCommand([]string{"/bin/sh", "-c", "echo started"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(argv, " "), other+"/.git") {
+		t.Fatalf("the checkout's .git was not to be protected: the test tests nothing\n%q", argv)
+	}
+	os.RemoveAll(other)
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "started" {
+		t.Errorf("the command did not start after a protected folder vanished: %v\n%s", err, out)
+	}
+}

@@ -378,8 +378,11 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 		}
 		out = append(out, "--tmpfs", d)
 	}
+	// "-try": a folder of the shared temporary folder may vanish between
+	// the plan and the mount (another program's checkout removed): there
+	// is nothing left to bind then, and the command must still start.
 	for _, d := range plan.rebind {
-		out = append(out, "--ro-bind", d, d)
+		out = append(out, "--ro-bind-try", d, d)
 	}
 	for _, d := range plan.early {
 		if !slices.Contains(plan.private, d) {
@@ -398,7 +401,7 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	// protected folder would show again what a mask hid inside it.
 	if s.protect {
 		for _, p := range plan.ro {
-			out = append(out, "--ro-bind", p, p)
+			out = append(out, "--ro-bind-try", p, p)
 		}
 	}
 	for _, d := range plan.tmpfs {
@@ -408,7 +411,7 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 		out = append(out, "--ro-bind", "/dev/null", f)
 	}
 	for _, d := range plan.reveal {
-		out = append(out, "--ro-bind", d, d)
+		out = append(out, "--ro-bind-try", d, d)
 	}
 	out = append(out, bwrapUnshare...)
 	if s.cfg.Network {
