@@ -486,9 +486,15 @@ func (s *Sandbox) Status() string {
 			fmt.Fprintf(&b, "sockets: NOT enforced by seccomp (%s): only the sockets the scans below find are hidden\n", c.noSeccomp)
 		}
 		p := s.planMasks()
-		fmt.Fprintf(&b, "hidden from bash: %d folders, %d files and sockets (%d sockets); scanned: %s, and the sockets /proc/net/unix lists (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
-			len(p.early)+len(p.tmpfs), len(p.null), p.sockets, strings.Join(p.scanned, ", "), p.entries,
-			scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		if p.seccomp {
+			fmt.Fprintf(&b, "hidden from bash: %d folders, %d files; scanned for deny_read: %s (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
+				len(p.early)+len(p.tmpfs), len(p.null), strings.Join(p.scanned, ", "), p.entries,
+				scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		} else {
+			fmt.Fprintf(&b, "hidden from bash: %d folders, %d files and sockets (%d sockets); scanned: %s, and the sockets /proc/net/unix lists (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
+				len(p.early)+len(p.tmpfs), len(p.null), p.sockets, strings.Join(p.scanned, ", "), p.entries,
+				scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		}
 		if len(p.private) > 0 {
 			fmt.Fprintf(&b, "private temporary folders (empty for bash, not the machine's): %s\n", strings.Join(p.private, ", "))
 		}

@@ -7,6 +7,7 @@ type maskPlan struct {
 	early, ro, tmpfs, null, private, rebind, reveal []string
 	sockets, entries                                int
 	scanned, notes                                  []string
+	seccomp                                         bool
 }
 
 func (s *Sandbox) planMasks() *maskPlan { return &maskPlan{} }
