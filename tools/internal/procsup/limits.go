@@ -119,11 +119,17 @@ func rlimitsOf(l Limits, tasks int) []rlimit {
 // sandbox trampoline set: RLIMIT_NPROC (not for root, whom it does not
 // bind) from the machine's running tasks now.
 func EncodeLimits(lim Limits) string {
-	tasks := -1
-	if os.Getuid() != 0 && lim.Processes > 0 {
-		tasks = systemTasks()
+	return encodeRlimits(rlimitsOf(lim, tasksFor(lim)))
+}
+
+// tasksFor is what RLIMIT_NPROC must allow beyond lim.Processes: the
+// machine's running tasks; -1 (no RLIMIT_NPROC) for root, whom it does
+// not bind, or without a process limit.
+func tasksFor(lim Limits) int {
+	if os.Getuid() == 0 || lim.Processes <= 0 {
+		return -1
 	}
-	return encodeRlimits(rlimitsOf(lim, tasks))
+	return systemTasks()
 }
 
 // TrampolineArgs is the start of an argv that runs bubblewrap's argv

@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -69,16 +71,8 @@ func applyRlimits(encoded string) error {
 		return err
 	}
 	for _, r := range rs {
-		lim := syscall.Rlimit{Cur: r.value, Max: r.value}
-		if r.resource == rlimitCPU {
-			// SIGXCPU at the limit ("CPU time limit exceeded"), SIGKILL
-			// a few seconds later if it is ignored.
-			lim.Max += 5
-		}
-		var old syscall.Rlimit
-		if syscall.Getrlimit(r.resource, &old) == nil && old.Max < r.value {
-			lim = syscall.Rlimit{Cur: min(r.value, old.Max), Max: old.Max} // never above the hard limit we have
-		}
+		soft, hard := clampRlimit(r)
+		lim := syscall.Rlimit{Cur: soft, Max: hard}
 		if err := syscall.Setrlimit(r.resource, &lim); err != nil {
 			return fmt.Errorf("resource %d: %v", r.resource, err)
 		}
@@ -536,12 +530,59 @@ func residentPages(pid int, buf []byte) int64 {
 	return v
 }
 
-// WrapLimits returns the command started through the limit wrapper of
-// this binary (LimitArg0), for a command started without the supervisor;
-// path and argv unchanged when lim sets nothing.
+// WrapLimits returns the command started so that lim are its rlimits
+// before its first instruction: through util-linux's prlimit(1) when the
+// system has it (a small C program: a start of this binary costs several
+// times more, and it is paid by every command), else through this
+// binary's limit wrapper (LimitArg0). Both set the limits on themselves
+// and execute the command in their place. path and argv unchanged when lim
+// sets nothing.
 func WrapLimits(path string, argv []string, lim Limits) (string, []string) {
 	if !lim.Any() {
 		return path, argv
 	}
+	if pl := prlimitPath(); pl != "" {
+		names := map[int]string{rlimitCPU: "cpu", rlimitFSIZE: "fsize", rlimitDATA: "data", rlimitNPROC: "nproc", rlimitNOFILE: "nofile"}
+		args := []string{"prlimit"}
+		for _, r := range rlimitsOf(lim, tasksFor(lim)) {
+			soft, hard := clampRlimit(r)
+			args = append(args, fmt.Sprintf("--%s=%d:%d", names[r.resource], soft, hard))
+		}
+		// prlimit runs its command with execvp and that name as argv[0]:
+		// a bare name found on PATH (bash, bwrap) keeps its argv[0].
+		cmd := path
+		if filepath.Base(path) == argv[0] {
+			cmd = argv[0]
+		}
+		return pl, append(append(args, "--", cmd), argv[1:]...)
+	}
 	return "/proc/self/exe", append([]string{LimitArg0, EncodeLimits(lim), path}, argv...)
+}
+
+// prlimitPath is util-linux's prlimit in a system folder, owned by root
+// and writable by nobody else; "" when there is none.
+var prlimitPath = sync.OnceValue(func() string {
+	for _, p := range []string{"/usr/bin/prlimit", "/bin/prlimit", "/usr/sbin/prlimit", "/sbin/prlimit"} {
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Uid == 0 && st.Mode&0o022 == 0 && st.Mode&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+})
+
+// clampRlimit is the soft and hard value to set for r: r's value (the hard
+// limit of processor time a few seconds above, so that SIGXCPU comes
+// first), never above the hard limit this process has.
+func clampRlimit(r rlimit) (soft, hard uint64) {
+	soft, hard = r.value, r.value
+	if r.resource == rlimitCPU {
+		hard += 5
+	}
+	var old syscall.Rlimit
+	if syscall.Getrlimit(r.resource, &old) == nil && old.Max < hard {
+		hard = old.Max
+		soft = min(soft, hard)
+	}
+	return soft, hard
 }
