@@ -3,6 +3,7 @@ package cycle
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/options"
@@ -85,9 +86,10 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		sc.Protected = append(sc.Protected, bufferPath)
 	}
 	// The conversation's own full outputs stay readable: its notices
-	// name them.
+	// name them. Commands keep tool caches in a folder of the project's.
 	if state := h.stateDir(); state != "" {
 		sc.HiddenExcept = append(sc.HiddenExcept, sandbox.OutputFolder(state, bufferPath))
+		sc.CacheDir = sandbox.CacheFolder(state, cwd, bufferPath)
 	}
 	h.mu.Lock()
 	st := h.state(bufnr)
@@ -233,6 +235,9 @@ func (h *Engine) sweepOutputs(state string) {
 	go func() {
 		if n := sandbox.SweepOutputs(state); n > 0 {
 			h.logf("removed %d folders of old full outputs from %s", n, sandbox.OutputsDir(state))
+		}
+		if n := sandbox.SweepCaches(state); n > 0 {
+			h.logf("removed %d folders of old tool caches from %s", n, filepath.Join(state, "cache"))
 		}
 	}()
 }

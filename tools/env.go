@@ -217,6 +217,17 @@ func (e *Env) SandboxFor(call Call) (*sandbox.Sandbox, error) {
 // name and value, so kept as it is).
 func (e *Env) CommandEnv() []string {
 	env := sandbox.AllowEnv(e.environ(), sandbox.DefaultEnvAllow, e.envDeny())
+	// Under bubblewrap, Go's build cache is the sandbox's own (writable)
+	// one: the user's, in the home folder, is read-only there and go test
+	// fails on it.
+	if e != nil && e.Sandbox != nil {
+		if c := e.Sandbox.CacheDir(); c != "" {
+			if _, set := e.ExtraEnv["GOCACHE"]; !set {
+				env = sandbox.ScrubEnv(env, []string{"GOCACHE"})
+				env = append(env, "GOCACHE="+filepath.Join(c, "go-build"))
+			}
+		}
+	}
 	if e != nil {
 		for k, v := range e.ExtraEnv {
 			env = append(env, k+"="+v)

@@ -147,3 +147,23 @@ func TestStateHoldingTheProject(t *testing.T) {
 		t.Errorf("bash in a project inside a hidden folder:\n%s", res.Content)
 	}
 }
+
+// TestCommandCache: under bubblewrap, commands get a writable Go build
+// cache of the project's (the user's, in the home folder, is read-only to
+// them, and go test fails on it); tools.bash.env may name another; the
+// none backend leaves the user's alone.
+func TestCommandCache(t *testing.T) {
+	requireBwrap(t)
+	f := newFixture(t)
+	cache := filepath.Join(f.outside, "state", "cache", "p1")
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}, CacheDir: cache,
+		Hidden: []string{filepath.Join(f.outside, "state")}})
+	f.env.Environ = append(f.env.Environ, "GOCACHE=/home/u/.cache/go-build")
+	res := f.run("bash", map[string]any{"command": "echo GOCACHE=$GOCACHE; mkdir -p $GOCACHE && echo x > $GOCACHE/probe && cat $GOCACHE/probe"})
+	want(t, "cache", res, true, "GOCACHE="+filepath.Join(cache, "go-build"), "\nx")
+	f.env.ExtraEnv = map[string]string{"GOCACHE": "/tmp/mine"}
+	want(t, "user's GOCACHE", f.run("bash", map[string]any{"command": "echo GOCACHE=$GOCACHE"}), true, "GOCACHE=/tmp/mine")
+	f.env.ExtraEnv = nil
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "none", Writable: []string{sandbox.URNBufferPath}, CacheDir: cache})
+	want(t, "none backend", f.run("bash", map[string]any{"command": "echo GOCACHE=$GOCACHE"}), true, "GOCACHE=/home/u/.cache/go-build")
+}

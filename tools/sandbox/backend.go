@@ -413,6 +413,13 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	for _, d := range plan.reveal {
 		out = append(out, "--ro-bind-try", d, d)
 	}
+	// The commands' tool caches, writable (inside the state folder, which
+	// is hidden).
+	if c := s.cfg.CacheDir; c != "" && os.MkdirAll(c, 0o700) == nil {
+		now := time.Now()
+		os.Chtimes(c, now, now) // used: the sweep goes by this
+		out = append(out, "--bind-try", c, c)
+	}
 	out = append(out, bwrapUnshare...)
 	if s.cfg.Network {
 		out = append(out, "--share-net")

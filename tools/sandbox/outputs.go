@@ -128,3 +128,25 @@ func sweepOutputs(root string, now time.Time, maxAge time.Duration, maxBytes int
 	}
 	return removed
 }
+
+// CacheFolder is the folder of tool caches of sandboxed commands for the
+// project of a buffer (its folder, else Neovim's cwd): state/cache/<a name
+// derived from that folder>. Commands of another project do not share it.
+func CacheFolder(state, cwd, bufferPath string) string {
+	dir := cwd
+	if bufferPath != "" {
+		dir = filepath.Dir(bufferPath)
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
+	return filepath.Join(state, "cache", hex.EncodeToString(sum[:10]))
+}
+
+// CacheMaxBytes bounds the tool caches of sandboxed commands in all (the
+// least recently used projects' go first; Go trims its own cache too).
+const CacheMaxBytes = 4 << 30
+
+// SweepCaches removes the cache folders of projects unused for
+// OutputMaxAge, then the least recently used beyond CacheMaxBytes.
+func SweepCaches(state string) int {
+	return sweepOutputs(filepath.Join(state, "cache"), time.Now(), OutputMaxAge, CacheMaxBytes)
+}

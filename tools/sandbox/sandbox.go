@@ -64,6 +64,12 @@ type Config struct {
 	// visible, read-only, to bash): the conversation's own full outputs,
 	// which its truncation notices name.
 	HiddenExcept []string
+	// CacheDir is a folder of flemma's state where sandboxed commands
+	// keep tool caches (Go's build cache: GOCACHE): the user's own caches
+	// in the home folder are read-only to them, and go test fails on a
+	// read-only build cache. One per project (the host names it), created
+	// 0700 and bound read-write; "" for none.
+	CacheDir string
 	// Limits bound each command (sandbox.limits; issue 24 #6); nil means
 	// DefaultLimits. A zero field is no limit.
 	Limits *Limits
@@ -397,6 +403,16 @@ func (s *Sandbox) WithProtect() *Sandbox {
 	c := *s
 	c.protect = true
 	return &c
+}
+
+// CacheDir is the folder of tool caches of this sandbox's commands under
+// bubblewrap (Config.CacheDir), "" when there is none or commands do not
+// run under bubblewrap.
+func (s *Sandbox) CacheDir() string {
+	if s.cfg.CacheDir == "" || !s.Available() {
+		return ""
+	}
+	return s.cfg.CacheDir
 }
 
 // Limits are the limits each command runs under (Config.Limits, else
