@@ -52,4 +52,17 @@ func TestLuaDefaultsMatchGo(t *testing.T) {
 			t.Errorf("config.lua send.budget.%s = %v, Go default %v", key, got, want)
 		}
 	}
+	if got := L.GetField(luaSandbox, "unix_sockets"); got != lua.LBool(sandbox.DefaultConfig().UnixSockets) {
+		t.Errorf("config.lua sandbox.unix_sockets = %v, Go default %v", got, sandbox.DefaultConfig().UnixSockets)
+	}
+	// sandbox.limits as the host reads them (memory "50%" is half the
+	// machine's) are Go's DefaultLimits.
+	limits := L.GetField(luaSandbox, "limits").(*lua.LTable)
+	num := func(k string) float64 { return float64(L.GetField(limits, k).(lua.LNumber)) }
+	mem, ok := sandbox.ParseMemoryLimit(L.GetField(limits, "memory").String())
+	got := sandbox.Limits{Processes: int(num("processes")), Memory: mem, FileSize: int64(num("file_size")) << 20,
+		OpenFiles: int(num("open_files")), CPU: int(num("cpu"))}
+	if want := sandbox.DefaultLimits(); !ok || got != want {
+		t.Errorf("config.lua sandbox.limits = %+v, Go DefaultLimits = %+v", got, want)
+	}
 }

@@ -54,6 +54,7 @@ type Engine struct {
 	reads         *tools.ReadLog // what the model read, per buffer (stale-file protection)
 	outputDir     string         // private folder for full outputs of truncated results
 	outputCleanup func()         // removes it at shutdown
+	swept         string         // the state folder whose outputs were swept
 	luaWait       waiters
 	refresh       refresher
 
@@ -384,6 +385,7 @@ func (h *Engine) configure(cfg options.Config) error {
 	h.discovered = nil // a new setup may point a provider elsewhere: ask again
 	h.mu.Unlock()
 	h.openJournal(cfg.Paths.State)
+	h.sweepOutputs(cfg.Paths.State)
 	sandbox.DefaultFeatures.Configure(h.sandboxConfig(nil))
 
 	// Built-in resolvers are replaced; resolvers registered from Lua stay.
@@ -421,7 +423,10 @@ func (h *Engine) Health() (HealthReply, error) {
 	} else {
 		lines = append(lines, line{"warn", fmt.Sprintf("no working sandbox backend (%s): bash is never auto-approved by the sandbox resolver", why)})
 	}
-	if h.outputDir != "" {
+	if state := h.stateDir(); state != "" {
+		lines = append(lines, line{"ok", fmt.Sprintf("full outputs of truncated results are kept in %s (one folder per conversation, %d days after its last use, %s in all, the first %s of each output)",
+			sandbox.OutputsDir(state), int(sandbox.OutputMaxAge.Hours()/24), tools.FormatSize(sandbox.OutputMaxBytes), tools.FormatSize(sandbox.FullOutputCap))})
+	} else if h.outputDir != "" {
 		lines = append(lines, line{"ok", "full outputs of truncated results go to " + h.outputDir})
 	}
 	lines = append(lines, h.journalHealth()...)

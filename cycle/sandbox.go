@@ -3,6 +3,7 @@ package cycle
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/options"
@@ -40,6 +41,26 @@ func (h *Engine) sandboxConfig(fm *frontmatter.Result) sandbox.Config {
 	if c.Network != nil {
 		sc.Network = *c.Network
 	}
+	if c.UnixSockets != nil {
+		sc.UnixSockets = *c.UnixSockets
+	}
+	lim := sandbox.DefaultLimits()
+	if l := c.Limits; l.Processes != nil {
+		lim.Processes = int(*l.Processes)
+	}
+	if m, ok := sandbox.ParseMemoryLimit(c.Limits.Memory); ok {
+		lim.Memory = m
+	}
+	if l := c.Limits; l.FileSize != nil {
+		lim.FileSize = int64(*l.FileSize) << 20
+	}
+	if l := c.Limits; l.OpenFiles != nil {
+		lim.OpenFiles = int(*l.OpenFiles)
+	}
+	if l := c.Limits; l.CPU != nil {
+		lim.CPU = int(*l.CPU)
+	}
+	sc.Limits = &lim
 	// A policy may not approve writing flemma's own state (the trust
 	// store, the journal) or Neovim's configuration.
 	for _, dir := range []string{paths.State, paths.Config} {
@@ -47,6 +68,12 @@ func (h *Engine) sandboxConfig(fm *frontmatter.Result) sandbox.Config {
 			sc.Protected = append(sc.Protected, dir, dir+"/**")
 		}
 	}
+	// flemma's and the editor's state: no tool reads it, no command sees
+	// it (another conversation's journal records, outputs, swap files).
+	if paths.State != "" {
+		sc.Hidden = append(sc.Hidden, paths.State)
+	}
+	sc.Hidden = append(sc.Hidden, paths.Private...)
 	return sc
 }
 
@@ -57,6 +84,12 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 	sc := h.sandboxConfig(fm)
 	if bufferPath != "" {
 		sc.Protected = append(sc.Protected, bufferPath)
+	}
+	// The conversation's own full outputs stay readable: its notices
+	// name them. Commands keep tool caches in a folder of the project's.
+	if state := h.stateDir(); state != "" {
+		sc.HiddenExcept = append(sc.HiddenExcept, sandbox.OutputFolder(state, bufferPath))
+		sc.CacheDir = sandbox.CacheFolder(state, cwd, bufferPath)
 	}
 	h.mu.Lock()
 	st := h.state(bufnr)
@@ -78,6 +111,14 @@ func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 	h.mu.Lock()
 	cfg := h.cfg
 	h.mu.Unlock()
+	outputDir := h.outputDir
+	if state := h.stateDir(); state != "" {
+		if dir, err := sandbox.UseOutputFolder(state, bufferPath); err == nil {
+			outputDir = dir
+		} else {
+			h.logf("%v; full outputs go to %s", err, outputDir)
+		}
+	}
 	return &tools.Env{
 		Sandbox:        sb,
 		Truncate:       tools.Limits{MaxLines: cfg.Tools.Truncate.MaxLines, MaxBytes: cfg.Tools.Truncate.MaxBytes},
@@ -85,12 +126,19 @@ func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		Shell:          cfg.Tools.Bash.Shell,
 		ExtraEnv:       cfg.Tools.Bash.Env,
 		DefaultTimeout: secs(cfg.Tools.DefaultTimeout),
-		OutputDir:      h.outputDir,
+		OutputDir:      outputDir,
 		BackupDir:      h.backupDir(),
 		Protect:        protect,
 		Fetch: tools.FetchLimits{AllowPrivate: cfg.Tools.Fetch.AllowPrivate, MaxBytes: cfg.Tools.Fetch.MaxBytes,
 			Timeout: secs(cfg.Tools.Fetch.Timeout), MaxRedirects: cfg.Tools.Fetch.MaxRedirects},
 	}, nil
+}
+
+// stateDir is flemma's state folder, "" before the plugin sent it.
+func (h *Engine) stateDir() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg.Paths.State
 }
 
 // backupDir is where the files a tool changes are backed up (for
@@ -175,3 +223,23 @@ func (h *Engine) Truncate(which, content string, opts TruncateOpts) (TruncateRep
 }
 
 func (h *Engine) FormatSize(n float64) (string, error) { return tools.FormatSize(int64(n)), nil }
+
+// sweepOutputs applies the retention of full outputs (sandbox.SweepOutputs)
+// once per state folder, in the background.
+func (h *Engine) sweepOutputs(state string) {
+	h.mu.Lock()
+	same := h.swept == state
+	h.swept = state
+	h.mu.Unlock()
+	if state == "" || same {
+		return
+	}
+	go func() {
+		if n := sandbox.SweepOutputs(state); n > 0 {
+			h.logf("removed %d folders of old full outputs from %s", n, sandbox.OutputsDir(state))
+		}
+		if n := sandbox.SweepCaches(state); n > 0 {
+			h.logf("removed %d folders of old tool caches from %s", n, filepath.Join(state, "cache"))
+		}
+	}()
+}

@@ -106,7 +106,11 @@ func TestSandboxKeepsSecrets(t *testing.T) {
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	env := []string{"HOME=" + home, "GITHUB_TOKEN=ghp_E2ETOKENVALUE", "DATABASE_URL=postgres://u:E2EDBPASS@db/app", "MY_SERVICE_API_KEY=E2EAPIKEYVALUE"}
+	env := []string{"HOME=" + home, "GITHUB_TOKEN=ghp_E2ETOKENVALUE", "DATABASE_URL=postgres://u:E2EDBPASS@db/app", "MY_SERVICE_API_KEY=E2EAPIKEYVALUE",
+		// Issue 24 #5: what the deny list missed reaches nothing either.
+		`DOCKER_AUTH_CONFIG={"auths":{"r":{"auth":"E2EDOCKERAUTH"}}}`, "CI_JOB_JWT=E2EJOBJWT", "KUBE_CONFIG_DATA=E2EKUBECONFIG",
+		"GIT_CONFIG_PARAMETERS='http.extraheader'='AUTHORIZATION: basic E2EGITHEADER'", "SLACK_HOOK_URL=https://hooks.example.com/E2ESLACKHOOK",
+		"AUTHORIZATION=E2EAUTHORIZATION", "UPSTREAM_REPO=https://E2EREPOTOKEN0123456789@example.com/r.git"}
 	eachNvimEnv(t, "", env, func(t *testing.T, s *nvimtest.Session) {
 		if err := os.MkdirAll(filepath.Join(s.Dir, "sec"), 0o755); err != nil {
 			t.Fatal(err)
@@ -120,7 +124,8 @@ true`, port)
 		mustOpen(t, s, "sec/s.chat", bashCall(t, "s1", cmd))
 		press(t, s, "<C-]>")
 		body, _ := waitResult(t, s, "s1")
-		for _, secret := range []string{"AKIAE2EFAKESECRET", "E2EPRIVATEKEY", "gho_E2EGHTOKEN", "E2EDOTENV", "ghp_E2ETOKENVALUE", "E2EDBPASS", "E2EAPIKEYVALUE"} {
+		for _, secret := range []string{"AKIAE2EFAKESECRET", "E2EPRIVATEKEY", "gho_E2EGHTOKEN", "E2EDOTENV", "ghp_E2ETOKENVALUE", "E2EDBPASS", "E2EAPIKEYVALUE",
+			"E2EDOCKERAUTH", "E2EJOBJWT", "E2EKUBECONFIG", "E2EGITHEADER", "E2ESLACKHOOK", "E2EAUTHORIZATION", "E2EREPOTOKEN"} {
 			if strings.Contains(body, reverse(secret)) || strings.Contains(body, secret) {
 				t.Errorf("%s leaked:\n%s", secret, body)
 			}

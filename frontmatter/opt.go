@@ -153,14 +153,16 @@ var schema = sync.OnceValue(func() *node {
 		"cursor_after_result":    blocked("tools.cursor_after_result", reasonSetupOnly),
 	}}
 	sandbox := &node{kind: kindObject, path: "sandbox", set: coerceSandbox, fields: map[string]*node{
-		"enabled":   scalar("sandbox.enabled", setSandboxEnabled, func(es *evalState) any { return derefBool(es.b.opts.SandboxEnabled) }),
-		"writable":  blocked("sandbox.writable", reasonSandbox),
-		"deny_read": blocked("sandbox.deny_read", reasonSandbox),
-		"env_deny":  blocked("sandbox.env_deny", reasonSandbox),
-		"backend":   blocked("sandbox.backend", reasonSandbox),
-		"network":   blocked("sandbox.network", reasonSandbox),
-		"policy":    blocked("sandbox.policy", reasonSandbox),
-		"backends":  blocked("sandbox.backends", reasonSandbox),
+		"enabled":      scalar("sandbox.enabled", setSandboxEnabled, func(es *evalState) any { return derefBool(es.b.opts.SandboxEnabled) }),
+		"writable":     blocked("sandbox.writable", reasonSandbox),
+		"deny_read":    blocked("sandbox.deny_read", reasonSandbox),
+		"env_deny":     blocked("sandbox.env_deny", reasonSandbox),
+		"backend":      blocked("sandbox.backend", reasonSandbox),
+		"network":      blocked("sandbox.network", reasonSandbox),
+		"unix_sockets": blocked("sandbox.unix_sockets", reasonSandbox),
+		"limits":       blocked("sandbox.limits", reasonSandbox),
+		"policy":       blocked("sandbox.policy", reasonSandbox),
+		"backends":     blocked("sandbox.backends", reasonSandbox),
 	}}
 	// parameters.* is the canonical home of the request parameters in the Lua
 	// plugin; it leads to the same nodes as the root shortcuts.

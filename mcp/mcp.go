@@ -294,7 +294,9 @@ func (m *Manager) connect(s *server, envDeny []string) (*sdk.ClientSession, *pro
 		if deny == nil {
 			deny = sandbox.DefaultEnvDeny
 		}
-		env := sandbox.ScrubEnv(sandbox.ScrubEnv(os.Environ(), sandbox.SocketEnv), deny)
+		// The allow-list environment of commands (issue 24 #5), plus
+		// what setup's env sets.
+		env := sandbox.AllowEnv(os.Environ(), sandbox.DefaultEnvAllow, deny)
 		for _, k := range slices.Sorted(maps.Keys(s.cfg.Env)) {
 			env = append(env, k+"="+s.cfg.Env[k])
 		}

@@ -186,6 +186,11 @@ func waitStatus(t *testing.T, m *Manager, ok func(ServerStatus) bool) ServerStat
 
 func TestStdioEnvIsScrubbedWithSetupEnvOnTop(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "host-secret")
+	// Issue 24 #5: what a deny list missed, and a name nobody listed.
+	t.Setenv("DOCKER_AUTH_CONFIG", `{"auths":{"r":{"auth":"dXNlcjpwYXNz"}}}`)
+	t.Setenv("GIT_CONFIG_PARAMETERS", "'http.extraheader'='AUTHORIZATION: basic eDp5'")
+	t.Setenv("SOMETHING_NOBODY_LISTED", "x")
+	t.Setenv("LANG", "C.UTF-8")
 	m, reg := stdio(t, nil)
 	m.Ensure(context.Background())
 	if st := m.Status()[0]; st.Status != StatusReady {
@@ -196,6 +201,14 @@ func TestStdioEnvIsScrubbedWithSetupEnvOnTop(t *testing.T) {
 	}
 	if res := run(t, reg, "mcp:test:get_env", `{"name":"ANTHROPIC_API_KEY"}`); res.Content != "false:" {
 		t.Fatalf("the host's key reached the server: %+v", res)
+	}
+	for _, name := range []string{"DOCKER_AUTH_CONFIG", "GIT_CONFIG_PARAMETERS", "SOMETHING_NOBODY_LISTED"} {
+		if res := run(t, reg, "mcp:test:get_env", `{"name":"`+name+`"}`); res.Content != "false:" {
+			t.Errorf("the host's %s reached the server: %+v", name, res)
+		}
+	}
+	if res := run(t, reg, "mcp:test:get_env", `{"name":"LANG"}`); res.Content != "true:C.UTF-8" {
+		t.Errorf("an allowed variable did not reach the server: %+v", res)
 	}
 	if res := run(t, reg, "mcp:test:get_env", `{"name":"SERVER_MODE"}`); res.Content != "true:dev" {
 		t.Fatalf("setup's env did not reach the server: %+v", res)

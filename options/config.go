@@ -84,6 +84,11 @@ type Config struct {
 		// Data is flemma's folder in Neovim's data folder
 		// (stdpath("data")/flemma): sign-ins are stored there.
 		Data string `json:"data"`
+		// Private are the editor's own state (Neovim's state folder,
+		// 'undodir', 'directory', 'backupdir', the shada file's folder,
+		// flemma's log file): with State, tools never read them and
+		// sandboxed commands never see them (issue 24 #3).
+		Private []string `json:"private"`
 	} `json:"paths"`
 	// Send: retries and timeouts of a request, in seconds (nil = the
 	// default; Resolve applies them).
@@ -111,6 +116,19 @@ type Config struct {
 		DenyRead []string `json:"deny_read"`
 		EnvDeny  []string `json:"env_deny"`
 		Network  *bool    `json:"network"`
+		// UnixSockets: sandbox.unix_sockets (off: no AF_UNIX socket in
+		// sandboxed commands).
+		UnixSockets *bool `json:"unix_sockets"`
+		// Limits: sandbox.limits (nil fields keep the default). Memory is
+		// MiB (a number) or "N%" of the machine's memory; FileSize MiB;
+		// CPU seconds; 0 = no limit.
+		Limits struct {
+			Processes *float64 `json:"processes"`
+			Memory    any      `json:"memory"`
+			FileSize  *float64 `json:"file_size"`
+			OpenFiles *float64 `json:"open_files"`
+			CPU       *float64 `json:"cpu"`
+		} `json:"limits"`
 	} `json:"sandbox"`
 }
 

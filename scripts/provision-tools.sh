@@ -3,11 +3,13 @@
 #   bwrap (bubblewrap): the sandbox backend of bash; its tests skip, saying
 #                       why, where it is missing or user namespaces do not work
 #   rg (ripgrep):       the yardstick of the grep benchmark
+#   pytest-3:           everyday work under the default sandbox (the test
+#                       also runs git, go, node, npm and make)
 # Installs them with apt-get when run as root; otherwise says how. With CI set,
 # a missing program is an error.
 set -euo pipefail
 
-want=(bwrap:bubblewrap rg:ripgrep)
+want=(bwrap:bubblewrap rg:ripgrep pytest-3:python3-pytest)
 missing=()
 for pair in "${want[@]}"; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")

@@ -225,12 +225,25 @@ func (e *Env) SandboxFor(call Call) (*sandbox.Sandbox, error) {
 	return sb, nil
 }
 
-// CommandEnv is the environment of a command: the base environment without
-// the variables that name a socket of the user (SocketEnv, always) and
-// those env_deny matches, plus tools.bash.env (set by the user, so kept
-// even when it names one of them).
+// CommandEnv is the environment of a command, by allow-list (issue 24
+// #5): of the base environment only the variables sandbox.DefaultEnvAllow
+// names, without those env_deny matches, those naming a socket of the user
+// (SocketEnv) and those whose value looks like a credential
+// (sandbox.LooksLikeCredential); plus tools.bash.env (set by the user by
+// name and value, so kept as it is).
 func (e *Env) CommandEnv() []string {
-	env := sandbox.ScrubEnv(sandbox.ScrubEnv(e.environ(), sandbox.SocketEnv), e.envDeny())
+	env := sandbox.AllowEnv(e.environ(), sandbox.DefaultEnvAllow, e.envDeny())
+	// Under bubblewrap, Go's build cache is the sandbox's own (writable)
+	// one: the user's, in the home folder, is read-only there and go test
+	// fails on it.
+	if e != nil && e.Sandbox != nil {
+		if c := e.Sandbox.CacheDir(); c != "" {
+			if _, set := e.ExtraEnv["GOCACHE"]; !set {
+				env = sandbox.ScrubEnv(env, []string{"GOCACHE"})
+				env = append(env, "GOCACHE="+filepath.Join(c, "go-build"))
+			}
+		}
+	}
 	if e != nil {
 		for k, v := range e.ExtraEnv {
 			env = append(env, k+"="+v)

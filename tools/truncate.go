@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flemma-dev/flemma/internal/size"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
 // Truncated is the result of TruncateHead or TruncateTail (reference §8.2).
@@ -196,8 +199,7 @@ func SaveFullOutput(dir string, call Call, text string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	bufPart := strings.ReplaceAll(strings.TrimPrefix(call.Buffer, "/"), "/", "-")
-	name := "flemma_tool_" + safeName(bufPart) + "_" + safeName(call.ID) + ".txt"
+	name := fullOutputName(call)
 	f, err := os.CreateTemp(dir, ".flemma_tool_*.tmp")
 	if err != nil {
 		return "", err
@@ -234,4 +236,172 @@ func safeName(s string) string {
 		out = out[len(out)-100:]
 	}
 	return out
+}
+
+// Spool writes the output of a command, as it comes, to the file that
+// becomes its full output when the result is truncated (issue 26 #6: the
+// file named by a notice held 16 MiB of a 200 MB output, and the notice
+// counted the lines of what was kept in memory). Complete lines go through
+// Finish (control sequences stripped, secrets redacted), so the file holds
+// what the model could be shown; only the first sandbox.FullOutputCap
+// bytes of the output are kept, and Capped says so. It counts every byte
+// and line the command wrote, exactly. Not safe for concurrent use (the
+// caller serialises Write).
+type Spool struct {
+	env      *Env
+	dir, tmp string
+	f        *os.File
+	pending  []byte // the start of a line not yet finished
+	kept     int64  // bytes of output given to the file
+	total    int64  // bytes of output seen
+	newlines int64
+	trailNL  int64 // newlines in the run of trailing whitespace
+	content  bool  // something other than whitespace was seen
+	err      error
+}
+
+// spoolPending bounds a line kept back for Finish: a longer one is written
+// in pieces.
+const spoolPending = 1 << 20
+
+// NewSpool starts a spool in dir (created 0700 when missing); without a
+// usable dir it only counts.
+func NewSpool(dir string, env *Env) *Spool {
+	s := &Spool{env: env, dir: dir}
+	if dir == "" {
+		dir = os.TempDir()
+		s.dir = dir
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		s.err = err
+		return s
+	}
+	f, err := os.CreateTemp(dir, ".flemma_tool_*.tmp") // 0600
+	if err != nil {
+		s.err = err
+		return s
+	}
+	s.f, s.tmp = f, f.Name()
+	return s
+}
+
+// Write counts p and adds it to the file while under the cap.
+func (s *Spool) Write(p []byte) (int, error) {
+	n := len(p)
+	s.total += int64(n)
+	s.newlines += int64(bytes.Count(p, []byte{'\n'}))
+	last := bytes.LastIndexFunc(p, func(r rune) bool { return r != ' ' && r != '\t' && r != '\r' && r != '\n' })
+	if last >= 0 {
+		s.content = true
+		s.trailNL = int64(bytes.Count(p[last:], []byte{'\n'}))
+	} else {
+		s.trailNL += int64(bytes.Count(p, []byte{'\n'}))
+	}
+	if s.f == nil || s.kept >= sandbox.FullOutputCap {
+		return n, nil
+	}
+	if room := sandbox.FullOutputCap - s.kept; int64(len(p)) > room {
+		p = p[:room]
+	}
+	s.kept += int64(len(p))
+	s.pending = append(s.pending, p...)
+	cut := bytes.LastIndexByte(s.pending, '\n') + 1
+	if cut == 0 && len(s.pending) >= spoolPending {
+		cut = len(s.pending)
+	}
+	if cut > 0 {
+		s.flush(s.pending[:cut])
+		s.pending = append(s.pending[:0], s.pending[cut:]...)
+	}
+	return n, nil
+}
+
+func (s *Spool) flush(b []byte) {
+	if s.err != nil || len(b) == 0 {
+		return
+	}
+	if _, err := s.f.WriteString(Finish(string(b), s.env)); err != nil {
+		s.err = err
+	}
+}
+
+// Totals are the exact bytes and lines of the whole output (lines as
+// TruncateTail counts them once trailing whitespace is trimmed; 0 for an
+// output of whitespace only).
+func (s *Spool) Totals() (bytes, lines int64) {
+	if !s.content {
+		return s.total, 0
+	}
+	return s.total, s.newlines - s.trailNL + 1
+}
+
+// Capped reports whether the file holds only the start of the output:
+// the bytes kept and the output's size.
+func (s *Spool) Capped() (capped bool, kept, total int64) {
+	return s.total > s.kept, s.kept, s.total
+}
+
+// Keep closes the file and moves it into place as the full output of call
+// (named as SaveFullOutput names it) and returns its path.
+func (s *Spool) Keep(call Call) (string, error) {
+	if s.f == nil {
+		if s.err == nil {
+			s.err = errors.New("no full output file")
+		}
+		return "", s.err
+	}
+	s.flush(s.pending)
+	s.pending = nil
+	err := s.err
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	s.f = nil
+	if err != nil {
+		os.Remove(s.tmp)
+		return "", err
+	}
+	path := filepath.Join(s.dir, fullOutputName(call))
+	if err := os.Rename(s.tmp, path); err != nil {
+		os.Remove(s.tmp)
+		return "", err
+	}
+	return path, nil
+}
+
+// Discard closes and removes the file (the result was not truncated).
+func (s *Spool) Discard() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+		os.Remove(s.tmp)
+	}
+}
+
+// TruncateTailOf presents the end of an output too large to keep whole in
+// memory: tail is its last part (Finish applied), lines and size the
+// whole output's exact totals, full the path of the saved output ("" when
+// there is none) and note what the file lacks ("" when it is complete).
+// The lines shown are numbered in the whole output.
+func TruncateTailOf(tail string, l Limits, lines, size int64, full, note string) string {
+	l = l.withDefaults()
+	t := TruncateTail(tail, l)
+	fullPart := ""
+	if full != "" {
+		fullPart = ". Full output: " + full
+		if note != "" {
+			fullPart = ". Full output (" + note + "): " + full
+		}
+	}
+	if t.LastLinePartial {
+		return t.Content + "\n\n" + fmt.Sprintf("[Showing last %s of line %d of %s%s]", FormatSize(int64(t.OutputBytes)), lines, FormatSize(size), fullPart)
+	}
+	a := lines - int64(t.OutputLines) + 1
+	return t.Content + "\n\n" + fmt.Sprintf("[Showing lines %d-%d of %d (%s in all)%s]", a, lines, lines, FormatSize(size), fullPart)
+}
+
+// fullOutputName is the file name of call's full output.
+func fullOutputName(call Call) string {
+	bufPart := strings.ReplaceAll(strings.TrimPrefix(call.Buffer, "/"), "/", "-")
+	return "flemma_tool_" + safeName(bufPart) + "_" + safeName(call.ID) + ".txt"
 }

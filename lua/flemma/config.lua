@@ -129,9 +129,18 @@ M.defaults = {
       -- shell histories
       "~/.*_history", "~/.local/share/fish/fish_history",
     },
-    -- bash gets no network unless you opt in (abstract sockets of X11 and
-    -- D-Bus become reachable with it).
+    -- bash gets no network unless you opt in.
     network = false,
+    -- No unix socket can be created by bash (a seccomp filter), so none of
+    -- yours is reachable, wherever it lies. true allows them, for test
+    -- suites that start a unix-socket server of their own; then only the
+    -- sockets flemma finds are hidden.
+    unix_sockets = false,
+    -- Limits of each command (bash): processes at once, memory in MiB or
+    -- "N%" of this machine's (each process, and the tree together), the
+    -- largest file in MiB, open files, seconds of processor time per
+    -- process. 0 = no limit.
+    limits = { processes = 1024, memory = "50%", file_size = 4096, open_files = 8192, cpu = 600 },
     -- Variables never passed to commands (and redacted from output). The
     -- sockets of Neovim, ssh-agent, D-Bus, X11, tmux … are always dropped.
     env_deny = {
@@ -229,6 +238,8 @@ local checks = {
   ["sandbox.enabled"] = { "boolean" },
   ["sandbox.backend"] = { "string", one_of = { "auto", "bwrap", "none" } },
   ["sandbox.network"] = { "boolean" },
+  ["sandbox.unix_sockets"] = { "boolean" },
+  ["sandbox.limits.memory"] = { "number", "string" },
   ["host.cmd"] = { "string", "table", "nil" },
   ["host.log_file"] = { "string", "nil" },
   ["host.timeout"] = { "number" },
@@ -566,6 +577,31 @@ local function check_mcp_servers(cfg, errors, warnings)
   end
 end
 
+-- sandbox.limits: whole numbers, 0 or more; memory also "N%" (1 to 100). A
+-- wrong value is reported and the default is used.
+local function check_limits(cfg, errors)
+  local l = type(cfg.sandbox) == "table" and cfg.sandbox.limits
+  if type(l) ~= "table" then
+    return
+  end
+  for k, v in pairs(l) do
+    local ok = type(v) == "number" and v >= 0 and v == math.floor(v)
+    if k == "memory" and type(v) == "string" then
+      local pct = tonumber(v:match("^(%d+)%%$"))
+      ok = pct ~= nil and pct >= 1 and pct <= 100
+    end
+    if not ok and M.defaults.sandbox.limits[k] ~= nil then
+      local want = k == "memory" and 'a whole number of MiB (0 = none) or "N%" of the memory'
+        or "a whole number, 0 or more (0 = none)"
+      table.insert(
+        errors,
+        string.format("sandbox.limits.%s: expected %s, got %s (the default is used)", k, want, vim.inspect(v))
+      )
+      l[k] = M.defaults.sandbox.limits[k]
+    end
+  end
+end
+
 --- Merge user options over the defaults and validate them.
 ---@return table config, string[] errors, string[] warnings
 function M.resolve(user)
@@ -612,6 +648,7 @@ function M.resolve(user)
   check_providers(cfg, errors, warnings)
   check_models(cfg, errors, warnings)
   check_mcp_servers(cfg, errors, warnings)
+  check_limits(cfg, errors)
   if type(cfg.tools.autopilot) == "boolean" then
     cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
   end
@@ -627,6 +664,52 @@ function M.state_dir()
     dir = vim.fn.stdpath("data")
   end
   return dir .. "/flemma"
+end
+
+--- Where Neovim keeps what it knows of the user's files and sessions:
+--- its state folder (shada, undo, swap, logs; 0.8 and later), its data
+--- folder (plugins' data; 0.7's shada, undo, swap), the folders
+--- 'undodir', 'directory' and 'backupdir' name (not "." and other relative
+--- ones: those are the edited file's own folder), the shada file's folder,
+--- and flemma's log file. Tools never read them and sandboxed commands
+--- never see them, like flemma's state folder.
+function M.private_paths(cfg)
+  local out, seen = {}, {}
+  local function add(p)
+    if type(p) ~= "string" or p == "" then
+      return
+    end
+    p = vim.fn.fnamemodify(vim.fn.expand(p), ":p"):gsub("/+$", "")
+    if p ~= "" and p:sub(1, 1) == "/" and not seen[p] then
+      seen[p] = true
+      table.insert(out, p)
+    end
+  end
+  local ok, state = pcall(vim.fn.stdpath, "state")
+  if ok and type(state) == "string" then
+    add(state)
+  end
+  -- Plugins keep their data here: sessions, histories, other assistants'
+  -- conversations (and Neovim 0.7 its shada, undo and swap files).
+  add(vim.fn.stdpath("data"))
+  for _, opt in ipairs({ "undodir", "directory", "backupdir" }) do
+    for _, d in ipairs(vim.split(vim.o[opt] or "", ",", { plain = true })) do
+      d = d:gsub("/+$", "")
+      if d:sub(1, 1) == "/" or d:sub(1, 1) == "~" or d:sub(1, 1) == "$" then
+        add(d)
+      end
+    end
+  end
+  local shada = vim.o.shadafile
+  if shada == "" then
+    add(vim.fn.stdpath("data") .. "/shada")
+  elseif shada ~= "NONE" then
+    add(vim.fn.fnamemodify(vim.fn.expand(shada), ":h"))
+  end
+  if cfg and cfg.host and type(cfg.host.log_file) == "string" then
+    add(cfg.host.log_file)
+  end
+  return out
 end
 
 --- The part of the config the host needs, in a shape msgpack can carry:
@@ -648,7 +731,12 @@ function M.for_host(cfg)
     return v
   end
   return strip({
-    paths = { state = M.state_dir(), config = vim.fn.stdpath("config"), data = vim.fn.stdpath("data") .. "/flemma" },
+    paths = {
+      state = M.state_dir(),
+      config = vim.fn.stdpath("config"),
+      data = vim.fn.stdpath("data") .. "/flemma",
+      private = M.private_paths(cfg),
+    },
     provider = cfg.provider,
     model = cfg.model,
     models = cfg.models,

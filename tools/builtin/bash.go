@@ -82,7 +82,9 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	// The writable roots are bound by descriptor when bubblewrap can: a
 	// root replaced after the check (by a command running meanwhile)
 	// cannot redirect the bind.
-	argv, files, err := sb.WrapCommandFiles([]string{env.ShellOrDefault(), "-c", in.Command})
+	// It starts in the folder it works in, or not at all (never in $HOME
+	// instead).
+	argv, files, err := sb.WrapCommandAt([]string{env.ShellOrDefault(), "-c", in.Command}, env.WorkDir(call))
 	if err != nil {
 		return tools.Output{}, fmt.Errorf("Sandbox error: %v", err)
 	}
@@ -131,17 +133,34 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		after := snapshotRoots(track, skip, nil)
 		c := compareSnapshots(before, after)
 		changes = c.undoable(before, after, pre, backups)
+		out := ""
 		if t := c.text(env.WorkDir(call)); t != "" {
-			return "\n\n" + t
+			out = "\n\n" + t
 		}
-		return ""
+		// Approved by a policy: what it did to protected paths and
+		// executable bits is put right now (see guardProtected).
+		if sb.Protecting() {
+			g := guardProtected(sb, c, before, after, changes, backups, call.ID)
+			kept := changes[:0]
+			for _, ch := range changes {
+				if !g.drop[ch.Path] {
+					kept = append(kept, ch)
+				}
+			}
+			changes = kept
+			if t := g.text(env.WorkDir(call)); t != "" {
+				out += "\n\n" + t
+			}
+		}
+		return out
 	}
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return tools.Output{}, &tools.Internal{Err: err}
 	}
-	proc, err := sandbox.StartTree(argv, env.WorkDir(call), env.CommandEnv(), pw, files) // stderr interleaved with stdout
+	lim := sb.Limits()
+	proc, err := sandbox.StartTreeLimited(argv, env.WorkDir(call), env.CommandEnv(), pw, files, lim) // stderr interleaved with stdout
 	pw.Close()
 	closeFiles()
 	if err != nil {
@@ -159,7 +178,10 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		return tools.Output{}, fmt.Errorf("Failed to start command: %s", reason)
 	}
 
-	var out capture
+	// Everything the command writes is counted and saved (up to a cap)
+	// as it comes: the full output a notice names, exact counts.
+	out := capture{spool: tools.NewSpool(env.OutputDirOrDefault(), env)}
+	defer out.spool.Discard()
 	copied := make(chan struct{})
 	go func() {
 		io.Copy(&out, pr)
@@ -191,25 +213,25 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		return tools.Output{}, ctx.Err()
 	}
 
-	text := tools.Finish(strings.TrimRight(out.String(), " \t\r\n"), env)
-	save := func(full string) (string, error) { return tools.SaveFullOutput(env.OutputDirOrDefault(), call, full) }
+	text := out.present(env, call)
 	if timedOut {
 		msg := "Command timed out after " + formatSeconds(timeout) + " seconds."
 		if text != "" {
-			msg = tools.TruncateWithOverflow(text, true, env.Limits(), save) + "\n\n" + msg
+			msg = text + "\n\n" + msg
 		}
 		return tools.Output{Changes: changes}, errors.New(msg + tracked())
 	}
 	if text == "" {
 		text = "(no output)"
-	} else {
-		text = tools.TruncateWithOverflow(text, true, env.Limits(), save)
 	}
 	<-proc.Done()
 	code, signal, err := proc.Exit()
 	switch {
 	case err != nil:
 		return tools.Output{}, &tools.Internal{Err: err}
+	case proc.LimitHit() != "":
+		err := fmt.Errorf("%s\n\n%s%s", text, limitMessage(proc.LimitHit(), lim), tracked())
+		return tools.Output{Changes: changes}, err
 	case signal != "":
 		err := fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)%s", text, signal, tracked())
 		return tools.Output{Changes: changes}, err
@@ -221,23 +243,71 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	return tools.Output{Text: text, Changes: changes}, nil
 }
 
+// limitMessage says which limit of sandbox.limits the command's tree went
+// beyond, in words the model can act on.
+func limitMessage(hit string, lim sandbox.Limits) string {
+	switch hit {
+	case "processes":
+		return fmt.Sprintf("Command was killed: it ran more than %d processes at once (sandbox.limits.processes).", lim.Processes)
+	case "memory":
+		return fmt.Sprintf("Command was killed: its processes together used more than %s of memory (sandbox.limits.memory).", tools.FormatSize(lim.Memory))
+	}
+	return "Command was killed for going beyond sandbox.limits (" + hit + ")."
+}
+
 func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
 // capture is the output of a command, bounded: the first captureHead bytes,
-// then a sliding window of the last captureTail bytes.
+// then a sliding window of the last captureTail bytes; and all of it
+// counted and saved by spool.
 type capture struct {
 	mu      sync.Mutex
 	head    []byte
 	tail    []byte
 	dropped int64
+	spool   *tools.Spool
+}
+
+// present is the output as the result shows it: whole when it fits the
+// limits; else its end, with a notice that counts the whole output
+// exactly and names the saved full output (saying when the file holds
+// only its start). "" for no output.
+func (c *capture) present(env *tools.Env, call tools.Call) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	save := func(string) (string, error) { return c.spool.Keep(call) }
+	if c.dropped == 0 && len(c.tail) <= captureTail {
+		text := tools.Finish(strings.TrimRight(string(c.head)+string(c.tail), " \t\r\n"), env)
+		if text == "" {
+			return ""
+		}
+		return tools.TruncateWithOverflow(text, true, env.Limits(), save)
+	}
+	// Only the end is in memory: it is what the result shows.
+	tail := c.tail
+	if len(tail) > captureTail {
+		tail = tail[len(tail)-captureTail:]
+	}
+	text := tools.Finish(strings.TrimRight(string(tail), " \t\r\n"), env)
+	size, lines := c.spool.Totals()
+	note := ""
+	if capped, kept, total := c.spool.Capped(); capped {
+		note = fmt.Sprintf("its first %s of %s: the rest is cut", tools.FormatSize(kept), tools.FormatSize(total))
+	}
+	full, err := save("")
+	if err != nil {
+		full = ""
+	}
+	return tools.TruncateTailOf(text, env.Limits(), lines, size, full, note)
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := len(p)
+	c.spool.Write(p)
 	if room := captureHead - len(c.head); room > 0 && len(c.tail) == 0 {
 		k := min(room, len(p))
 		c.head = append(c.head, p[:k]...)
@@ -252,19 +322,4 @@ func (c *capture) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func (c *capture) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	tail := c.tail
-	dropped := c.dropped
-	if len(tail) > captureTail {
-		dropped += int64(len(tail) - captureTail)
-		tail = tail[len(tail)-captureTail:]
-	}
-	if dropped == 0 {
-		return string(c.head) + string(tail)
-	}
-	return string(c.head) + fmt.Sprintf("\n[… %s of output omitted …]\n", tools.FormatSize(dropped)) + string(tail)
 }

@@ -3,7 +3,6 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +25,7 @@ import (
 
 func TestBash(t *testing.T) {
 	f := newFixture(t)
-	f.env.Environ = append(f.env.Environ, "OPENAI_API_KEY=sk-test-0123456789", "SERVICE_TOKEN=tok-abcdef-secret", "PLAIN_VAR=plain")
+	f.env.Environ = append(f.env.Environ, "OPENAI_API_KEY=sk-test-0123456789", "SERVICE_TOKEN=tok-abcdef-secret", "LANG=plain")
 	f.env.ExtraEnv = map[string]string{"FLEMMA_EXTRA": "extra-value"}
 	tests := []struct {
 		name  string
@@ -43,7 +42,7 @@ func TestBash(t *testing.T) {
 		{"exit code without output", map[string]any{"command": "exit 1"}, false, "(no output)\n\nCommand exited with code 1", nil},
 		{"runs in the buffer's directory", map[string]any{"command": "pwd"}, true, f.dir, nil},
 		{"stdin is empty", map[string]any{"command": "cat; echo eof"}, true, "eof", nil},
-		{"env scrubbed", map[string]any{"command": `echo "key=$OPENAI_API_KEY token=$SERVICE_TOKEN plain=$PLAIN_VAR extra=$FLEMMA_EXTRA"`}, true, "key= token= plain=plain extra=extra-value", nil},
+		{"env scrubbed", map[string]any{"command": `echo "key=$OPENAI_API_KEY token=$SERVICE_TOKEN plain=$LANG extra=$FLEMMA_EXTRA"`}, true, "key= token= plain=plain extra=extra-value", nil}, // LANG: an allowed name
 		{"secrets redacted", map[string]any{"command": "echo sk-test-0123456789 and tok-abcdef-secret"}, true, "[redacted] and [redacted]", nil},
 		{"control sequences stripped", map[string]any{"command": `printf '\033[31mred\033[0m \033]0;title\007ok\r\nbar 10%%\rbar 100%%\n'`}, true, "red ok\nbar 100%", nil},
 		{"timeout", map[string]any{"command": "echo started; sleep 10", "timeout": 0.3}, false, "started\n\nCommand timed out after 0.3 seconds.", nil},
@@ -99,24 +98,60 @@ func TestBashTruncation(t *testing.T) {
 	for i := 1; i <= 3000; i++ {
 		fmt.Fprintf(&seq, "%d\n", i)
 	}
-	if string(full) != strings.TrimSuffix(seq.String(), "\n") {
-		t.Errorf("full output file has %d bytes, want %d", len(full), seq.Len()-1)
+	if string(full) != seq.String() {
+		t.Errorf("full output file has %d bytes, want %d", len(full), seq.Len())
+	}
+	if fi, _ := os.Stat(m[1]); fi.Mode().Perm() != 0o600 {
+		t.Errorf("full output file mode %v, want 0600", fi.Mode().Perm())
 	}
 
 	// A failing command is truncated the same way, the exit code last.
 	res = f.run("bash", map[string]any{"command": "seq 1 3000; exit 2"})
 	want(t, "failing seq", res, false, "[Showing lines 1001-3000 of 3000. Full output: ", "]\n\nCommand exited with code 2")
+}
 
-	// Output beyond the capture bound keeps its head and tail.
-	res = f.run("bash", map[string]any{"command": "head -c 20000000 /dev/zero | tr '\\0' 'y' | fold -w 99; echo END"})
-	want(t, "huge", res, true, "END\n\n[Showing lines ")
-	m = regexp.MustCompile(`Full output: (.+)\]$`).FindStringSubmatch(res.Content)
-	if fi, err := os.Stat(m[1]); err != nil || fi.Size() > captureHead+captureTail+1000 {
-		t.Errorf("full output of a huge command: %v, %d bytes", err, fi.Size())
+// TestBashHugeOutput is issue 26 #6: for an output far beyond what is
+// kept in memory, the notice counts its lines and bytes exactly (it said
+// "of 453441 lines" for about 5.67 million), the file it names holds all
+// of it (it held 16 MiB of 200 MB, the rest "omitted"), and beyond the
+// documented cap it holds the first part and the notice says so.
+func TestBashHugeOutput(t *testing.T) {
+	f := newFixture(t)
+	res := f.run("bash", map[string]any{"command": "seq 1 5670000", "timeout": 120})
+	want(t, "5.67 M lines", res, true, "5669999\n5670000\n\n[Showing lines ", "-5670000 of 5670000 (")
+	m := regexp.MustCompile(`Full output: (.+)\]$`).FindStringSubmatch(res.Content)
+	if m == nil {
+		t.Fatalf("no full output named: %q", res.Content[len(res.Content)-200:])
 	}
-	b, _ := os.ReadFile(m[1])
-	if !bytes.Contains(b, []byte("MB of output omitted")) {
-		t.Errorf("no omission marker in the full output")
+	fi, err := os.Stat(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// seq 1 5670000 writes 5670000 lines: 9 of 1 digit, 90 of 2, … .
+	var size int64
+	for d, lo := int64(1), int64(1); lo <= 5670000; d, lo = d+1, lo*10 {
+		size += (min(lo*10-1, 5670000) - lo + 1) * (d + 1)
+	}
+	if fi.Size() != size {
+		t.Errorf("full output: %d bytes, want %d (all of it)", fi.Size(), size)
+	}
+	if strings.Contains(res.Content, "omitted") {
+		t.Errorf("the result still speaks of an omitted middle:\n%s", res.Content[len(res.Content)-300:])
+	}
+
+	// Beyond the cap: the first FullOutputCap bytes, and the notice says so.
+	old := sandbox.FullOutputCap
+	sandbox.FullOutputCap = 4 << 20
+	defer func() { sandbox.FullOutputCap = old }()
+	res = f.run("bash", map[string]any{"command": "head -c 30000000 /dev/zero | tr '\\0' 'y' | fold -w 99; echo END"})
+	// 30000000 = 99·303030 + 30: 303030 full lines, then 30 y and END.
+	want(t, "capped", res, true, "yyyEND\n\n[Showing lines ", "-303031 of 303031 (", "Full output (its first 4.0MB of 28.9MB: the rest is cut): ")
+	m = regexp.MustCompile(`: (/[^ ]+)\]$`).FindStringSubmatch(res.Content)
+	if m == nil {
+		t.Fatalf("no full output named: %q", res.Content[len(res.Content)-200:])
+	}
+	if fi, err := os.Stat(m[1]); err != nil || fi.Size() != 4<<20 {
+		t.Errorf("capped full output: %v, %v", fi, err)
 	}
 }
 

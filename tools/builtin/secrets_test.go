@@ -130,9 +130,15 @@ func TestBwrapMasksDenyRead(t *testing.T) {
 	}
 }
 
-// TestEnvDenyDefaults is issue 11 #8: the default env_deny removes
-// credentials and keeps ordinary variables.
-func TestEnvDenyDefaults(t *testing.T) {
+// TestEnvAllowList is issue 11 #8 and issue 24 #5: a command gets an
+// allow-list environment. Every credential the deny list of issue 11
+// caught, every one it missed (issue 24: DOCKER_AUTH_CONFIG, CI_JOB_JWT,
+// KUBE_CONFIG_DATA, GIT_CONFIG_PARAMETERS, GIT_CONFIG_VALUE_0,
+// SLACK_HOOK_URL, AUTHORIZATION, a repository URL with a token as user
+// name) and anything nobody listed stays out; an allowed name whose value
+// is shaped like a credential stays out too; the variables tools need
+// pass.
+func TestEnvAllowList(t *testing.T) {
 	removed := []string{
 		"DATABASE_URL=postgres://u:p@db/x", "SSH_AUTH_SOCK=/tmp/agent", "MY_SECRET=x", "CLIENT_SECRET_VALUE=x", "GITHUB_TOKEN=x",
 		"TOKEN=x", "DB_PASSWORD=x", "PGPASSWORD=x", "MYSQL_PWD=x", "HTPASSWD=x", "GOOGLE_APPLICATION_CREDENTIALS=/k.json",
@@ -141,16 +147,32 @@ func TestEnvDenyDefaults(t *testing.T) {
 		"MONGODB_URI=mongodb+srv://u:p@c/x", "ANTHROPIC_BASE_URL=x", "AWS_REGION=x", "HF_TOKEN=x", "VAULT_TOKEN=x",
 		"SLACK_WEBHOOK_URL=https://hooks.slack.com/x", "BW_SESSION=x", "PRIVATE_KEY_PATH=x", "GPG_PASSPHRASE=x",
 		"KRB5CCNAME=FILE:/tmp/krb5cc_1000", "SMTP_PASS=x", "APP_AUTH=x", "SOME_CONNECTION_STRING=x",
-		// A credential in a URL, whatever the variable's name.
 		"UPSTREAM=https://user:hunter2@example.com/repo.git",
+		// Issue 24 #5: what the deny list missed.
+		`DOCKER_AUTH_CONFIG={"auths":{"registry.example.com":{"auth":"dXNlcjpwYXNz"}}}`,
+		"CI_JOB_JWT=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJqb2IifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ",
+		"CI_JOB_JWT_V2=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJqb2IifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ",
+		"KUBE_CONFIG_DATA=YXBpVmVyc2lvbjogdjEKY2x1c3RlcnM6Ci0gY2x1c3Rlcjo=",
+		"GIT_CONFIG_PARAMETERS='http.extraheader'='AUTHORIZATION: basic eDp5'", "GIT_CONFIG_COUNT=1",
+		"GIT_CONFIG_KEY_0=http.extraheader", "GIT_CONFIG_VALUE_0=AUTHORIZATION: bearer abcdef0123456789",
+		"SLACK_HOOK_URL=https://hooks.slack.com/services/T000/B000/XXXX", "AUTHORIZATION=Bearer abcdef0123456789abcdef",
+		"REPO=https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o/r.git",
+		// Nobody listed these; they are not needed.
+		"PWD=/p", "OLDPWD=/o", "KEYTIMEOUT=1", "SSH_ASKPASS=/bin/a", "GIT_ASKPASS=/bin/a", "XDG_SESSION_TYPE=tty",
+		"DESKTOP_SESSION=x", "KUBECONFIG_DIR=/k", "SOMETHING_NEW=value",
+		// Allowed names with a credential's shape.
+		"HTTPS_PROXY=http://user:secret@proxy:3128", "GOPROXY=https://glpat-abcdefghijklmnopqrst@goproxy.example.com",
+		"PAGER=ghp_abcdefghijklmnopqrstuvwxyz0123456789", "LANG=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlLXNpZ25h",
+		"EDITOR=c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTEyMw==", "CC=sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345",
 	}
 	kept := []string{
 		"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C", "TERM=xterm", "GOPATH=/go", "GOROOT=/usr/lib/go",
 		"GOFLAGS=-mod=mod", "CARGO_HOME=/c", "RUSTUP_HOME=/r", "VIRTUAL_ENV=/v", "JAVA_HOME=/j", "EDITOR=nvim", "VISUAL=nvim",
-		"SHELL=/bin/bash", "USER=u", "LOGNAME=u", "PWD=/p", "OLDPWD=/o", "TMPDIR=/tmp", "PAGER=less", "NODE_ENV=test",
-		"PYTHONPATH=/p", "CC=gcc", "LD_LIBRARY_PATH=/l", "XDG_CONFIG_HOME=/x", "KEYTIMEOUT=1", "SSH_ASKPASS=/bin/a",
-		"GIT_ASKPASS=/bin/a", "HTTP_PROXY=http://proxy:3128", "GOPROXY=https://proxy.golang.org", "MANPATH=/m",
-		"XDG_SESSION_TYPE=tty", "DESKTOP_SESSION=x", "KUBECONFIG_DIR=/k", "SSL_CERT_FILE=/etc/ssl/c.pem",
+		"SHELL=/bin/bash", "USER=u", "LOGNAME=u", "TMPDIR=/tmp", "PAGER=less", "NODE_ENV=test",
+		"PYTHONPATH=/p", "CC=gcc", "LD_LIBRARY_PATH=/l", "XDG_CONFIG_HOME=/x",
+		"HTTP_PROXY=http://proxy:3128", "GOPROXY=https://proxy.golang.org,direct", "MANPATH=/m", "SSL_CERT_FILE=/etc/ssl/c.pem",
+		"PATH=/nix/store/0123456789abcdefghijklmnopqrstuv-go-1.22/bin:/usr/bin", "TERM=xterm-256color", "CI=true",
+		"GIT_AUTHOR_NAME=A U Thor", "GIT_AUTHOR_EMAIL=a@example.com",
 	}
 	env := (&tools.Env{Environ: append(append([]string{}, removed...), kept...)}).CommandEnv()
 	got := map[string]bool{}
@@ -167,10 +189,32 @@ func TestEnvDenyDefaults(t *testing.T) {
 			t.Errorf("%s was removed", kv)
 		}
 	}
+	// tools.bash.env is the user's, by name and value: it passes as set.
+	extra := (&tools.Env{Environ: removed, ExtraEnv: map[string]string{"NPM_TOKEN": "npm_abcdefghijklmnopqrstuvwxyz0123456789", "NODE_OPTIONS": "--max-old-space-size=4096"}}).CommandEnv()
+	if j := strings.Join(extra, "\n"); !strings.Contains(j, "NPM_TOKEN=npm_") || !strings.Contains(j, "NODE_OPTIONS=--max") {
+		t.Errorf("tools.bash.env did not pass: %v", extra)
+	}
 	// And the removed values never reach the buffer.
 	out := tools.Finish("cloning https://user:hunter2@example.com/repo.git and https://hooks.slack.com/x", &tools.Env{Environ: removed})
 	if strings.Contains(out, "hunter2") || strings.Contains(out, "hooks.slack.com") {
 		t.Errorf("Finish leaked: %s", out)
+	}
+	// End to end: with the host's environment full of them, a command
+	// (under bubblewrap when it works) sees none.
+	f := newFixture(t)
+	if _, ok, _ := sandbox.DetectBackend(); ok {
+		f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+	}
+	f.env.Environ = append(append([]string{}, removed...), "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"))
+	res := f.run("bash", map[string]any{"command": "env"})
+	for _, kv := range removed {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "PATH" || name == "HOME" || name == "PWD" { // bash sets PWD itself
+			continue
+		}
+		if strings.Contains("\n"+res.Content, "\n"+name+"=") {
+			t.Errorf("%s reached the command:\n%s", name, res.Content)
+		}
 	}
 }
 

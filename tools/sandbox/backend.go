@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flemma-dev/flemma/tools/internal/procsup"
 	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
@@ -26,8 +27,12 @@ type backendProbe struct {
 	netIso  bool   // --unshare-net works too
 	capDrop bool   // --cap-drop ALL is accepted
 	bindFD  bool   // --bind-fd exists (bubblewrap 0.8.0 and later)
-	version string
-	why     string // why it is not usable, or a short description when it is
+	// seccomp: bubblewrap loaded the socket filter (procsup.SeccompProgram)
+	// and a command ran under it; noSeccomp says why not.
+	seccomp   bool
+	noSeccomp string
+	version   string
+	why       string // why it is not usable, or a short description when it is
 }
 
 var (
@@ -54,6 +59,11 @@ func current() backendProbe {
 	if testhook.NoBwrap != "" {
 		return backendProbe{why: testhook.NoBwrap}
 	}
+	if testhook.NoSeccomp != "" && probe.ok {
+		p := probe
+		p.seccomp, p.noSeccomp = false, testhook.NoSeccomp
+		return p
+	}
 	return probe
 }
 
@@ -73,21 +83,7 @@ func detectBwrap(exe string) backendProbe {
 		p.bindFD = strings.Contains(string(out), "--bind-fd")
 	}
 	run := func(extra ...string) (string, bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		args := append(append([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}, bwrapUnshare...), extra...)
-		args = append(args, "--die-with-parent", "--new-session", "true")
-		var stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, path, args...)
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				msg = err.Error()
-			}
-			return msg, false
-		}
-		return "", true
+		return probeRun(path, nil, extra...)
 	}
 	capDrop := []string{"--cap-drop", "ALL"}
 	var msg string
@@ -112,6 +108,7 @@ func detectBwrap(exe string) backendProbe {
 		p.why = fmt.Sprintf("bubblewrap is installed (%s) but cannot create a sandbox here: %s", path, msg)
 		return p
 	}
+	p.seccomp, p.noSeccomp = probeSeccomp(path, p.netIso, p.capDrop)
 	p.why = "bubblewrap works"
 	if p.version != "" {
 		p.why = p.version + " works"
@@ -120,6 +117,74 @@ func detectBwrap(exe string) backendProbe {
 		p.why += " (without network isolation: network namespaces are unavailable)"
 	}
 	return p
+}
+
+// probeRun runs `true` under bubblewrap with the namespaces of the
+// sandbox, extra arguments and files (descriptors 3, 4, …): the reason of
+// a failure, or ok.
+func probeRun(path string, files []*os.File, extra ...string) (string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args := append(append([]string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}, bwrapUnshare...), extra...)
+	args = append(args, "--die-with-parent", "--new-session", "true")
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stderr = &stderr
+	cmd.ExtraFiles = files
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return msg, false
+	}
+	return "", true
+}
+
+// probeSeccomp checks that bubblewrap loads the socket filter here: the
+// architecture is one the filter knows, and the kernel takes it.
+func probeSeccomp(path string, netIso, capDrop bool) (bool, string) {
+	if !procsup.SeccompArchSupported(runtime.GOARCH) {
+		return false, "no seccomp filter for the " + runtime.GOARCH + " architecture (only amd64 and arm64 have one)"
+	}
+	f, err := seccompFile()
+	if err != nil {
+		return false, err.Error()
+	}
+	defer f.Close()
+	var extra []string
+	if !netIso {
+		extra = append(extra, "--share-net")
+	}
+	if capDrop {
+		extra = append(extra, "--cap-drop", "ALL")
+	}
+	if msg, ok := probeRun(path, []*os.File{f}, append(extra, "--seccomp", "3")...); !ok {
+		return false, "bubblewrap could not load the seccomp filter: " + msg
+	}
+	return true, ""
+}
+
+// seccompFile is a pipe's read end holding the socket filter, for
+// bubblewrap's --seccomp.
+func seccompFile() (*os.File, error) {
+	prog, err := procsup.SeccompProgram(runtime.GOARCH)
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(prog)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // bwrapUnshare are the namespaces every sandboxed command gets: all of
@@ -177,7 +242,7 @@ func (s *Sandbox) Available() bool {
 // backend, argv is returned unchanged. An explicit "bwrap" that does not
 // work, or network off without network namespaces, is an error.
 func (s *Sandbox) WrapCommand(argv []string) ([]string, error) {
-	out, files, err := s.wrap(argv, false)
+	out, files, err := s.wrap(argv, false, "")
 	for _, f := range files {
 		f.Close()
 	}
@@ -191,10 +256,18 @@ func (s *Sandbox) WrapCommand(argv []string) ([]string, error) {
 // cmd.ExtraFiles = files (they are descriptors 3, 4, … of the child, in
 // this order) and closes them once the command has started.
 func (s *Sandbox) WrapCommandFiles(argv []string) (wrapped []string, files []*os.File, err error) {
-	return s.wrap(argv, true)
+	return s.wrap(argv, true, "")
 }
 
-func (s *Sandbox) wrap(argv []string, byFD bool) ([]string, []*os.File, error) {
+// WrapCommandAt is WrapCommandFiles for a command that must run in dir:
+// under bubblewrap the command starts there or fails, saying why
+// (bubblewrap's --chdir; without it, a folder the command cannot see makes
+// bubblewrap start it in the home directory instead).
+func (s *Sandbox) WrapCommandAt(argv []string, dir string) (wrapped []string, files []*os.File, err error) {
+	return s.wrap(argv, true, dir)
+}
+
+func (s *Sandbox) wrap(argv []string, byFD bool, dir string) ([]string, []*os.File, error) {
 	if len(argv) == 0 {
 		return nil, nil, fmt.Errorf("empty command")
 	}
@@ -237,7 +310,29 @@ func (s *Sandbox) wrap(argv []string, byFD bool) ([]string, []*os.File, error) {
 			f.Close()
 		}
 	}
-	return s.bwrapArgs(current().path, argv, fds, s.planMasks()), files, nil
+	// The socket filter: by a descriptor this process hands on (its own
+	// commands get their limits from the supervisor), or, for an argv
+	// someone else starts, through the host binary's trampoline
+	// (procsup.SandboxExecArg), which sets the limits and makes the
+	// descriptor itself.
+	seccompFD := -1
+	if byFD && s.socketFilter() {
+		f, err := seccompFile()
+		if err != nil {
+			return fail(fmt.Errorf("cannot prepare the seccomp filter: %v", err))
+		}
+		files = append(files, f)
+		seccompFD = 2 + len(files)
+	}
+	out := s.bwrapArgs(current().path, argv, fds, s.planMasks(), seccompFD, dir)
+	if !byFD && (s.socketFilter() || s.Limits().Any()) {
+		exe, err := os.Executable()
+		if err != nil {
+			return fail(fmt.Errorf("cannot find the host binary for the seccomp filter and the limits: %v", err))
+		}
+		out = append(procsup.TrampolineArgs(exe, s.Limits(), s.socketFilter()), out...)
+	}
+	return out, files, nil
 }
 
 // openRoot opens the writable root r (canonical) without following any
@@ -263,26 +358,35 @@ func (s *Sandbox) openRoot(r string) (*os.File, error) {
 
 // bwrapArgv is the wrapped command with the roots bound by path.
 func (s *Sandbox) bwrapArgv(bwrap string, argv []string) []string {
-	return s.bwrapArgs(bwrap, argv, nil, s.planMasks())
+	return s.bwrapArgs(bwrap, argv, nil, s.planMasks(), -1, "")
 }
 
 // bwrapArgs builds the bubblewrap command line. The order matters: a
 // mount hides what an earlier one put at or under its path.
-func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, plan *maskPlan) []string {
+func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, plan *maskPlan, seccompFD int, dir string) []string {
 	out := []string{bwrap, "--ro-bind", "/", "/"}
 	// The private temporary folders first, then what is bound back inside
 	// them (the home, the working folder), then the other early masks
 	// ($XDG_RUNTIME_DIR, /run/user), which may lie inside what was bound
 	// back.
+	// A tmpfs holds its files in memory: a private temporary folder holds
+	// at most the command's memory limit, a mask (empty, only there to
+	// hide) at most maskSize.
 	for _, d := range plan.private {
+		if m := s.Limits().Memory; m > 0 {
+			out = append(out, "--size", strconv.FormatInt(m, 10))
+		}
 		out = append(out, "--tmpfs", d)
 	}
+	// "-try": a folder of the shared temporary folder may vanish between
+	// the plan and the mount (another program's checkout removed): there
+	// is nothing left to bind then, and the command must still start.
 	for _, d := range plan.rebind {
-		out = append(out, "--ro-bind", d, d)
+		out = append(out, "--ro-bind-try", d, d)
 	}
 	for _, d := range plan.early {
 		if !slices.Contains(plan.private, d) {
-			out = append(out, "--tmpfs", d)
+			out = append(out, "--size", maskSize, "--tmpfs", d)
 		}
 	}
 	for _, r := range s.roots {
@@ -297,14 +401,24 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	// protected folder would show again what a mask hid inside it.
 	if s.protect {
 		for _, p := range plan.ro {
-			out = append(out, "--ro-bind", p, p)
+			out = append(out, "--ro-bind-try", p, p)
 		}
 	}
 	for _, d := range plan.tmpfs {
-		out = append(out, "--tmpfs", d)
+		out = append(out, "--size", maskSize, "--tmpfs", d)
 	}
 	for _, f := range plan.null {
 		out = append(out, "--ro-bind", "/dev/null", f)
+	}
+	for _, d := range plan.reveal {
+		out = append(out, "--ro-bind-try", d, d)
+	}
+	// The commands' tool caches, writable (inside the state folder, which
+	// is hidden).
+	if c := s.cfg.CacheDir; c != "" && os.MkdirAll(c, 0o700) == nil {
+		now := time.Now()
+		os.Chtimes(c, now, now) // used: the sweep goes by this
+		out = append(out, "--bind-try", c, c)
 	}
 	out = append(out, bwrapUnshare...)
 	if s.cfg.Network {
@@ -313,9 +427,19 @@ func (s *Sandbox) bwrapArgs(bwrap string, argv []string, fds map[string]int, pla
 	if current().capDrop || current().path == "" {
 		out = append(out, "--cap-drop", "ALL")
 	}
+	if seccompFD >= 0 {
+		out = append(out, "--seccomp", strconv.Itoa(seccompFD))
+	}
+	if dir != "" {
+		out = append(out, "--chdir", dir)
+	}
 	out = append(out, "--die-with-parent", "--new-session")
 	return append(out, argv...)
 }
+
+// maskSize bounds an empty tmpfs that hides a folder (bytes): a command
+// may write there, but not fill the machine's memory.
+const maskSize = "1048576"
 
 // NetworkNamespaces reports whether bubblewrap can give a command its own
 // network namespace here (sandbox.network off needs it).
@@ -354,15 +478,30 @@ func (s *Sandbox) Status() string {
 		fmt.Fprintf(&b, "refused writable: %s\n", strings.Join(s.refused, "; "))
 	}
 	fmt.Fprintf(&b, "deny_read: %s\n", strings.Join(s.cfg.DenyRead, ", "))
-	fmt.Fprintf(&b, "env_deny: %s (and always: variables naming a socket, values holding a password in a URL)\n", strings.Join(s.cfg.EnvDeny, ", "))
+	fmt.Fprintf(&b, "environment: only %d allowed names (PATH, HOME, USER, SHELL, LANG, LC_*, TERM, TMPDIR, tool chains' homes and caches, …: :help flemma-sandbox), values shaped like credentials dropped, plus tools.bash.env (for MCP servers: their env)\n", len(DefaultEnvAllow))
+	fmt.Fprintf(&b, "env_deny: %s (removed even when allowed, and their values redacted from output; variables naming a socket always removed)\n", strings.Join(s.cfg.EnvDeny, ", "))
+	b.WriteString(limitsStatus(s.Limits()) + "\n")
 	if len(s.cfg.Protected) > 0 {
 		fmt.Fprintf(&b, "protected (besides git config and hooks, shell start-up files, .envrc, editor configurations): %s\n", strings.Join(s.cfg.Protected, ", "))
 	}
 	if s.cfg.Enabled && s.Backend() == "bwrap" && ok {
+		if c := current(); s.socketFilter() {
+			fmt.Fprintf(&b, "sockets: no unix socket can be created by a command (seccomp filter, %s: socket(AF_UNIX) refused, socketpair allowed, io_uring off), so none of yours is reachable, wherever it lies, abstract ones included\n", runtime.GOARCH)
+		} else if s.cfg.UnixSockets {
+			b.WriteString("sockets: commands may create unix sockets (sandbox.unix_sockets = true): only the sockets the scans below find are hidden\n")
+		} else {
+			fmt.Fprintf(&b, "sockets: NOT enforced by seccomp (%s): only the sockets the scans below find are hidden\n", c.noSeccomp)
+		}
 		p := s.planMasks()
-		fmt.Fprintf(&b, "hidden from bash: %d folders, %d files and sockets (%d sockets); scanned: %s, and the sockets /proc/net/unix lists (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
-			len(p.early)+len(p.tmpfs), len(p.null), p.sockets, strings.Join(p.scanned, ", "), p.entries,
-			scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		if p.seccomp {
+			fmt.Fprintf(&b, "hidden from bash: %d folders, %d files; scanned for deny_read: %s (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
+				len(p.early)+len(p.tmpfs), len(p.null), strings.Join(p.scanned, ", "), p.entries,
+				scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		} else {
+			fmt.Fprintf(&b, "hidden from bash: %d folders, %d files and sockets (%d sockets); scanned: %s, and the sockets /proc/net/unix lists (%d entries; at most %d in the roots, %d in the home directory, %d in each temporary folder, depth %d)\n",
+				len(p.early)+len(p.tmpfs), len(p.null), p.sockets, strings.Join(p.scanned, ", "), p.entries,
+				scanRootEntries, scanHomeEntries, scanTempEntries, scanMaxDepth)
+		}
 		if len(p.private) > 0 {
 			fmt.Fprintf(&b, "private temporary folders (empty for bash, not the machine's): %s\n", strings.Join(p.private, ", "))
 		}
@@ -370,13 +509,16 @@ func (s *Sandbox) Status() string {
 			fmt.Fprintf(&b, "  note: %s\n", n)
 		}
 	}
-	if s.cfg.Network {
+	switch {
+	case s.cfg.Network && s.socketFilter() && s.Available():
+		b.WriteString("network: allowed (commands share this machine's network namespace; its abstract unix sockets stay out of reach: no unix socket can be created)")
+	case s.cfg.Network:
 		b.WriteString("network: allowed (commands share this machine's network namespace, and with it its abstract unix sockets")
 		if abs := abstractSockets(5); len(abs) > 0 {
 			b.WriteString(": " + strings.Join(abs, ", "))
 		}
 		b.WriteString(")")
-	} else {
+	default:
 		b.WriteString("network: blocked")
 	}
 	return b.String()
@@ -403,4 +545,61 @@ func abstractSockets(n int) []string {
 		}
 	}
 	return out
+}
+
+// socketFilter reports whether this sandbox's commands run under the
+// socket filter: it loads here and sandbox.unix_sockets is off.
+func (s *Sandbox) socketFilter() bool { return current().seccomp && !s.cfg.UnixSockets }
+
+// SocketsFiltered reports whether sandboxed commands run under the socket
+// filter (procsup.SeccompProgram): no AF_UNIX socket can be created, so no
+// socket of the user is reachable, wherever it lies.
+func SocketsFiltered() bool { return current().ok && current().seccomp }
+
+// SocketFilterWhyNot says why commands do not run under the socket filter
+// ("" when they do).
+func SocketFilterWhyNot() string {
+	c := current()
+	if !c.ok {
+		return c.why
+	}
+	return c.noSeccomp
+}
+
+// limitsStatus is the limits line of Status.
+func limitsStatus(l Limits) string {
+	none := func(v int64, f func(int64) string) string {
+		if v <= 0 {
+			return "none"
+		}
+		return f(v)
+	}
+	size := func(v int64) string { return humanBytes(v) }
+	num := func(v int64) string { return strconv.FormatInt(v, 10) }
+	out := fmt.Sprintf("limits of each command: processes %s, memory %s (each process, and the tree together), file size %s, open files %s, cpu %s",
+		none(int64(l.Processes), num), none(l.Memory, size), none(l.FileSize, size), none(int64(l.OpenFiles), num),
+		none(int64(l.CPU), func(v int64) string { return num(v) + " s per process" }))
+	switch {
+	case runtime.GOOS != "linux":
+		out += " — NOT enforced on " + runtime.GOOS + " (they need the command supervisor of Linux)"
+	case os.Geteuid() == 0 && l.Processes > 0:
+		out += "; flemma runs as root, whom RLIMIT_NPROC does not bind: the process count holds by the supervisor, which counts the tree every 100 ms and kills it beyond (cgroups are not used)"
+	case l.Processes > 0 || l.Memory > 0:
+		out += "; the tree's processes and memory are counted by the supervisor every 100 ms (cgroups are not used)"
+	}
+	return out
+}
+
+// humanBytes writes a size in binary units ("4 GiB", "11.8 GiB").
+func humanBytes(v int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	f, u := float64(v), 0
+	for f >= 1024 && u < len(units)-1 {
+		f /= 1024
+		u++
+	}
+	if f == float64(int64(f)) {
+		return fmt.Sprintf("%d %s", int64(f), units[u])
+	}
+	return fmt.Sprintf("%.1f %s", f, units[u])
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flemma-dev/flemma/tools/internal/procsup"
 	"github.com/flemma-dev/flemma/tools/internal/testhook"
 )
 
@@ -72,6 +73,7 @@ type Tree struct {
 	done chan struct{} // closed when the tree is gone and waited for
 
 	// Set before done is closed.
+	hit    int // the limit the supervisor killed the tree for (procsup.HitProcesses, HitMemory)
 	status exitStatus
 	err    error // the command's end could not be known
 }
@@ -84,6 +86,18 @@ func (t *Tree) Done() <-chan struct{} { return t.done }
 // its end could not be known.
 func (t *Tree) Exit() (code int, signal string, err error) {
 	return t.status.code, t.status.signal, t.err
+}
+
+// LimitHit says, once Done is closed, which limit of the tree made the
+// supervisor kill it ("processes", "memory"), or "".
+func (t *Tree) LimitHit() string {
+	switch t.hit {
+	case procsup.HitProcesses:
+		return "processes"
+	case procsup.HitMemory:
+		return "memory"
+	}
+	return ""
 }
 
 var (
@@ -112,6 +126,13 @@ var killWait = 3 * time.Second
 // descriptors 3, 4, … in this order (the caller closes them once StartTree
 // returned).
 func StartTree(argv []string, dir string, env []string, out *os.File, files []*os.File) (*Tree, error) {
+	return StartTreeLimited(argv, dir, env, out, files, Limits{})
+}
+
+// StartTreeLimited is StartTree under limits: the command runs with them
+// as rlimits, and (supervised) its tree is killed when its processes or
+// their resident memory go beyond them (LimitHit says which).
+func StartTreeLimited(argv []string, dir string, env []string, out *os.File, files []*os.File, lim Limits) (*Tree, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		return nil, err
@@ -126,7 +147,7 @@ func StartTree(argv []string, dir string, env []string, out *os.File, files []*o
 		return nil, ErrShuttingDown
 	}
 	t := &Tree{done: make(chan struct{})}
-	if err := t.start(path, argv, dir, env, out, files); err != nil {
+	if err := t.start(path, argv, dir, env, out, files, lim); err != nil {
 		return nil, err
 	}
 	liveTrees[t] = struct{}{}
@@ -211,3 +232,7 @@ func exitStatusOf(waitErr error) (exitStatus, error) {
 	}
 	return exitStatus{code: -1, signal: ee.ProcessState.String()}, nil
 }
+
+// Limits bound a command's tree: processes, memory, file size, open
+// files, processor time (see procsup.Limits for how each is enforced).
+type Limits = procsup.Limits

@@ -16,7 +16,7 @@ type treePlatform struct {
 	terminating atomic.Bool
 }
 
-func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File, _ Limits) error {
 	return t.startGroup(path, argv, dir, env, out, files)
 }
 

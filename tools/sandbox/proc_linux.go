@@ -34,20 +34,23 @@ type treePlatform struct {
 // unsupervised.
 var errNoSupervisor = errors.New("supervisor unavailable")
 
-func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File, lim Limits) error {
 	if !testhook.NoSupervisor {
-		err := t.startSupervised(path, argv, dir, env, out, files)
+		err := t.startSupervised(path, argv, dir, env, out, files, lim)
 		if !errors.Is(err, errNoSupervisor) {
 			return err
 		}
 	}
+	// Unsupervised, the rlimits still apply (through the limit wrapper);
+	// the tree's count and memory are not watched.
+	path, argv = procsup.WrapLimits(path, argv, lim)
 	return t.startGroup(path, argv, dir, env, out, files)
 }
 
 // startSupervised starts the supervisor with the control socket as its
 // descriptor 3 and files as 4, 5, …; it hands them on to the command as 3,
 // 4, … (see package procsup).
-func (t *Tree) startSupervised(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+func (t *Tree) startSupervised(path string, argv []string, dir string, env []string, out *os.File, files []*os.File, lim Limits) error {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoSupervisor, err)
@@ -85,7 +88,7 @@ func (t *Tree) startSupervised(path string, argv []string, dir string, env []str
 		return fmt.Errorf("%w: %v", errNoSupervisor, err)
 	}
 	ctl.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := ctl.Write(procsup.EncodeCommand(path, argv, dedupEnv(env), len(files))); err != nil {
+	if _, err := ctl.Write(procsup.EncodeCommand(path, argv, dedupEnv(env), len(files), lim)); err != nil {
 		return fail(err)
 	}
 	var rep [5]byte
@@ -116,7 +119,14 @@ func (t *Tree) wait() {
 	ctl := t.plat.ctl
 	ctl.SetReadDeadline(time.Now().Add(time.Second))
 	var rep [5]byte
-	if _, err := io.ReadFull(ctl, rep[:]); err == nil && rep[0] == procsup.Exited {
+	var err error
+	for {
+		if _, err = io.ReadFull(ctl, rep[:]); err != nil || rep[0] != procsup.LimitHit {
+			break
+		}
+		t.hit = int(binary.LittleEndian.Uint32(rep[1:]))
+	}
+	if err == nil && rep[0] == procsup.Exited {
 		t.status = statusOf(syscall.WaitStatus(binary.LittleEndian.Uint32(rep[1:])))
 	} else {
 		// The supervisor died before its tree (killed with SIGKILL?): its

@@ -11,7 +11,7 @@ import (
 
 type treePlatform struct{}
 
-func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File) error {
+func (t *Tree) start(path string, argv []string, dir string, env []string, out *os.File, files []*os.File, _ Limits) error {
 	cmd := &exec.Cmd{Path: path, Args: argv, Dir: dir, Env: env, Stdout: out, Stderr: out, ExtraFiles: files}
 	if err := cmd.Start(); err != nil {
 		return err

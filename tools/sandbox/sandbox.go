@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -41,11 +42,85 @@ type Config struct {
 	// With it, the command shares the host's network namespace, and so its
 	// abstract unix sockets (X11's @/tmp/.X11-unix/X0, some D-Bus buses).
 	Network bool
+	// UnixSockets lets sandboxed commands create unix sockets
+	// (sandbox.unix_sockets; off by default). Off, a seccomp filter
+	// refuses every AF_UNIX socket, so none of the user's is reachable
+	// wherever it lies; on, only the sockets the scans find are hidden
+	// (for test suites that start a unix-socket server of their own).
+	UnixSockets bool
 	// Protected are paths or globs (same syntax as DenyRead) added to the
 	// built-in protected paths (DefaultProtected): the host adds the
 	// buffer's own .chat file and flemma's state directory. See
 	// Sandbox.Protected.
 	Protected []string
+	// Hidden are flemma's and the editor's state (issue 24 #3): the
+	// journal, the trust store, backups, logs, other conversations' full
+	// outputs, Neovim's shada, undo and swap files. No tool reads or
+	// writes them (as if deny_read named them) and commands under
+	// bubblewrap do not see them at all. Absolute paths (folders or
+	// files); the host fills them from the plugin's paths.
+	Hidden []string
+	// HiddenExcept are folders inside Hidden that stay readable (and
+	// visible, read-only, to bash): the conversation's own full outputs,
+	// which its truncation notices name.
+	HiddenExcept []string
+	// CacheDir is a folder of flemma's state where sandboxed commands
+	// keep tool caches (Go's build cache: GOCACHE): the user's own caches
+	// in the home folder are read-only to them, and go test fails on a
+	// read-only build cache. One per project (the host names it), created
+	// 0700 and bound read-write; "" for none.
+	CacheDir string
+	// Limits bound each command (sandbox.limits; issue 24 #6); nil means
+	// DefaultLimits. A zero field is no limit.
+	Limits *Limits
+}
+
+// DefaultLimits are the limits of a command unless sandbox.limits says
+// otherwise: enough for `go test ./...`, `npm test`, `pytest` and `make` on
+// a large project, not enough for a fork bomb or a runaway allocation to
+// take the machine down: 1024 processes, half of the machine's memory (in
+// each process and for the tree together), files of 4 GiB at most, 8192
+// open files, 600 s of processor time per process.
+func DefaultLimits() Limits {
+	return Limits{Processes: 1024, Memory: memTotal() / 2, FileSize: 4 << 30, OpenFiles: 8192, CPU: 600}
+}
+
+// ParseMemoryLimit reads sandbox.limits.memory: a number of MiB (0 = no
+// limit) or "N%" of the machine's memory (1 to 100). ok is false for nil
+// or anything else (the default applies; setup reports the mistake).
+func ParseMemoryLimit(v any) (bytes int64, ok bool) {
+	switch x := v.(type) {
+	case float64:
+		if x >= 0 && x == float64(int64(x)) {
+			return int64(x) << 20, true
+		}
+	case string:
+		if p, found := strings.CutSuffix(x, "%"); found {
+			if n, err := strconv.Atoi(p); err == nil && n >= 1 && n <= 100 {
+				return memTotal() * int64(n) / 100, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// memTotal is the machine's memory (MemTotal of /proc/meminfo), 8 GiB
+// where it cannot be read.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) >= 1 {
+					if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil && kb > 0 {
+						return kb * 1024
+					}
+				}
+			}
+		}
+	}
+	return 8 << 30
 }
 
 // Sandbox URNs (reference §10.2).
@@ -100,6 +175,8 @@ type Sandbox struct {
 	prot    []denyRule  // protected paths: DefaultProtected + cfg.Protected
 	protSet ruleSet
 	home    string
+	hidden  []string // canonical Config.Hidden
+	reveal  []string // canonical Config.HiddenExcept
 	// protect: the call was approved by a policy, not by the user
 	// (Env.Protect); write/edit refuse protected paths and bash gets them
 	// read-only. Set only on the copy Env.sandbox makes.
@@ -260,6 +337,16 @@ func New(cfg Config, cwd, bufferPath string, opts ...Option) (*Sandbox, error) {
 		s.prot = append(s.prot, r)
 	}
 	s.denySet, s.protSet = newRuleSet(s.deny), newRuleSet(s.prot)
+	for _, h := range cfg.Hidden {
+		if filepath.IsAbs(h) {
+			s.hidden = append(s.hidden, CanonicalOr(filepath.Clean(h)))
+		}
+	}
+	for _, h := range cfg.HiddenExcept {
+		if filepath.IsAbs(h) {
+			s.reveal = append(s.reveal, CanonicalOr(filepath.Clean(h)))
+		}
+	}
 	return s, nil
 }
 
@@ -316,6 +403,25 @@ func (s *Sandbox) WithProtect() *Sandbox {
 	c := *s
 	c.protect = true
 	return &c
+}
+
+// CacheDir is the folder of tool caches of this sandbox's commands under
+// bubblewrap (Config.CacheDir), "" when there is none or commands do not
+// run under bubblewrap.
+func (s *Sandbox) CacheDir() string {
+	if s.cfg.CacheDir == "" || !s.Available() {
+		return ""
+	}
+	return s.cfg.CacheDir
+}
+
+// Limits are the limits each command runs under (Config.Limits, else
+// DefaultLimits).
+func (s *Sandbox) Limits() Limits {
+	if s.cfg.Limits == nil {
+		return DefaultLimits()
+	}
+	return *s.cfg.Limits
 }
 
 // Enabled reports whether the policy is enforced at all.
@@ -390,6 +496,9 @@ func (s *Sandbox) CheckRead(path string) (string, error) {
 	if r := s.deniedBy(abs, resolved); r != "" {
 		return "", &DenyError{Op: "read", Rule: fmt.Sprintf("path matches deny_read rule %q", r), Path: resolved}
 	}
+	if s.isHidden(abs) || s.isHidden(resolved) {
+		return "", &DenyError{Op: "read", Rule: hiddenRule, Path: resolved}
+	}
 	if isProcessFile(abs) || isProcessFile(resolved) {
 		return "", &DenyError{Op: "read", Rule: "per-process files under /proc are never readable", Path: resolved}
 	}
@@ -414,6 +523,9 @@ func (s *Sandbox) CheckWrite(path string) (string, error) {
 	}
 	if r := s.deniedBy(abs, resolved); r != "" {
 		return "", &DenyError{Op: "write", Rule: fmt.Sprintf("path matches deny_read rule %q", r), Path: resolved}
+	}
+	if s.isHidden(abs) || s.isHidden(resolved) {
+		return "", &DenyError{Op: "write", Rule: hiddenRule, Path: resolved}
 	}
 	if !s.writable(resolved) {
 		return "", &DenyError{Op: "write", Rule: "path is outside writable directories", Path: resolved}
@@ -507,10 +619,39 @@ func (s *Sandbox) excepted(base string) bool {
 // a deny rule. The walkers never descend into a denied folder, so the
 // rules need not look at the components above the entry.
 func (s *Sandbox) DeniedEntry(abs, name string, isDir bool) bool {
-	if !s.cfg.Enabled || len(s.deny) == 0 {
+	if !s.cfg.Enabled {
 		return false
 	}
-	return s.entryRule(&s.denySet, abs, name, isDir, true) != nil
+	if len(s.hidden) > 0 && s.isHidden(abs) {
+		return true
+	}
+	return len(s.deny) > 0 && s.entryRule(&s.denySet, abs, name, isDir, true) != nil
+}
+
+// hiddenRule is the refusal of a path of Config.Hidden.
+const hiddenRule = "flemma's and the editor's state (journal, trust store, backups, logs, other conversations' outputs, shada, undo and swap files) is never read or written by tools"
+
+// isHidden reports whether the absolute path p lies in Config.Hidden and
+// not in Config.HiddenExcept, nor in a writable root inside the hidden
+// folder (a project inside Neovim's data folder stays the project).
+func (s *Sandbox) isHidden(p string) bool {
+	for _, h := range s.hidden {
+		if !within(p, h) {
+			continue
+		}
+		for _, r := range s.reveal {
+			if within(p, r) {
+				return false
+			}
+		}
+		for _, r := range s.roots {
+			if r != h && within(r, h) && within(p, r) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // ruleSet is a list of rules arranged for entryRule: the rules that need

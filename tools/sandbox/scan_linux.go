@@ -60,6 +60,7 @@ type maskPlan struct {
 	ro      []string // protected paths, re-bound read-only (Env.Protect)
 	tmpfs   []string // folders hidden by an empty tmpfs
 	null    []string // files and sockets hidden by /dev/null
+	reveal  []string // folders bound back read-only after the masks (Config.HiddenExcept)
 	sockets int
 	entries int
 	scanned []string // trees walked
@@ -69,11 +70,14 @@ type maskPlan struct {
 	temps   []string // canonical temporary folders (/tmp, $TMPDIR)
 	mounts  map[string]bool
 	skip    map[string]bool // folders not entered
+	// seccomp: the socket filter refuses every AF_UNIX socket, so no
+	// socket needs finding or hiding (nor the folder holding one).
+	seccomp bool
 }
 
 // planMasks finds what to hide for a command under bubblewrap.
 func (s *Sandbox) planMasks() *maskPlan {
-	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}}
+	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}, seccomp: s.socketFilter()}
 	p.temps = []string{"/tmp"}
 	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
 		p.temps = append(p.temps, t)
@@ -123,18 +127,26 @@ func (s *Sandbox) planMasks() *maskPlan {
 		}
 	}
 
-	// Sockets named by the host's environment ($NVIM, $SSH_AUTH_SOCK, …)
-	// and well-known ones.
-	for _, sock := range socketPathsFromEnv(os.Environ()) {
-		s.hideSocketAt(p, sock)
-	}
-	for _, sock := range knownSockets {
-		s.hideSocketAt(p, sock)
+	// Without the socket filter: the sockets named by the host's
+	// environment ($NVIM, $SSH_AUTH_SOCK, …) and well-known ones.
+	if !p.seccomp {
+		for _, sock := range socketPathsFromEnv(os.Environ()) {
+			s.hideSocketAt(p, sock)
+		}
+		for _, sock := range knownSockets {
+			s.hideSocketAt(p, sock)
+		}
 	}
 
 	// What deny_read names literally (~/.aws/**, ~/.netrc, ~/.*_history):
 	// hidden whatever the scans' budgets.
 	s.planLiteralDenies(p)
+	// flemma's and the editor's state, but the conversation's own
+	// outputs.
+	for _, h := range s.hidden {
+		s.hideState(p, h)
+	}
+	p.reveal = append(p.reveal, s.reveal...)
 
 	// The writable roots, the home directory and the temporary folders.
 	// A temporary folder that is a root keeps its own, smaller budget:
@@ -162,10 +174,12 @@ func (s *Sandbox) planMasks() *maskPlan {
 			s.scanTree(p, t, false, isRoot, &b, scanTempEntries)
 		}
 	}
-	// Every other socket bound in this network namespace (docker,
-	// containerd, podman, dbus, snapd, Neovim, agents, terminals, …):
-	// the kernel lists them, no walk needed.
-	s.planBoundSockets(p)
+	// Without the socket filter: every other socket bound in this network
+	// namespace (docker, containerd, podman, dbus, snapd, Neovim, agents,
+	// terminals, …): the kernel lists them, no walk needed.
+	if !p.seccomp {
+		s.planBoundSockets(p)
+	}
 	p.finish(s)
 	return p
 }
@@ -181,13 +195,19 @@ func (s *Sandbox) insideRoot(p string) bool {
 }
 
 // safeToHide reports whether an empty tmpfs may cover the folder d: never
-// a writable root or an ancestor of one, nor the home directory or an
-// ancestor of it (that would hide the work itself).
+// a writable root or an ancestor of one, nor the folder commands work in
+// (the buffer's, else Neovim's cwd) or an ancestor of it, nor the home
+// directory or an ancestor of it (that would hide the work itself: a mask
+// over the folder holding a socket once made bash run in $HOME, without
+// the project — issue 26 #5).
 func (s *Sandbox) safeToHide(d string) bool {
 	for _, r := range s.roots {
 		if within(r, d) {
 			return false
 		}
+	}
+	if s.base != "" && within(CanonicalOr(s.base), d) {
+		return false
 	}
 	if s.home != "" && within(CanonicalOr(s.home), d) {
 		return false
@@ -233,6 +253,40 @@ func (p *maskPlan) hide(s *Sandbox, path string, isDir bool) {
 		return
 	}
 	p.null = append(p.null, path)
+}
+
+// hideState hides a folder or file of Config.Hidden. One that holds a
+// writable root (a plugin developed inside Neovim's data folder) is hidden
+// before the roots are bound, so that they show again on top of it; one
+// inside a root, after them; one that holds the home directory, or the
+// working folder outside every root, is not hidden (a note says so).
+func (s *Sandbox) hideState(p *maskPlan, h string) {
+	r, err := filepath.EvalSymlinks(h)
+	if err != nil {
+		return
+	}
+	fi, err := os.Stat(r)
+	if err != nil {
+		return
+	}
+	if !fi.IsDir() {
+		p.hide(s, r, false)
+		return
+	}
+	holdsRoot := false
+	for _, root := range s.roots {
+		holdsRoot = holdsRoot || within(root, r) && root != r
+	}
+	base := CanonicalOr(s.base)
+	switch {
+	case !holdsRoot:
+		p.hide(s, r, true)
+	case r == "/" || s.home != "" && within(CanonicalOr(s.home), r) || base != "" && within(base, r) && !s.insideRoot(base):
+		p.notes = append(p.notes, r+" (flemma's or the editor's state) holds the home directory or the working folder: not hidden from bash")
+	case !p.seen[r]:
+		p.seen[r] = true
+		p.early = append(p.early, r)
+	}
 }
 
 // hideResolved masks what the path leads to (symlinks resolved), when it
@@ -380,6 +434,7 @@ func (s *Sandbox) scanMatch(sr scanRules, rel []*denyRule, fdir, fname string, i
 const (
 	dtUnknown = 0
 	dtDir     = 4
+	dtReg     = 8
 	dtLink    = 10
 	dtSock    = 12
 )
@@ -569,6 +624,12 @@ func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[stri
 		}
 		fdir := foldPath(it.dir)
 		denyRel := deny.in(fdir)
+		// A git directory or an interpreter environment, told by what
+		// it holds: read-only whole.
+		if protect && it.inRoot && !it.protected && specialListing(it.dir, ents) {
+			p.ro = append(p.ro, it.dir)
+			it.protected = true
+		}
 		var protRel []*denyRule
 		if protect && !it.protected {
 			protRel = prot.in(fdir)
@@ -611,6 +672,9 @@ func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[stri
 			}
 			switch typ {
 			case dtSock:
+				if p.seccomp {
+					continue
+				}
 				if it.anchor != "" && s.safeToHide(it.anchor) {
 					if !p.seen[it.anchor] {
 						p.sockets++
@@ -625,7 +689,7 @@ func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[stri
 				continue
 			}
 			isDir = typ == dtDir
-			if it.depth == 0 && isDir && temp && hasAnyPrefix(name, tmpSocketDirs) && s.safeToHide(abs) {
+			if !p.seccomp && it.depth == 0 && isDir && temp && hasAnyPrefix(name, tmpSocketDirs) && s.safeToHide(abs) {
 				p.hide(s, abs, true)
 				continue
 			}
@@ -639,7 +703,8 @@ func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[stri
 				continue
 			}
 			covered := it.protected
-			if protect && !covered && s.scanMatch(prot, protRel, fdir, fname, isDir, false) {
+			if protect && !covered && (s.scanMatch(prot, protRel, fdir, fname, isDir, false) ||
+				isDir && structuralDirName(it.dir, name)) {
 				p.ro = append(p.ro, abs)
 				covered = true
 			}
@@ -689,60 +754,93 @@ func (s *Sandbox) scanSymlink(p *maskPlan, abs string) {
 	}
 	switch {
 	case fi.Mode()&os.ModeSocket != 0:
-		p.hideSocket(r)
+		if !p.seccomp {
+			p.hideSocket(r)
+		}
 	case s.cfg.Enabled && s.deniedBy(r) != "":
 		p.hide(s, r, fi.IsDir())
 	}
 }
 
-// scanGit handles a .git entry: its fsmonitor socket is hidden, and with
-// protect its configuration and hooks (also of worktrees and submodules)
-// and the folder its core.hooksPath names become read-only.
+// scanGit handles a .git entry: without the socket filter its fsmonitor
+// socket is hidden, and with protect the whole entry becomes read-only —
+// a .git folder with everything in it, a .git file with the git
+// directory it names and that one's common folder (when they lie in a
+// writable root; elsewhere all is read-only anyway) — and so do the hooks
+// folders and included files of the repository's effective git
+// configuration that lie in a writable root.
 func (s *Sandbox) scanGit(p *maskPlan, gitPath string, isDir, protect bool) {
-	if !isDir {
-		if protect {
-			p.ro = append(p.ro, gitPath)
-		}
-		return
+	if isDir && !p.seccomp {
+		p.hideSocket(gitPath + "/fsmonitor--daemon.ipc")
 	}
-	p.hideSocket(gitPath + "/fsmonitor--daemon.ipc")
 	if !protect {
 		return
 	}
-	addIf := func(q string) {
-		if _, err := os.Lstat(q); err == nil {
-			p.ro = append(p.ro, q)
-		}
-	}
-	var gitDir func(d string, depth int)
-	gitDir = func(d string, depth int) {
-		addIf(d + "/config")
-		addIf(d + "/config.worktree")
-		addIf(d + "/hooks")
-		if ents, err := os.ReadDir(d + "/worktrees"); err == nil && depth == 0 {
-			for _, e := range ents {
-				addIf(d + "/worktrees/" + e.Name() + "/config")
-				addIf(d + "/worktrees/" + e.Name() + "/config.worktree")
+	p.ro = append(p.ro, gitPath)
+	top := filepath.Dir(gitPath)
+	if !isDir {
+		if g := gitfileTarget(gitPath, top); g != "" {
+			g = CanonicalOr(g)
+			if s.insideRoot(g) {
+				p.ro = append(p.ro, g)
 			}
-		}
-		if depth >= 4 {
-			return
-		}
-		if ents, err := os.ReadDir(d + "/modules"); err == nil {
-			for i, e := range ents {
-				if i >= 200 {
-					break
+			if c, err := readSmall(filepath.Join(g, "commondir"), 4096); err == nil {
+				common := strings.TrimSpace(string(c))
+				if !filepath.IsAbs(common) {
+					common = filepath.Join(g, common)
 				}
-				if e.IsDir() {
-					gitDir(d+"/modules/"+e.Name(), depth+1)
+				if common = CanonicalOr(filepath.Clean(common)); s.insideRoot(common) {
+					p.ro = append(p.ro, common)
 				}
 			}
 		}
 	}
-	gitDir(gitPath, 0)
-	if hp := readHooksPath(gitPath+"/config", filepath.Dir(gitPath)); hp != "" && s.insideRoot(hp) {
-		addIf(hp)
+	eff := effectiveGit(filepath.Join(top, "x"))
+	for _, q := range append(eff.hooks, eff.files...) {
+		if s.insideRoot(q) {
+			if _, err := os.Lstat(q); err == nil {
+				p.ro = append(p.ro, q)
+			}
+		}
 	}
+}
+
+// specialListing says whether the folder dir, whose entries are ents, is
+// a git directory (HEAD with objects/ or commondir) or an interpreter
+// environment (pyvenv.cfg, conda-meta/).
+func specialListing(dir string, ents []dirent) bool {
+	has := map[string]uint8{}
+	for _, e := range ents {
+		switch e.name {
+		case "HEAD", "objects", "commondir", "pyvenv.cfg", "conda-meta":
+			typ := e.typ
+			if typ == dtUnknown {
+				var st syscall.Stat_t
+				if syscall.Lstat(dir+"/"+e.name, &st) == nil {
+					if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+						typ = dtDir
+					} else if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+						typ = dtReg
+					}
+				}
+			}
+			has[e.name] = typ
+		}
+	}
+	return has["HEAD"] == dtReg && (has["objects"] == dtDir || has["commondir"] == dtReg) ||
+		has["pyvenv.cfg"] == dtReg || has["conda-meta"] == dtDir
+}
+
+// structuralDirName says whether the folder name in dir is protected by
+// its name alone: site-packages, dist-packages, node_modules/.bin.
+func structuralDirName(dir, name string) bool {
+	switch strings.ToLower(name) {
+	case "site-packages", "dist-packages":
+		return true
+	case ".bin":
+		return strings.EqualFold(filepath.Base(dir), "node_modules")
+	}
+	return false
 }
 
 // planBoundSockets hides the unix sockets that /proc/net/unix lists with a
@@ -841,6 +939,7 @@ func (p *maskPlan) finish(s *Sandbox) {
 	}
 	p.tmpfs, p.null = outsidePrivate(p.tmpfs), outsidePrivate(p.null)
 	p.early, p.ro, p.tmpfs, p.null, p.rebind = exists(p.early), exists(p.ro), exists(p.tmpfs), exists(p.null), exists(p.rebind)
+	p.reveal = exists(p.reveal)
 	p.private = exists(p.private)
 	p.ro = dedupRoots(p.ro)
 	sort.Strings(p.tmpfs)

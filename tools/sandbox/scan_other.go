@@ -4,9 +4,10 @@ package sandbox
 
 // maskPlan is empty where bubblewrap does not exist.
 type maskPlan struct {
-	early, ro, tmpfs, null, private, rebind []string
-	sockets, entries                        int
-	scanned, notes                          []string
+	early, ro, tmpfs, null, private, rebind, reveal []string
+	sockets, entries                                int
+	scanned, notes                                  []string
+	seccomp                                         bool
 }
 
 func (s *Sandbox) planMasks() *maskPlan { return &maskPlan{} }

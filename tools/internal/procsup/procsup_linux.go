@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -26,6 +30,9 @@ const (
 	Running     = 'R'
 	StartFailed = 'E'
 	Exited      = 'S'
+	// LimitHit: the supervisor killed the tree for going beyond a limit
+	// (HitProcesses, HitMemory); Exited follows.
+	LimitHit = 'L'
 )
 
 // ctlFD is the supervisor's end of the control socket.
@@ -35,6 +42,67 @@ func init() {
 	if len(os.Args) == 1 && os.Args[0] == Arg0 && os.Getenv(Env) == "1" {
 		os.Exit(supervise())
 	}
+	if len(os.Args) >= 5 && os.Args[1] == SandboxExecArg {
+		os.Exit(sandboxExec(os.Args[2], os.Args[3] == "1", os.Args[4:]))
+	}
+	if len(os.Args) >= 4 && os.Args[0] == LimitArg0 {
+		os.Exit(limitExec(os.Args[1], os.Args[2], os.Args[3:]))
+	}
+}
+
+// limitExec is the limit wrapper's main (see LimitArg0): it returns only
+// on failure.
+func limitExec(encoded, path string, argv []string) int {
+	if err := applyRlimits(encoded); err != nil {
+		return execFailed("cannot apply the command's limits", err)
+	}
+	return execFailed("cannot start the command", syscall.Exec(path, argv, os.Environ()))
+}
+
+func execFailed(what string, err error) int {
+	os.Stderr.WriteString("flemma: " + what + ": " + err.Error() + "\n")
+	return 126
+}
+
+// applyRlimits sets the encoded rlimits on this process.
+func applyRlimits(encoded string) error {
+	rs, err := decodeRlimits(encoded)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		soft, hard := clampRlimit(r)
+		lim := syscall.Rlimit{Cur: soft, Max: hard}
+		if err := syscall.Setrlimit(r.resource, &lim); err != nil {
+			return fmt.Errorf("resource %d: %v", r.resource, err)
+		}
+	}
+	return nil
+}
+
+// sandboxExec is the trampoline's main (see SandboxExecArg): it returns
+// only on failure.
+func sandboxExec(rlimits string, filter bool, argv []string) int {
+	if err := applyRlimits(rlimits); err != nil {
+		return execFailed("cannot apply the command's limits", err)
+	}
+	if !filter {
+		return execFailed("cannot start bubblewrap", syscall.Exec(argv[0], argv, os.Environ()))
+	}
+	prog, err := SeccompProgram(runtime.GOARCH)
+	if err != nil {
+		return execFailed("cannot start the sandbox's seccomp filter", err)
+	}
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil { // the read end stays open across exec
+		return execFailed("cannot start the sandbox's seccomp filter", err)
+	}
+	if _, err := syscall.Write(p[1], prog); err != nil {
+		return execFailed("cannot start the sandbox's seccomp filter", err)
+	}
+	syscall.Close(p[1])
+	args := append([]string{argv[0], "--seccomp", strconv.Itoa(p[0])}, argv[1:]...)
+	return execFailed("cannot start bubblewrap", syscall.Exec(argv[0], args, os.Environ()))
 }
 
 // MaxFiles is the most extra descriptors a command may be given.
@@ -45,8 +113,9 @@ const MaxFiles = 64
 // uint32 count, then each string as a uint32 length and its bytes; then,
 // as a uint32, the number of extra descriptors the supervisor received
 // after the control socket (4, 5, …) and hands on to the command (as 3, 4,
-// …).
-func EncodeCommand(path string, argv, env []string, files int) []byte {
+// …); then the limits, five little-endian uint64 (Limits' fields in
+// order).
+func EncodeCommand(path string, argv, env []string, files int, lim Limits) []byte {
 	var b bytes.Buffer
 	for _, list := range [][]string{{path}, argv, env} {
 		binary.Write(&b, binary.LittleEndian, uint32(len(list)))
@@ -56,46 +125,67 @@ func EncodeCommand(path string, argv, env []string, files int) []byte {
 		}
 	}
 	binary.Write(&b, binary.LittleEndian, uint32(files))
+	for _, v := range []int64{int64(lim.Processes), lim.Memory, lim.FileSize, int64(lim.OpenFiles), int64(lim.CPU)} {
+		binary.Write(&b, binary.LittleEndian, uint64(max(v, 0)))
+	}
 	return b.Bytes()
 }
 
+// command is what EncodeCommand encodes.
+type command struct {
+	path      string
+	argv, env []string
+	files     int
+	limits    Limits
+}
+
 // decodeCommand reads what EncodeCommand wrote.
-func decodeCommand(r io.Reader) (path string, argv, env []string, files int, err error) {
+func decodeCommand(r io.Reader) (command, error) {
 	const maxTotal = 256 << 20
 	total := 0
 	var lists [3][]string
 	for i := range lists {
 		var n uint32
 		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-			return "", nil, nil, 0, err
+			return command{}, err
 		}
 		if n > 1<<20 {
-			return "", nil, nil, 0, errors.New("bad count")
+			return command{}, errors.New("bad count")
 		}
 		lists[i] = make([]string, n)
 		for j := range lists[i] {
 			var l uint32
 			if err := binary.Read(r, binary.LittleEndian, &l); err != nil {
-				return "", nil, nil, 0, err
+				return command{}, err
 			}
 			if total += int(l); total > maxTotal {
-				return "", nil, nil, 0, errors.New("command too long")
+				return command{}, errors.New("command too long")
 			}
 			b := make([]byte, l)
 			if _, err := io.ReadFull(r, b); err != nil {
-				return "", nil, nil, 0, err
+				return command{}, err
 			}
 			lists[i][j] = string(b)
 		}
 	}
 	var n uint32
 	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-		return "", nil, nil, 0, err
+		return command{}, err
+	}
+	var lim [5]uint64
+	if err := binary.Read(r, binary.LittleEndian, &lim); err != nil {
+		return command{}, err
+	}
+	for _, v := range lim {
+		if v > 1<<62 {
+			return command{}, errors.New("bad limit")
+		}
 	}
 	if len(lists[0]) != 1 || len(lists[1]) == 0 || n > MaxFiles {
-		return "", nil, nil, 0, errors.New("bad command")
+		return command{}, errors.New("bad command")
 	}
-	return lists[0][0], lists[1], lists[2], int(n), nil
+	return command{path: lists[0][0], argv: lists[1], env: lists[2], files: int(n),
+		limits: Limits{Processes: int(lim[0]), Memory: int64(lim[1]), FileSize: int64(lim[2]), OpenFiles: int(lim[3]), CPU: int(lim[4])}}, nil
 }
 
 // SupervisorEnv is the supervisor's own environment: the command's travels
@@ -117,10 +207,11 @@ func supervise() int {
 	// Every process of the tree that loses its parent comes to us.
 	prctl(prSetChildSubreaper, 1)
 
-	path, argv, env, nfiles, err := decodeCommand(ctl)
+	c, err := decodeCommand(ctl)
 	if err != nil {
 		return 2
 	}
+	path, argv, env, nfiles := c.path, c.argv, c.env, c.files
 	// The command's extra descriptors: ours 4, 5, …, its 3, 4, …. Ours are
 	// closed on exec, so that the command gets each exactly once, at the
 	// number its arguments name (bubblewrap's --bind-fd), and nothing more.
@@ -136,6 +227,9 @@ func supervise() int {
 		binary.LittleEndian.PutUint32(b[1:], v)
 		ctl.Write(b[:])
 	}
+	// With limits, the command starts as the limit wrapper, which sets
+	// them and executes it (see LimitArg0).
+	path, argv = WrapLimits(path, argv, c.limits)
 	shell, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: fds,
@@ -193,15 +287,38 @@ func supervise() int {
 	}()
 
 	self := os.Getpid()
+	// killTree kills the shell's process group first, in one call: the
+	// kernel signals every member at once and none of them can fork
+	// after (a fork bomb outruns a kill by listing /proc); then whatever
+	// left the group (setsid), by the list.
+	killTree := func() {
+		syscall.Kill(-shell, syscall.SIGKILL)
+		KillDescendants(self)
+	}
 	terminating := false
+	// The limits of the tree as a whole: its processes and its resident
+	// memory, looked at every watchInterval.
+	var tick <-chan time.Time
+	if c.limits.Processes > 0 || c.limits.Memory > 0 {
+		t := time.NewTicker(watchInterval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
+		case <-tick:
+			if hit := overLimits(self, c.limits); hit != 0 {
+				tick = nil
+				terminating = true
+				reply(LimitHit, uint32(hit))
+				killTree()
+			}
 		case <-shellDone:
 			shellDone = nil
 			// The command is over: nothing it started may outlive it
 			// (as under bubblewrap, whose PID namespace ends with it).
 			if !terminating && hasChildren() {
-				KillDescendants(self)
+				killTree()
 			}
 		case <-empty:
 			reply(Exited, uint32(shellStatus))
@@ -210,15 +327,15 @@ func supervise() int {
 			switch {
 			case !ok: // the host is gone
 				cmds = nil
-				KillDescendants(self)
+				killTree()
 			case c == Terminate:
 				terminating = true
 				SignalDescendants(self, syscall.SIGTERM)
 			case c == Kill:
-				KillDescendants(self)
+				killTree()
 			}
 		case <-sigs:
-			KillDescendants(self)
+			killTree()
 		}
 	}
 }
@@ -368,4 +485,104 @@ func Descendants(root int) []int {
 		}
 	}
 	return out
+}
+
+// watchInterval is how often the supervisor counts a tree with limits.
+var watchInterval = 100 * time.Millisecond
+
+// overLimits says which limit of the tree below root is exceeded
+// (HitProcesses, HitMemory), or 0.
+func overLimits(root int, l Limits) int {
+	ds := Descendants(root)
+	if l.Processes > 0 && len(ds) > l.Processes {
+		return HitProcesses
+	}
+	if l.Memory > 0 {
+		var total int64
+		page := int64(os.Getpagesize())
+		buf := make([]byte, 128)
+		for _, pid := range ds {
+			total += residentPages(pid, buf) * page
+			if total > l.Memory {
+				return HitMemory
+			}
+		}
+	}
+	return 0
+}
+
+// residentPages reads the second field of /proc/<pid>/statm.
+func residentPages(pid int, buf []byte) int64 {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/statm", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	n, _ := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if n <= 0 {
+		return 0
+	}
+	f := bytes.Fields(buf[:n])
+	if len(f) < 2 {
+		return 0
+	}
+	v, _ := strconv.ParseInt(string(f[1]), 10, 64)
+	return v
+}
+
+// WrapLimits returns the command started so that lim are its rlimits
+// before its first instruction: through util-linux's prlimit(1) when the
+// system has it (a small C program: a start of this binary costs several
+// times more, and it is paid by every command), else through this
+// binary's limit wrapper (LimitArg0). Both set the limits on themselves
+// and execute the command in their place. path and argv unchanged when lim
+// sets nothing.
+func WrapLimits(path string, argv []string, lim Limits) (string, []string) {
+	if !lim.Any() {
+		return path, argv
+	}
+	if pl := prlimitPath(); pl != "" {
+		names := map[int]string{rlimitCPU: "cpu", rlimitFSIZE: "fsize", rlimitDATA: "data", rlimitNPROC: "nproc", rlimitNOFILE: "nofile"}
+		args := []string{"prlimit"}
+		for _, r := range rlimitsOf(lim, tasksFor(lim)) {
+			soft, hard := clampRlimit(r)
+			args = append(args, fmt.Sprintf("--%s=%d:%d", names[r.resource], soft, hard))
+		}
+		// prlimit runs its command with execvp and that name as argv[0]:
+		// a bare name found on PATH (bash, bwrap) keeps its argv[0].
+		cmd := path
+		if filepath.Base(path) == argv[0] {
+			cmd = argv[0]
+		}
+		return pl, append(append(args, "--", cmd), argv[1:]...)
+	}
+	return "/proc/self/exe", append([]string{LimitArg0, EncodeLimits(lim), path}, argv...)
+}
+
+// prlimitPath is util-linux's prlimit in a system folder, owned by root
+// and writable by nobody else; "" when there is none.
+var prlimitPath = sync.OnceValue(func() string {
+	for _, p := range []string{"/usr/bin/prlimit", "/bin/prlimit", "/usr/sbin/prlimit", "/sbin/prlimit"} {
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG && st.Uid == 0 && st.Mode&0o022 == 0 && st.Mode&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+})
+
+// clampRlimit is the soft and hard value to set for r: r's value (the hard
+// limit of processor time a few seconds above, so that SIGXCPU comes
+// first), never above the hard limit this process has.
+func clampRlimit(r rlimit) (soft, hard uint64) {
+	soft, hard = r.value, r.value
+	if r.resource == rlimitCPU {
+		hard += 5
+	}
+	var old syscall.Rlimit
+	if syscall.Getrlimit(r.resource, &old) == nil && old.Max < hard {
+		hard = old.Max
+		soft = min(soft, hard)
+	}
+	return soft, hard
 }

@@ -15,6 +15,9 @@ var (
 	// NoBwrap, when not empty, makes bubblewrap look missing, for this
 	// reason.
 	NoBwrap string
+	// NoSeccomp, when not empty, makes bubblewrap's seccomp filter look
+	// unavailable, for this reason (the fallback: sockets found and hidden).
+	NoSeccomp string
 	// ResetShutdown lets commands start again after KillAll (set by the
 	// sandbox package).
 	ResetShutdown func()
