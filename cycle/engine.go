@@ -49,6 +49,7 @@ type Engine struct {
 	outputDir     string            // private folder for full outputs of truncated results
 	outputCleanup func()            // removes it at shutdown
 	luaWait       waiters
+	editor        *editorState // the editor's tools (nil: no editor answers them)
 	refresh       refresher
 
 	jr      *journal.Journal // the crash-recovery journal, nil when unusable
@@ -282,6 +283,7 @@ func (h *Engine) logf(format string, args ...any) {
 // be called before any other method.
 func (h *Engine) Connect(ed Editor, lua Lua) {
 	h.ed, h.lua = ed, lua
+	h.connectEditor(lua)
 }
 
 func (h *Engine) VersionInfo() (VersionReply, error) {
@@ -429,6 +431,7 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 	// with no input (rules on the input, such as bash(git *) or protected
 	// paths, can still change the decision for a given call).
 	h.ensureMCP()
+	h.refreshEditorCaps()
 	fm, _, _ := h.bufferContext(bufnr)
 	eff := h.effective(bufnr, fm)
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())

@@ -88,6 +88,7 @@ func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		OutputDir:      h.outputDir,
 		BackupDir:      h.backupDir(),
 		Protect:        protect,
+		AfterWrite:     h.afterWrite(),
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +74,11 @@ type Env struct {
 	// path inside the writable roots read-only. The host sets it at
 	// approval time.
 	Protect bool
+	// AfterWrite, when set, is asked after write or edit changed a file
+	// (path resolved): what it returns is added to the result. The host
+	// sets it to the editor's diagnostics of the new text
+	// (tools/editor.AfterEdit); it waits, bounded, for a language server.
+	AfterWrite func(ctx context.Context, call Call, path string) string
 
 	redactOnce sync.Once
 	redactor   *strings.Replacer
