@@ -14,10 +14,12 @@ build: check-go
 	$(GO) build -o $(BIN) ./cmd/flemma-host
 
 # Neovim 0.7.2 (apt) and 0.10.4 (unpacked from Debian trixie into .cache/),
-# bubblewrap and ripgrep (apt).
+# bubblewrap and ripgrep (apt), gopls (go install, into .cache/) for the
+# editor tools' tests.
 nvim:
 	@scripts/provision-nvim.sh >/dev/null
 	@scripts/provision-tools.sh
+	@scripts/provision-gopls.sh >/dev/null
 
 lint: check-go
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/editor"
@@ -45,7 +46,12 @@ type editorState struct {
 	mu   sync.Mutex
 	wait map[string]chan editor.Answer
 	lsp  atomic.Bool
+	seen atomic.Int64 // when the capabilities were last asked (unix ns)
 }
+
+// capsTTL is how long the editor's capabilities are taken as known: one
+// press asks for the buffer's tools several times.
+const capsTTL = 200 * time.Millisecond
 
 // connectEditor registers the editor's tools when the editor can answer
 // them, and makes the registry answer their requirement ("editor:lsp")
@@ -69,12 +75,17 @@ func (h *Engine) connectEditor(lua Lua) {
 }
 
 // refreshEditorCaps asks the editor what it can answer now (a language
-// server started or stopped): before a request's tool list is built and
-// before a listing.
+// server started or stopped) whenever the buffer's tools are resolved: for
+// a press, a request's tool list, a listing.
 func (h *Engine) refreshEditorCaps() {
 	if h.editor == nil {
 		return
 	}
+	now := time.Now().UnixNano()
+	if now-h.editor.seen.Load() < int64(capsTTL) {
+		return
+	}
+	h.editor.seen.Store(now)
 	caps, err := h.editor.lua.EditorCaps()
 	if err != nil {
 		h.logf("editor capabilities: %v", err)

@@ -431,7 +431,6 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 	// with no input (rules on the input, such as bash(git *) or protected
 	// paths, can still change the decision for a given call).
 	h.ensureMCP()
-	h.refreshEditorCaps()
 	fm, _, _ := h.bufferContext(bufnr)
 	eff := h.effective(bufnr, fm)
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())

@@ -35,6 +35,7 @@ func (h *Engine) logRefused(bufnr int, e options.Effective) {
 
 // usableTools are the registry's tools enabled by default and usable here.
 func (h *Engine) usableTools() []string {
+	h.refreshEditorCaps() // lsp is usable while a language server runs
 	var out []string
 	for _, t := range h.Registry.All() {
 		if t.Spec().Enabled && len(h.Registry.Missing(t)) == 0 {

@@ -161,7 +161,6 @@ func endpointConfig(pc *provider.Config, name string, ep options.Endpoint) {
 
 // toolDefs are the definitions of the tools a buffer sends.
 func (h *Engine) toolDefs(e options.Effective) []provider.ToolDef {
-	h.refreshEditorCaps() // the lsp tool is sent while a language server runs
 	var out []provider.ToolDef
 	for _, n := range e.Tools {
 		t, ok := h.Registry.Lookup(n)

@@ -78,6 +78,16 @@ M.defaults = {
     modules = {},
     truncate = { max_lines = 2000, max_bytes = 51200 },
     bash = { shell = "bash", env = {} },
+    -- The editor's tools (diagnostics, lsp, buffers) ask Neovim; each
+    -- question is bounded in time and size.
+    editor = {
+      timeout = 10, -- seconds an lsp or diagnostics question may take
+      max_results = 100, -- locations, symbols or diagnostics per answer
+      -- write and edit results carry the language servers' errors and
+      -- warnings for the new text, waiting at most diagnostics_wait seconds
+      diagnostics_after_edit = true,
+      diagnostics_wait = 3,
+    },
   },
   sandbox = {
     enabled = true,
@@ -194,6 +204,10 @@ local checks = {
   ["tools.default_timeout"] = { "number" },
   ["tools.cursor_after_result"] = { "string", one_of = { "result", "stay", "next" } },
   ["tools.modules"] = { "table" },
+  ["tools.editor.timeout"] = { "number" },
+  ["tools.editor.max_results"] = { "number" },
+  ["tools.editor.diagnostics_after_edit"] = { "boolean" },
+  ["tools.editor.diagnostics_wait"] = { "number" },
   ["sandbox.enabled"] = { "boolean" },
   ["sandbox.backend"] = { "string", one_of = { "auto", "bwrap", "none" } },
   ["sandbox.network"] = { "boolean" },

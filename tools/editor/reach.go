@@ -108,6 +108,12 @@ func (r *reach) show(p string) string {
 	return p
 }
 
+// inProject: the path lies under Neovim's cwd.
+func (r *reach) inProject(p string) bool {
+	rel, err := filepath.Rel(r.cwd, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
 func (r *reach) filterDiagnostics(ds []Diagnostic) (kept []Diagnostic, hidden int) {
 	for _, d := range ds {
 		resolved, ok := r.check(d.Path)

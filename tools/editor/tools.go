@@ -287,6 +287,8 @@ func runLSP(ctx context.Context, a Asker, o Options, call tools.Call, in LSPInpu
 	case "document_symbols", "workspace_symbols":
 		syms := r.locations(ans.Symbols)
 		hidden := len(ans.Symbols) - len(syms)
+		// The project's symbols first, in the server's order.
+		sort.SliceStable(syms, func(i, j int) bool { return r.inProject(syms[i].Path) && !r.inProject(syms[j].Path) })
 		if len(syms) == 0 {
 			if op == "workspace_symbols" {
 				fmt.Fprintf(&b, "No symbol matches %q (%s).", q.Query, servers)
