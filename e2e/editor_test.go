@@ -133,6 +133,19 @@ func editorSession(t *testing.T, s *nvimtest.Session) string {
 	if err := s.Lua(nil, lspConfig, gopls(t)); err != nil {
 		t.Fatal(err)
 	}
+	// gopls writes under the test's folders until it exits: stop it before
+	// they are removed (this runs before the session closes).
+	t.Cleanup(func() {
+		_ = s.Lua(nil, `local lsp = vim.lsp; lsp.stop_client(lsp.get_clients and lsp.get_clients() or lsp.get_active_clients())`)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			var n int
+			if err := s.Lua(&n, `local lsp = vim.lsp; return #(lsp.get_clients and lsp.get_clients() or lsp.get_active_clients())`); err != nil || n == 0 {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	// The user works in the project: Neovim's cwd is its folder.
 	if err := s.Lua(nil, `vim.cmd("cd " .. vim.fn.fnameescape(...))`, proj); err != nil {
 		t.Fatal(err)
@@ -208,7 +221,25 @@ func lspCall(id, op, path string, line int, symbol string) [3]string {
 	return [3]string{id, "lsp", fmt.Sprintf(`{"label": "asking", "operation": %q, "path": %s, "line": %s, "symbol": %s, "column": null, "query": %s}`, op, p, l, sym, q)}
 }
 
-const editorSetup = `{ tools = { editor = { timeout = 60, diagnostics_wait = 60 }, auto_approve_file_calls = true } }`
+const editorSetup = `{ tools = { editor = { timeout = 60, diagnostics_wait = 60 }, auto_approve = { "$default", "save" }, auto_approve_file_calls = true } }`
+
+// saveTool is a Lua tool with the diff capability (README's example).
+const saveTool = `
+require("flemma.tools").register("save", {
+  description = "Replace a file's whole text",
+  input_schema = {
+    type = "object",
+    properties = { path = { type = "string" }, text = { type = "string" } },
+    required = { "path", "text" },
+  },
+  diff = function(input, ctx)
+    return { path = input.path, content = input.text }
+  end,
+  execute = function(input, ctx)
+    vim.fn.writefile(vim.split(input.text, "\n", { plain = true }), ctx.path.resolve(input.path), "b")
+    return { success = true, output = "saved " .. input.path }
+  end,
+})`
 
 // windows is the layout the user sees: each window and its buffer.
 func userWindows(t *testing.T, s *nvimtest.Session) string {
@@ -354,6 +385,9 @@ func TestEditorToolsDenyReadThroughLSP(t *testing.T) {
 func TestDiagnosticsAfterEdit(t *testing.T) {
 	eachNvimEnv(t, editorSetup, goEnv(t), func(t *testing.T, s *nvimtest.Session) {
 		proj := editorSession(t, s)
+		if err := s.Lua(nil, saveTool); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.Nv.Command("vsplit"); err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +410,8 @@ func TestDiagnosticsAfterEdit(t *testing.T) {
 		waitIdle(t, s)
 
 		more := "\n@Assistant:\nMore.\n\n**Tool Use:** `write` (`e2`)\n\n```json\n{\"label\": \"new file\", \"path\": \"lib/other.go\", \"content\": \"package lib\\n\\nfunc Other() int { return missing }\\n\"}\n```\n" +
-			"\n**Tool Use:** `write` (`e3`)\n\n```json\n{\"label\": \"notes\", \"path\": \"notes/todo.txt\", \"content\": \"todo\\n\"}\n```\n"
+			"\n**Tool Use:** `write` (`e3`)\n\n```json\n{\"label\": \"notes\", \"path\": \"notes/todo.txt\", \"content\": \"todo\\n\"}\n```\n" +
+			"\n**Tool Use:** `save` (`e4`)\n\n```json\n{\"path\": \"lib/third.go\", \"text\": \"package lib\\n\\nvar Third = nowhere\\n\"}\n```\n"
 		if err := s.Lua(nil, `vim.api.nvim_buf_set_lines(0, -1, -1, false, vim.split(..., "\n", { plain = true }))`, strings.TrimSuffix(more, "\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -388,6 +423,10 @@ func TestDiagnosticsAfterEdit(t *testing.T) {
 		body, isErr = waitResultLong(t, s, "e3")
 		if isErr || strings.Contains(body, "LSP") || strings.Contains(body, "diagnostics") {
 			t.Errorf("a file no server serves: %q (error %v)", body, isErr)
+		}
+		body, isErr = waitResultLong(t, s, "e4")
+		if isErr || !strings.HasPrefix(body, "saved lib/third.go") || !strings.Contains(body, "lib/third.go:3:13: error: undefined: nowhere") {
+			t.Errorf("a Lua tool with the diff capability: %q (error %v)", body, isErr)
 		}
 		waitIdle(t, s)
 		var stats struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -73,13 +74,16 @@ func (r *reach) checkInput(p string) (string, error) {
 		}
 		return "", &tools.Internal{Err: err}
 	}
+	if st, err := os.Stat(resolved); err != nil || st.IsDir() {
+		return "", fmt.Errorf("File not found: %s", p)
+	}
 	r.checked[resolved] = checkedPath{resolved, true}
 	return resolved, nil
 }
 
 // check says whether a path from the editor's answer may reach the model,
-// and gives it resolved. A path that does not resolve (gone, not absolute)
-// is refused.
+// and gives it resolved: it must be absolute, exist, and pass the read
+// check.
 func (r *reach) check(p string) (string, bool) {
 	if c, ok := r.checked[p]; ok {
 		return c.resolved, c.ok
@@ -89,6 +93,9 @@ func (r *reach) check(p string) (string, bool) {
 		return "", false
 	}
 	resolved, err := r.sb.CheckRead(p)
+	if err == nil {
+		_, err = os.Stat(resolved) // a file that no longer exists says nothing
+	}
 	c := checkedPath{resolved, err == nil}
 	r.checked[p] = c
 	return c.resolved, c.ok
