@@ -193,10 +193,10 @@ func TestLSPInputErrors(t *testing.T) {
 	for input, want := range map[string]string{
 		`{"label":"x","operation":"rename","path":"main.go","line":1,"symbol":"a","column":null,"query":null}`:          "Unknown operation",
 		`{"label":"x","operation":"definition","path":null,"line":1,"symbol":"a","column":null,"query":null}`:           "needs a path",
-		`{"label":"x","operation":"definition","path":"main.go","line":null,"symbol":"a","column":null,"query":null}`:    "needs a line",
-		`{"label":"x","operation":"hover","path":"main.go","line":2,"symbol":null,"column":null,"query":null}`:           "needs the symbol",
+		`{"label":"x","operation":"definition","path":"main.go","line":null,"symbol":"a","column":null,"query":null}`:   "needs a line",
+		`{"label":"x","operation":"hover","path":"main.go","line":2,"symbol":null,"column":null,"query":null}`:          "needs the symbol",
 		`{"label":"x","operation":"workspace_symbols","path":null,"line":null,"symbol":null,"column":null,"query":" "}`: "needs a query",
-		`{"label":"x","operation":"definition","path":"nope.go","line":1,"symbol":"a","column":null,"query":null}`:       "File not found",
+		`{"label":"x","operation":"definition","path":"nope.go","line":1,"symbol":"a","column":null,"query":null}`:      "File not found",
 	} {
 		if _, err := run(t, LSP(ed, opts), call(t, proj, true), input); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", input, err, want)
