@@ -651,7 +651,13 @@ function ops.buffers(_, q)
   local out = {}
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
     local name = vim.api.nvim_buf_get_name(b)
-    if name ~= "" and vim.bo[b].buflisted and vim.bo[b].buftype == "" and not temp[b] and vim.bo[b].filetype ~= "chat" then
+    if
+      name ~= ""
+      and vim.bo[b].buflisted
+      and vim.bo[b].buftype == ""
+      and not temp[b]
+      and vim.bo[b].filetype ~= "chat"
+    then
       if #out < (q.max or 200) then
         local loaded = vim.api.nvim_buf_is_loaded(b)
         table.insert(out, {

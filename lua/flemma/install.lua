@@ -118,7 +118,7 @@ end
 
 -- The release's binary for this platform, checked, at target. Returns true,
 -- or nil and why (a checksum mismatch says so: it is never installed).
-local function download(root, version, target)
+local function download(version, target)
   local os_name, arch, unknown = M.platform()
   if not os_name then
     return nil, "no prebuilt host for this platform (" .. unknown .. ")"
@@ -223,7 +223,7 @@ function M.run(opts)
   if not opts.force and vim.fn.executable(target) == 1 and host_version(target) == version then
     return true, "flemma-host " .. version .. " is already installed at " .. target
   end
-  local ok, what, kind = download(root, version, target)
+  local ok, what, kind = download(version, target)
   if ok then
     return true, "flemma-host " .. version .. ": " .. what .. " into " .. target
   end
