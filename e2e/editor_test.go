@@ -78,6 +78,7 @@ func goProject(t *testing.T, dir string) string {
 		"proj/go.mod":              "module example.com/app\n\ngo 1.22\n\nrequire example.com/keys v0.0.0\n\nreplace example.com/keys => ../home/.ssh/keys\n",
 		"proj/main.go":             mainGo,
 		"proj/lib/lib.go":          "package lib\n\n// Helper returns the answer.\nfunc Helper() int { return 42 }\n",
+		"proj/lib/more.go":         "package lib\n\n// More is one more.\nfunc More() int { return Helper() + 1 }\n",
 		"home/.ssh/keys/go.mod":    "module example.com/keys\n\ngo 1.22\n",
 		"home/.ssh/keys/keys.go":   "package keys\n\n// Secret is what must not leak: hunter2-do-not-leak.\nconst Secret = \"hunter2-do-not-leak\"\n\nfunc use() string { return Secret }\n",
 		"home/.ssh/keys/keys2.go":  "package keys\n\nvar again = Secret + \"hunter2-do-not-leak\"\n",
@@ -270,7 +271,14 @@ func TestEditorToolsWithGopls(t *testing.T) {
 			lspCall("t5", "workspace_symbols", "", 0, "Helper"),
 			[3]string{"t6", "buffers", `{"label": "open files"}`},
 			[3]string{"t7", "diagnostics", `{"label": "all", "path": null, "severity": null}`},
+			lspCall("t8", "document_symbols", "../lib/more.go", 0, ""),
 		))
+		// The user has lib/more.go in the buffer list, not loaded (:badd):
+		// asked about, it is loaded for the question and unloaded after,
+		// never deleted.
+		if err := s.Lua(nil, `vim.cmd("badd " .. vim.fn.fnameescape(...))`, filepath.Join(proj, "lib", "more.go")); err != nil {
+			t.Fatal(err)
+		}
 		before := userWindows(t, s)
 		press(t, s, "<C-]>")
 
@@ -282,8 +290,9 @@ func TestEditorToolsWithGopls(t *testing.T) {
 			"t5": {"symbol(s) (gopls):\nlib/lib.go:4:6: function example.com/app/lib.Helper\n"},
 			"t6": {"main.go", "lsp: gopls", "none with unsaved changes"},
 			"t7": {"No diagnostics in the files open in the editor"},
+			"t8": {"lib/more.go:4:6: function More"},
 		}
-		for _, id := range []string{"t1", "t2", "t3", "t4", "t5", "t6", "t7"} {
+		for _, id := range []string{"t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"} {
 			body, isErr := waitResultLong(t, s, id)
 			for _, w := range want[id] {
 				if isErr || !strings.Contains(body, w) {
@@ -318,6 +327,16 @@ func TestEditorToolsWithGopls(t *testing.T) {
 		}
 		if listed {
 			t.Error("lib/lib.go is left in the buffer list")
+		}
+		var more struct {
+			Listed bool `msgpack:"listed"`
+			Loaded bool `msgpack:"loaded"`
+		}
+		if err := s.Lua(&more, `local b = vim.fn.bufnr(...); return { listed = b ~= -1 and vim.fn.buflisted(b) == 1, loaded = b ~= -1 and vim.api.nvim_buf_is_loaded(b) }`, filepath.Join(proj, "lib", "more.go")); err != nil {
+			t.Fatal(err)
+		}
+		if !more.Listed || more.Loaded {
+			t.Errorf("the user's unloaded buffer of lib/more.go: listed %v, loaded %v (want listed, not loaded)", more.Listed, more.Loaded)
 		}
 	})
 }

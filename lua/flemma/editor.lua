@@ -205,12 +205,15 @@ local function wipe(b)
   if not temp[b] or not vim.api.nvim_buf_is_valid(b) then
     return
   end
+  local how = temp[b]
   temp[b] = nil
   for _, c in ipairs(attached(b)) do
     pcall(vim.lsp.buf_detach_client, b, c.id)
   end
   pcall(without_events, function()
-    vim.api.nvim_buf_delete(b, { force = true })
+    -- A buffer of the user's that was not loaded is unloaded again, never
+    -- deleted; one this module made is wiped.
+    vim.api.nvim_buf_delete(b, { force = true, unload = how == "unload" })
   end)
 end
 
@@ -236,7 +239,7 @@ local function open(path, lsp)
     end
     return nb
   end)
-  temp[b] = true
+  temp[b] = created and "wipe" or "unload"
   local ft = detect_ft(path, b)
   if ft then
     without_events(function()
@@ -714,6 +717,17 @@ function M._after_edit(token, q)
   local user = b and vim.api.nvim_buf_is_loaded(b) and not temp[b]
   if user and vim.bo[b].modified then
     return { status = "done", answer = { unavailable = "modified" } }
+  end
+  if user then
+    -- Read it again only as 'autoread' would: without it :checktime asks
+    -- the user (a prompt), which a tool must never cause.
+    local ar = vim.fn.getbufvar(b, "&autoread")
+    if ar == -1 or ar == "" then
+      ar = vim.o.autoread and 1 or 0
+    end
+    if ar == 0 or ar == false then
+      return { status = "done", answer = { unavailable = "noautoread" } }
+    end
   end
   if not user then
     local ft = detect_ft_for(q.path)

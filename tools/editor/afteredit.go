@@ -41,6 +41,8 @@ func AfterEdit(ctx context.Context, a Asker, o Options, call tools.Call, path st
 	switch {
 	case ans.Unavailable == "modified":
 		return "The editor has unsaved changes of this file: its buffer now differs from the file on disk (its diagnostics were not checked)."
+	case ans.Unavailable == "noautoread":
+		return "The editor holds this file in a buffer and 'autoread' is off, so the buffer was not read again and its diagnostics were not checked."
 	case ans.Unavailable != "":
 		return ""
 	case ans.TimedOut:

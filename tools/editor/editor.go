@@ -61,8 +61,9 @@ type Answer struct {
 	TimedOut bool   `msgpack:"timed_out"`
 	// Unavailable says why nothing could be asked: "no_client" (no
 	// running language server serves the file), "modified" (the file has
-	// unsaved changes in the editor), "not_open" (not loaded, and no
-	// server to ask).
+	// unsaved changes in the editor), "noautoread" (a buffer holds it and
+	// 'autoread' is off: it is not read again), "not_open" (not loaded,
+	// and no server to ask).
 	Unavailable string       `msgpack:"unavailable"`
 	Clients     []string     `msgpack:"clients"` // the language servers that answered
 	Errors      []string     `msgpack:"errors"`  // a server's error, per server

@@ -253,6 +253,10 @@ func TestAfterEdit(t *testing.T) {
 	if got := AfterEdit(context.Background(), ed, DefaultOptions(), c, main); !strings.Contains(got, "unsaved changes") {
 		t.Errorf("modified: %q", got)
 	}
+	ed.answer = Answer{Unavailable: "noautoread"}
+	if got := AfterEdit(context.Background(), ed, DefaultOptions(), c, main); !strings.Contains(got, "'autoread' is off") {
+		t.Errorf("noautoread: %q", got)
+	}
 	n := len(ed.asked)
 	for name, o := range map[string]Options{"off": {AfterEdit: false}} {
 		if got := AfterEdit(context.Background(), ed, o, c, main); got != "" {
