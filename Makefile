@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/flemma-host
 NVIMS    = $(shell scripts/provision-nvim.sh | paste -sd: -)
 
-.PHONY: all build test unit e2e bench bench-check chaos lint demo nvim fuzz check-go clean
+.PHONY: all build dist test unit e2e bench bench-check chaos lint demo nvim fuzz check-go clean
 
 all: build
 
@@ -13,13 +13,21 @@ check-go:
 build: check-go
 	$(GO) build -o $(BIN) ./cmd/flemma-host
 
+# The prebuilt hosts of a release, with SHA256SUMS, in dist/
+# (scripts/dist.sh; .github/workflows/release.yml publishes them).
+dist: check-go
+	GO=$(GO) scripts/dist.sh
+
 # Neovim 0.7.2 (apt) and 0.10.4 (unpacked from Debian trixie into .cache/),
-# bubblewrap and ripgrep (apt).
+# bubblewrap and ripgrep (apt), gopls (go install, into .cache/) for the
+# editor tools' tests.
 nvim:
 	@scripts/provision-nvim.sh >/dev/null
 	@scripts/provision-tools.sh
+	@scripts/provision-gopls.sh >/dev/null
 
 lint: check-go
+	@scripts/lint-actions.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:" $$out >&2; exit 1; fi
 	$(GO) vet ./...
@@ -64,4 +72,4 @@ demo: build nvim
 	@$(GO) run ./cmd/flemma-demo
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

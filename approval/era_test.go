@@ -321,11 +321,11 @@ func TestEraPresetRegistry(t *testing.T) {
 		t.Fatal(errs)
 	}
 	ro, _ := p.Get("$readonly")
-	if want := []string{"read", "grep", "find", "ls"}; !reflect.DeepEqual(ro.Approve, want) || ro.Deny != nil {
+	if want := []string{"read", "grep", "find", "ls", "diagnostics", "lsp", "buffers"}; !reflect.DeepEqual(ro.Approve, want) || ro.Deny != nil {
 		t.Errorf("$readonly = %+v, want approve %v and no deny", ro, want)
 	}
 	def, _ := p.Get("$default")
-	if want := []string{"read", "grep", "find", "ls", "write", "edit"}; !reflect.DeepEqual(def.Approve, want) || def.Deny != nil {
+	if want := []string{"read", "grep", "find", "ls", "diagnostics", "lsp", "buffers", "write", "edit"}; !reflect.DeepEqual(def.Approve, want) || def.Deny != nil {
 		t.Errorf("$default = %+v, want approve %v and no deny", def, want)
 	}
 

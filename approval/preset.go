@@ -19,7 +19,7 @@ type PresetDef struct {
 // Built-in preset names. $readonly, $files and $commands are the privilege
 // groups of seed 003, each the one before it plus more.
 const (
-	PresetReadonly = "$readonly" // read, grep, find, ls
+	PresetReadonly = "$readonly" // read, grep, find, ls, and the editor's diagnostics, lsp, buffers
 	PresetFiles    = "$files"    // $readonly plus write, edit
 	PresetCommands = "$commands" // $files plus bash, sandboxed or not
 	PresetDefault  = "$default"  // $readonly plus write, edit
@@ -29,12 +29,18 @@ const (
 	PresetStandard = "$standard"
 )
 
+// readonlyTools are the tools that only read: the file tools and the
+// editor's (its diagnostics, language servers and buffers).
+func readonlyTools() []string {
+	return []string{"read", "grep", "find", "ls", "diagnostics", "lsp", "buffers"}
+}
+
 func builtinPresets() map[string]PresetDef {
 	return map[string]PresetDef{
-		PresetReadonly: {Approve: []string{"read", "grep", "find", "ls"}},
-		PresetFiles:    {Approve: []string{"read", "grep", "find", "ls", "write", "edit"}},
-		PresetCommands: {Approve: []string{"read", "grep", "find", "ls", "write", "edit", "bash"}},
-		PresetDefault:  {Approve: []string{"read", "grep", "find", "ls", "write", "edit"}},
+		PresetReadonly: {Approve: readonlyTools()},
+		PresetFiles:    {Approve: append(readonlyTools(), "write", "edit")},
+		PresetCommands: {Approve: append(readonlyTools(), "write", "edit", "bash")},
+		PresetDefault:  {Approve: append(readonlyTools(), "write", "edit")},
 	}
 }
 

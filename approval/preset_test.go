@@ -122,7 +122,7 @@ func TestNilPolicy(t *testing.T) {
 func TestPolicyIntrospection(t *testing.T) {
 	p := mustPresets(t, map[string]PresetDef{"$x": {Approve: []string{"bash(ls*)"}, Deny: []string{"bash", "bash(rm *)"}}})
 	pol := p.Expand([]string{"$readonly", "$x", "calculator", "bash(ls*)"}, nil)
-	if got, want := pol.Approved(), []string{"calculator", "find", "grep", "ls", "read"}; !reflect.DeepEqual(got, want) {
+	if got, want := pol.Approved(), []string{"buffers", "calculator", "diagnostics", "find", "grep", "ls", "lsp", "read"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Approved() = %v, want %v", got, want)
 	}
 	if got := pol.Denied(); !reflect.DeepEqual(got, []string{"bash"}) {
@@ -143,7 +143,7 @@ func TestPresetOverrideAndAlias(t *testing.T) {
 	if got, _ := p.Get("$standard"); !reflect.DeepEqual(got.Approve, []string{"ls"}) {
 		t.Errorf("user $standard = %v", got.Approve)
 	}
-	if got, _ := p.Get("$default"); len(got.Approve) != 6 {
+	if got, _ := p.Get("$default"); len(got.Approve) != 9 {
 		t.Errorf("$default changed by a user $standard: %v", got.Approve)
 	}
 	if _, ok := p.Get("$nope"); ok {

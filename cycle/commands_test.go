@@ -52,7 +52,7 @@ func TestListings(t *testing.T) {
 	if err != nil || !strings.Contains(res.Text, "bash  [built-in]") {
 		t.Errorf("tools bash: %q %v", res.Text, err)
 	}
-	for _, group := range []string{"  $readonly: read, grep, find, ls", "  $files: read, grep, find, ls, write, edit", "  $commands: read, grep, find, ls, write, edit, bash"} {
+	for _, group := range []string{"  $readonly: read, grep, find, ls, diagnostics, lsp, buffers", "  $files: read, grep, find, ls, diagnostics, lsp, buffers, write, edit", "  $commands: read, grep, find, ls, diagnostics, lsp, buffers, write, edit, bash"} {
 		if !slices.Contains(strings.Split(res.Text, "\n"), group) {
 			t.Errorf(":Flemma tools does not list the privilege group %q:\n%s", group, res.Text)
 		}

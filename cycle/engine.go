@@ -56,6 +56,7 @@ type Engine struct {
 	outputCleanup func()         // removes it at shutdown
 	swept         string         // the state folder whose outputs were swept
 	luaWait       waiters
+	editor        *editorState // the editor's tools (nil: no editor answers them)
 	refresh       refresher
 
 	jr       *journal.Journal // the crash-recovery journal, nil when unusable
@@ -309,6 +310,7 @@ func (h *Engine) logf(format string, args ...any) {
 // be called before any other method.
 func (h *Engine) Connect(ed Editor, lua Lua) {
 	h.ed, h.lua = ed, lua
+	h.connectEditor(lua)
 }
 
 func (h *Engine) VersionInfo() (VersionReply, error) {

@@ -123,7 +123,32 @@ func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage)
 	default:
 		return tools.Output{}, &tools.Internal{Err: fmt.Errorf("unexpected answer %q from Lua tool", resp.Status)}
 	}
-	return luaOutput(res)
+	out, err := luaOutput(res)
+	if err == nil {
+		out.Text = t.afterWrite(ctx, call, input, info, out)
+	}
+	return out, err
+}
+
+// afterWrite adds to a text result of a tool with the diff capability what
+// the editor says of the file it wrote (tools.Env.AfterWrite), the file
+// being the one its diff function names for the same input.
+func (t *luaTool) afterWrite(ctx context.Context, call tools.Call, input any, info ToolInfo, out tools.Output) string {
+	m, ok := input.(map[string]any)
+	if !t.hasDiff || !ok || out.JSON != nil || call.Env == nil || call.Env.AfterWrite == nil {
+		return out.Text
+	}
+	d, err := t.h.lua.Diff(t.spec.Name, m, info)
+	if err != nil || d == nil || d.Error != "" || d.Path == "" {
+		return out.Text
+	}
+	if note := call.Env.AfterWrite(ctx, call, d.Path); note != "" {
+		if out.Text == "" {
+			return note
+		}
+		return out.Text + "\n\n" + note
+	}
+	return out.Text
 }
 
 // luaOutput turns a Lua ExecutionResult into an Output or a model-facing

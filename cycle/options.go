@@ -35,6 +35,7 @@ func (h *Engine) logRefused(bufnr int, e options.Effective) {
 
 // usableTools are the registry's tools enabled by default and usable here.
 func (h *Engine) usableTools() []string {
+	h.refreshEditorCaps() // lsp is usable while a language server runs
 	h.mu.Lock()
 	fetch := h.cfg.Tools.Fetch.Enabled // setup turns the fetch tool on
 	h.mu.Unlock()

@@ -59,6 +59,7 @@ const (
 	MApprovalUnregister = "flemma.approval_unregister"
 	MApprovalList       = "flemma.approval_list"
 	MToolDone           = "flemma.tool_done"
+	MEditorDone         = "flemma.editor_done"
 )
 
 // Method is one handler: Fn is a method of the engine, with the arguments
@@ -133,6 +134,7 @@ func (h *Engine) Methods() []Method {
 		{MApprovalUnregister, h.ApprovalUnregister, false},
 		{MApprovalList, h.ApprovalList, false},
 		{MToolDone, h.ToolDone, false},
+		{MEditorDone, h.EditorDone, false},
 	}
 }
 

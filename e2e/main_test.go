@@ -15,6 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if d := os.Getenv("FLEMMA_SLOW_LSP"); d != "" { // this binary, started as a language server
+		slowLSP(d)
+		return
+	}
 	if _, err := nvimtest.BuildHost(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -74,6 +74,15 @@ type Config struct {
 		// AutoApproveFileCalls lets policies approve calls to bash, write,
 		// edit and side_effects tools that were already in the file.
 		AutoApproveFileCalls bool `json:"auto_approve_file_calls"`
+		// Editor bounds the questions the diagnostics, lsp and buffers
+		// tools ask Neovim, and the diagnostics after a write or an edit
+		// (seconds; nil = the default). Setup only.
+		Editor struct {
+			Timeout              *float64 `json:"timeout"`
+			MaxResults           int      `json:"max_results"`
+			DiagnosticsAfterEdit *bool    `json:"diagnostics_after_edit"`
+			DiagnosticsWait      *float64 `json:"diagnostics_wait"`
+		} `json:"editor"`
 	} `json:"tools"`
 	// Paths are Neovim's directories, computed by the plugin: state is
 	// flemma's state folder (journal, trust store, log), config Neovim's

@@ -119,6 +119,63 @@ var builtins = map[string]func(*line, map[string]any){
 		}
 		p.label(in)
 	},
+	"diagnostics": func(l *line, in map[string]any) {
+		// main.go  errors and worse  # checking the build
+		p := parts{l: l}
+		p.word()
+		if v, ok := field(in, "path"); ok {
+			l.value(v)
+		} else {
+			l.raw("open files")
+		}
+		p.end()
+		if v, ok := trimmed(in, "severity"); ok {
+			p.word()
+			l.raw(">= ")
+			l.trimmedValue(v)
+		}
+		p.label(in)
+	},
+	"lsp": func(l *line, in map[string]any) {
+		// references main.go:14 Helper  # who calls it
+		// workspace_symbols "Helper"
+		p := parts{l: l}
+		if v, ok := trimmed(in, "operation"); ok {
+			p.word()
+			l.trimmedValue(v)
+		}
+		p.end()
+		if v, ok := field(in, "path"); ok {
+			p.word()
+			l.value(v)
+			if n, ok := field(in, "line"); ok {
+				l.raw(":")
+				l.value(n)
+			}
+		}
+		if v, ok := trimmed(in, "symbol"); ok {
+			p.word()
+			l.trimmedValue(v)
+		} else if c, ok := field(in, "column"); ok {
+			p.word()
+			l.raw("col ")
+			l.value(c)
+		}
+		if v, ok := trimmed(in, "query"); ok {
+			p.word()
+			l.raw("\"")
+			l.trimmedValue(v)
+			l.raw("\"")
+		}
+		p.label(in)
+	},
+	"buffers": func(l *line, in map[string]any) {
+		// open files  # before editing
+		p := parts{l: l}
+		p.word()
+		l.raw("open files")
+		p.label(in)
+	},
 	"calculator": func(l *line, in map[string]any) {
 		// 2 + 2
 		p := parts{l: l}

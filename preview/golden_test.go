@@ -118,6 +118,22 @@ var goldenFiles = map[string][]goldenCase{
 		{name: "emoji path", tool: "ls", json: `{"path":"📁/🗂️","max_depth":3}`},
 		{name: "empty input", tool: "ls", json: `{}`},
 	},
+	"diagnostics": {
+		{name: "one file", tool: "diagnostics", json: `{"path":"main.go","severity":null,"label":"checking the build"}`},
+		{name: "every open file, errors", tool: "diagnostics", json: `{"path":null,"severity":"error","label":"what is broken"}`},
+		{name: "empty input", tool: "diagnostics", json: `{}`},
+	},
+	"lsp": {
+		{name: "references", tool: "lsp", json: `{"operation":"references","path":"main.go","line":14,"symbol":"Helper","column":null,"query":null,"label":"who calls it"}`},
+		{name: "hover by column", tool: "lsp", json: `{"operation":"hover","path":"lib/lib.go","line":4,"symbol":null,"column":6,"query":null,"label":"type"}`},
+		{name: "document symbols", tool: "lsp", json: `{"operation":"document_symbols","path":"lib/lib.go","line":null,"symbol":null,"column":null,"query":null,"label":"outline"}`},
+		{name: "workspace symbols", tool: "lsp", json: `{"operation":"workspace_symbols","path":null,"line":null,"symbol":null,"column":null,"query":"Helper","label":"find it"}`},
+		{name: "empty input", tool: "lsp", json: `{}`},
+	},
+	"buffers": {
+		{name: "label", tool: "buffers", json: `{"label":"before editing"}`},
+		{name: "empty input", tool: "buffers", json: `{}`},
+	},
 	"calculator": {
 		{name: "expression", tool: "calculator", json: `{"expression":"2 + 2"}`},
 		{name: "pinned", tool: "calculator", json: `{"expression":"2 + 2 * 3"}`},

@@ -4,6 +4,7 @@ import (
 	"github.com/neovim/go-client/nvim"
 
 	"github.com/flemma-dev/flemma/cycle"
+	edtools "github.com/flemma-dev/flemma/tools/editor"
 )
 
 // editor is cycle.Editor over msgpack-RPC: each method is one nvim_exec_lua
@@ -105,5 +106,23 @@ func (l luaCalls) ReviewInput(name string, input map[string]any, content string)
 func (l luaCalls) Preview(name string, input map[string]any, maxLen int) (*string, error) {
 	var out *string
 	err := l.nv.ExecLua(`return require("flemma.tools")._preview(...)`, &out, name, input, maxLen)
+	return out, err
+}
+
+// EditorQuery, EditorCancel and EditorCaps make luaCalls a cycle.EditorLua:
+// lua/flemma/editor.lua answers the editor's tools.
+func (l luaCalls) EditorQuery(token string, q edtools.Query) (cycle.EditorStart, error) {
+	var out cycle.EditorStart
+	err := l.nv.ExecLua(`return require("flemma.editor").query(...)`, &out, token, q)
+	return out, err
+}
+
+func (l luaCalls) EditorCancel(token string) error {
+	return l.nv.ExecLua(`require("flemma.editor").cancel(...)`, nil, token)
+}
+
+func (l luaCalls) EditorCaps() (cycle.EditorCaps, error) {
+	var out cycle.EditorCaps
+	err := l.nv.ExecLua(`return require("flemma.editor").caps()`, &out)
 	return out, err
 }

@@ -77,6 +77,11 @@ type Env struct {
 	Protect bool
 	// Fetch is tools.fetch: the bounds of the fetch built-in.
 	Fetch FetchLimits
+	// AfterWrite, when set, is asked after write or edit changed a file
+	// (path resolved): what it returns is added to the result. The host
+	// sets it to the editor's diagnostics of the new text
+	// (tools/editor.AfterEdit); it waits, bounded, for a language server.
+	AfterWrite func(ctx context.Context, call Call, path string) string
 
 	redactOnce sync.Once
 	redactor   *strings.Replacer

@@ -174,6 +174,12 @@ M.subcommands = {
     end
     notify(msg, (r and r.calls > 0) and vim.log.levels.WARN or vim.log.levels.INFO)
   end,
+  -- The host: the release's binary (checksum verified) or go build;
+  -- "force" replaces one of the right version too.
+  install = function(args)
+    local ok, msg = require("flemma.install").run({ force = args[1] == "force" })
+    notify(msg, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
+  end,
   log = function()
     local _, _, log_file = host.running()
     vim.cmd("split " .. vim.fn.fnameescape(log_file or host.log_file(state.config())))

@@ -101,6 +101,16 @@ M.defaults = {
     -- (flemma.opt.tools.web_search = false); only a trusted one may turn them on.
     web_search = { enabled = false, max_uses = 5 },
     web_fetch = { enabled = false, max_uses = 5 },
+    -- The editor's tools (diagnostics, lsp, buffers) ask Neovim; each
+    -- question is bounded in time and size.
+    editor = {
+      timeout = 10, -- seconds an lsp or diagnostics question may take
+      max_results = 100, -- locations, symbols or diagnostics per answer
+      -- write and edit results carry the language servers' errors and
+      -- warnings for the new text, waiting at most diagnostics_wait seconds
+      diagnostics_after_edit = true,
+      diagnostics_wait = 3,
+    },
   },
   sandbox = {
     enabled = true,
@@ -235,6 +245,10 @@ local checks = {
   ["tools.fetch.max_bytes"] = { "number" },
   ["tools.fetch.timeout"] = { "number" },
   ["tools.fetch.max_redirects"] = { "number" },
+  ["tools.editor.timeout"] = { "number" },
+  ["tools.editor.max_results"] = { "number" },
+  ["tools.editor.diagnostics_after_edit"] = { "boolean" },
+  ["tools.editor.diagnostics_wait"] = { "number" },
   ["sandbox.enabled"] = { "boolean" },
   ["sandbox.backend"] = { "string", one_of = { "auto", "bwrap", "none" } },
   ["sandbox.network"] = { "boolean" },

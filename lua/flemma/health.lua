@@ -37,7 +37,7 @@ function M.check()
   if res.version == want then
     ok("host version " .. res.version .. " (matches the plugin)")
   else
-    warn(string.format("host version %s, plugin expects %s: run `make build`", tostring(res.version), want))
+    warn(string.format("host version %s, plugin expects %s: run :Flemma install", tostring(res.version), want))
   end
   info("host log: " .. host.log_file(cfg))
   for _, line in ipairs(res.lines or {}) do

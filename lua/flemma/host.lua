@@ -48,7 +48,10 @@ function M.find(cfg)
   if on_path ~= "" then
     return { on_path }
   end
-  return nil, "flemma-host not found: run `make build` in " .. plugin_root() .. " (or set host.cmd in setup())"
+  return nil,
+    "flemma-host not found: run :Flemma install (or `make build` in "
+      .. plugin_root()
+      .. ", or set host.cmd in setup())"
 end
 
 -- Everything that was waiting for the host gets an answer when it is gone.
@@ -299,7 +302,7 @@ function M.ensure(cfg)
   if info.version ~= want then
     notify(
       string.format(
-        "host version %s does not match the plugin's %s: run `make build` (binary: %s)",
+        "host version %s does not match the plugin's %s: run :Flemma install (binary: %s)",
         tostring(info.version),
         want,
         argv[1]

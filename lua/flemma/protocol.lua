@@ -46,4 +46,5 @@ return {
   approval_unregister = "flemma.approval_unregister",
   approval_list = "flemma.approval_list",
   tool_done = "flemma.tool_done",
+  editor_done = "flemma.editor_done", -- notification (token, answer): lua/flemma/editor.lua
 }

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -81,4 +82,16 @@ func ioError(what string, err error) error {
 		return fmt.Errorf("Cannot %s file: %s", what, r)
 	}
 	return &tools.Internal{Err: err}
+}
+
+// withAfterWrite adds to a write's or an edit's result what Env.AfterWrite
+// says about the changed file (the editor's diagnostics of its new text).
+func withAfterWrite(ctx context.Context, call tools.Call, resolved, text string) string {
+	if call.Env == nil || call.Env.AfterWrite == nil {
+		return text
+	}
+	if note := call.Env.AfterWrite(ctx, call, resolved); note != "" {
+		return text + "\n\n" + note
+	}
+	return text
 }

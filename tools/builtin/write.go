@@ -48,7 +48,7 @@ func Write() tools.Tool {
 	}, runWrite)
 }
 
-func runWrite(_ context.Context, call tools.Call, in WriteInput) (tools.Output, error) {
+func runWrite(ctx context.Context, call tools.Call, in WriteInput) (tools.Output, error) {
 	if in.Path == "" {
 		return tools.Output{}, errors.New("No path provided")
 	}
@@ -94,7 +94,7 @@ func runWrite(_ context.Context, call tools.Call, in WriteInput) (tools.Output, 
 	after := sha256.Sum256(data)
 	reads.Record(call.Bufnr, resolved, after)
 	return tools.Output{
-		Text:    fmt.Sprintf("Successfully wrote %d bytes to %s", len(in.Content), in.Path),
+		Text:    withAfterWrite(ctx, call, resolved, fmt.Sprintf("Successfully wrote %d bytes to %s", len(in.Content), in.Path)),
 		Changes: []tools.Change{{Path: resolved, Before: before, After: hex.EncodeToString(after[:])}},
 	}, nil
 }
@@ -159,7 +159,7 @@ func Edit() tools.Tool {
 	}, runEdit)
 }
 
-func runEdit(_ context.Context, call tools.Call, in EditInput) (tools.Output, error) {
+func runEdit(ctx context.Context, call tools.Call, in EditInput) (tools.Output, error) {
 	if in.Path == "" {
 		return tools.Output{}, errors.New("No path provided")
 	}
@@ -207,7 +207,7 @@ func runEdit(_ context.Context, call tools.Call, in EditInput) (tools.Output, er
 	after := sha256.Sum256(out)
 	reads.Record(call.Bufnr, resolved, after)
 	return tools.Output{
-		Text:    fmt.Sprintf("Successfully replaced text in %s.", in.Path),
+		Text:    withAfterWrite(ctx, call, resolved, fmt.Sprintf("Successfully replaced text in %s.", in.Path)),
 		Changes: []tools.Change{{Path: resolved, Before: before, After: hex.EncodeToString(after[:])}},
 	}, nil
 }
