@@ -29,7 +29,9 @@
 //   - @Assistant: holds Text, Thinking (<thinking>, <thinking redacted>,
 //     <thinking P:signature="S"> … </thinking>, or the self-closing
 //     <thinking P:signature="S"/>), ToolUse and Aborted
-//     (<!-- flemma:aborted: MESSAGE -->). @You: holds Text and ToolResult.
+//     (<!-- flemma:aborted: MESSAGE -->). @You: holds Text, ToolResult and
+//     Summary (<!-- flemma:summary: NOTE --> … <!-- /flemma:summary -->,
+//     the closing marker outside code fences and within the message).
 //     Other roles hold one Text. Structure is recognised only outside code
 //     fences, so a quoted example stays text, and fences inside thinking
 //     content do not count.
@@ -45,6 +47,12 @@
 //     group naming a status, e.g. "(pending)" or "(status=approved
 //     timeout=30)", makes the same placeholder (ToolResult.HeaderForm); the
 //     fence wins when both are present.
+//
+//   - Compaction: the last Summary is in force (Document.Summary). The
+//     text and blocks before its marker stay in the Document, but the
+//     queries (ToolUses, Result, Unresolved, Incomplete, BlockAt) see only
+//     the blocks after it, so what the summary replaces is never pending
+//     work; Whole gives the view of every block.
 //
 // # Tolerance
 //
