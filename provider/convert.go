@@ -73,6 +73,25 @@ func FromDocument(doc *buffer.Document, provider string) (system string, msgs []
 	if errs := blockErrors(doc); len(errs) > 0 {
 		return "", nil, errors.Join(errs...)
 	}
+	system, msgs = conversation(doc, provider)
+	if len(msgs) == 0 {
+		return "", nil, errors.New("no messages to send")
+	}
+	return system, msgs, nil
+}
+
+// Conversation is what FromDocument would send, without its refusals: a
+// tool use without a result or a placeholder is sent as it stands (the
+// call without its result). It is for estimates (EstimateDocument), never
+// for a request.
+func Conversation(doc *buffer.Document, provider string) (system string, msgs []Message) {
+	if provider == "replay" {
+		provider = "anthropic"
+	}
+	return conversation(doc, provider)
+}
+
+func conversation(doc *buffer.Document, provider string) (system string, msgs []Message) {
 	last := interruptedTail(doc)
 	for _, m := range doc.Messages {
 		if m == last {
@@ -108,10 +127,7 @@ func FromDocument(doc *buffer.Document, provider string) (system string, msgs []
 		}
 		msgs = append(msgs, msg)
 	}
-	if len(msgs) == 0 {
-		return "", nil, errors.New("no messages to send")
-	}
-	return system, msgs, nil
+	return system, msgs
 }
 
 // interruptedTail returns the conversation's last message when it is an

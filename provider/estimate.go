@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/flemma-dev/flemma/buffer"
 )
 
 // Estimation of the input tokens of a request (issue 30: the threshold
@@ -44,6 +46,17 @@ func EstimateTokens(system string, msgs []Message, tools []ToolDef) int {
 		}
 	}
 	return n
+}
+
+// EstimateDocument estimates the input tokens of sending a parsed buffer
+// to provider with tools: the tokens that will be sent (after a compaction
+// summary, its text instead of what it replaces). File references count
+// as tokensUnknownFile each (nothing is read), {{ }} as their code, and
+// calls without results as they stand, so it answers for any buffer, also
+// one that cannot be sent yet.
+func EstimateDocument(doc *buffer.Document, provider string, tools []ToolDef) int {
+	system, msgs := Conversation(doc, provider)
+	return EstimateTokens(system, msgs, tools)
 }
 
 // EstimateRequest is EstimateTokens of a request.
