@@ -383,3 +383,24 @@ func TestEstimateCompacted(t *testing.T) {
 		t.Errorf("status %q %v", st.Text, err)
 	}
 }
+
+// The keys that act on one call say why nothing happens above the summary.
+func TestCompactBlocksAboveAreInert(t *testing.T) {
+	p := &answerer{answer: func(provider.Request) []provider.Event { return answerText("ok") }}
+	env := compactEnv(t, p)
+	env.ed.load(1, "", env.dir, withTools+"<!-- flemma:summary -->\nTests pass.\n<!-- /flemma:summary -->\n")
+	for name, fn := range map[string]func() (Reply, error){
+		"execute": func() (Reply, error) { return env.h.ExecuteAt(1, 5) },
+		"approve": func() (Reply, error) { return env.h.SetStatus(1, 12, "approved", "") },
+		"cancel":  func() (Reply, error) { return env.h.CancelAt(1, 12) },
+		"undo":    func() (Reply, error) { return env.h.Undo(1, 12) },
+	} {
+		res, err := fn()
+		if err != nil || !strings.Contains(res.Message, "above the compaction summary on line 22") {
+			t.Errorf("%s: %+v %v", name, res, err)
+		}
+	}
+	if n := len(p.requests()); n != 0 {
+		t.Errorf("%d requests", n)
+	}
+}
