@@ -301,3 +301,50 @@ func TestCompactPlantedSummary(t *testing.T) {
 		}
 	})
 }
+
+// TestSummaryOutline: the outline reads a summary block as the parser does
+// (a block of its own in @You:, a tool header or marker inside it is
+// content, a marker in a fence is content), and keeps doing so change by
+// change: after each edit its levels equal a scan from scratch.
+func TestSummaryOutline(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		chat := "@You:\nhi\n\n@Assistant:\nhello\n\n@You:\n<!-- flemma:summary: by x -->\nsummary line\n**Tool Result:** `fake`\n\n```\nx\n```\n<!-- /flemma:summary -->\n\n```\n<!-- flemma:summary -->\n```\nnext\n"
+		mustOpen(t, s, "outline.chat", chat)
+		check := func(what string) map[string]any {
+			t.Helper()
+			var got map[string]any
+			if err := s.Lua(&got, `
+				local outline = require("flemma.outline")
+				local m = outline.get(0)
+				local full = outline.scan(vim.api.nvim_buf_get_lines(0, 0, -1, false))
+				local kinds, same = {}, true
+				for l = 1, m.n do
+					if m.kd[l] then kinds[#kinds + 1] = l .. ":" .. m.kd[l] end
+					if tostring(m.lv[l]) ~= tostring(full.lv[l]) or m.kd[l] ~= full.kd[l] then same = false end
+				end
+				return { kinds = table.concat(kinds, " "), same = same }`); err != nil {
+				t.Fatal(err)
+			}
+			if got["same"] != true {
+				t.Errorf("%s: the outline differs from a scan from scratch", what)
+			}
+			return got
+		}
+		if got := check("opened"); got["kinds"] != "1:message 4:message 7:message 8:summary" {
+			t.Errorf("kinds %v", got["kinds"])
+		}
+		// Remove the closing marker, then put it back, then type in the block.
+		if err := s.Lua(nil, `vim.api.nvim_buf_set_lines(0, 14, 15, false, {})`); err != nil {
+			t.Fatal(err)
+		}
+		check("closing marker removed")
+		if err := s.Lua(nil, `vim.api.nvim_buf_set_lines(0, 14, 14, false, { "<!-- /flemma:summary -->" })`); err != nil {
+			t.Fatal(err)
+		}
+		check("closing marker back")
+		if err := s.Lua(nil, `vim.api.nvim_buf_set_lines(0, 8, 8, false, { "@You:" })`); err != nil {
+			t.Fatal(err)
+		}
+		check("a role line typed inside")
+	})
+}
