@@ -291,6 +291,9 @@ loop:
 	}
 	var err error
 	switch {
+	case writeErr != nil:
+		// The region could not be found again: nothing more is written.
+		h.setModifiable(bufnr, true)
 	case summaryAccepted:
 		err = sw.write(c.lines(text.String(), true), true, !written)
 	case written:
@@ -298,9 +301,11 @@ loop:
 	default:
 		h.setModifiable(bufnr, true)
 	}
+	left := writeErr != nil && written // lines of the summary may be left in the buffer
 	if err != nil {
 		h.logf("compact: final write: %v", err)
 		h.setModifiable(bufnr, true)
+		left = written
 		if summaryAccepted {
 			why, summaryAccepted = "the buffer could not be written: "+err.Error(), false
 		}
@@ -336,6 +341,10 @@ loop:
 	h.event("FlemmaRequestEnd", end)
 	h.logf("compact: done in %s, usage %+v, accepted %v (%s)", time.Since(started), usage, summaryAccepted, why)
 	if !summaryAccepted {
+		if left {
+			h.notify("Compaction failed: "+why+". What was written of the summary has no closing marker, so it is text and the whole conversation is still sent; delete it.", levelError)
+			return
+		}
 		if why == "cancelled" {
 			h.notify("Compaction cancelled; the buffer is as it was.", levelWarn)
 			return

@@ -404,3 +404,38 @@ func TestCompactBlocksAboveAreInert(t *testing.T) {
 		t.Errorf("%d requests", n)
 	}
 }
+
+// Something edits the user's draft below the block although the buffer is
+// locked (another plugin): the summary is not finished over it, and what
+// was written stays unclosed — text, so the whole conversation is sent.
+func TestCompactDraftChangedMeanwhile(t *testing.T) {
+	p := &answerer{hold: true, answer: func(provider.Request) []provider.Event {
+		return []provider.Event{{Kind: provider.EventText, Text: "The user asked"}}
+	}}
+	env := compactEnv(t, p)
+	env.ed.load(1, "", env.dir, withTools+"my draft\n")
+	env.compact(1)
+	env.ed.wait(t, 1, "the summary starts", func(b *fakeBuf) bool { return slices.Contains(b.lines, "The user asked") })
+	env.ed.mu.Lock()
+	b := env.ed.bufs[1]
+	b.lines = append(slices.Clone(b.lines[:len(b.lines)-1]), "my draft, changed by a plugin")
+	b.tick++
+	b.changed()
+	env.ed.mu.Unlock()
+	// The next write (the restore after <C-c>) finds the region's
+	// surroundings changed.
+	if _, err := env.h.Cancel(1); err != nil {
+		t.Fatal(err)
+	}
+	env.ed.waitIdle(t, env.h, 1)
+	d := parse(env.ed.text(1))
+	if d.Summary != nil || !strings.Contains(env.ed.String(1), "my draft, changed by a plugin") {
+		t.Errorf("after the change:\n%s", env.ed.String(1))
+	}
+	if !env.ed.bufs[1].modifiable {
+		t.Error("the buffer stays locked")
+	}
+	if notes := strings.Join(env.ed.notifications(), "\n"); !strings.Contains(notes, "has no closing marker") {
+		t.Errorf("notes: %s", notes)
+	}
+}
