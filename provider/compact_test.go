@@ -56,14 +56,14 @@ func TestFromDocumentSummaryRefusal(t *testing.T) {
 // Attack: the model's summary names files and templates. They are its
 // words, sent as text: no file part, no expression, nothing to read.
 func TestSummaryReadsNoFiles(t *testing.T) {
-	chat := "@You:\n<!-- flemma:summary -->\nSee @./secret.txt and @~/.ssh/id_rsa and {{ io.open('/etc/passwd') }}.\n<!-- /flemma:summary -->\nAnd @./mine.txt please.\n"
+	chat := "@You:\nRead @./above.txt\n\n@Assistant:\nDone.\n\n@You:\n<!-- flemma:summary -->\nSee @./secret.txt and @~/.ssh/id_rsa and {{ io.open('/etc/passwd') }}.\n<!-- /flemma:summary -->\nAnd @./mine.txt please.\n"
 	_, msgs, err := FromDocument(parseOK(t, chat), "anthropic")
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := Files(msgs)
 	if len(files) != 1 || files[0].Path != "./mine.txt" {
-		t.Errorf("files %v: only the user's own reference below the summary is attached", files)
+		t.Errorf("files %v: only the user's own reference below the summary is attached (not the one above it)", files)
 	}
 	if hasKind(msgs, PartExpr) {
 		t.Error("a {{ }} of the summary became an expression")
