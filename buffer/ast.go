@@ -51,12 +51,16 @@ type Document struct {
 	// Preamble holds the non-blank text between the frontmatter (or line 1)
 	// and the first role marker. It belongs to no message and is never sent;
 	// Parse reports it with a warning. nil when there is none.
-	Preamble    *Text
-	Messages    []*Message
+	Preamble *Text
+	Messages []*Message
+	// Summary is the compaction summary in force: the last well-formed
+	// one (see Summary). nil when there is none.
+	Summary     *Summary
 	Diagnostics []Diagnostic // sorted by Line, then Col
 	LineCount   int          // number of lines given to Parse
 
 	ix        *index // built by Parse; nil for hand-made documents
+	all       *index // every block, the summary ignored (Whole); nil: as ix
 	openFence int    // opener line of a code fence still open at the end, or 0
 }
 
@@ -78,8 +82,8 @@ type Message struct {
 	Segments  []Segment // in line order; an empty message has none
 }
 
-// Segment is one node of a message: *Text, *Thinking, *ToolUse, *ToolResult
-// or *Aborted.
+// Segment is one node of a message: *Text, *Thinking, *ToolUse,
+// *ToolResult, *Aborted or *Summary.
 type Segment interface {
 	// Lines returns the first and last line of the segment (1-based,
 	// inclusive).
@@ -121,6 +125,25 @@ type Aborted struct {
 	Message            string
 	StartLine, EndLine int // always equal
 }
+
+// Summary is a compaction summary (issue 30): in a @You: message, the lines
+// between the marker <!-- flemma:summary: NOTE --> and the closing
+// <!-- /flemma:summary -->. The last one of a document is the one in force
+// (Document.Summary): what comes before its marker is not sent (its text
+// goes instead), and the tool calls and results there are no pending work
+// — the queries of the Document (ToolUses, Result, Unresolved, …) do not
+// see them. Deleting the block brings them back.
+type Summary struct {
+	Note  string   // the marker's text after "flemma:summary:", trimmed; informative only
+	lines []string // the lines between the markers (see Content)
+	// StartLine is the marker, EndLine the closing marker.
+	StartLine, EndLine int
+}
+
+// Content returns the lines between the markers joined by "\n", as the
+// buffer holds them (escaped lines keep their backslash: UnescapeText
+// gives the model's words back).
+func (s *Summary) Content() string { return strings.Join(s.lines, "\n") }
 
 // ToolUse is a **Tool Use:** block of an @Assistant: message.
 type ToolUse struct {
@@ -171,6 +194,9 @@ func (t *Thinking) Lines() (start, end int) { return t.StartLine, t.EndLine }
 // Lines implements Segment.
 func (a *Aborted) Lines() (start, end int) { return a.StartLine, a.EndLine }
 
+// Lines implements Segment: from the marker to the closing marker.
+func (s *Summary) Lines() (start, end int) { return s.StartLine, s.EndLine }
+
 // Lines implements Segment: from the header to the closing fence.
 func (u *ToolUse) Lines() (start, end int) { return u.HeaderLine, u.EndLine }
 
@@ -209,6 +235,7 @@ const (
 	KindThinking    = "thinking"
 	KindToolUse     = "tool_use"
 	KindToolResult  = "tool_result"
+	KindSummary     = "summary"
 )
 
 // Diagnostic is a problem found by Parse. The parser never fails: it keeps

@@ -18,8 +18,8 @@ import "strings"
 // Structural reports whether line, standing at column 1 outside a code
 // fence, would be read by Parse as structure: a role marker (@You:), a
 // **Tool Use:** or **Tool Result:** header, a <thinking …> or </thinking>
-// tag, or a flemma:aborted marker. A trailing "\r" is ignored, as Parse
-// ignores it.
+// tag, a flemma:aborted marker, or a compaction summary's marker or
+// closing marker. A trailing "\r" is ignored, as Parse ignores it.
 func Structural(line string) bool {
 	s := strings.TrimSuffix(line, "\r")
 	if s == "" {
@@ -38,8 +38,13 @@ func Structural(line string) bool {
 		if _, ok := thinkingOpen(s); ok {
 			return true
 		}
-		_, ok := abortMarker(s)
-		return ok
+		if _, ok := abortMarker(s); ok {
+			return true
+		}
+		if _, ok := summaryOpen(s); ok {
+			return true
+		}
+		return summaryEnd(s)
 	}
 	return false
 }

@@ -70,6 +70,7 @@ func checkDocument(t *testing.T, lines []string) {
 
 	// Positions: messages in order, segments inside them, in order.
 	structural := map[int]bool{} // lines rebuilt by Render rather than copied
+	var summaries []*Summary
 	prev := 0
 	if fm := d.Frontmatter; fm != nil {
 		if fm.StartLine != 1 || fm.EndLine < 2 || fm.EndLine > len(lines) {
@@ -111,6 +112,12 @@ func checkDocument(t *testing.T, lines []string) {
 				structural[s.StartLine], structural[s.EndLine] = true, true
 			case *Aborted:
 				structural[s.StartLine] = true
+			case *Summary:
+				if m.Role != "You" {
+					t.Errorf("summary %d-%d in a @%s message", s.StartLine, s.EndLine, m.Role)
+				}
+				structural[s.StartLine], structural[s.EndLine] = true, true
+				summaries = append(summaries, s)
 			case *Text:
 				if isBlank(src[s.StartLine-1]) || isBlank(src[s.EndLine-1]) {
 					t.Errorf("text %d-%d starts or ends blank", s.StartLine, s.EndLine)
@@ -118,6 +125,25 @@ func checkDocument(t *testing.T, lines []string) {
 			}
 		}
 		prev = m.EndLine
+	}
+
+	// The summary in force is the last one, and the queries see no block
+	// above it; the whole view sees every block.
+	if n := len(summaries); n == 0 && d.Summary != nil || n > 0 && d.Summary != summaries[n-1] {
+		t.Errorf("summary in force %+v, want the last of %d", d.Summary, n)
+	}
+	for _, u := range d.ToolUses() {
+		if d.Compacted(u.HeaderLine) {
+			t.Errorf("tool use %s on line %d above the summary is listed", u.ID, u.HeaderLine)
+		}
+	}
+	for _, r := range d.ToolResults() {
+		if d.Compacted(r.HeaderLine) {
+			t.Errorf("tool result %s on line %d above the summary is listed", r.ToolUseID, r.HeaderLine)
+		}
+	}
+	if w := d.Whole(); len(w.ToolUses()) < len(d.ToolUses()) || w.Summary != nil {
+		t.Errorf("Whole lists %d tool uses, the document %d", len(w.ToolUses()), len(d.ToolUses()))
 	}
 
 	// Render: line-aligned, nothing but blank and structural lines changed,
@@ -261,6 +287,8 @@ func shape(d *Document, skip func(Segment) bool) []string {
 				l = fmt.Sprintf("thinking %q %s %s %v", s.Content(), s.Provider, s.Signature, s.Redacted)
 			case *Aborted:
 				l = "aborted " + s.Message
+			case *Summary:
+				l = fmt.Sprintf("summary %q %q", s.Note, s.Content())
 			case *ToolUse:
 				l = fmt.Sprintf("use %s %s %q", s.Name, s.ID, s.RawInput)
 			case *ToolResult:

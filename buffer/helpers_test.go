@@ -35,6 +35,11 @@ func sketch(d *Document) string {
 				}
 			case *Aborted:
 				fmt.Fprintf(&b, "aborted %d %q", s.StartLine, s.Message)
+			case *Summary:
+				fmt.Fprintf(&b, "summary %d-%d %q %q", s.StartLine, s.EndLine, s.Note, s.Content())
+				if d.Summary == s {
+					b.WriteString(" (in force)")
+				}
 			case *ToolUse:
 				fmt.Fprintf(&b, "use %s %s %d-%d %s", s.Name, s.ID, s.HeaderLine, s.EndLine, inputJSON(s.Input))
 			case *ToolResult:
@@ -107,6 +112,11 @@ func dump(d *Document) string {
 				}
 			case *Aborted:
 				fmt.Fprintf(&b, "  aborted %d message=%q\n", s.StartLine, s.Message)
+			case *Summary:
+				fmt.Fprintf(&b, "  summary %d-%d note=%q in_force=%v\n", s.StartLine, s.EndLine, s.Note, d.Summary == s)
+				if s.EndLine-s.StartLine > 1 {
+					body("    ", s.Content())
+				}
 			case *ToolUse:
 				fmt.Fprintf(&b, "  tool_use %d-%d name=%q id=%q fence=%d len=%d language=%q suffix=%q\n",
 					s.HeaderLine, s.EndLine, s.Name, s.ID, s.FenceLine, s.FenceLen, s.Language, s.Suffix)
@@ -126,6 +136,10 @@ func dump(d *Document) string {
 			out = append(out, u.ID)
 		}
 		return strings.Join(out, " ")
+	}
+	if d.Summary != nil {
+		fmt.Fprintf(&b, "tool uses sent: %s\n", ids(d.ToolUses()))
+		fmt.Fprintf(&b, "tool uses in the file: %s\n", ids(d.Whole().ToolUses()))
 	}
 	fmt.Fprintf(&b, "unresolved: %s\n", ids(d.Unresolved()))
 	fmt.Fprintf(&b, "incomplete: %s\n", ids(d.Incomplete()))

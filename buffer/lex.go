@@ -342,3 +342,63 @@ func isStatusWord(w string) bool {
 func errorSuffix(suffix string) bool {
 	return strings.HasSuffix(trimRightSpace(suffix), "(error)")
 }
+
+// The markers of a compaction summary (issue 30).
+const (
+	summaryTag   = "flemma:summary"
+	summaryClose = "<!-- /flemma:summary -->"
+)
+
+// summaryOpen recognises the marker of a compaction summary,
+// ^<!--\s*flemma:summary(:\s*(.*?))?\s*-->$, and returns the trimmed note.
+func summaryOpen(s string) (string, bool) {
+	if len(s) < 7 || !strings.HasPrefix(s, "<!--") || !strings.HasSuffix(s, "-->") {
+		return "", false
+	}
+	inner := trimLeftSpace(s[4 : len(s)-3])
+	if !strings.HasPrefix(inner, summaryTag) {
+		return "", false
+	}
+	rest := inner[len(summaryTag):]
+	if isBlank(rest) {
+		return "", true
+	}
+	if rest[0] != ':' {
+		return "", false
+	}
+	return trimSpace(rest[1:]), true
+}
+
+// summaryEnd recognises the closing marker ^<!--\s*/flemma:summary\s*-->$.
+func summaryEnd(s string) bool {
+	if len(s) < 7 || !strings.HasPrefix(s, "<!--") || !strings.HasSuffix(s, "-->") {
+		return false
+	}
+	return trimSpace(s[4:len(s)-3]) == "/"+summaryTag
+}
+
+// summaryLike reports whether s looks like a summary marker that is not
+// one (extra text after the comment, a typo after the tag): worth a
+// diagnostic, since the writer of the line probably meant a marker.
+func summaryLike(s string) bool {
+	return strings.HasPrefix(s, "<!--") && strings.Contains(s, summaryTag)
+}
+
+// SummaryMarker returns the marker line of a compaction summary with note
+// (newlines and control characters in note become spaces).
+func SummaryMarker(note string) string {
+	note = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, note)
+	note = trimSpace(note)
+	if note == "" {
+		return "<!-- " + summaryTag + " -->"
+	}
+	return "<!-- " + summaryTag + ": " + note + " -->"
+}
+
+// SummaryEnd is the closing marker line of a compaction summary.
+const SummaryEnd = summaryClose

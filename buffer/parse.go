@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -32,7 +33,7 @@ func Parse(lines []string) *Document {
 			}
 		}
 	}
-	p.doc.ix = newIndex(p.uses, p.results)
+	p.index()
 	p.pair()
 	slices.SortStableFunc(p.doc.Diagnostics, func(a, b Diagnostic) int {
 		if a.Line != b.Line {
@@ -253,6 +254,8 @@ func (p *parser) blocks(m *Message) {
 			seg, next = p.toolResult(i, hi)
 		case s[0] == '<' && assistant:
 			seg, next = p.tag(i, hi)
+		case s[0] == '<':
+			seg, next = p.summary(i, hi)
 		}
 		if seg != nil {
 			switch s := seg.(type) {
@@ -260,6 +263,8 @@ func (p *parser) blocks(m *Message) {
 				p.uses = append(p.uses, s)
 			case *ToolResult:
 				p.results = append(p.results, s)
+			case *Summary:
+				p.doc.Summary = s // the last one wins
 			}
 			flush(i)
 			p.segs = append(p.segs, seg)
@@ -511,6 +516,10 @@ func (p *parser) tag(h, hi int) (Segment, int) {
 	}
 	t, ok := thinkingOpen(s)
 	if !ok {
+		if summaryLike(s) {
+			p.report(h, 1, SeverityWarning, KindSummary,
+				"A compaction summary counts only in a @You: message; this marker is text and the conversation above it is sent")
+		}
 		return nil, 0
 	}
 	th := &Thinking{Provider: t.provider, Signature: t.signature, Redacted: t.redacted, StartLine: h}
@@ -557,4 +566,69 @@ func (p *parser) pair() {
 				"Duplicate tool result for %s (first on line %d); only the first is used", r.ToolUseID, first.HeaderLine)
 		}
 	}
+}
+
+// summary parses a compaction summary whose marker is on line h of a @You:
+// message: the lines up to the closing marker, found outside code fences
+// (the rules of the message splitter: a closing marker quoted in a fence is
+// content). A summary that does not close within its message, a closing
+// marker alone, and a line that looks like a marker but is not one are
+// reported and stay text: then nothing is left out of the conversation.
+func (p *parser) summary(h, hi int) (Segment, int) {
+	s := p.line(h)
+	note, ok := summaryOpen(s)
+	switch {
+	case ok:
+	case summaryEnd(s):
+		p.report(h, 1, SeverityWarning, KindSummary,
+			"Closing %s without its <!-- flemma:summary --> marker; it is text", summaryClose)
+		return nil, 0
+	case summaryLike(s):
+		p.report(h, 1, SeverityWarning, KindSummary,
+			"Not a compaction marker: the marker is <!-- flemma:summary: NOTE --> alone on its line; this line is text")
+		return nil, 0
+	default:
+		return nil, 0
+	}
+	fence := 0
+	for k := h + 1; k <= hi; k++ {
+		l := p.line(k)
+		if fence > 0 {
+			if fenceCloses(l, fence) {
+				fence = 0
+			}
+			continue
+		}
+		if summaryEnd(l) {
+			sm := &Summary{Note: note, StartLine: h, EndLine: k, lines: p.copyLines(p.src[h : k-1])}
+			if isBlank(sm.Content()) {
+				p.report(h, 1, SeverityWarning, KindSummary,
+					"The compaction summary is empty: the conversation above it is not sent and nothing replaces it (delete the block to send it)")
+			}
+			return sm, k + 1
+		}
+		fence = fenceOpen(l)
+	}
+	p.report(h, 1, SeverityWarning, KindSummary,
+		"The compaction summary is not closed (%s must end it, outside a code fence, within its message); it is read as text and the conversation above it is sent", summaryClose)
+	return nil, 0
+}
+
+// index builds the document's index of tool blocks: those after the
+// summary in force, if any (the conversation that is sent), and all of
+// them for Whole.
+func (p *parser) index() {
+	if p.doc.Summary == nil {
+		p.doc.ix = newIndex(p.uses, p.results)
+		return
+	}
+	cut := p.doc.Summary.StartLine
+	p.doc.ix = newIndex(after(p.uses, cut), after(p.results, cut))
+	p.doc.all = newIndex(p.uses, p.results)
+}
+
+// after returns the blocks (in document order) that start after line cut.
+func after[T interface{ Lines() (int, int) }](blocks []T, cut int) []T {
+	i := sort.Search(len(blocks), func(i int) bool { start, _ := blocks[i].Lines(); return start > cut })
+	return blocks[i:]
 }

@@ -14,13 +14,21 @@ type index struct {
 func buildIndex(d *Document) *index {
 	var uses []*ToolUse
 	var results []*ToolResult
+	cut := 0
+	if d.Summary != nil {
+		cut = d.Summary.StartLine
+	}
 	for _, m := range d.Messages {
 		for _, s := range m.Segments {
 			switch s := s.(type) {
 			case *ToolUse:
-				uses = append(uses, s)
+				if s.HeaderLine > cut {
+					uses = append(uses, s)
+				}
 			case *ToolResult:
-				results = append(results, s)
+				if s.HeaderLine > cut {
+					results = append(results, s)
+				}
 			}
 		}
 	}
@@ -53,7 +61,30 @@ func (d *Document) index() *index {
 	return buildIndex(d)
 }
 
-// ToolUses returns every tool use in document order.
+// Whole returns a view of d that ignores its compaction summary: every
+// tool block of the buffer counts, those above the summary too. It is for
+// what the file says about its calls whatever the summary hides (the
+// origin of a loaded buffer, trust.OriginOf), never for deciding the work
+// of the cycle. The view shares d's nodes; d itself when it has no
+// summary.
+func (d *Document) Whole() *Document {
+	if d.Summary == nil {
+		return d
+	}
+	w := *d
+	w.Summary, w.ix, w.all = nil, d.all, nil
+	return &w
+}
+
+// Compacted reports whether the 1-based line lies above the compaction
+// summary in force: it is not sent, and the blocks there are not part of
+// the conversation.
+func (d *Document) Compacted(line int) bool {
+	return d.Summary != nil && line < d.Summary.StartLine
+}
+
+// ToolUses returns every tool use in document order (after the summary in
+// force, as every query below: see Summary).
 func (d *Document) ToolUses() []*ToolUse {
 	return append([]*ToolUse(nil), d.index().uses...)
 }
@@ -112,9 +143,12 @@ func (d *Document) MessageAt(line int) *Message {
 // counterpart: on a tool use, the use and its first result (nil if none); on
 // a tool result, the first use of its id (nil for an orphan) and that result.
 // Both are nil when the line is not inside a tool block.
+//
+// A block above the compaction summary is not part of the conversation:
+// nil, nil there.
 func (d *Document) BlockAt(line int) (*ToolUse, *ToolResult) {
 	m := d.MessageAt(line)
-	if m == nil {
+	if m == nil || d.Compacted(line) {
 		return nil, nil
 	}
 	for _, s := range m.Segments {

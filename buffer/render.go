@@ -138,6 +138,12 @@ func Render(d *Document) []string {
 				}
 			case *Aborted:
 				w.put(s.StartLine, "<!-- flemma:aborted: "+s.Message+" -->")
+			case *Summary:
+				w.put(s.StartLine, SummaryMarker(s.Note))
+				for i, l := range s.lines {
+					w.put(s.StartLine+1+i, l)
+				}
+				w.put(s.EndLine, summaryClose)
 			case *ToolUse:
 				w.put(s.HeaderLine, s.header())
 				w.put(s.FenceLine, opener(s.FenceLen, s.Language, ""))
@@ -183,4 +189,37 @@ func (w *writer) text(t *Text) {
 	for i, l := range t.lines {
 		w.put(t.StartLine+i, l)
 	}
+}
+
+// RenderSummary returns the lines of a compaction summary block for text,
+// the model's answer to the summarization request: the marker with note,
+// the text, and, when closed, the closing marker. Text is untrusted: it is
+// sanitized (Sanitize), every line that would read as structure — a role
+// marker, a tool header, a summary marker — is escaped (EscapeLine, undone
+// when the summary is sent), and a code fence it leaves open is closed
+// before the closing marker, so the block always parses as one Summary and
+// nothing else. Blank lines at the start and, when closed, at the end are
+// left out. An unclosed block is what a summary being streamed looks like
+// (the parser reads it as text until it is closed).
+func RenderSummary(note, text string, closed bool) []string {
+	text = strings.TrimLeft(Sanitize(text), "\n")
+	if closed {
+		text = strings.TrimRight(text, "\n")
+	}
+	out := []string{SummaryMarker(note)}
+	var f FenceState
+	if text != "" {
+		for _, l := range strings.Split(text, "\n") {
+			l = EscapeLine(l)
+			f.Feed(l)
+			out = append(out, l)
+		}
+	}
+	if closed {
+		if c := f.Closer(); c != "" {
+			out = append(out, c)
+		}
+		out = append(out, summaryClose)
+	}
+	return out
 }

@@ -549,5 +549,11 @@ func (h *Engine) AttachAllow(bufnr int) (Reply, error) {
 		names = append(names, a.Path)
 	}
 	h.logf("attach: the user allows %s in buffer %d", strings.Join(names, ", "), bufnr)
+	h.mu.Lock()
+	compact := st.attachCompact
+	h.mu.Unlock()
+	if compact {
+		return h.Compact(bufnr) // the action that asked
+	}
 	return h.Cycle(bufnr)
 }

@@ -853,7 +853,7 @@ func (h *Engine) Cancel(bufnr int) (Reply, error) {
 func (h *Engine) CancelAt(bufnr, line int) (Reply, error) {
 	_, id, err := h.blockUnder(bufnr, line)
 	if err != nil {
-		return Reply{}, err
+		return noBlock(err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -950,10 +950,28 @@ func (h *Engine) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
 	case r != nil:
 		return doc, r.ToolUseID, nil
 	}
+	if doc.Compacted(line) {
+		if tu, r := doc.Whole().BlockAt(line); tu != nil || r != nil {
+			return doc, "", &aboveSummary{line: doc.Summary.StartLine}
+		}
+	}
 	return doc, "", nil
 }
 
+// aboveSummary: the block under the cursor lies above the compaction
+// summary in force, so it is not part of the conversation: nothing acts
+// on it (noBlock tells the user).
+type aboveSummary struct{ line int }
+
+func (e *aboveSummary) Error() string {
+	return fmt.Sprintf("This tool call is above the compaction summary on line %d: it is not part of the conversation any more, and nothing runs or changes it (delete the summary block to bring it back).", e.line)
+}
+
 func noBlock(err error) (Reply, error) {
+	var above *aboveSummary
+	if errors.As(err, &above) {
+		return reply("none", above.Error(), levelWarn), nil
+	}
 	if err != nil {
 		return Reply{}, err
 	}

@@ -116,6 +116,13 @@ type bufState struct {
 	background  int             // goroutines working on the buffer (a response, jobs, a queued step)
 	ended       map[string]bool // running calls that ended and are writing their result
 	jobsPending int             // job batches that have not yet decided whether autopilot goes on
+
+	// Compaction (compact.go): the changedtick of the text a send was
+	// held at to offer it, and the level (1: over the threshold, 2: over
+	// the window) the user sent anyway at; attachCompact: the files
+	// :Flemma attach:allow allows were asked about by a compaction.
+	compactOffered, compactDeclined int
+	attachCompact                   bool
 }
 
 // keepCalls is how many of a buffer's latest calls the host keeps facts
@@ -570,6 +577,9 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	}
 	if allTotal.Requests > bufTotal.Requests {
 		out += "\nall buffers, this session: " + allTotal.String()
+	}
+	if err == nil {
+		out += "\n" + h.estimate(bufnr, parse(s.Lines), eff).String()
 	}
 	h.mu.Lock()
 	flushes, lastResult, read := st.lastFlushes, st.lastResult, st.linesRead

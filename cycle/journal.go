@@ -306,6 +306,9 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 	}
 	doc := parse(s.Lines)
 	tu, r := doc.BlockAt(line)
+	if u, _ := doc.Whole().BlockAt(line); tu == nil && u != nil && doc.Compacted(line) {
+		return noBlock(&aboveSummary{line: doc.Summary.StartLine})
+	}
 	if tu == nil || r == nil || r.Status != "" {
 		return reply("none", "No finished tool call under the cursor.", levelWarn), nil
 	}

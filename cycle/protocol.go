@@ -23,6 +23,8 @@ const (
 	MAsync              = "flemma.async"
 	MCycle              = "flemma.cycle"
 	MSend               = "flemma.send"
+	MCompact            = "flemma.compact"
+	MEstimate           = "flemma.estimate"
 	MExecuteAt          = "flemma.execute_at"
 	MSetStatus          = "flemma.set_status"
 	MSetResult          = "flemma.set_result"
@@ -98,6 +100,8 @@ func (h *Engine) Methods() []Method {
 		{MHealth, h.Health, false},
 		{MCycle, h.Cycle, true},
 		{MSend, h.Send, true},
+		{MCompact, h.Compact, true},
+		{MEstimate, h.Estimate, true},
 		{MExecuteAt, h.ExecuteAt, true},
 		{MSetStatus, h.SetStatus, true},
 		{MSetResult, h.SetResult, true},
@@ -174,6 +178,25 @@ type StatusReply struct {
 	// calls, or a step autopilot is about to take); false means nothing
 	// will change the buffer until the next action.
 	Busy bool `msgpack:"busy"`
+}
+
+// Estimate is flemma.estimate (issue 30): what the next send of a buffer
+// would cost of its model's context window — the tokens that will be sent
+// (provider.EstimateDocument: after a compaction summary, its text instead
+// of the turns it replaces; a rule of thumb, not a tokenizer).
+type Estimate struct {
+	Tokens   int    `msgpack:"tokens"`
+	Window   int    `msgpack:"window"` // the model's context window; 0 = not known
+	Provider string `msgpack:"provider"`
+	Model    string `msgpack:"model"`
+	// Threshold is send.compact_threshold: the share of Window at which a
+	// send offers :Flemma compact (0 = never).
+	Threshold float64 `msgpack:"threshold"`
+	// With a compaction summary in force: its marker's line, the messages
+	// above it that are not sent, and the estimate without the summary.
+	SummaryLine int `msgpack:"summary_line,omitempty"`
+	Omitted     int `msgpack:"omitted,omitempty"`
+	WholeTokens int `msgpack:"whole_tokens,omitempty"`
 }
 
 // ModelsReply is what :Flemma switch completes: the providers, and the

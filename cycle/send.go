@@ -238,6 +238,9 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	info := h.modelInfo(name, params.Model)
 	req := provider.Request{System: system, Messages: msgs, Tools: h.toolDefs(eff), Params: params, ModelInfo: &info,
 		Web: provider.WebTools{Search: eff.WebSearch, Fetch: eff.WebFetch, SearchUses: eff.WebSearchUses, FetchUses: eff.WebFetchUses}}
+	if offer := h.offerCompact(bufnr, s.Tick, provider.EstimateRequest(req), h.modelName(name, params.Model), info.ContextWindow); offer != "" {
+		return reply("offer", offer, levelWarn), nil // told, never done silently: the next press sends
+	}
 	h.noteWeb(name, req.Web)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -273,13 +276,15 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	return reply("send", "", 0), nil
 }
 
-// streamWrite replaces the response region [r, end) of a buffer, checking
-// changedtick: the buffer is locked while streaming, so a change means
-// something else edited it.
+// streamWrite replaces the response region [r, r+prev) of a buffer,
+// checking changedtick: the buffer is locked while streaming, so a change
+// means something else edited it. A response's region is the end of the
+// buffer; a compaction summary's has the user's text after it (tail).
 type streamWrite struct {
 	h     *Engine
 	bufnr int
 	base  []string // the buffer before the response
+	tail  []string // the lines after the region (a compaction's; nil for a response)
 	tick  int
 	r     int
 	prev  int      // lines of the region now
@@ -303,7 +308,7 @@ func (sw *streamWrite) write(lines []string, final, first bool, records ...WireR
 			sw.h.commit(sw.bufnr, records, res.Tick, res.Seq)
 			sw.tick, sw.prev, sw.last = res.Tick, len(lines), lines
 			if final {
-				all := append(append([]string{}, sw.base...), lines...)
+				all := append(append(append([]string{}, sw.base...), lines...), sw.tail...)
 				sw.h.remember(sw.bufnr, res.Tick, all)
 			}
 			return nil
@@ -329,6 +334,15 @@ func (sw *streamWrite) write(lines []string, final, first bool, records ...WireR
 // when the region's lines are still at the end of the buffer, the text
 // before them is the new base.
 func (sw *streamWrite) reanchor(now []string) error {
+	if sw.tail != nil {
+		// Between the same text before and after: the region is what
+		// lies between them.
+		if n := len(now) - len(sw.tail); n >= sw.r && equal(now[:sw.r], sw.base) && equal(now[n:], sw.tail) {
+			sw.prev = n - sw.r
+			return nil
+		}
+		return errors.New("the buffer was changed around the summary being written; the rest of it was not written")
+	}
 	if len(now) >= sw.r && equal(now[:sw.r], sw.base) {
 		sw.prev = len(now) - sw.r
 		return nil

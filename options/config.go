@@ -110,6 +110,10 @@ type Config struct {
 			Idle      *float64 `json:"idle"`
 			Total     *float64 `json:"total"`
 		} `json:"timeouts"`
+		// CompactThreshold is the share of the model's context window at
+		// which a send is held once to offer :Flemma compact (nil = 0.8,
+		// 0 = never).
+		CompactThreshold *float64 `json:"compact_threshold"`
 		// Budget bounds what one send evaluates (nil = the default).
 		Budget struct {
 			TemplateMS      *float64 `json:"template_ms"`

@@ -74,6 +74,7 @@ local links = {
   FlemmaThinking = "Comment",
   FlemmaThinkingTag = "SpecialComment",
   FlemmaAborted = "WarningMsg",
+  FlemmaSummary = "Special",
   FlemmaEscape = "NonText",
   FlemmaFrontmatter = "Normal",
   FlemmaFrontmatterFence = "PreProc",

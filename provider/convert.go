@@ -54,11 +54,18 @@ func (e *BlockError) Error() string {
 //   - text and thinking are unescaped (buffer.UnescapeText): a line the
 //     writer escaped so that it would not read as structure goes back to
 //     the model as the model wrote it;
-//   - other roles are not sent; consecutive messages of one role merge.
+//   - other roles are not sent; consecutive messages of one role merge;
+//   - a compaction summary in force (buffer.Document.Summary) is sent
+//     instead of the conversation above it: the messages and the
+//     segments before its marker are left out (the last @System: still
+//     counts, wherever it is), and its text goes as user text after
+//     SummaryPreface — unescaped, but never read for file references or
+//     {{ }} (the model wrote it);
 //
 // Sending is refused, with a *BlockError per block naming its line, while a
 // tool use has no completed result (none, or a placeholder of any status),
-// a result has no tool use, or a tool use id is duplicated.
+// a result has no tool use, or a tool use id is duplicated — counting the
+// blocks after the summary in force only.
 func FromDocument(doc *buffer.Document, provider string) (system string, msgs []Message, err error) {
 	if provider == "replay" { // replays Anthropic streams, signatures included
 		provider = "anthropic"
@@ -66,10 +73,32 @@ func FromDocument(doc *buffer.Document, provider string) (system string, msgs []
 	if errs := blockErrors(doc); len(errs) > 0 {
 		return "", nil, errors.Join(errs...)
 	}
+	system, msgs = conversation(doc, provider)
+	if len(msgs) == 0 {
+		return "", nil, errors.New("no messages to send")
+	}
+	return system, msgs, nil
+}
+
+// Conversation is what FromDocument would send, without its refusals: a
+// tool use without a result or a placeholder is sent as it stands (the
+// call without its result). It is for estimates (EstimateDocument), never
+// for a request.
+func Conversation(doc *buffer.Document, provider string) (system string, msgs []Message) {
+	if provider == "replay" {
+		provider = "anthropic"
+	}
+	return conversation(doc, provider)
+}
+
+func conversation(doc *buffer.Document, provider string) (system string, msgs []Message) {
 	last := interruptedTail(doc)
 	for _, m := range doc.Messages {
 		if m == last {
 			continue
+		}
+		if doc.Compacted(m.EndLine) && m.Role != "System" {
+			continue // replaced by the summary
 		}
 		var msg Message
 		switch m.Role {
@@ -98,10 +127,7 @@ func FromDocument(doc *buffer.Document, provider string) (system string, msgs []
 		}
 		msgs = append(msgs, msg)
 	}
-	if len(msgs) == 0 {
-		return "", nil, errors.New("no messages to send")
-	}
-	return system, msgs, nil
+	return system, msgs
 }
 
 // interruptedTail returns the conversation's last message when it is an
@@ -172,10 +198,26 @@ func blockErrors(doc *buffer.Document) []error {
 	return errs
 }
 
+// SummaryPreface opens the text of a compaction summary in a request, so
+// that the model knows the turns it summarizes are not there.
+const SummaryPreface = "[The earlier part of this conversation is not included: it was compacted into this summary, which you wrote.]"
+
+// SummaryText is the user text a compaction summary is sent as.
+func SummaryText(s *buffer.Summary) string {
+	return SummaryPreface + "\n\n" + buffer.UnescapeText(s.Content())
+}
+
 func userParts(doc *buffer.Document, m *buffer.Message) []Part {
 	var parts []Part
 	for _, s := range m.Segments {
+		if start, _ := s.Lines(); doc.Compacted(start) {
+			continue // before the summary's marker, in its message
+		}
 		switch s := s.(type) {
+		case *buffer.Summary:
+			if s == doc.Summary {
+				parts = append(parts, Part{Kind: PartText, Text: SummaryText(s)})
+			}
 		case *buffer.Text:
 			parts = append(parts, splitUser(buffer.UnescapeText(s.Value()), s.StartLine)...)
 		case *buffer.ToolResult:
@@ -238,4 +280,28 @@ func assistantParts(doc *buffer.Document, m *buffer.Message, provider string) []
 		parts = parts[:len(parts)-1]
 	}
 	return parts
+}
+
+// SummarizeInstruction is the fixed request of a compaction (:Flemma
+// compact): the last user text of the summarization request, after the
+// conversation so far.
+const SummarizeInstruction = "Write a summary of this conversation so far that can replace it: the conversation will go on from your summary alone, without the messages above. " +
+	"Keep everything needed to continue: the user's requests and goals in their own terms; the decisions made and why; the current state of the work " +
+	"(files read or changed, with their paths; commands run and the results that still matter; errors met and how they were solved); " +
+	"what is left to do and what was about to happen next; anything the user asked to keep in mind. " +
+	"Be specific and complete, and leave out what no longer matters. " +
+	"Answer with the summary only, in plain text or Markdown, without a preamble and without calling any tool."
+
+// ForSummary returns the conversation msgs with SummarizeInstruction
+// appended as the user's last text: the request that asks the model to
+// summarize it. msgs is not changed.
+func ForSummary(msgs []Message) []Message {
+	out := make([]Message, len(msgs), len(msgs)+1)
+	copy(out, msgs)
+	ask := Part{Kind: PartText, Text: SummarizeInstruction}
+	if n := len(out); n > 0 && out[n-1].Role == RoleUser {
+		out[n-1].Parts = append(append([]Part(nil), out[n-1].Parts...), ask)
+		return out
+	}
+	return append(out, Message{Role: RoleUser, Parts: []Part{ask}})
 }

@@ -64,9 +64,11 @@ syntax region FlemmaThinking matchgroup=FlemmaThinkingTag
       \ end=/^<\/thinking>$/ contains=FlemmaCode
 syntax match FlemmaThinkingTag /^<thinking\s\+[A-Za-z0-9]\+:signature="[^"]*"\s*\/>$/
 
-" The marker of an interrupted response, and the model's escaped lines.
+" The marker of an interrupted response, a compaction summary's markers, and
+" the model's escaped lines.
 syntax match FlemmaAborted /^<!--\s*flemma:aborted:.*-->$/
-syntax match FlemmaEscape /^\\\ze\%(@[A-Za-z0-9]\+:\s*$\|\*\*Tool \%(Use\|Result\):\*\*\|<\/\=thinking\|<!--\s*flemma:\)/
+syntax match FlemmaSummary /^<!--\s*\/\=flemma:summary\%(:.*\)\=\s*-->$/
+syntax match FlemmaEscape /^\\\ze\%(@[A-Za-z0-9]\+:\s*$\|\*\*Tool \%(Use\|Result\):\*\*\|<\/\=thinking\|<!--\s*\/\=flemma:\)/
 
 execute 'syntax region FlemmaFrontmatter matchgroup=FlemmaFrontmatterFence'
       \ 'start=/\%1l^```[A-Za-z0-9]\+\s*$/ end=/^```\s*$/ keepend contains=@FlemmaLua' s:conceal

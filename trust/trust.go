@@ -61,8 +61,12 @@ type Origin struct {
 // in it count (no result, or a placeholder): a call whose result is in the
 // text is done, and should its result go later, nothing the file said
 // about it is needed to make it ask. So an origin is as large as the open
-// calls of the file, not as its history.
+// calls of the file, not as its history. The calls above a compaction
+// summary count too (buffer.Document.Whole): removing the summary brings
+// them back, and what the file said about them must still not be the
+// user's word.
 func OriginOf(doc *buffer.Document) Origin {
+	doc = doc.Whole()
 	o := Origin{Calls: map[string]string{}, Approved: map[string]bool{}}
 	for id, hash := range OpenCalls(doc) {
 		o.Calls[id] = hash
@@ -258,9 +262,11 @@ func (l *Ledger) CheckApproved(u *buffer.ToolUse, descends Descends) Verdict {
 }
 
 // OpenCalls yields the id and CallHash of each call of doc that is still
-// open: no result, or a placeholder (a status, not a result). A repeated id
-// is the first use's (the parser reports the rest).
+// open: no result, or a placeholder (a status, not a result), above a
+// compaction summary too (Whole). A repeated id is the first use's (the
+// parser reports the rest).
 func OpenCalls(doc *buffer.Document) iter.Seq2[string, string] {
+	doc = doc.Whole()
 	return func(yield func(string, string) bool) {
 		for _, u := range doc.ToolUses() {
 			if doc.Use(u.ID) != u {

@@ -38,6 +38,11 @@ M.subcommands = {
   cancel = function()
     actions.cancel(buf())
   end,
+  -- The model summarizes the conversation into a folded summary block that
+  -- is sent instead of the turns above it (u undoes it).
+  compact = function()
+    host_call(P.compact, { buf() })
+  end,
   ["tool:execute"] = function()
     host_call(P.execute_at, { buf(), line() })
   end,

@@ -55,6 +55,10 @@ M.defaults = {
       idle = 120, -- silence between two pieces of a streaming answer
       total = 600, -- one whole request
     },
+    -- A send that would fill this share of the model's context window (when
+    -- it is known) is held once and offers :Flemma compact; pressing again
+    -- sends as it is. 0 = never offer.
+    compact_threshold = 0.8,
     -- One budget per send for what it evaluates, checked before reading:
     -- exceeded, nothing is sent and a diagnostic says which.
     budget = {
@@ -257,6 +261,7 @@ local checks = {
   ["host.cmd"] = { "string", "table", "nil" },
   ["host.log_file"] = { "string", "nil" },
   ["host.timeout"] = { "number" },
+  ["send.compact_threshold"] = { "number" },
   ["send.budget.template_ms"] = { "number" },
   ["send.budget.template_bytes"] = { "number" },
   ["send.budget.references"] = { "number" },

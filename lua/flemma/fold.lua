@@ -1,9 +1,10 @@
 -- Folding of chat buffers: 'foldexpr' reads the levels flemma.outline
 -- keeps current change by change (a table lookup per line), 'foldtext' says
 -- what a closed fold holds from that fold's own lines, and thinking blocks,
--- long tool results and long tool inputs are closed once when they first
--- appear in a window (a fold the user opened stays open): after a change,
--- only the blocks in the lines it touched are looked at.
+-- compaction summaries, long tool results and long tool inputs are closed
+-- once when they first appear in a window (a fold the user opened stays
+-- open): after a change, only the blocks in the lines it touched are looked
+-- at.
 local outline = require("flemma.outline")
 local state = require("flemma.state")
 
@@ -124,6 +125,8 @@ function M.describe(bufnr, m, first, last)
   local inner = item.body_last - item.body_first + 1
   if kind == "thinking" then
     return string.format("thinking — %s, %s", plural(inner, "line"), plural(body_chars(lines, first, item), "char"))
+  elseif kind == "summary" then
+    return string.format("compaction summary — %s, sent instead of the conversation above", plural(inner, "line"))
   elseif kind == "tool_use" then
     return string.format(
       "Tool Use %s — %s",
@@ -180,7 +183,7 @@ local function key_of(bufnr, m, first)
   if not outline.complete(m, first, last) then
     return nil, last -- still being written: decided when it is complete
   end
-  if kind == "thinking" then
+  if kind == "thinking" or kind == "summary" then
     local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns_seen, { first - 1, 0 }, { first - 1, 0 }, { limit = 1 })
     local id = marks[1] and marks[1][1] or vim.api.nvim_buf_set_extmark(bufnr, ns_seen, first - 1, 0, {})
     return "t" .. id, last
@@ -196,6 +199,8 @@ local function decide(bufnr, cfg, m, first, last)
   local kind = m.kd[first]
   if kind == "thinking" then
     return cfg.thinking
+  elseif kind == "summary" then
+    return true -- read once; what matters is that it replaces the turns above
   end
   -- A result is short to read: reading a long one is what closing it saves.
   local head = vim.api.nvim_buf_get_lines(bufnr, first - 1, math.min(last, first + 8), false)

@@ -1,7 +1,7 @@
 -- The structure of a chat buffer, kept up to date change by change: for
 -- every line, the scanner's state after it, its fold level and what starts
--- on it (a message, the frontmatter, a thinking block, a tool use or a tool
--- result). Folding, navigation, the fold texts and the rulers read it; it
+-- on it (a message, the frontmatter, a thinking block, a tool use, a tool
+-- result or a compaction summary). Folding, navigation, the fold texts and the rulers read it; it
 -- never changes the text. It follows the host's parser (buffer/lex.go) where
 -- it matters for display: role markers and tool headers inside a code fence
 -- are content, a tool header counts only in its role's message (Tool Use in
@@ -15,9 +15,10 @@
 -- Every line's level depends on the lines above it only (never on a line
 -- below, so Neovim's fold update, which re-evaluates the changed lines and
 -- what follows, is never left with a stale line above the change): a block
--- starts at its header or <thinking> line and goes on until its fence or
--- </thinking> closes, or a role line (thinking) ends it; a tool header that
--- is not followed by its fence is a block of its own blank lines.
+-- starts at its header, <thinking> or summary marker line and goes on until
+-- its fence, </thinking> or closing marker closes it, or a role line
+-- (thinking, summary) ends it; a tool header that is not followed by its
+-- fence is a block of its own blank lines.
 local state = require("flemma.state")
 
 local M = {}
@@ -26,7 +27,8 @@ local M = {}
 --   role (0 no message yet, 1 You, 2 Assistant, 3 System, 4 another)
 --   + 5 * in frontmatter + 10 * the open fence is a tool block's
 --   + 20 * header waiting for its fence (1 use, 2 result)
---   + 60 * in thinking + 120 * backticks of the open fence (0: none).
+--   + 60 * in thinking (in @Assistant:) or in a compaction summary (in
+--   @You:) + 120 * backticks of the open fence (0: none).
 local roles = { You = 1, Assistant = 2, System = 3 }
 
 local function decode(s)
@@ -52,6 +54,17 @@ end
 
 local function thinking_open(s)
   return s == "<thinking>" or s:find("^<thinking%s+redacted>$") or s:find('^<thinking%s+%w+:signature="[^"]*"%s*>$')
+end
+
+-- The markers of a compaction summary (buffer/lex.go summaryOpen,
+-- summaryEnd): <!-- flemma:summary[: NOTE] --> and <!-- /flemma:summary -->.
+local function summary_open(s)
+  local rest = s:match("^<!%-%-%s*flemma:summary(.-)%-%->$")
+  return rest ~= nil and (rest:find("^%s*$") ~= nil or rest:sub(1, 1) == ":")
+end
+
+local function summary_close(s)
+  return s:find("^<!%-%-%s*/flemma:summary%s*%-%->$") ~= nil
 end
 
 --- One line: the state before it, its text and number -> the state after
@@ -100,7 +113,14 @@ function M.step(prev, s, lnum)
     end
     return encode(role, 0, 0, 0, think, 0), inner == 2 and think == 0 and 1 or inner, false
   end
-  if role == 1 and c == 42 and s:find("^%*%*Tool Result:%*%*") then
+  if role == 1 and c == 60 then -- <: a compaction summary opens or closes
+    if think == 1 and summary_close(s) then
+      return encode(role, 0, 0, 0, 0, 0), 2, false
+    elseif think == 0 and summary_open(s) then
+      return encode(role, 0, 0, 0, 1, 0), ">2", "summary"
+    end
+  end
+  if role == 1 and c == 42 and think == 0 and s:find("^%*%*Tool Result:%*%*") then
     if s:find("^%*%*Tool Result:%*%*%s*`[^`]+`") then
       return encode(role, 0, 0, 2, think, 0), ">2", "tool_result"
     end
@@ -349,7 +369,7 @@ function M.take(m, name)
   return a, b
 end
 
-local block_kinds = { thinking = true, tool_use = true, tool_result = true }
+local block_kinds = { thinking = true, tool_use = true, tool_result = true, summary = true }
 M.block_kinds = block_kinds
 
 --- The last line of the message or block starting at `first`.
@@ -373,7 +393,7 @@ end
 --- the buffer is still being written).
 function M.complete(m, first, last)
   local _, _, fblk, hdr, think, fence = decode(m.st[last] or 0)
-  if m.kd[first] == "thinking" then
+  if m.kd[first] == "thinking" or m.kd[first] == "summary" then
     return think == 0
   end
   return fblk == 0 and hdr == 0 and fence == 0 and last > first
@@ -417,7 +437,7 @@ function M.block(m, first, lines)
   local last = M.last_of(m, first)
   lines = lines or vim.api.nvim_buf_get_lines(m.bufnr, first - 1, last, false)
   local b = { kind = kind, first = first, last = last }
-  if kind == "thinking" then
+  if kind == "thinking" or kind == "summary" then
     b.body_first, b.body_last = first + 1, M.complete(m, first, last) and last - 1 or last
     return b
   end

@@ -10,6 +10,8 @@ return {
   async = "flemma.async", -- notification (id, method, args); answered by flemma.host._reply
   cycle = "flemma.cycle",
   send = "flemma.send",
+  compact = "flemma.compact", -- async (bufnr): summarize the conversation into a summary block
+  estimate = "flemma.estimate", -- async (bufnr): { tokens, window, provider, model, threshold, summary_line?, omitted?, whole_tokens? }
   execute_at = "flemma.execute_at",
   set_status = "flemma.set_status",
   set_result = "flemma.set_result",
