@@ -284,7 +284,7 @@ func TestEditorToolsWithGopls(t *testing.T) {
 
 		want := map[string][]string{
 			"t1": {"1 definition(s) of Helper (gopls):", "lib/lib.go:4:6: func Helper() int { return 42 }"},
-			"t2": {"2 reference(s) of Helper (gopls):", "main.go:11:18: fmt.Println(lib.Helper(), keys.Secret)", "lib/lib.go:4:6: func Helper() int"},
+			"t2": {"3 reference(s) of Helper (gopls):", "lib/more.go:4:26: func More() int { return Helper() + 1 }", "main.go:11:18: fmt.Println(lib.Helper(), keys.Secret)", "lib/lib.go:4:6: func Helper() int"},
 			"t3": {"func lib.Helper() int", "Helper returns the answer.", "Defined at lib/lib.go:4:6"},
 			"t4": {"symbol(s) (gopls):", "lib/lib.go:4:6: function Helper"},
 			"t5": {"symbol(s) (gopls):\nlib/lib.go:4:6: function example.com/app/lib.Helper\n"},

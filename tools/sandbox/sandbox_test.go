@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -224,5 +225,39 @@ func TestExpandVars(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("expandVars(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// The project's deny_read files are hidden even when it lies in a large
+// root whose budget other programs' files use up first: a chat under
+// /tmp (root: $TMPDIR) next to 10,000 other entries had its .env left
+// visible to bash. The folder commands work in is scanned first.
+func TestProjectScannedBeforeItsRoot(t *testing.T) {
+	tmp := CanonicalOr(t.TempDir())
+	t.Setenv("TMPDIR", tmp)
+	clutter := filepath.Join(tmp, "aaa-clutter")
+	if err := os.MkdirAll(clutter, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < scanTempEntries+10; i++ {
+		if err := os.WriteFile(filepath.Join(clutter, fmt.Sprintf("f%05d", i)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proj := filepath.Join(tmp, "zzz-proj", "sub")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(proj, ".env")
+	if err := os.WriteFile(secret, []byte("X=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := New(Config{Enabled: true, Backend: "bwrap", Writable: []string{"${TMPDIR:-/tmp}"}, DenyRead: DefaultDenyRead}, proj, filepath.Join(proj, "c.chat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sb.planMasks()
+	if !slices.Contains(p.null, secret) {
+		t.Errorf("%s not hidden; hidden files %v, notes %v", secret, p.null, p.notes)
 	}
 }

@@ -152,6 +152,15 @@ func (s *Sandbox) planMasks() *maskPlan {
 	// A temporary folder that is a root keeps its own, smaller budget:
 	// it is shared with every other program of the machine.
 	budget := scanRootEntries
+	// The folder commands work in (the project) first, whole, within the
+	// roots' budget: it is where a command reads, and a project inside a
+	// large root (a chat under /tmp, whose root is /tmp with its small
+	// shared budget) must not have its deny_read files left visible
+	// because other programs' files filled the root's budget first.
+	if base := CanonicalOr(s.base); base != "" && base != "." && base != "/" && !p.seen[base] && !slices.Contains(p.temps, base) {
+		s.scanTree(p, base, s.insideRoot(base), isRoot, &budget, scanRootEntries)
+		p.skip[base] = true
+	}
 	for _, r := range s.roots {
 		if slices.Contains(p.temps, r) {
 			b := scanTempEntries
