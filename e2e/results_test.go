@@ -59,7 +59,9 @@ func TestUnlimitedConcurrencyKeepsEveryResult(t *testing.T) {
 		}
 		mustOpen(t, s, "many/m.chat", bashCalls(t, cmds...))
 		press(t, s, "<C-]>")
-		waitUnlocked(t, s)
+		// 40 sandboxed commands at once: seconds each on a loaded 2-core
+		// machine.
+		waitUnlockedWithin(t, s, 2*time.Minute)
 		doc := buffer.Parse(strings.Split(text(t, s), "\n"))
 		for i := 1; i <= n; i++ {
 			id := fmt.Sprintf("b%d", i)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,7 +144,17 @@ func TestHostCrashRestart(t *testing.T) {
 		if err := s.Lua(&pid, `require("flemma.host").ensure(require("flemma").config()); local chan = select(1, require("flemma.host").running()) and vim.fn.jobpid(require("flemma.host")._chan()) ; return chan`); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Lua(nil, `vim.fn.system({"kill", "-9", tostring(...)})`, pid); err != nil {
+		// Killed from outside, as a crash happens (a kill run by Neovim's
+		// system() would deliver the exit inside that API call, whose
+		// error messages Neovim 0.7 keeps out of :messages).
+		// What flemma tells the user goes through vim.notify (where
+		// nvim-notify and the like take it): observed there. (:messages of
+		// an embedded Neovim 0.7.2 without a UI drops this one error, shown
+		// on a real terminal — checked by hand in tmux.)
+		if err := s.Lua(nil, `_G.flemma_test_notes = {}; local orig = vim.notify; vim.notify = function(m, l, o) table.insert(_G.flemma_test_notes, m); return orig(m, l, o) end`); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		var running bool
@@ -160,10 +171,17 @@ func TestHostCrashRestart(t *testing.T) {
 		if running {
 			t.Fatal("host still marked running after kill -9")
 		}
-		// Let the scheduled notification run.
-		_ = s.Lua(nil, `vim.wait(100)`)
-		if msgs := s.Messages(); !strings.Contains(msgs, "host exited unexpectedly") || !strings.Contains(msgs, s.LogFile) {
-			t.Errorf("no crash notice naming the log file; messages:\n%s", msgs)
+		// The notice is scheduled: wait for it (a state, not a time).
+		notes := func() string {
+			var n []string
+			_ = s.Lua(&n, `return _G.flemma_test_notes`)
+			return strings.Join(n, "\n")
+		}
+		if _, err := s.Wait(10*time.Second, func(string) bool {
+			n := notes()
+			return strings.Contains(n, "host exited unexpectedly") && strings.Contains(n, s.LogFile)
+		}); err != nil {
+			t.Errorf("no crash notice naming the log file; notices:\n%s", notes())
 		}
 		press(t, s, "<C-]>")
 		if _, err := s.Wait(5*time.Second, func(x string) bool { return strings.Contains(x, "status=pending") }); err != nil {

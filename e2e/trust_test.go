@@ -44,8 +44,15 @@ func waitStatus(t *testing.T, s *nvimtest.Session, id string, st buffer.Status) 
 // the step have all finished.
 func waitUnlocked(t *testing.T, s *nvimtest.Session) {
 	t.Helper()
+	waitUnlockedWithin(t, s, 10*time.Second)
+}
+
+// waitUnlockedWithin is waitUnlocked for work that may take longer on a
+// loaded machine (the bound only ends a test that would never pass).
+func waitUnlockedWithin(t *testing.T, s *nvimtest.Session, bound time.Duration) {
+	t.Helper()
 	var on bool
-	if _, err := s.Wait(10*time.Second, func(string) bool {
+	if _, err := s.Wait(bound, func(string) bool {
 		_ = s.Lua(&on, "return vim.bo.modifiable")
 		return on
 	}); err != nil {
