@@ -153,7 +153,7 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	if len(doc.Unresolved()) > 0 {
 		return h.categorize(bufnr, s, doc, auto)
 	}
-	return h.executeFrom(bufnr, "", s, doc, auto)
+	return h.executeFrom(bufnr, "", s, doc, auto, false)
 }
 
 func statusFor(d approval.Decision) buffer.Status {
@@ -275,7 +275,9 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		}
 		return reply("categorize", "", 0), nil
 	}
-	return h.executeFrom(bufnr, "", nil, nil, auto)
+	// Calls that could not run got their error results in this step: with
+	// autopilot off the press stops after execute, as when it writes them.
+	return h.executeFrom(bufnr, "", nil, nil, auto, len(p.Failed) > 0)
 }
 
 // autopilotPaused is what the user is told when autopilot stops at calls
@@ -297,8 +299,9 @@ func autopilotPaused(doc *buffer.Document, p categorizePlan) string {
 // on each call it decides, and for an approval the gates' inputs (the
 // journal, the ledger, the protected paths).
 func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *frontmatter.Result) categorizeFacts {
-	f := categorizeFacts{Mode: h.mode(), Calls: map[string]chainCall{}}
+	f := categorizeFacts{Mode: h.mode(), Calls: map[string]chainCall{}, Fail: map[string]string{}}
 	key := journalKey(bufnr, s.Name)
+	eff := h.effective(bufnr, fm)
 	// One budget for the frontmatter's approval function over the whole
 	// press: a file with 500 calls and a function that spins costs the
 	// budget, not 500 deadlines (issue 11, class 10). A call the function
@@ -316,6 +319,10 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 	}
 	for _, tu := range doc.Unresolved() {
 		if _, _, fixed := fixedStatus(doc, tu, f.Mode); fixed {
+			continue
+		}
+		if why := h.cannotRun(tu, eff); why != "" {
+			f.Fail[tu.ID] = why // its error result at once: no approval asked
 			continue
 		}
 		c := chainCall{Chain: h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm))}
@@ -358,10 +365,11 @@ type job struct {
 // execute is phase 2: every placeholder is handled by its status. only, when
 // set, restricts it to one tool id (<M-CR>).
 func (h *Engine) execute(bufnr int, only string) (Reply, error) {
-	return h.executeFrom(bufnr, only, nil, nil, false)
+	return h.executeFrom(bufnr, only, nil, nil, false, false)
 }
 
-func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
+// wrote: the step before (categorize) already wrote results.
+func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto, wrote bool) (Reply, error) {
 	var p executePlan
 	var diags []Diag
 	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
@@ -397,7 +405,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 	if r, final := p.reply(only); final {
 		return r, nil
 	}
-	if len(p.Edits) > 0 && !auto && !h.effective(bufnr, nil).Autopilot {
+	if (len(p.Edits) > 0 || wrote) && !auto && !h.effective(bufnr, nil).Autopilot {
 		// The results are in: the user may want to add a word before the
 		// conversation goes on (phase 3 is the next press).
 		return reply("resolved", "All tool calls have results. Press <C-]> again to send.", levelInfo), nil

@@ -26,6 +26,9 @@ type categorizeFacts struct {
 	// Calls holds, for each call the approval chain decided (the calls
 	// fixedStatus leaves to it), the chain's outcome and the gates' inputs.
 	Calls map[string]chainCall
+	// Fail holds the calls that cannot run whatever anyone decides (an
+	// unknown or disabled tool: Engine.cannotRun), with their error result.
+	Fail map[string]string
 }
 
 // chainCall is the approval chain's outcome on one call and what the gates
@@ -67,8 +70,13 @@ type categorizePlan struct {
 	Outcomes     map[string]approval.Outcome // tool id -> the gated outcome, for the calls the chain decided
 	Pending      int                         // calls that wait for the user
 	FirstPending string                      // the first of them (the cursor goes there)
+	Failed       []string                    // calls given their error result at once (Fail)
 	Log          []string
 }
+
+// RegistryRule is who "decided" a call that cannot run (an unknown or
+// disabled tool), in its record and the audit log.
+const RegistryRule = "urn:flemma:registry: the tool cannot run here"
 
 // fixedStatus is the status a call gets without asking the approval chain:
 // a call of an interrupted or cut response is aborted, tools.mode
@@ -95,6 +103,14 @@ func planCategorize(doc *buffer.Document, lines []string, f categorizeFacts) (ca
 	var ps []buffer.Placement
 	for _, tu := range doc.Unresolved() {
 		st, who, fixed := fixedStatus(doc, tu, f.Mode)
+		if why, fails := f.Fail[tu.ID]; fails && !fixed {
+			// Its error result at once: asking would change nothing.
+			p.Log = append(p.Log, fmt.Sprintf("call %s (%s) cannot run: %s", tu.Name, tu.ID, why))
+			p.Failed = append(p.Failed, tu.ID)
+			ps = append(ps, buffer.Placement{ID: tu.ID, Error: why})
+			p.Records = append(p.Records, decided(f.Ledger, tu, buffer.StatusDenied, RegistryRule))
+			continue
+		}
 		if !fixed {
 			c := f.Calls[tu.ID]
 			out := c.gated()

@@ -169,7 +169,20 @@ func (t *chainTool) Run(ctx context.Context, call tools.Call, raw json.RawMessag
 	h.mu.Unlock()
 	r := &stepRunner{h: h, chain: t.spec.Name, call: call, fm: fm, byUser: info.byUser, eff: h.effective(call.Bufnr, fm),
 		budget: h.fm.NewBudget()}
-	run := t.chain.Run(ctx, input, r.run)
+	// A step whose tool is already known to be missing fails the chain
+	// before any step runs; a tool that goes missing during the run fails
+	// its own step (stepRunner.run).
+	var run tools.ChainRun
+	refused := false
+	for i, st := range t.chain.Spec.Steps {
+		if why := r.unusable(st.Tool); why != "" {
+			run, refused = t.chain.Refuse(i, fmt.Sprintf("step %d '%s': %s", i+1, st.Name, why)), true
+			break
+		}
+	}
+	if !refused {
+		run = t.chain.Run(ctx, input, r.run)
+	}
 	var changes []tools.Change
 	for i, s := range run.Steps {
 		changes = append(changes, s.Changes...)
@@ -200,14 +213,8 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	fail := func(status, format string, args ...any) tools.StepResult {
 		return tools.StepResult{Status: status, Output: where + ": " + fmt.Sprintf(format, args...)}
 	}
-	t, ok := h.Registry.Lookup(st.Tool)
-	switch {
-	case !ok:
-		return fail(tools.StepError, "unknown tool '%s'", st.Tool)
-	case isChainTool(t):
-		return fail(tools.StepError, "tool '%s' is a chain: chains cannot be nested", st.Tool)
-	case !r.eff.HasTool(st.Tool):
-		return fail(tools.StepError, "tool '%s' is not enabled in this buffer (see flemma.opt.tools)", st.Tool)
+	if why := r.unusable(st.Tool); why != "" {
+		return fail(tools.StepError, "%s", why)
 	}
 	var input map[string]any
 	_ = json.Unmarshal(in, &input) // not an object: the executor says so
@@ -255,6 +262,20 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 		status = tools.StepError
 	}
 	return tools.StepResult{Status: status, Output: res.Content, DurationMS: res.Duration.Milliseconds(), Value: tools.StepValue(res), Changes: res.Changes}
+}
+
+// unusable says why a step cannot call tool ("" when it can).
+func (r *stepRunner) unusable(tool string) string {
+	t, ok := r.h.Registry.Lookup(tool)
+	switch {
+	case !ok:
+		return fmt.Sprintf("unknown tool '%s'", tool)
+	case isChainTool(t):
+		return fmt.Sprintf("tool '%s' is a chain: chains cannot be nested", tool)
+	case !r.eff.HasTool(tool):
+		return fmt.Sprintf("tool '%s' is not enabled in this buffer (see flemma.opt.tools)", tool)
+	}
+	return ""
 }
 
 func isChainTool(t tools.Tool) bool {

@@ -122,7 +122,7 @@ var layers = map[string][]string{
 	"tools":                   {"buffer", "internal/size", "tools/sandbox"},
 	"tools/builtin":           {"internal/size", "tools", "tools/sandbox", "tools/internal/testhook"},
 	"mcp":                     {"tools", "tools/sandbox"},
-	"cycle":                   {"approval", "buffer", "frontmatter", "journal", "mcp", "options", "preview", "provider", "tools", "tools/builtin", "tools/sandbox", "trust"},
+	"cycle":                   {"approval", "buffer", "frontmatter", "internal/editdist", "journal", "mcp", "options", "preview", "provider", "tools", "tools/builtin", "tools/sandbox", "trust"},
 	"rpc":                     {"cycle", "tools/sandbox"},
 	"headless":                {"buffer", "cycle", "options", "preview", "trust"},
 	"cmd/flemma-host":         {".", "approval", "cycle", "headless", "journal", "mcp", "provider", "rpc", "tools", "tools/builtin", "tools/sandbox"},
