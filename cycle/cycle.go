@@ -111,8 +111,11 @@ func (h *Engine) Cycle(bufnr int) (Reply, error) {
 
 func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	// The request this press may send, and the calls it categorizes, need
-	// the MCP servers' tools: the first press starts them.
-	h.ensureMCP()
+	// every tool source ready: the MCP servers' tools (the first press
+	// starts them) and the async Lua sources (the step waits for them).
+	if r, ok := h.sourcesGate(bufnr, waitCycle, auto); !ok {
+		return r, nil
+	}
 	if !auto {
 		// A press while a step is being planned and written (a moment)
 		// runs when that step ends: one queued press per buffer, repeats
@@ -819,6 +822,9 @@ func (h *Engine) Cancel(bufnr int) (Reply, error) {
 	wasArmed := !st.disarmed
 	st.disarmed = true // <C-c> also stops autopilot until the next press
 	h.mu.Unlock()
+	if h.cancelWaiting(bufnr) && n == 0 && !streaming {
+		return reply("cancel", "Cancelled the step that waited for the tool definitions to load.", levelInfo), nil
+	}
 	if streaming {
 		return reply("cancel", "", 0), nil // the stream reports "Response interrupted."
 	}

@@ -56,7 +56,10 @@ type Engine struct {
 	jerr    error            // why it is unusable
 	jwarned bool             // the user was told the journal fails
 	closing bool             // Shutdown was called
-	noted   map[string]bool  // model notes given (noteModel): each once
+	// luaSources is how many async Lua tool sources are still resolving
+	// (SourcesPending): steps wait for zero (sourcesGate).
+	luaSources int
+	noted      map[string]bool // model notes given (noteModel): each once
 
 	usage usageTotal // every response of this session, all buffers
 
@@ -102,6 +105,10 @@ type bufState struct {
 	background  int             // goroutines working on the buffer (a response, jobs, a queued step)
 	ended       map[string]bool // running calls that ended and are writing their result
 	jobsPending int             // job batches that have not yet decided whether autopilot goes on
+	// waiting is the step the buffer takes once the tool sources are
+	// ready (sourcesGate); waitAuto: it is autopilot's.
+	waiting  waitKind
+	waitAuto bool
 }
 
 // keepCalls is how many of a buffer's latest calls the host keeps facts
@@ -254,7 +261,7 @@ func (h *Engine) Busy(bufnr int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.bufs[bufnr]
-	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0)
+	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone)
 }
 
 // WaitIdle blocks until nothing works on a buffer (Busy is false): the
@@ -266,7 +273,7 @@ func (h *Engine) WaitIdle(bufnr int) {
 	defer h.mu.Unlock()
 	for {
 		st := h.bufs[bufnr]
-		if st == nil || !(st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0) {
+		if st == nil || !(st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone) {
 			return
 		}
 		h.idle.Wait()
@@ -620,7 +627,9 @@ func (h *Engine) closingNow() bool {
 // running tools and its response first.
 func (h *Engine) Forget(bufnr int) {
 	h.mu.Lock()
+	dropped := false
 	if st := h.bufs[bufnr]; st != nil {
+		dropped = st.waiting != waitNone
 		for _, cancel := range st.running {
 			cancel()
 		}
@@ -629,6 +638,10 @@ func (h *Engine) Forget(bufnr int) {
 		}
 	}
 	delete(h.bufs, bufnr)
+	h.idle.Broadcast()
 	h.mu.Unlock()
 	h.reads.Forget(bufnr)
+	if dropped {
+		h.notify(fmt.Sprintf("The step of buffer %d that waited for the tool definitions to load was dropped: the buffer was closed.", bufnr), levelWarn)
+	}
 }

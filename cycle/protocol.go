@@ -54,6 +54,7 @@ const (
 	MApprovalUnregister = "flemma.approval_unregister"
 	MApprovalList       = "flemma.approval_list"
 	MToolDone           = "flemma.tool_done"
+	MSourcesPending     = "flemma.sources_pending"
 )
 
 // Method is one handler: Fn is a method of the engine, with the arguments
@@ -110,6 +111,7 @@ func (h *Engine) Methods() []Method {
 		{MApprovalUnregister, h.ApprovalUnregister, false},
 		{MApprovalList, h.ApprovalList, false},
 		{MToolDone, h.ToolDone, false},
+		{MSourcesPending, h.SourcesPending, false},
 	}
 }
 

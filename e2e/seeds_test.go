@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +83,88 @@ func waitHas(t *testing.T, s *nvimtest.Session, want string) {
 	if got, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, want) }); err != nil {
 		t.Fatalf("buffer never held %q:\n%s\nmessages: %s", want, got, s.Messages())
 	}
+}
+
+// bufHas waits until buffer bufnr (current or not) holds want.
+func bufHas(t *testing.T, s *nvimtest.Session, bufnr int, want string) {
+	t.Helper()
+	var got string
+	if _, err := s.Wait(15*time.Second, func(string) bool {
+		_ = s.Lua(&got, `return table.concat(vim.api.nvim_buf_get_lines(..., 0, -1, false), "\n")`, bufnr)
+		return strings.Contains(got, want)
+	}); err != nil {
+		t.Fatalf("buffer %d never held %q:\n%s\nmessages: %s", bufnr, want, got, s.Messages())
+	}
+}
+
+// requestTools are the tool names of the i-th request the server received.
+func requestTools(f *fakeAnthropic, i int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	if i < len(f.bodies) {
+		list, _ := f.bodies[i]["tools"].([]any)
+		for _, x := range list {
+			if m, ok := x.(map[string]any); ok {
+				names = append(names, fmt.Sprint(m["name"]))
+			}
+		}
+	}
+	return names
+}
+
+const lateSource = `
+local n = ...
+require("flemma.tools").register(function(register, done)
+  _G["finish_source_" .. n] = function()
+    register("late_" .. n, {
+      description = "A tool that loads late",
+      input_schema = { type = "object", properties = { x = { type = "string" } } },
+      execute = function(input) return { success = true, output = "late " .. n .. ": " .. tostring(input.x) } end,
+    })
+    done()
+  end
+end)`
+
+// TestSendWaitsForToolSources (item 1): a <C-]> and a :Flemma send made
+// while an async tool source loads wait for it, and go on for their buffer
+// when it is done although the cursor is in another window by then; the
+// request carries the late tools.
+func TestSendWaitsForToolSources(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{"", sse("Done once."), sse("Done twice.")}} // by the number of assistant messages
+	eachNvimSend(t, f, `, tools = { auto_approve = { "$default", "late_one" } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, lateSource, "one"); err != nil {
+			t.Fatal(err)
+		}
+		buf := mustOpen(t, s, "w.chat", toolChat("late_one", "l1", `{"x": "hi"}`))
+		press(t, s, "<C-]>")
+		waitLua(t, s, `vim.fn.execute("messages"):find("Waiting for tool definitions", 1, true) ~= nil`, "the press says it waits")
+		press(t, s, ":new<CR>") // the user goes elsewhere
+		if err := s.Lua(nil, "_G.finish_source_one()"); err != nil {
+			t.Fatal(err)
+		}
+		bufHas(t, s, buf, "late one: hi")
+		bufHas(t, s, buf, "Done once.")
+		if names := requestTools(f, 0); !slices.Contains(names, "late_one") {
+			t.Errorf("the request's tools %q lack late_one", names)
+		}
+
+		// :Flemma send, in the chat's window, while another source loads.
+		if err := s.Lua(nil, lateSource, "two"); err != nil {
+			t.Fatal(err)
+		}
+		press(t, s, ":q<CR>")
+		if err := s.Lua(nil, `vim.api.nvim_buf_set_lines(0, -1, -1, false, { "Once more." })`); err != nil {
+			t.Fatal(err)
+		}
+		press(t, s, ":Flemma send<CR>")
+		press(t, s, ":new<CR>")
+		if err := s.Lua(nil, "_G.finish_source_two()"); err != nil {
+			t.Fatal(err)
+		}
+		bufHas(t, s, buf, "Done twice.")
+		if names := requestTools(f, 1); !slices.Contains(names, "late_two") {
+			t.Errorf("the request's tools %q lack late_two", names)
+		}
+	})
 }

@@ -44,4 +44,5 @@ return {
   approval_unregister = "flemma.approval_unregister",
   approval_list = "flemma.approval_list",
   tool_done = "flemma.tool_done",
+  sources_pending = "flemma.sources_pending", -- (n): async tool sources still resolving; steps wait for 0
 }
