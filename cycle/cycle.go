@@ -271,6 +271,11 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	h.mu.Unlock()
 	if p.Pending > 0 {
 		h.event("FlemmaApprovalPending", PendingEvent{Bufnr: bufnr, Pending: p.Pending, First: p.FirstPending, Auto: auto})
+		if msg := journalHeld(doc0, p); msg != "" {
+			// Interrupted calls say so, whoever pressed: the user must
+			// choose between resuming and discarding them.
+			return reply("categorize", msg, levelWarn), nil
+		}
 		if auto {
 			// Autopilot stops here: say so, once, in a line short
 			// enough for the message area (no hit-enter prompt).
@@ -281,6 +286,21 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	// Calls that could not run got their error results in this step: with
 	// autopilot off the press stops after execute, as when it writes them.
 	return h.executeFrom(bufnr, "", nil, nil, auto, len(p.Failed) > 0)
+}
+
+// journalHeld tells about the calls of a categorize that the journal holds
+// back (interrupted, or running in another flemma): "" when none.
+func journalHeld(doc *buffer.Document, p categorizePlan) string {
+	var held []string
+	for _, tu := range doc.ToolUses() {
+		if o, ok := p.Outcomes[tu.ID]; ok && o.Decision == approval.RequireApproval && o.Resolver == approval.JournalResolver {
+			held = append(held, fmt.Sprintf("%s %s (line %d): %s", tu.Name, tu.ID, tu.HeaderLine, o.Rule))
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d call(s) wait for you: %s.", len(held), strings.Join(held, "; "))
 }
 
 // autopilotPaused is what the user is told when autopilot stops at calls

@@ -135,7 +135,7 @@ func (h *Engine) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call
 		}
 		return c, pastInterrupted
 	}
-	if pidAlive(c.PID) {
+	if pidAliveSince(c.PID, c.StartedAt) {
 		return c, pastElsewhere
 	}
 	return c, pastInterrupted

@@ -172,6 +172,7 @@ type executePlan struct {
 	FirstPending string            // the first call that waits for the user
 	Protected    []string          // approved blocks holding the user's text ("id (line n)"): not run
 	Untrusted    []string          // approved placeholders that did not count and are pending again ("id (line n): why")
+	Interrupted  []string          // approved calls the journal holds back ("id (line n): why"): interrupted, or running elsewhere
 	ParseOnly    []string          // approved calls tools.mode = "parse_only" does not run
 	Notes        map[string]string // tool id -> why it waits (shown on its header)
 	Log          []string
@@ -263,15 +264,21 @@ func planApproved(p *executePlan, doc *buffer.Document, lines []string, f execut
 	}
 	v := f.Ledger.CheckApproved(tu, descends)
 	rec := f.Ledger.Get(tu.ID)
-	if hold, held := f.Held[tu.ID]; held && (hold.Elsewhere || !v.UserEdit && !userApproved(rec)) {
+	// The user's approval given since the call last ran (a status edit, or
+	// :Flemma tool:resume, which approves it again): resuming it. The
+	// approval it ran with does not count twice.
+	fresh := v.UserEdit || userApproved(rec) && !rec.Ran
+	if hold, held := f.Held[tu.ID]; held && (hold.Elsewhere || !fresh) {
 		// The same file open in another Neovim is running it, or it was
-		// interrupted and nobody asked to resume it.
+		// interrupted and nobody asked to resume it. The journal's word
+		// wins over the ledger's "it ran" (issue 28 item 4): the user is
+		// told it may have partly run, and offered resume or discard.
 		if p.Notes == nil {
 			p.Notes = map[string]string{}
 		}
 		p.Notes[tu.ID] = "flemma: " + hold.Rule
 		backToPending("run: " + hold.Rule)
-		p.Untrusted = append(p.Untrusted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, hold.Rule))
+		p.Interrupted = append(p.Interrupted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, hold.Rule))
 		p.waits(tu.ID)
 		return
 	}
@@ -303,6 +310,9 @@ func planApproved(p *executePlan, doc *buffer.Document, lines []string, f execut
 // to phase 3.
 func (p executePlan) reply(only string) (r Reply, final bool) {
 	var warns []string
+	if len(p.Interrupted) > 0 {
+		warns = append(warns, fmt.Sprintf("%d approved call(s) did not run again: %s.", len(p.Interrupted), strings.Join(p.Interrupted, "; ")))
+	}
 	if len(p.Untrusted) > 0 {
 		warns = append(warns, fmt.Sprintf("%d approved call(s) did not run and are pending again: %s. To run them, approve them yourself (status=approved, :Flemma tool:approve or <M-CR>).",
 			len(p.Untrusted), strings.Join(p.Untrusted, "; ")))
@@ -317,7 +327,7 @@ func (p executePlan) reply(only string) (r Reply, final bool) {
 		return reply("execute", warn, levelWarn), true
 	case len(p.Jobs) > 0:
 		return reply("execute", "", 0), true
-	case len(p.Untrusted) > 0:
+	case len(p.Untrusted) > 0 || len(p.Interrupted) > 0:
 		return reply("pending", warn, levelWarn), true
 	case warn != "":
 		return reply("paused", warn, levelWarn), true

@@ -292,6 +292,19 @@ func userApprovedIn(id string) ledgerFor {
 	}
 }
 
+// ranAfter: the calls ids of the ledger started (their approval was used).
+func ranAfter(base ledgerFor, ids ...string) ledgerFor {
+	return func(doc *buffer.Document) *trust.Ledger {
+		l := base(doc)
+		for _, id := range ids {
+			r := l.Get(id)
+			r.Ran = true
+			l.Put(r)
+		}
+		return l
+	}
+}
+
 // loadedWith: the buffer was loaded with these calls and no approved
 // status; the user set one since.
 func loadedWith(ids ...string) ledgerFor {
@@ -321,6 +334,9 @@ func TestPlanExecute(t *testing.T) {
 		first     string
 		protected int
 		untrusted string // a reason the plan gives for a call that did not run
+		// interrupted: a reason the plan gives for a call the journal
+		// holds back (interrupted, or running elsewhere)
+		interrupted string
 		parseOnly int
 		notes     int
 	}{
@@ -426,9 +442,24 @@ func TestPlanExecute(t *testing.T) {
 			held:      map[string]journalHold{"toolu_sh": {Rule: "interrupted: it started"}},
 			want:      map[string]string{"toolu_sh": "pending"},
 			records:   map[string]string{"toolu_sh": "pending by not run: interrupted: it started"},
-			first:     "toolu_sh",
-			untrusted: "toolu_sh (line 13): interrupted: it started",
-			notes:     1,
+			first:       "toolu_sh",
+			interrupted: "toolu_sh (line 13): interrupted: it started",
+			notes:       1,
+		},
+		{
+			// The host died while the user's approved bash ran: the ledger
+			// (in Neovim) says it ran, the journal that it was interrupted.
+			// The journal wins: the user is told it may have partly run, and
+			// the approval it ran with does not run it again.
+			name:        "the approval an interrupted call ran with does not resume it",
+			lines:       chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
+			ledger:      ranAfter(userApprovedIn("toolu_sh"), "toolu_sh"),
+			held:        map[string]journalHold{"toolu_sh": {Rule: "interrupted: it started"}},
+			want:        map[string]string{"toolu_sh": "pending"},
+			records:     map[string]string{"toolu_sh": "pending by not run: interrupted: it started"},
+			first:       "toolu_sh",
+			interrupted: "toolu_sh (line 13): interrupted: it started",
+			notes:       1,
 		},
 		{
 			name:   "the user's resume runs an interrupted call",
@@ -445,9 +476,9 @@ func TestPlanExecute(t *testing.T) {
 			held:      map[string]journalHold{"toolu_sh": {Elsewhere: true, Rule: "it is running in another flemma"}},
 			want:      map[string]string{"toolu_sh": "pending"},
 			records:   map[string]string{"toolu_sh": "pending by not run: it is running in another flemma"},
-			first:     "toolu_sh",
-			untrusted: "it is running in another flemma",
-			notes:     1,
+			first:       "toolu_sh",
+			interrupted: "it is running in another flemma",
+			notes:       1,
 		},
 		{
 			name:   "only plans the one call",
@@ -500,6 +531,9 @@ func TestPlanExecute(t *testing.T) {
 			}
 			if (tc.untrusted == "") != (len(p.Untrusted) == 0) || tc.untrusted != "" && !strings.Contains(strings.Join(p.Untrusted, "; "), tc.untrusted) {
 				t.Errorf("untrusted %q, want %q", p.Untrusted, tc.untrusted)
+			}
+			if (tc.interrupted == "") != (len(p.Interrupted) == 0) || tc.interrupted != "" && !strings.Contains(strings.Join(p.Interrupted, "; "), tc.interrupted) {
+				t.Errorf("interrupted %q, want %q", p.Interrupted, tc.interrupted)
 			}
 		})
 	}

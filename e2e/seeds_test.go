@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"syscall"
 	"strings"
 	"testing"
 	"time"
@@ -165,6 +166,54 @@ func TestSendWaitsForToolSources(t *testing.T) {
 		bufHas(t, s, buf, "Done twice.")
 		if names := requestTools(f, 1); !slices.Contains(names, "late_two") {
 			t.Errorf("the request's tools %q lack late_two", names)
+		}
+	})
+}
+
+// TestHostKilledDuringApprovedBash (item 4): the user approves a bash; the
+// host is killed while it runs. On the next press (a new host, the same
+// Neovim) the call is not run again, and the user is told it was
+// interrupted and may have partly run, with resume and discard offered —
+// not "it already ran … approve it yourself". Discard gives it its error
+// result.
+func TestHostKilledDuringApprovedBash(t *testing.T) {
+	eachNvim(t, `{ sandbox = { enabled = false } }`, func(t *testing.T, s *nvimtest.Session) {
+		dir := filepath.Join(s.Dir, "kill")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "kill/k.chat", bashCalls(t, "echo run >> count.txt; sleep 60"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b1", "pending")
+		waitIdle(t, s)
+		cursorTo(t, s, "status=pending")
+		press(t, s, "<M-CR>") // the user's approval: it runs
+		waitFile(t, filepath.Join(dir, "count.txt"), "run\n")
+		if err := syscall.Kill(hostPID(t, s), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitLua(t, s, "vim.bo.modifiable", "the plugin unlocks the buffer of a dead host")
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b1", "pending")
+		waitMessage(t, s, "interrupted")
+		m := s.Messages()
+		for _, want := range []string{"may have partly run", ":Flemma tool:resume", ":Flemma tool:discard"} {
+			if !strings.Contains(m, want) {
+				t.Errorf("messages lack %q:\n%s", want, m)
+			}
+		}
+		if strings.Contains(m, "already ran") {
+			t.Errorf("the ledger's word was shown:\n%s", m)
+		}
+		waitIdle(t, s)
+		cursorTo(t, s, "status=pending")
+		press(t, s, ":Flemma tool:discard<CR>")
+		body, isErr := waitResult(t, s, "b1")
+		if !isErr || !strings.Contains(body, "interrupted") || !strings.Contains(body, "may have partly run") {
+			t.Errorf("discarded result (error %v): %q", isErr, body)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "count.txt")); string(b) != "run\n" {
+			t.Errorf("the command ran again: %q", b)
 		}
 	})
 }
