@@ -337,8 +337,8 @@ func TestPlanExecute(t *testing.T) {
 		// interrupted: a reason the plan gives for a call the journal
 		// holds back (interrupted, or running elsewhere)
 		interrupted string
-		parseOnly int
-		notes     int
+		parseOnly   int
+		notes       int
 	}{
 		{
 			name:  "a pending block holding the user's text is the result",
@@ -436,12 +436,12 @@ func TestPlanExecute(t *testing.T) {
 			want:   map[string]string{"toolu_sh": "error: Response cut: the output limit was reached."},
 		},
 		{
-			name:      "an interrupted call waits for :Flemma tool:resume",
-			lines:     chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
-			ledger:    sessionApproved("toolu_sh"),
-			held:      map[string]journalHold{"toolu_sh": {Rule: "interrupted: it started"}},
-			want:      map[string]string{"toolu_sh": "pending"},
-			records:   map[string]string{"toolu_sh": "pending by not run: interrupted: it started"},
+			name:        "an interrupted call waits for :Flemma tool:resume",
+			lines:       chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
+			ledger:      sessionApproved("toolu_sh"),
+			held:        map[string]journalHold{"toolu_sh": {Rule: "interrupted: it started"}},
+			want:        map[string]string{"toolu_sh": "pending"},
+			records:     map[string]string{"toolu_sh": "pending by not run: interrupted: it started"},
 			first:       "toolu_sh",
 			interrupted: "toolu_sh (line 13): interrupted: it started",
 			notes:       1,
@@ -470,12 +470,12 @@ func TestPlanExecute(t *testing.T) {
 			jobs:   []string{"toolu_sh by user (user)"},
 		},
 		{
-			name:      "a call running in another flemma waits, even the user's",
-			lines:     chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
-			ledger:    userApprovedIn("toolu_sh"),
-			held:      map[string]journalHold{"toolu_sh": {Elsewhere: true, Rule: "it is running in another flemma"}},
-			want:      map[string]string{"toolu_sh": "pending"},
-			records:   map[string]string{"toolu_sh": "pending by not run: it is running in another flemma"},
+			name:        "a call running in another flemma waits, even the user's",
+			lines:       chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
+			ledger:      userApprovedIn("toolu_sh"),
+			held:        map[string]journalHold{"toolu_sh": {Elsewhere: true, Rule: "it is running in another flemma"}},
+			want:        map[string]string{"toolu_sh": "pending"},
+			records:     map[string]string{"toolu_sh": "pending by not run: it is running in another flemma"},
 			first:       "toolu_sh",
 			interrupted: "it is running in another flemma",
 			notes:       1,

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"syscall"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
