@@ -60,6 +60,9 @@ type Placement struct {
 	// instead of a placeholder (a call that cannot run: an unknown tool),
 	// and Status is ignored.
 	Error string
+	// Body, when set, is text inside the placeholder (a rejection's
+	// reason: RenderPlaceholderBody).
+	Body string
 }
 
 // PlacePlaceholders returns the edits that insert a placeholder
@@ -105,6 +108,7 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 		id     string
 		status Status
 		err    string
+		body   string
 	}
 	type group struct {
 		at     int // 0-based insertion index
@@ -176,7 +180,7 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 			gp = &g
 			groups[g.at] = gp
 		}
-		gp.items = append(gp.items, item{h.pos, pl.ID, pl.Status, pl.Error})
+		gp.items = append(gp.items, item{h.pos, pl.ID, pl.Status, pl.Error, pl.Body})
 		placed[pl.ID] = pl.Status
 		if pl.Error != "" {
 			placed[pl.ID] = errorPlaced
@@ -191,7 +195,7 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 			out = append(out, "", "@You:")
 		}
 		for _, it := range g.items {
-			block := RenderPlaceholder(it.id, it.status)
+			block := RenderPlaceholderBody(it.id, it.status, it.body)
 			if it.err != "" {
 				block = RenderResult(it.id, it.err, true, "")
 			}

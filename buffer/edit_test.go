@@ -365,6 +365,15 @@ Thanks.`},
 ^^^
 Unknown tool: calculater.
 ^^^`},
+		{name: "a placeholder with a body", in: calc1, run: place(Placement{ID: "t1", Status: StatusRejected, Body: "not now"}), want: calc1 + `
+
+@You:
+
+**Tool Result:** ^t1^
+
+^^^flemma:tool status=rejected
+not now
+^^^`},
 		{name: "two assistant messages", in: calc1 + "\n\n@Assistant:\n" + use("calculator", "t9", `{"expression": "9"}`),
 			run: place(Placement{ID: "t9", Status: StatusPending}, Placement{ID: "t1", Status: StatusAborted}), want: calc1 + `
 

@@ -55,6 +55,7 @@ const (
 	MApprovalList       = "flemma.approval_list"
 	MToolDone           = "flemma.tool_done"
 	MSourcesPending     = "flemma.sources_pending"
+	MSetStatusAll       = "flemma.set_status_all"
 )
 
 // Method is one handler: Fn is a method of the engine, with the arguments
@@ -112,6 +113,7 @@ func (h *Engine) Methods() []Method {
 		{MApprovalList, h.ApprovalList, false},
 		{MToolDone, h.ToolDone, false},
 		{MSourcesPending, h.SourcesPending, false},
+		{MSetStatusAll, h.SetStatusAll, true},
 	}
 }
 

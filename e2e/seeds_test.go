@@ -217,3 +217,48 @@ func TestHostKilledDuringApprovedBash(t *testing.T) {
 		}
 	})
 }
+
+// TestApproveAllRejectAll (item 7): :Flemma tool:approve-all in the
+// message of a response approves every call that waits (each as the
+// user's own decision: they run on the next <C-]>, in a file whose calls
+// would otherwise ask); the configured key rejects all the calls of
+// another response.
+func TestApproveAllRejectAll(t *testing.T) {
+	eachNvim(t, `{ sandbox = { enabled = false }, keymaps = { tool_reject_all = "gR" } }`, func(t *testing.T, s *nvimtest.Session) {
+		dir := filepath.Join(s.Dir, "batch")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mustOpenForeign(t, s, "batch/a.chat", bashCalls(t, "echo one > one.txt", "echo two > two.txt"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b2", "pending")
+		waitIdle(t, s)
+		cursorTo(t, s, "status=pending")
+		press(t, s, ":Flemma tool:approve-all<CR>")
+		waitStatus(t, s, "b1", "approved")
+		waitStatus(t, s, "b2", "approved")
+		waitMessage(t, s, "Approved 2 call(s)")
+		waitIdle(t, s)
+		press(t, s, "<C-]>")
+		waitResult(t, s, "b2")
+		waitFile(t, filepath.Join(dir, "one.txt"), "one\n")
+		waitFile(t, filepath.Join(dir, "two.txt"), "two\n")
+
+		mustOpenForeign(t, s, "batch/b.chat", bashCalls(t, "echo three > three.txt", "echo four > four.txt"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b2", "pending")
+		waitIdle(t, s)
+		cursorTo(t, s, "Tool Use")
+		press(t, s, "gR")
+		waitStatus(t, s, "b1", "rejected")
+		waitStatus(t, s, "b2", "rejected")
+		waitIdle(t, s)
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "b2"); !isErr || !strings.Contains(body, "rejected by the user") {
+			t.Errorf("b2 (error %v): %q", isErr, body)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "three.txt")); err == nil {
+			t.Errorf("a rejected call ran")
+		}
+	})
+}

@@ -68,6 +68,20 @@ function M.execute_at_cursor(bufnr)
   M.call(P.execute_at, { bufnr, line })
 end
 
+--- Approve every call of the message under the cursor that waits for a
+--- decision (:Flemma tool:approve-all): each is the user's own approval.
+function M.approve_all(bufnr)
+  bufnr = current(bufnr)
+  M.call(P.set_status_all, { bufnr, vim.api.nvim_win_get_cursor(0)[1], "approved", "" })
+end
+
+--- Reject every call of the message under the cursor that waits for a
+--- decision (:Flemma tool:reject-all [reason]).
+function M.reject_all(bufnr, reason)
+  bufnr = current(bufnr)
+  M.call(P.set_status_all, { bufnr, vim.api.nvim_win_get_cursor(0)[1], "rejected", reason or "" })
+end
+
 --- Cancel running tools of a buffer (<C-c>).
 function M.cancel(bufnr)
   M.call(P.cancel, { current(bufnr) })

@@ -132,6 +132,8 @@ M.defaults = {
   -- Buffer-local keys of chat buffers; false (or "") leaves a key unmapped.
   keymaps = {
     send = "<C-]>", tool_execute = "<M-CR>", cancel = "<C-c>",
+    -- every call of the message under the cursor that waits for a decision (unmapped by default)
+    tool_approve_all = false, tool_reject_all = false,
     tool_diff = "<CR>", -- on a pending write/edit: its diff in a new tab (elsewhere <CR> stays <CR>)
     next_message = "]m", prev_message = "[m", -- motions (normal, visual, operator-pending)
     next_tool = "]t", prev_tool = "[t", -- Tool Use and Tool Result blocks
@@ -218,6 +220,8 @@ local checks = {
   ["keymaps.tool_execute"] = { "string", "boolean" },
   ["keymaps.cancel"] = { "string", "boolean" },
   ["keymaps.tool_diff"] = { "string", "boolean" },
+  ["keymaps.tool_approve_all"] = { "string", "boolean" },
+  ["keymaps.tool_reject_all"] = { "string", "boolean" },
   ["keymaps.next_message"] = { "string", "boolean" },
   ["keymaps.prev_message"] = { "string", "boolean" },
   ["keymaps.next_tool"] = { "string", "boolean" },

@@ -45,4 +45,5 @@ return {
   approval_list = "flemma.approval_list",
   tool_done = "flemma.tool_done",
   sources_pending = "flemma.sources_pending", -- (n): async tool sources still resolving; steps wait for 0
+  set_status_all = "flemma.set_status_all", -- (bufnr, line, status, message): every waiting call of the message
 }
