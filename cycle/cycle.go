@@ -511,7 +511,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 			go func(ctx context.Context, j job) {
 				defer wg.Done()
 				defer func() { <-sem }()
-				h.runOne(ctx, bufnr, j, cursorMode, eff.DefaultTimeout)
+				h.runOne(ctx, bufnr, j, cursorMode, toolTimeouts(eff))
 			}(ctxs[i], j)
 		}
 		wg.Wait()
@@ -535,7 +535,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	})
 }
 
-func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string, timeout time.Duration) {
+func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string, timeouts tools.Timeouts) {
 	defer func() {
 		h.mu.Lock()
 		if st := h.bufs[bufnr]; st != nil {
@@ -581,7 +581,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 			return
 		}
 	}
-	call.Timeout = timeout
+	h.limitCall(&call, timeouts)
 	h.mu.Lock()
 	ran := h.trustOf(bufnr).ledger.Get(j.id)
 	h.mu.Unlock()

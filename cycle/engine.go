@@ -456,7 +456,12 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 			status = "not selected in this buffer (flemma.opt.tools)"
 		}
 		out := h.chain.Decide(ctx, h.approvalCall(bufnr, &buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
-		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), out)
+		limit, from := toolTimeouts(eff).For(s)
+		timeout := tools.FormatTimeout(limit) + " (" + from + ")"
+		if _, isChain := t.(*chainTool); isChain && limit >= chainNoTimeout {
+			timeout = "none of its own (each step has its tool's)"
+		}
+		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  timeout: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), timeout, out)
 		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
 		if ct, ok := t.(*chainTool); ok {
 			fmt.Fprintf(&b, "  chain steps (each also decided on its own): %s\n", ct.stepsLine())

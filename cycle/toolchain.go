@@ -255,7 +255,8 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	if err != nil {
 		return fail(tools.StepError, "the sandbox could not be set up: %v", err)
 	}
-	call := tools.Call{ID: r.call.ID + "-" + st.Name, Tool: st.Tool, Bufnr: r.call.Bufnr, Cwd: r.call.Cwd, Buffer: r.call.Buffer, Env: env, Timeout: r.call.Timeout}
+	call := tools.Call{ID: r.call.ID + "-" + st.Name, Tool: st.Tool, Bufnr: r.call.Bufnr, Cwd: r.call.Cwd, Buffer: r.call.Buffer, Env: env}
+	h.limitCall(&call, toolTimeouts(r.eff))
 	res := h.exec.Run(ctx, call, in)
 	status := tools.StepOK
 	if res.IsError {

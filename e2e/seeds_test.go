@@ -262,3 +262,51 @@ func TestApproveAllRejectAll(t *testing.T) {
 		}
 	})
 }
+
+// TestTimeoutClasses (item 2): tools.timeouts gives bash its own class
+// (here 3 s) while tools.default_timeout stays the default class (1 s):
+// a 2 s command runs to its end, a Lua tool that takes 1.5 s times out.
+// The model's timeout is capped by the class, as the preview says, and
+// :Flemma tools shows every tool's limit.
+func TestTimeoutClasses(t *testing.T) {
+	setup := `{ sandbox = { enabled = false }, tools = { default_timeout = 1, timeouts = { bash = 3 },
+		auto_approve = { "$default", "bash", "dawdle" } } }`
+	eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `require("flemma.tools").register("dawdle", {
+			description = "Answers after some milliseconds", async = true,
+			input_schema = { type = "object", properties = { ms = { type = "number" } }, required = { "ms" } },
+			execute = function(input, ctx, callback)
+				local timer = vim.loop.new_timer()
+				timer:start(input.ms, 0, vim.schedule_wrap(function() timer:close(); callback({ success = true, output = "done" }) end))
+				return function() if not timer:is_closing() then timer:close() end end
+			end,
+		})`); err != nil {
+			t.Fatal(err)
+		}
+		chat := bashCalls(t, "sleep 2; echo slept") + "\n**Tool Use:** `dawdle` (`d1`)\n\n```json\n{\"ms\": 1500}\n```\n"
+		buf := mustOpen(t, s, "t.chat", chat)
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "b1"); isErr || !strings.Contains(body, "slept") {
+			t.Errorf("bash (error %v): %q", isErr, body)
+		}
+		if body, isErr := waitResult(t, s, "d1"); !isErr || !strings.Contains(body, "timed out") {
+			t.Errorf("dawdle (error %v): %q", isErr, body)
+		}
+		waitIdle(t, s)
+		out := hostText(t, s, "flemma.tools", buf, "")
+		for _, want := range []string{"timeout: 3s (tools.timeouts.bash)", "timeout: 1s (tools.timeouts.default)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf(":Flemma tools lacks %q:\n%s", want, out)
+			}
+		}
+
+		// A pending call asking for more than its class: capped, and said.
+		mustOpenForeign(t, s, "p.chat", toolChat("bash", "p1", `{"command": "make", "label": "building", "timeout": 900}`))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "p1", "pending")
+		waitIdle(t, s)
+		if m := marks(t, s); len(m) != 1 || m[0].Text != "bash: $ make  # building  (timeout 3s: 900s asked, capped)" {
+			t.Errorf("marks = %+v", m)
+		}
+	})
+}

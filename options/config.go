@@ -52,6 +52,9 @@ type Config struct {
 			Env   map[string]string `json:"env"`
 		} `json:"bash"`
 		DefaultTimeout    float64 `json:"default_timeout"`
+		// Timeouts is tools.timeouts: seconds by tool name, tag or
+		// "default" (which wins over default_timeout, its older name).
+		Timeouts map[string]float64 `json:"timeouts"`
 		CursorAfterResult string  `json:"cursor_after_result"`
 		// AutoApproveFileCalls lets policies approve calls to bash, write,
 		// edit and side_effects tools that were already in the file.
@@ -195,6 +198,10 @@ func DefaultConfig() Config {
 	c.Tools.Mode = "enabled"
 	c.Tools.AutoApprove = json.RawMessage(`["$default"]`)
 	c.Tools.DefaultTimeout = 30
+	c.Tools.Timeouts = map[string]float64{}
+	for k, v := range DefaultToolTimeouts {
+		c.Tools.Timeouts[k] = v
+	}
 	c.Tools.CursorAfterResult = "result"
 	c.Tools.Autopilot.MaxTurns = 100
 	return c

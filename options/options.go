@@ -74,7 +74,11 @@ type Effective struct {
 	MaxConcurrent     int // 0 = unlimited
 	Autopilot         bool
 	MaxTurns          int
+	// DefaultTimeout is the "default" class of tool timeouts
+	// (tools.timeouts.default, else tools.default_timeout); ToolTimeouts
+	// the other classes of tools.timeouts (tool names and tags).
 	DefaultTimeout    time.Duration
+	ToolTimeouts      map[string]time.Duration
 	CursorAfterResult string // result | stay | next
 	// SandboxEnabled: setup's sandbox.enabled, or the frontmatter turned
 	// it on.
@@ -94,6 +98,10 @@ type Retry struct {
 type Timeouts struct {
 	FirstByte, Idle, Total time.Duration
 }
+
+// DefaultToolTimeouts are tools.timeouts' defaults besides "default"
+// (lua/flemma/config.lua has the same): seconds by tool name or tag.
+var DefaultToolTimeouts = map[string]float64{"bash": 300}
 
 // The defaults of the send section (lua/flemma/config.lua has the same).
 const (
@@ -220,6 +228,18 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	}
 	if e.CursorAfterResult == "" {
 		e.CursorAfterResult = "result"
+	}
+	for k, v := range cfg.Tools.Timeouts {
+		switch d := time.Duration(v * float64(time.Second)); {
+		case d <= 0:
+		case k == "default":
+			e.DefaultTimeout = d
+		default:
+			if e.ToolTimeouts == nil {
+				e.ToolTimeouts = map[string]time.Duration{}
+			}
+			e.ToolTimeouts[k] = d
+		}
 	}
 	if e.DefaultTimeout <= 0 {
 		e.DefaultTimeout = 30 * time.Second

@@ -110,12 +110,16 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 	if msg := e.validate(spec, rawInput); msg != "" {
 		return errResult("ToolValidationError", msg)
 	}
-	timeout := spec.Timeout
+	timeout := call.Timeout // the host always sets it (tools.timeouts)
 	if timeout <= 0 {
-		timeout = call.Timeout
+		timeout = spec.Timeout
 	}
 	if timeout <= 0 {
-		timeout = DefaultToolTimeout // the host always sets the call's (tools.default_timeout)
+		timeout = DefaultToolTimeout
+	}
+	if spec.SelfTimed && call.Timeout > 0 {
+		// The tool reports its own timeout; this deadline is a backstop.
+		timeout += selfTimedGrace
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -194,6 +198,10 @@ func (e *Executor) finish(text string, call Call, spec Spec) string {
 		return SaveFullOutput(dir, call, full)
 	})
 }
+
+// selfTimedGrace is how long after its own timeout a SelfTimed tool may
+// take to stop and report it before the executor's deadline.
+const selfTimedGrace = 5 * time.Second
 
 // Aborted is the result of a call the user cancelled (<C-c>), as the Lua
 // original words it.

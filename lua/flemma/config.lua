@@ -81,7 +81,12 @@ M.defaults = {
     presets = {}, -- ["$name"] = { approve = {...}, deny = {...} }
     autopilot = { enabled = true, max_turns = 100 }, -- a boolean is shorthand for { enabled = b }
     max_concurrent = 2, -- 0 = unlimited
-    default_timeout = 30, -- seconds
+    default_timeout = 30, -- seconds: the "default" class of timeouts (timeouts.default wins when set)
+    -- Time limits by class, in seconds: a tool's name, a tag (a class of tools: "filesystem",
+    -- "shell", "mcp", your tools' tags) or "default". A tool's name beats its tags, its tags its own
+    -- timeout (a definition's), and that the default. bash takes its limit as its default and as
+    -- the cap of the timeout the model asks for.
+    timeouts = { bash = 300 },
     cursor_after_result = "result", -- "result" | "stay" | "next"
     modules = {},
     truncate = { max_lines = 2000, max_bytes = 51200 },
@@ -304,6 +309,7 @@ end
 local open_maps = {
   ["tools.presets"] = true,
   ["tools.bash.env"] = true,
+  ["tools.timeouts"] = true,
   ["parameters.anthropic"] = true,
   ["parameters.openai"] = true,
   ["parameters.vertex"] = true,
@@ -589,6 +595,21 @@ function M.resolve(user)
   check_providers(cfg, errors, warnings)
   check_models(cfg, errors, warnings)
   check_mcp_servers(cfg, errors, warnings)
+  if type(cfg.tools.timeouts) == "table" then
+    for k, v in pairs(cfg.tools.timeouts) do
+      if type(k) ~= "string" or type(v) ~= "number" or v <= 0 then
+        table.insert(
+          errors,
+          string.format(
+            "tools.timeouts.%s: expected a number of seconds > 0, got %s (ignored)",
+            tostring(k),
+            vim.inspect(v)
+          )
+        )
+        cfg.tools.timeouts[k] = nil
+      end
+    end
+  end
   if type(cfg.tools.autopilot) == "boolean" then
     cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
   end

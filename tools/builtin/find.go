@@ -36,7 +36,6 @@ func Find() tools.Tool {
 		Tags:    []string{"filesystem", "readonly", "search"},
 		Async:   true,
 		Enabled: true,
-		Timeout: 30 * time.Second,
 	}, runFind)
 }
 

@@ -40,7 +40,6 @@ func Grep() tools.Tool {
 		Tags:    []string{"filesystem", "readonly", "search"},
 		Async:   true,
 		Enabled: true,
-		Timeout: 30 * time.Second,
 	}, runGrep)
 }
 

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
@@ -33,7 +32,6 @@ func Ls() tools.Tool {
 			"max_depth lists subdirectories too (paths relative to the listed directory); symlinks are not followed.",
 		Tags:    []string{"filesystem", "readonly"},
 		Enabled: true,
-		Timeout: 30 * time.Second,
 	}, runLs)
 }
 

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
@@ -38,7 +37,6 @@ func Read() tools.Tool {
 		Capabilities: []string{"template_tool_result"},
 		Tags:         []string{"filesystem", "readonly"},
 		Enabled:      true,
-		Timeout:      30 * time.Second,
 	}, runRead)
 }
 
