@@ -250,6 +250,11 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 			return nil, opts, err
 		}
 		h.logAll(p.Log)
+		for id, o := range p.Outcomes {
+			if o.Decision == approval.RequireApproval && (o.Resolver == approval.ReadRootsResolver || o.Resolver == approval.ProtectedResolver) {
+				h.note(bufnr, id, "flemma: "+o.Rule) // why it asks, on its header (a diagnostic)
+			}
+		}
 		opts.Records, opts.CursorID = p.Records, p.FirstPending
 		return p.Edits, opts, nil
 	})
@@ -271,7 +276,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	h.mu.Unlock()
 	if p.Pending > 0 {
 		h.event("FlemmaApprovalPending", PendingEvent{Bufnr: bufnr, Pending: p.Pending, First: p.FirstPending, Auto: auto})
-		if msg := journalHeld(doc0, p); msg != "" {
+		if msg := journalHeld(doc0, p, !auto); msg != "" {
 			// Interrupted calls say so, whoever pressed: the user must
 			// choose between resuming and discarding them.
 			return reply("categorize", msg, levelWarn), nil
@@ -289,11 +294,12 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 }
 
 // journalHeld tells about the calls of a categorize that the journal holds
-// back (interrupted, or running in another flemma): "" when none.
-func journalHeld(doc *buffer.Document, p categorizePlan) string {
+// back (interrupted, or running in another flemma) or, with reads, that
+// read outside the project: "" when none.
+func journalHeld(doc *buffer.Document, p categorizePlan, reads bool) string {
 	var held []string
 	for _, tu := range doc.ToolUses() {
-		if o, ok := p.Outcomes[tu.ID]; ok && o.Decision == approval.RequireApproval && o.Resolver == approval.JournalResolver {
+		if o, ok := p.Outcomes[tu.ID]; ok && o.Decision == approval.RequireApproval && (o.Resolver == approval.JournalResolver || reads && o.Resolver == approval.ReadRootsResolver) {
 			held = append(held, fmt.Sprintf("%s %s (line %d): %s", tu.Name, tu.ID, tu.HeaderLine, o.Rule))
 		}
 	}
@@ -330,16 +336,7 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 	// budget, not 500 deadlines (issue 11, class 10). A call the function
 	// could not decide in time asks.
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
-	var sb *sandbox.Sandbox // built when a call writes to a path
-	protected := func(path string) (string, bool) {
-		if sb == nil {
-			var err error
-			if sb, err = h.sandbox(bufnr, fm, s.Cwd, s.Name); err != nil {
-				return "the sandbox could not be built: " + err.Error(), true
-			}
-		}
-		return sb.Protected(path)
-	}
+	rules := h.pathRules(bufnr, fm, s.Cwd, s.Name) // the sandbox, built when a call writes or reads a path
 	for _, tu := range doc.Unresolved() {
 		if _, _, fixed := fixedStatus(doc, tu, f.Mode); fixed {
 			continue
@@ -353,12 +350,10 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 			c.Gate = h.gateFacts(bufnr, key, tu)
 			// The sandbox answers only for an approval the other gates let
 			// through (it is built on the first such call).
-			if c.Gate.Writes != "" && approval.Gate(c.Chain, c.Gate) == c.Chain {
-				c.ProtectedRule, c.Protected = protected(c.Gate.Writes)
-			}
+			h.pathGates(&c, tu, rules)
 		}
 		if ct, ok := h.chainOf(tu.Name); ok {
-			c.Steps = h.chainSteps(ctx, bufnr, key, tu, fm, ct, protected)
+			c.Steps = h.chainSteps(ctx, bufnr, key, tu, fm, ct, rules)
 		}
 		f.Calls[tu.ID] = c
 	}

@@ -41,6 +41,9 @@ type chainCall struct {
 	// Protected: Gate.Writes is a protected path, by ProtectedRule.
 	Protected     bool
 	ProtectedRule string
+	// Outside: Gate.Reads lies outside the readable roots (OutsideRoots).
+	Outside      bool
+	OutsideRoots string
 	// Steps are the decisions on the steps of a tool chain call that the
 	// chain's input alone determines (chainSteps): the call's outcome is
 	// the strictest of its own and theirs.
@@ -52,6 +55,9 @@ func (c chainCall) gated() approval.Outcome {
 	f := c.Gate
 	if c.Protected {
 		f.Protected = func(string) (string, bool) { return c.ProtectedRule, true }
+	}
+	if c.Outside {
+		f.Outside = func(string) (string, bool) { return c.OutsideRoots, true }
 	}
 	out := approval.Gate(c.Chain, f)
 	for _, st := range c.Steps {

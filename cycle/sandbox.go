@@ -3,6 +3,7 @@ package cycle
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/options"
@@ -110,7 +111,13 @@ func (h *Engine) SandboxStatus(bufnr int) (Reply, error) {
 	if err != nil {
 		return reply("none", "sandbox: "+err.Error(), levelError), nil
 	}
-	return text(sb.Status()), nil
+	r := h.pathRules(bufnr, fm, cwd, name)
+	r.build()
+	reads := "reads by policy (read, grep, find, ls): everywhere deny_read allows"
+	if !r.all {
+		reads = "reads by policy (read, grep, find, ls): inside the " + r.desc + " (and flemma's full outputs); elsewhere they ask (sandbox.readable adds roots)"
+	}
+	return text(strings.TrimRight(sb.Status(), "\n") + "\n" + reads), nil
 }
 
 // bufferContext evaluates a buffer's frontmatter and returns it with Neovim's

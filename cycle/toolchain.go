@@ -219,16 +219,10 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	var input map[string]any
 	_ = json.Unmarshal(in, &input) // not an object: the executor says so
 	tu := &buffer.ToolUse{ID: r.call.ID, Name: st.Tool, Input: input}
-	sb, sbErr := h.sandbox(r.call.Bufnr, r.fm, r.call.Cwd, r.call.Buffer)
-	protected := func(path string) (string, bool) {
-		if sbErr != nil {
-			return "the sandbox could not be built: " + sbErr.Error(), true
-		}
-		return sb.Protected(path)
-	}
+	rules := h.pathRules(r.call.Bufnr, r.fm, r.call.Cwd, r.call.Buffer)
 	// The chain call's origin, journal and re-run gates were applied to
 	// it before it ran: the step is decided on its tool and input.
-	ac := h.stepApproval(frontmatter.WithBudget(ctx, r.budget), r.call.Bufnr, tu, r.fm, approval.Facts{FromProvider: true}, protected)
+	ac := h.stepApproval(frontmatter.WithBudget(ctx, r.budget), r.call.Bufnr, tu, r.fm, approval.Facts{FromProvider: true}, rules)
 	out := ac.gated()
 	h.logf("chain %s (%s): %s %s: %s", r.chain, r.call.ID, where, st.Tool, out)
 	if ctx.Err() != nil {
@@ -286,15 +280,13 @@ func isChainTool(t tools.Tool) bool {
 
 // stepApproval is the approval chain's outcome and the gates' inputs for a
 // call of a chain step's tool with its input, base holding the facts of
-// the chain call (origin, journal) and protected the sandbox's answer.
-func (h *Engine) stepApproval(ctx context.Context, bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result, base approval.Facts, protected func(string) (string, bool)) chainCall {
+// the chain call (origin, journal) and rules the sandbox's answers.
+func (h *Engine) stepApproval(ctx context.Context, bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result, base approval.Facts, rules *pathRules) chainCall {
 	c := chainCall{Chain: h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm))}
 	if c.Chain.Decision == approval.Approve {
 		c.Gate = base
 		c.Gate.Writes = h.writesPath(tu)
-		if c.Gate.Writes != "" && approval.Gate(c.Chain, c.Gate) == c.Chain {
-			c.ProtectedRule, c.Protected = protected(c.Gate.Writes)
-		}
+		h.pathGates(&c, tu, rules)
 	}
 	return c
 }
@@ -302,7 +294,7 @@ func (h *Engine) stepApproval(ctx context.Context, bufnr int, tu *buffer.ToolUse
 // chainSteps decides, for a call of chain ct, every step whose input the
 // chain's input alone determines, as a call of its tool with that input.
 // The others are decided when they run.
-func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buffer.ToolUse, fm *frontmatter.Result, ct *chainTool, protected func(string) (string, bool)) []chainStepCall {
+func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buffer.ToolUse, fm *frontmatter.Result, ct *chainTool, rules *pathRules) []chainStepCall {
 	var input any = tu.Input
 	if tu.Input == nil {
 		input = map[string]any{}
@@ -320,7 +312,7 @@ func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buff
 		}
 		m, _ := in.(map[string]any)
 		stu := &buffer.ToolUse{ID: tu.ID, Name: st.Tool, Input: m}
-		out = append(out, chainStepCall{N: i + 1, Name: st.Name, Tool: st.Tool, Call: h.stepApproval(ctx, bufnr, stu, fm, base, protected)})
+		out = append(out, chainStepCall{N: i + 1, Name: st.Name, Tool: st.Tool, Call: h.stepApproval(ctx, bufnr, stu, fm, base, rules)})
 	}
 	return out
 }

@@ -310,3 +310,48 @@ func TestTimeoutClasses(t *testing.T) {
 		}
 	})
 }
+
+// TestReadsConfinedToTheProject (item 6): with the default policy the
+// model's read of a project file runs, its read of /etc/passwd asks (the
+// diagnostic names the path), its read of a deny_read file inside the
+// project is refused even when the user approves it; with
+// sandbox.readable = { "/" } the read of /etc/passwd runs as before.
+func TestReadsConfinedToTheProject(t *testing.T) {
+	chat := toolChat("read", "r1", `{"path": "notes.txt", "label": "notes", "offset": null, "limit": null}`) + "\n" +
+		"**Tool Use:** `read` (`r2`)\n\n```json\n{\"path\": \"/etc/passwd\", \"label\": \"users\", \"offset\": null, \"limit\": null}\n```\n\n" +
+		"**Tool Use:** `read` (`r3`)\n\n```json\n{\"path\": \".env\", \"label\": \"env\", \"offset\": null, \"limit\": null}\n```\n"
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		for name, body := range map[string]string{"notes.txt": "hello\n", ".env": "TOKEN=x\n"} {
+			if err := os.WriteFile(filepath.Join(s.Dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustOpen(t, s, "r.chat", chat)
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "r2", "pending")
+		waitStatus(t, s, "r1", "approved")
+		waitIdle(t, s)
+		var diags []string
+		if err := s.Lua(&diags, `local out = {} for _, d in ipairs(vim.diagnostic.get(0)) do out[#out + 1] = d.message end return out`); err != nil {
+			t.Fatal(err)
+		}
+		if x := strings.Join(diags, "\n"); !strings.Contains(x, "reads /etc/passwd, outside the project") {
+			t.Errorf("diagnostics:\n%s", x)
+		}
+		cursorTo(t, s, "`r3`")
+		press(t, s, "<M-CR>") // the user approves reading .env: deny_read still refuses
+		if body, isErr := waitResult(t, s, "r3"); !isErr || !strings.Contains(body, "deny_read") {
+			t.Errorf(".env (error %v): %q", isErr, body)
+		}
+	})
+	eachNvim(t, `{ sandbox = { readable = { "/" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := os.WriteFile(filepath.Join(s.Dir, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "r.chat", toolChat("read", "r2", `{"path": "/etc/passwd", "label": "users", "offset": null, "limit": null}`))
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "r2"); isErr || !strings.Contains(body, "root:") {
+			t.Errorf("/etc/passwd (error %v): %q", isErr, body)
+		}
+	})
+}

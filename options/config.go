@@ -90,6 +90,9 @@ type Config struct {
 		Enabled  *bool    `json:"enabled"`
 		Backend  string   `json:"backend"`
 		Writable []string `json:"writable"`
+		// Readable are roots besides the writable ones that read, grep,
+		// find and ls may read by policy ("/" : everywhere).
+		Readable []string `json:"readable"`
 		DenyRead []string `json:"deny_read"`
 		EnvDeny  []string `json:"env_deny"`
 		Network  *bool    `json:"network"`

@@ -56,6 +56,12 @@ const CapSideEffects = "side_effects"
 // sandbox. approval.CapSandboxed is the same name (a test in cycle checks).
 const CapSandboxed = "can_auto_approve_if_sandboxed"
 
+// CapReadsPath marks a tool that reads where its input's "path" says (the
+// current directory when it has none): read, grep, find, ls. A policy
+// approves its calls only inside the readable roots; elsewhere they ask,
+// naming the path (issue 28 item 6).
+const CapReadsPath = "reads_path"
+
 // Call identifies one tool call and the buffer it belongs to.
 type Call struct {
 	ID     string

@@ -98,6 +98,10 @@ M.defaults = {
     -- Roots write/edit (and bash under bubblewrap) may change. "/" and $HOME
     -- themselves, and their ancestors, are never roots.
     writable = { "urn:flemma:cwd", "urn:flemma:buffer:path", "${TMPDIR:-/tmp}" },
+    -- Roots besides the writable ones where read, grep, find and ls run by policy (same forms as
+    -- writable). A read anywhere else asks first, naming the path; { "/" } reads everywhere by
+    -- policy, as flemma did before this rule. deny_read is refused everywhere.
+    readable = {},
     -- Never read by any tool, and hidden from bash under bubblewrap. "!glob"
     -- keeps a base name readable (templates of .env files).
     deny_read = {
@@ -179,6 +183,7 @@ local list_keys = {
   ["tools.auto_approve"] = true,
   ["tools.modules"] = true,
   ["sandbox.writable"] = true,
+  ["sandbox.readable"] = true,
   ["sandbox.deny_read"] = true,
   ["sandbox.env_deny"] = true,
 }
