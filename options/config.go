@@ -51,11 +51,11 @@ type Config struct {
 			Shell string            `json:"shell"`
 			Env   map[string]string `json:"env"`
 		} `json:"bash"`
-		DefaultTimeout    float64 `json:"default_timeout"`
+		DefaultTimeout float64 `json:"default_timeout"`
 		// Timeouts is tools.timeouts: seconds by tool name, tag or
 		// "default" (which wins over default_timeout, its older name).
-		Timeouts map[string]float64 `json:"timeouts"`
-		CursorAfterResult string  `json:"cursor_after_result"`
+		Timeouts          map[string]float64 `json:"timeouts"`
+		CursorAfterResult string             `json:"cursor_after_result"`
 		// AutoApproveFileCalls lets policies approve calls to bash, write,
 		// edit and side_effects tools that were already in the file.
 		AutoApproveFileCalls bool `json:"auto_approve_file_calls"`

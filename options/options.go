@@ -70,10 +70,10 @@ type Effective struct {
 	Tools []string
 	// Refused are tools an untrusted frontmatter selected that setup
 	// leaves disabled (they are not in Tools).
-	Refused           []string
-	MaxConcurrent     int // 0 = unlimited
-	Autopilot         bool
-	MaxTurns          int
+	Refused       []string
+	MaxConcurrent int // 0 = unlimited
+	Autopilot     bool
+	MaxTurns      int
 	// DefaultTimeout is the "default" class of tool timeouts
 	// (tools.timeouts.default, else tools.default_timeout); ToolTimeouts
 	// the other classes of tools.timeouts (tool names and tags).
