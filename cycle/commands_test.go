@@ -439,12 +439,13 @@ func TestUnusableJournal(t *testing.T) {
 	}
 }
 
-// defineLua registers Lua tools by name (input: any object).
+// defineLua registers Lua tools by name (input: any object, so their
+// schemas are open: closeSchema).
 func (env *testEnv) defineLua(names ...string) {
 	env.t.Helper()
 	var defs []any
 	for _, n := range names {
-		defs = append(defs, map[string]any{"name": n, "description": n, "input_schema": map[string]any{"type": "object", "properties": []any{}}, "enabled": true})
+		defs = append(defs, map[string]any{"name": n, "description": n, "input_schema": map[string]any{"type": "object", "properties": []any{}}, "enabled": true, "open_schema": true})
 	}
 	b, _ := json.Marshal(defs)
 	if res, err := env.h.DefineTools(string(b)); err != nil || len(res.Errors) > 0 {

@@ -205,6 +205,8 @@ type wireDef struct {
 	HasPreview   bool           `json:"has_preview"`
 	HasDiff      bool           `json:"has_diff"`
 	HasReview    bool           `json:"has_review"`
+	// OpenSchema keeps the input schema as written (closeSchema).
+	OpenSchema bool `json:"open_schema"`
 }
 
 // fixSchema repairs what msgpack does to Lua tables in a JSON Schema: an
@@ -279,6 +281,9 @@ func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
 			Strict: d.Strict, Async: d.Async, Capabilities: d.Capabilities, Tags: d.Tags,
 			Requires: d.Requires, Enabled: d.Enabled, Supersedes: d.Supersedes,
 			Source: d.Source, Timeout: secs(d.Timeout),
+		}
+		if !d.OpenSchema {
+			closeSchema(spec.InputSchema)
 		}
 		if d.OutputSchema != nil {
 			spec.OutputSchema = fixSchema(d.OutputSchema)

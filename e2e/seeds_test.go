@@ -355,3 +355,60 @@ func TestReadsConfinedToTheProject(t *testing.T) {
 		}
 	})
 }
+
+// TestLuaToolSchemasClosed (item 8): a call to a Lua tool with a field its
+// schema never named is refused (the model is told which field), before
+// execute runs; a tool registered with open_schema = true takes it, and
+// the schema sent to the model is closed for the one, open for the other.
+func TestLuaToolSchemasClosed(t *testing.T) {
+	f := &fakeAnthropic{turns: []string{"", sse("Noted.")}} // by the number of assistant messages
+	eachNvimSend(t, f, `, tools = { auto_approve = { "$default", "tag_it", "tag_any" } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `
+			_G.ran = {}
+			local function def(open)
+				return {
+					description = "Tags a word", open_schema = open,
+					input_schema = { type = "object", properties = { word = { type = "string" } }, required = { "word" } },
+					execute = function(input) table.insert(_G.ran, input.word) return { success = true, output = "tagged " .. input.word } end,
+				}
+			end
+			require("flemma.tools").register("tag_it", def(nil))
+			require("flemma.tools").register("tag_any", def(true))`); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "s.chat", toolChat("tag_it", "t1", `{"word": "a", "colour": "red"}`)+"\n"+
+			"**Tool Use:** `tag_any` (`t2`)\n\n```json\n{\"word\": \"b\", \"colour\": \"red\"}\n```\n")
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "t1"); !isErr || !strings.Contains(body, "colour") {
+			t.Errorf("tag_it (error %v): %q", isErr, body)
+		}
+		if body, isErr := waitResult(t, s, "t2"); isErr || body != "tagged b" {
+			t.Errorf("tag_any (error %v): %q", isErr, body)
+		}
+		waitHas(t, s, "Noted.")
+		var ran []string
+		if err := s.Lua(&ran, "return _G.ran"); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ran, []string{"b"}) {
+			t.Errorf("execute ran for %q", ran)
+		}
+		f.mu.Lock()
+		list, _ := f.bodies[0]["tools"].([]any)
+		f.mu.Unlock()
+		for _, x := range list {
+			m, _ := x.(map[string]any)
+			schema, _ := m["input_schema"].(map[string]any)
+			switch m["name"] {
+			case "tag_it":
+				if schema["additionalProperties"] != false {
+					t.Errorf("tag_it's schema sent open: %v", schema)
+				}
+			case "tag_any":
+				if _, said := schema["additionalProperties"]; said {
+					t.Errorf("tag_any's schema sent closed: %v", schema)
+				}
+			}
+		}
+	})
+}

@@ -38,6 +38,8 @@ local function wire(def)
     has_preview = type(def.format_preview) == "function",
     has_diff = type(def.diff) == "function",
     has_review = type(def.review) == "function",
+    -- Object schemas are closed (additionalProperties = false) unless the tool opts out.
+    open_schema = def.open_schema == true,
   }
 end
 
