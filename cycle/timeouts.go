@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/options"
@@ -33,8 +34,9 @@ func (h *Engine) limitCall(call *tools.Call, to tools.Timeouts) {
 }
 
 // timeoutNote is what a preview says of a call's time limit: nothing for
-// the default class (most calls), else "timeout 300s" — with what the
-// model asked of a self-timed tool, and whether the class capped it.
+// the default class (most calls) nor for a tool's own bound (calculator's
+// few seconds: noise in every preview), else "timeout 300s" — with what
+// the model asked of a self-timed tool, and whether the class capped it.
 func (h *Engine) timeoutNote(tu *buffer.ToolUse, e options.Effective) string {
 	t, ok := h.Registry.Get(tu.Name)
 	if !ok || isChainTool(t) {
@@ -43,7 +45,7 @@ func (h *Engine) timeoutNote(tu *buffer.ToolUse, e options.Effective) string {
 	s := t.Spec()
 	limit, from := toolTimeouts(e).For(s)
 	if !s.SelfTimed {
-		if from == "tools.timeouts.default" {
+		if from == "tools.timeouts.default" || !strings.HasPrefix(from, "tools.timeouts.") {
 			return ""
 		}
 		return "timeout " + tools.FormatTimeout(limit)
