@@ -381,7 +381,7 @@ func TestUndoAWrite(t *testing.T) {
 	}
 	env.as(":Flemma tool:undo on no block").reply(env.h.Undo(1, 1))
 	log, _ := env.h.JournalLog(1)
-	if !strings.Contains(log.Text, `"toolu_w"`) {
+	if !strings.Contains(log.Text, "toolu_w  write  undone, by user") {
 		t.Errorf("journal log: %s", log.Text)
 	}
 	env.show(1, "undone")

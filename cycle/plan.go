@@ -148,6 +148,10 @@ func planCategorize(doc *buffer.Document, lines []string, f categorizeFacts) (ca
 	return p, nil
 }
 
+// rejectedByUser is the result of a call the user rejected without a
+// reason.
+const rejectedByUser = "This tool has been rejected by the user."
+
 // executeFacts is what planExecute needs besides the text.
 type executeFacts struct {
 	Mode   string        // tools.mode
@@ -214,11 +218,19 @@ func planExecute(doc *buffer.Document, lines []string, f executeFacts, only stri
 			}
 			fail(tu.ID, msg)
 		case buffer.StatusRejected:
-			msg := "This tool has been rejected by the user."
+			msg := rejectedByUser
 			if strings.TrimSpace(content) != "" {
 				msg = content
 			}
 			fail(tu.ID, msg)
+			// The user's rejection typed into the fence is a decision for
+			// the audit log (one made with :Flemma tool:reject is there
+			// already).
+			if f.Ledger != nil {
+				if rec := f.Ledger.Get(tu.ID); rec.Status != buffer.StatusRejected || rec.By != trust.ByUser && rec.By != trust.ByUserEdit {
+					p.Records = append(p.Records, decided(f.Ledger, tu, buffer.StatusRejected, trust.ByUserEdit))
+				}
+			}
 		case buffer.StatusAborted:
 			msg, _ := abortedMessage(doc, tu)
 			if msg == "" {

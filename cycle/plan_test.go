@@ -352,6 +352,7 @@ func TestPlanExecute(t *testing.T) {
 				placeholder("toolu_sh", buffer.StatusRejected, "not now"), placeholder("toolu_ed", buffer.StatusAborted, "")),
 			want: map[string]string{"toolu_ls": "error: The tool was denied by a policy.", "toolu_sh": "error: not now",
 				"toolu_ed": "error: Response interrupted by the user."},
+			records: map[string]string{"toolu_sh": "rejected by user (status edit)"},
 		},
 		{
 			name:  "a rejection without words, and a denial when tools are disabled",
@@ -359,6 +360,8 @@ func TestPlanExecute(t *testing.T) {
 			mode:  "disabled",
 			want: map[string]string{"toolu_ls": `error: Tools are disabled (tools.mode = "disabled"): the call was not run.`,
 				"toolu_sh": "error: This tool has been rejected by the user."},
+			// the user's rejection goes to the audit log (issue 28 item 3)
+			records: map[string]string{"toolu_sh": "rejected by user (status edit)"},
 		},
 		{
 			name:   "an approval of this session runs",

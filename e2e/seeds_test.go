@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -409,6 +410,84 @@ func TestLuaToolSchemasClosed(t *testing.T) {
 					t.Errorf("tag_any's schema sent closed: %v", schema)
 				}
 			}
+		}
+	})
+}
+
+// TestAuditLogIsComplete (item 3): the journal's audit log of one
+// conversation holds every call with its arguments (redacted) and result,
+// and every decision — the user's approval, the user's rejection typed
+// into the fence with its reason, :Flemma trust — in :Flemma tool:log and
+// in `flemma-host journal --buffer FILE` (JSON lines and --text).
+func TestAuditLogIsComplete(t *testing.T) {
+	const secret = "abcd1234efgh5678ijkl9012mnop"
+	f := &fakeAnthropic{turns: []string{"", sse("Noted.")}} // by the number of assistant messages
+	eachNvimSend(t, f, `, sandbox = { enabled = false }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := os.MkdirAll(filepath.Join(s.Dir, "audit"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mustOpenForeign(t, s, "audit/a.chat", bashCalls(t, "echo one # token="+secret, "rm -rf build"))
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "b2", "pending")
+		waitIdle(t, s)
+		press(t, s, ":Flemma trust<CR>")
+		cursorTo(t, s, "status=pending")
+		press(t, s, "<M-CR>")
+		if body, isErr := waitResult(t, s, "b1"); isErr || body != "one" {
+			t.Fatalf("b1 (error %v): %q", isErr, body)
+		}
+		waitIdle(t, s)
+		if err := s.Lua(nil, `local n = vim.fn.search("status=pending", "w")
+			vim.api.nvim_buf_set_lines(0, n - 1, n, false, { "`+"```"+`flemma:tool status=rejected", "not the build folder" })`); err != nil {
+			t.Fatal(err)
+		}
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "b2"); !isErr || body != "not the build folder" {
+			t.Errorf("b2 (error %v): %q", isErr, body)
+		}
+		waitHas(t, s, "Noted.")
+		waitIdle(t, s)
+
+		wantText := []string{
+			"b1  bash  approved, by user",
+			"b1  bash  ran: ok in ",
+			"  result: one\n",
+			"b2  bash  rejected, by user (status edit)\n  detail: not the build folder\n  input: {\"command\":\"rm -rf build\"",
+			"trusted, by user",
+		}
+		log := hostText(t, s, "flemma.journal_log", 0)
+		for _, want := range wantText {
+			if !strings.Contains(log, want) {
+				t.Errorf(":Flemma tool:log lacks %q:\n%s", want, log)
+			}
+		}
+		var state string
+		if err := s.Lua(&state, `return require("flemma.config").state_dir()`); err != nil {
+			t.Fatal(err)
+		}
+		host := filepath.Join(nvimtest.RepoRoot(), "bin", "flemma-host")
+		chat := filepath.Join(s.Dir, "audit", "a.chat")
+		db := filepath.Join(state, "journal.db")
+		out, err := exec.Command(host, "journal", "--db", db, "--buffer", chat, "--results", "--text").CombinedOutput()
+		if err != nil {
+			t.Fatalf("flemma-host journal --text: %v\n%s", err, out)
+		}
+		for _, want := range wantText {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("flemma-host journal --text lacks %q:\n%s", want, out)
+			}
+		}
+		jsonl, err := exec.Command(host, "journal", "--db", db, "--buffer", chat, "--results").CombinedOutput()
+		if err != nil {
+			t.Fatalf("flemma-host journal: %v\n%s", err, jsonl)
+		}
+		for _, want := range []string{`"kind":"call","id":`, `"input":"{\"command\":\"echo one # token=[redacted]`, `"result":"one"`, `"decision":"rejected","decided_by":"user (status edit)"`, `"detail":"not the build folder"`} {
+			if !strings.Contains(string(jsonl), want) {
+				t.Errorf("flemma-host journal lacks %q:\n%s", want, jsonl)
+			}
+		}
+		if strings.Contains(string(out)+string(jsonl)+log, secret) {
+			t.Errorf("the audit log holds the secret")
 		}
 	})
 }
