@@ -113,7 +113,9 @@ func TestLuaToolHelpers(t *testing.T) {
 	if w, _ := env.h.SandboxWritable(1, "/etc/flemma-test"); w.Writable {
 		t.Error("/etc is writable")
 	}
-	if w, err := env.h.SandboxWrap(1, []string{"true"}); err != nil || len(w.Argv) == 0 {
+	// No sandbox confines commands (backend "none"): wrap_command says so
+	// instead of handing back the bare command (issue 28 item 11).
+	if w, err := env.h.SandboxWrap(1, []string{"true"}); err != nil || len(w.Argv) != 0 || !strings.Contains(w.Error, `no sandbox confines commands: sandbox.backend is "none"`) {
 		t.Errorf("wrap: %+v %v", w, err)
 	}
 	if w, _ := env.h.SandboxWrap(1, nil); w.Error == "" {

@@ -337,8 +337,13 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 	// could not decide in time asks.
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
 	rules := h.pathRules(bufnr, fm, s.Cwd, s.Name) // the sandbox, built when a call writes or reads a path
+	over := overCap(doc, eff.MaxCallsPerResponse)
 	for _, tu := range doc.Unresolved() {
 		if _, _, fixed := fixedStatus(doc, tu, f.Mode); fixed {
+			continue
+		}
+		if why := over[tu.ID]; why != "" {
+			f.Fail[tu.ID] = why
 			continue
 		}
 		if why := h.cannotRun(tu, eff); why != "" {
@@ -480,6 +485,10 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	h.mu.Unlock()
 	if limit <= 0 {
 		limit = len(jobs)
+	}
+	if n := len(jobs); n > limit {
+		// The calls max_concurrent holds back are not stuck: say so.
+		h.notify(fmt.Sprintf("Running %d tool calls, %d at a time (tools.max_concurrent = %d): %d wait their turn.", n, limit, limit, n-limit), levelInfo)
 	}
 
 	h.background(bufnr, func() {

@@ -141,12 +141,27 @@ func (h *Engine) SandboxWritable(bufnr int, path string) (WritableReply, error) 
 	return WritableReply{Writable: sb.IsPathWritable(path)}, nil
 }
 
-// SandboxWrap backs ctx.sandbox.wrap_command for Lua tools.
+// SandboxWrap backs ctx.sandbox.wrap_command for Lua tools. Where no
+// sandbox confines commands (disabled, backend "none", bubblewrap missing
+// or unusable) it answers nil and why, never the bare command: a tool
+// that asked for confinement must not run unconfined believing it is
+// (issue 28 item 11; seed 004: "returns nil + error on failure").
 func (h *Engine) SandboxWrap(bufnr int, argv []string) (WrapReply, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
 		return WrapReply{Error: err.Error()}, nil
+	}
+	if !sb.Available() {
+		_, _, detected := sandbox.DetectBackend()
+		why := "sandbox.enabled is false"
+		switch {
+		case sb.Enabled() && sb.Config().Backend == "none":
+			why = `sandbox.backend is "none"`
+		case sb.Enabled():
+			why = "bubblewrap is not usable here: " + detected
+		}
+		return WrapReply{Error: "no sandbox confines commands: " + why + "; the command was not wrapped"}, nil
 	}
 	out, err := sb.WrapCommand(argv)
 	if err != nil {

@@ -83,3 +83,34 @@ func (h *Engine) didYouMean(name string, eff options.Effective) string {
 	}
 	return out
 }
+
+// overCap gives, for the calls of a response past the first max (its tool
+// uses in order; max 0: no cap), the error result that says why they did
+// not run (tools.max_calls_per_response, issue 28 item 11; seed 001's
+// batch limit). The first max calls are decided as usual; the others
+// never ask, and autopilot sends their results on, so the model can make
+// them again in its next response.
+func overCap(doc *buffer.Document, max int) map[string]string {
+	if max <= 0 {
+		return nil
+	}
+	var out map[string]string
+	for _, m := range doc.Messages {
+		var uses []*buffer.ToolUse
+		for _, seg := range m.Segments {
+			if tu, ok := seg.(*buffer.ToolUse); ok && doc.Use(tu.ID) == tu {
+				uses = append(uses, tu)
+			}
+		}
+		if len(uses) <= max {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		for _, tu := range uses[max:] {
+			out[tu.ID] = fmt.Sprintf("Not run: this response made %d tool calls, and at most %d of one response run (tools.max_calls_per_response). Make the calls that are still needed in your next response.", len(uses), max)
+		}
+	}
+	return out
+}

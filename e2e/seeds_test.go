@@ -491,3 +491,121 @@ func TestAuditLogIsComplete(t *testing.T) {
 		}
 	})
 }
+
+// TestSmallPromises (item 11): a response's calls past
+// tools.max_calls_per_response get an error result saying so (the first
+// run); max_concurrent holding calls back is told; ctx.sandbox.wrap_command
+// without a sandbox answers nil and why; a Lua tool's declared reads_path
+// capability confines its reads like read's, and a misspelt capability is
+// refused at registration.
+func TestSmallPromises(t *testing.T) {
+	setup := `{ tools = { max_calls_per_response = 2, max_concurrent = 1, auto_approve = { "$default", "calculator", "peek" } } }`
+	eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "cap.chat", calcCalls("1+1", "2+2", "3+3"))
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "c3"); !isErr || !strings.Contains(body, "Not run: this response made 3 tool calls, and at most 2 of one response run (tools.max_calls_per_response)") {
+			t.Errorf("c3 (error %v): %q", isErr, body)
+		}
+		for _, id := range []string{"c1", "c2"} {
+			if body, isErr := waitResult(t, s, id); isErr {
+				t.Errorf("%s (error): %q", id, body)
+			}
+		}
+		waitMessage(t, s, "Running 2 tool calls, 1 at a time (tools.max_concurrent = 1): 1 wait their turn.")
+		waitIdle(t, s)
+
+		if err := s.Lua(nil, `
+			local tools = require("flemma.tools")
+			local function peek(caps)
+				return {
+					description = "Reports a path", capabilities = caps,
+					input_schema = { type = "object", properties = { path = { type = "string" } }, required = { "path" } },
+					execute = function(input) return { success = true, output = "peeked " .. input.path } end,
+				}
+			end
+			tools.register("peek", peek({ "reads_path" }))
+			tools.register("peek_typo", peek({ "reads_paths" }))`); err != nil {
+			t.Fatal(err)
+		}
+		waitMessage(t, s, `unknown capability "reads_paths"`)
+		mustOpenForeign(t, s, "peek.chat", toolChat("peek", "p1", `{"path": "notes.txt"}`)+"\n"+
+			"**Tool Use:** `peek` (`p2`)\n\n```json\n{\"path\": \"/etc/passwd\"}\n```\n")
+		press(t, s, ":Flemma trust<CR>")
+		press(t, s, "<C-]>")
+		waitStatus(t, s, "p2", "pending")
+		waitStatus(t, s, "p1", "approved")
+		waitMessage(t, s, "peek p2 (line 13): reads /etc/passwd, outside the project")
+	})
+	eachNvim(t, `{ sandbox = { enabled = false }, tools = { auto_approve = { "wrapper" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, `require("flemma.tools").register("wrapper", {
+			description = "Wraps a command", input_schema = { type = "object", properties = {} },
+			execute = function(_, ctx)
+				local argv, err = ctx.sandbox.wrap_command({ "echo", "hi" })
+				return { success = true, output = argv and ("wrapped: " .. table.concat(argv, " ")) or ("not wrapped: " .. tostring(err)) }
+			end,
+		})`); err != nil {
+			t.Fatal(err)
+		}
+		mustOpen(t, s, "w.chat", toolChat("wrapper", "w1", `{}`))
+		press(t, s, "<C-]>")
+		if body, _ := waitResult(t, s, "w1"); body != "not wrapped: no sandbox confines commands: sandbox.enabled is false; the command was not wrapped" {
+			t.Errorf("w1: %q", body)
+		}
+	})
+}
+
+// helpBlock returns the Lua example of doc/flemma.txt (a `>lua` block, its
+// four-space indent removed) that contains marker.
+func helpBlock(t *testing.T, marker string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(nvimtest.RepoRoot(), "doc", "flemma.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?s)>lua\n(.*?)\n<\n`).FindAllStringSubmatch(string(data), -1) {
+		if strings.Contains(m[1], marker) {
+			return regexp.MustCompile(`(?m)^    `).ReplaceAllString(m[1], "")
+		}
+	}
+	t.Fatalf("doc/flemma.txt has no Lua block with %q", marker)
+	return ""
+}
+
+// TestHelpToolFieldsExample (items 9 and 11): the :help example of a
+// definition's optional fields, exactly as written, registers and runs:
+// word_count's JSON text matches its object output_schema, calc replaces
+// the built-in calculator (approved as calculator is). A text result that is not the object its
+// output_schema describes fails, saying so.
+func TestHelpToolFieldsExample(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default", "word_count", "calculator", "liar" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		if err := s.Lua(nil, helpBlock(t, `register("word_count"`)); err != nil {
+			t.Fatalf("the help example: %v", err)
+		}
+		if err := s.Lua(nil, `require("flemma.tools").register("liar", {
+			description = "Says it returns an object",
+			input_schema = { type = "object", properties = {} },
+			output_schema = { type = "object", properties = { words = { type = "integer" } } },
+			execute = function() return { success = true, output = "three words" } end,
+		})`); err != nil {
+			t.Fatal(err)
+		}
+		buf := mustOpen(t, s, "f.chat", toolChat("word_count", "w1", `{"text": "one two three"}`)+"\n"+
+			"**Tool Use:** `calc` (`k1`)\n\n```json\n{\"a\": 2, \"b\": 3}\n```\n\n"+
+			"**Tool Use:** `liar` (`l1`)\n\n```json\n{}\n```\n")
+		press(t, s, "<C-]>")
+		if body, isErr := waitResult(t, s, "w1"); isErr || !strings.Contains(body, `"words": 3`) {
+			t.Errorf("word_count (error %v): %q", isErr, body)
+		}
+		if body, isErr := waitResult(t, s, "k1"); isErr || body != "5" {
+			t.Errorf("calc (error %v): %q", isErr, body)
+		}
+		if body, isErr := waitResult(t, s, "l1"); !isErr || !strings.Contains(body, "Tool 'liar' returned text that is not the JSON its output_schema describes") {
+			t.Errorf("liar (error %v): %q", isErr, body)
+		}
+		waitIdle(t, s)
+		out := hostText(t, s, "flemma.tools", buf, "")
+		if !strings.Contains(out, "word_count") || !strings.Contains(out, "calc") || regexp.MustCompile(`(?m)^calculator\b`).MatchString(out) {
+			t.Errorf(":Flemma tools:\n%s", out)
+		}
+	})
+}

@@ -43,7 +43,10 @@ type Config struct {
 			MaxTurns int   `json:"max_turns"`
 		} `json:"autopilot"`
 		MaxConcurrent *int `json:"max_concurrent"`
-		Truncate      struct {
+		// MaxCallsPerResponse bounds the calls of one response that run
+		// (0: no bound); nil: DefaultMaxCallsPerResponse.
+		MaxCallsPerResponse *int `json:"max_calls_per_response"`
+		Truncate            struct {
 			MaxLines int `json:"max_lines"`
 			MaxBytes int `json:"max_bytes"`
 		} `json:"truncate"`
@@ -56,8 +59,9 @@ type Config struct {
 		// "default" (which wins over default_timeout, its older name).
 		Timeouts          map[string]float64 `json:"timeouts"`
 		CursorAfterResult string             `json:"cursor_after_result"`
-		// AutoApproveFileCalls lets policies approve calls to bash, write,
-		// edit and side_effects tools that were already in the file.
+		// AutoApproveFileCalls lets policies decide the calls that were
+		// already in a file (read or pasted into a buffer), as if every
+		// file were trusted; otherwise they ask (approval.Gate).
 		AutoApproveFileCalls bool `json:"auto_approve_file_calls"`
 	} `json:"tools"`
 	// Paths are Neovim's directories, computed by the plugin: state is

@@ -28,6 +28,12 @@ import (
 	"github.com/flemma-dev/flemma/frontmatter"
 )
 
+// DefaultMaxCallsPerResponse is tools.max_calls_per_response's default: a
+// response may make this many calls that run; the rest get an error
+// result saying so (seed 001's batch limit, raised from its 8: models read
+// a dozen files at once).
+const DefaultMaxCallsPerResponse = 32
+
 // Runtime is what the user changed in this session; nil/"" = unchanged.
 type Runtime struct {
 	Provider       string   // :Flemma switch <provider>
@@ -72,8 +78,11 @@ type Effective struct {
 	// leaves disabled (they are not in Tools).
 	Refused       []string
 	MaxConcurrent int // 0 = unlimited
-	Autopilot     bool
-	MaxTurns      int
+	// MaxCallsPerResponse: the calls of one response after this many get
+	// an error result instead of running (0 = unlimited).
+	MaxCallsPerResponse int
+	Autopilot           bool
+	MaxTurns            int
 	// DefaultTimeout is the "default" class of tool timeouts
 	// (tools.timeouts.default, else tools.default_timeout); ToolTimeouts
 	// the other classes of tools.timeouts (tool names and tags).
@@ -246,6 +255,10 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	}
 	if cfg.Tools.MaxConcurrent != nil {
 		e.MaxConcurrent = *cfg.Tools.MaxConcurrent
+	}
+	e.MaxCallsPerResponse = DefaultMaxCallsPerResponse
+	if cfg.Tools.MaxCallsPerResponse != nil && *cfg.Tools.MaxCallsPerResponse >= 0 {
+		e.MaxCallsPerResponse = *cfg.Tools.MaxCallsPerResponse
 	}
 	if e.MaxTurns <= 0 {
 		e.MaxTurns = 100

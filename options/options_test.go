@@ -34,7 +34,7 @@ func TestResolve(t *testing.T) {
 		check func(t *testing.T, e Effective)
 	}{
 		{"defaults", `{}`, Runtime{}, nil, false, func(t *testing.T, e Effective) {
-			want := Effective{Provider: "anthropic", Mode: "enabled", Tools: usable, MaxConcurrent: 2, Autopilot: true, MaxTurns: 100,
+			want := Effective{Provider: "anthropic", Mode: "enabled", Tools: usable, MaxConcurrent: 2, MaxCallsPerResponse: DefaultMaxCallsPerResponse, Autopilot: true, MaxTurns: 100,
 				DefaultTimeout: 30e9, ToolTimeouts: map[string]time.Duration{"bash": 300e9}, CursorAfterResult: "result", SandboxEnabled: true,
 				Retry:    Retry{Retries: DefaultRetries, Delay: DefaultRetryDelay, MaxDelay: DefaultRetryMaxDelay},
 				Timeouts: Timeouts{FirstByte: DefaultFirstByte, Idle: DefaultIdle, Total: DefaultTotal}}

@@ -74,13 +74,15 @@ M.defaults = {
     require_approval = true,
     auto_approve = { "$default" }, -- list | function(tool_name, input, ctx) | "module.path"
     auto_approve_sandboxed = true,
-    -- Calls to bash, write, edit (and tools with the "side_effects" capability)
-    -- that were already in a file when it was opened are never auto-approved;
-    -- true lets the policy approve them too.
+    -- Calls that were already in a file when it was opened (or were read or pasted into a buffer)
+    -- are never approved by the policy: they ask until you approve them or :Flemma trust the file.
+    -- true lets the policy decide them too, as if every file were trusted.
     auto_approve_file_calls = false,
     presets = {}, -- ["$name"] = { approve = {...}, deny = {...} }
     autopilot = { enabled = true, max_turns = 100 }, -- a boolean is shorthand for { enabled = b }
     max_concurrent = 2, -- 0 = unlimited
+    -- The calls of one response that run; the later ones get an error result saying so (0 = no limit).
+    max_calls_per_response = 32,
     default_timeout = 30, -- seconds: the "default" class of timeouts (timeouts.default wins when set)
     -- Time limits by class, in seconds: a tool's name, a tag (a class of tools: "filesystem",
     -- "shell", "mcp", your tools' tags) or "default". A tool's name beats its tags, its tags its own
@@ -211,6 +213,7 @@ local checks = {
   ["tools.presets"] = { "table" },
   ["tools.autopilot"] = { "table", "boolean" },
   ["tools.max_concurrent"] = { "number" },
+  ["tools.max_calls_per_response"] = { "number" },
   ["tools.default_timeout"] = { "number" },
   ["tools.cursor_after_result"] = { "string", one_of = { "result", "stay", "next" } },
   ["tools.modules"] = { "table" },
