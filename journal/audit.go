@@ -2,7 +2,6 @@ package journal
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -42,15 +41,15 @@ func boundInput(s string) (any, int64) {
 //	2026-11-26 18:41:37  toolu_a  bash  ran: ok in 38 ms, 2 bytes of output (approve, by user (status edit))
 //	  result: hi
 //
-// Results are shown with Filter.Results, up to 20 lines each.
+// Results are shown with Filter.Results, up to 20 lines and 4 KiB each
+// (the JSON lines have them whole). The JSON is streamed, not held.
 func (j *Journal) exportText(ctx context.Context, w io.Writer, f Filter) error {
 	f.Text = false
-	var buf bytes.Buffer
-	if err := j.Export(ctx, &buf, f); err != nil {
-		return err
-	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(j.Export(ctx, pw, f)) }()
+	defer pr.Close()
 	bw := bufio.NewWriter(w)
-	sc := bufio.NewScanner(&buf)
+	sc := bufio.NewScanner(pr)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<30)
 	for sc.Scan() {
 		var m map[string]any
@@ -60,6 +59,9 @@ func (j *Journal) exportText(ctx context.Context, w io.Writer, f Filter) error {
 		writeEntry(bw, m)
 	}
 	if err := sc.Err(); err != nil {
+		if strings.HasPrefix(err.Error(), "journal: ") {
+			return err
+		}
 		return fmt.Errorf("journal: export: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -120,6 +122,10 @@ func writeEntry(w io.Writer, m map[string]any) {
 // writeBlock writes "  label: text", continuation lines indented; at most
 // max lines when max > 0.
 func writeBlock(w io.Writer, label, text string, max int) {
+	if max > 0 && len(text) > textResultBytes {
+		cut, _ := truncateUTF8(text, textResultBytes)
+		text = cut + "\n…"
+	}
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	more := 0
 	if max > 0 && len(lines) > max {
@@ -134,6 +140,9 @@ func writeBlock(w io.Writer, label, text string, max int) {
 		fmt.Fprintf(w, "%s… %d more line(s)\n", pad, more)
 	}
 }
+
+// textResultBytes bounds a result in the readable form.
+const textResultBytes = 4 << 10
 
 func orDash(s string) string {
 	if s == "" {
