@@ -261,12 +261,12 @@ func (h *Engine) journalStart(bufnr int, name string, j job) journal.ID {
 // (tools.RedactShapes). A result is kept as the buffer got it (already
 // redacted: tools.Finish), since it may be put back from the journal.
 func (h *Engine) auditRedactor() func(string) string {
-	deny := h.sandboxConfig(nil).EnvDeny
+	secrets := tools.Redactor(nil, h.sandboxConfig(nil).EnvDeny)
 	return func(text string) string {
 		if text == "" {
 			return ""
 		}
-		return tools.RedactShapes(tools.Redact(text, nil, deny))
+		return tools.RedactShapes(secrets(text))
 	}
 }
 

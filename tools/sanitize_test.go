@@ -28,3 +28,21 @@ func TestFinish(t *testing.T) {
 		t.Errorf("Finish(nil env) = %q", got)
 	}
 }
+
+// Redactor finds the secrets once and redacts like Redact.
+func TestRedactorLikeRedact(t *testing.T) {
+	env := []string{"MY_API_TOKEN=s3cr3t-value", "HOME=/home/u", "SHORT_TOKEN=abc"}
+	deny := []string{"*_TOKEN"}
+	r := Redactor(env, deny)
+	for _, in := range []string{"curl -H s3cr3t-value", "no secret here /home/u", "abc"} {
+		if got, want := r(in), Redact(in, env, deny); got != want {
+			t.Errorf("Redactor(%q) = %q, Redact = %q", in, got, want)
+		}
+	}
+	if got := r("x s3cr3t-value"); got != "x [redacted]" {
+		t.Errorf("got %q", got)
+	}
+	if got := Redactor([]string{"HOME=/h"}, deny)("plain"); got != "plain" {
+		t.Errorf("no secrets: %q", got)
+	}
+}
