@@ -15,6 +15,7 @@ import (
 	"github.com/flemma-dev/flemma/journal"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/builtin"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 	"github.com/flemma-dev/flemma/trust"
 )
 
@@ -261,7 +262,11 @@ func (h *Engine) journalStart(bufnr int, name string, j job) journal.ID {
 // (tools.RedactShapes). A result is kept as the buffer got it (already
 // redacted: tools.Finish), since it may be put back from the journal.
 func (h *Engine) auditRedactor() func(string) string {
-	secrets := tools.Redactor(nil, h.sandboxConfig(nil).EnvDeny)
+	deny := h.sandboxConfig(nil).EnvDeny
+	if deny == nil {
+		deny = sandbox.DefaultEnvDeny // as sandbox.New fills it in
+	}
+	secrets := tools.Redactor(nil, deny)
 	return func(text string) string {
 		if text == "" {
 			return ""
