@@ -8,7 +8,8 @@ import (
 
 // The audit log has every decision of the user (issue 28 item 3): a
 // rejection with its reason (:Flemma tool:reject), the discard of a call
-// that never ran, each with the call's arguments, redacted.
+// that never ran, a result the user gives (:Flemma tool:result), each with
+// the call's arguments, redacted.
 func TestAuditRecordsTheUsersDecisions(t *testing.T) {
 	t.Setenv("FLEMMA_TEST_API_TOKEN", "tok-0123456789")
 	env := newEnv(t, noSandbox())
@@ -24,10 +25,14 @@ func TestAuditRecordsTheUsersDecisions(t *testing.T) {
 	if _, err := env.h.Discard(1, resultLine(env, 1, "toolu_d")); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := env.h.SetResult(1, "toolu_d", "I ran it myself: ok", false); err != nil {
+		t.Fatal(err)
+	}
 	log, _ := env.h.JournalLog(1)
 	for _, want := range []string{
 		"toolu_r  bash  rejected, by user\n  detail: not with my token\n  input: {\"command\": \"curl -H [redacted] x\"",
 		"toolu_d  bash  discarded, by user\n  input: {\"command\": \"make\"",
+		"toolu_d  bash  result given, by user\n  detail: I ran it myself: ok\n",
 	} {
 		if !strings.Contains(log.Text, want) {
 			t.Errorf("the log lacks %q:\n%s", want, log.Text)

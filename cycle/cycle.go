@@ -904,6 +904,11 @@ func (h *Engine) SetResult(bufnr int, id, text string, isError bool) (Reply, err
 	if err := h.placeResult(bufnr, id, text, isError, ""); err != nil {
 		return reply("none", err.Error(), levelError), nil
 	}
+	decision := "result given"
+	if isError {
+		decision = "error given"
+	}
+	h.auditUser(bufnr, id, decision, text)
 	return reply("result", "", 0), nil
 }
 

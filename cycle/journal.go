@@ -275,6 +275,31 @@ func (h *Engine) auditRedactor() func(string) string {
 	}
 }
 
+// auditUser records in the audit log what the user did to call id
+// without a status of its own (a result given with :Flemma tool:result or
+// tool:error), with the call's arguments and detail, redacted.
+func (h *Engine) auditUser(bufnr int, id, decision, detail string) {
+	j := h.journal()
+	if j == nil {
+		return
+	}
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		h.logf("audit %s of %s: %v", decision, id, err)
+		return
+	}
+	redact := h.auditRedactor()
+	ev := journal.Event{Buffer: journalKey(bufnr, s.Name), CallID: id, Decision: decision, DecidedBy: trust.ByUser, Detail: redact(detail)}
+	if tu := parse(s.Lines).Use(id); tu != nil {
+		ev.Tool, ev.InputHash, ev.Input = tu.Name, trust.CallHash(tu), redact(tu.RawInput)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+	defer cancel()
+	if err := j.Record(ctx, ev); err != nil {
+		h.journalFailed("record "+decision, err)
+	}
+}
+
 // recordTrust notes in the audit log that the user trusted or untrusted
 // the buffer (:Flemma trust, :Flemma untrust), as the host learns it.
 func (h *Engine) recordTrust(key string, trusted bool, vouched int) {
