@@ -20,6 +20,10 @@ const (
 	// paths (.git/config and hooks, shell start-up files, .envrc, editor
 	// configurations that run code, the buffer's own file, flemma's state).
 	ProtectedResolver = "urn:flemma:approval:protected"
+	// ReadRootsResolver keeps policies from approving reads outside the
+	// readable roots (the project: the writable roots, sandbox.readable):
+	// such a read asks, naming the path (issue 28 item 6).
+	ReadRootsResolver = "urn:flemma:approval:read-roots"
 )
 
 // Facts are what the host knows of one call beyond its name and input.
@@ -43,6 +47,13 @@ type Facts struct {
 	// Protected, given a path, says whether it is protected and by which
 	// rule (nil: nothing is).
 	Protected func(path string) (rule string, protected bool)
+	// Reads is the path a call of a tool that reads where its input says
+	// (the reads_path capability: read, grep, find, ls) reads, resolved
+	// ("" for other tools).
+	Reads string
+	// Outside, given a path, says whether it lies outside the readable
+	// roots, and which roots those are (nil: nothing is outside).
+	Outside func(path string) (roots string, outside bool)
 }
 
 // Gate applies the gates to the chain's outcome for one call.
@@ -64,6 +75,11 @@ func Gate(out Outcome, f Facts) Outcome {
 	if f.Writes != "" && f.Protected != nil {
 		if rule, ok := f.Protected(f.Writes); ok {
 			return ask(ProtectedResolver, fmt.Sprintf("writes %s, a protected path (%s): approve it yourself", f.Writes, rule))
+		}
+	}
+	if f.Reads != "" && f.Outside != nil {
+		if roots, ok := f.Outside(f.Reads); ok {
+			return ask(ReadRootsResolver, fmt.Sprintf("reads %s, outside the project (%s; sandbox.readable adds roots): approve it yourself", f.Reads, roots))
 		}
 	}
 	return out

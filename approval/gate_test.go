@@ -9,6 +9,7 @@ func TestGate(t *testing.T) {
 	approved := Outcome{Decision: Approve, Resolver: "urn:flemma:approval:config", Rule: "bash"}
 	protect := func(p string) (string, bool) { return ".git/hooks", strings.Contains(p, ".git/hooks") }
 	ok := Facts{FromProvider: true, Protected: protect}
+	outside := func(p string) (string, bool) { return "/work/p", !strings.HasPrefix(p, "/work/p/") }
 	tests := []struct {
 		name     string
 		out      Outcome
@@ -26,6 +27,9 @@ func TestGate(t *testing.T) {
 		{"a trusted file's call passes", approved, Facts{FileCallsAllowed: true}, "", ""},
 		{"a write to a protected path asks", approved, Facts{FromProvider: true, Writes: "repo/.git/hooks/pre-commit", Protected: protect}, ProtectedResolver, "protected path (.git/hooks)"},
 		{"a write elsewhere passes", approved, Facts{FromProvider: true, Writes: "src/main.go", Protected: protect}, "", ""},
+		{"a read outside the project asks, naming it", approved, Facts{FromProvider: true, Reads: "/etc/passwd", Outside: outside}, ReadRootsResolver, "reads /etc/passwd, outside the project (/work/p; sandbox.readable adds roots)"},
+		{"a read inside the project passes", approved, Facts{FromProvider: true, Reads: "/work/p/src/a.go", Outside: outside}, "", ""},
+		{"a read outside a file's call: the origin asks first", approved, Facts{Reads: "/etc/passwd", Outside: outside}, OriginResolver, "found in the file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -80,7 +80,7 @@ func BenchmarkPlacePlaceholders(b *testing.B) {
 			id := fmt.Sprintf("toolu_%03d_%d", i, k)
 			l = append(l, fmt.Sprintf("**Tool Use:** `read` (`%s`)", id), "", "```json",
 				fmt.Sprintf(`{"path": "file_%d_%d.go", "label": "reading"}`, i, k), "```", "")
-			ps = append(ps, Placement{id, []Status{StatusApproved, StatusPending}[k]})
+			ps = append(ps, Placement{ID: id, Status: []Status{StatusApproved, StatusPending}[k]})
 		}
 		if i < 99 {
 			l = append(l, "@You:", "Thanks, that was useful.", "")

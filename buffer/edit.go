@@ -56,6 +56,13 @@ func Apply(lines []string, edits []Edit) ([]string, error) {
 type Placement struct {
 	ID     string
 	Status Status
+	// Error, when set, places a completed error result with this text
+	// instead of a placeholder (a call that cannot run: an unknown tool),
+	// and Status is ignored.
+	Error string
+	// Body, when set, is text inside the placeholder (a rejection's
+	// reason: RenderPlaceholderBody).
+	Body string
 }
 
 // PlacePlaceholders returns the edits that insert a placeholder
@@ -100,6 +107,8 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 		pos    int
 		id     string
 		status Status
+		err    string
+		body   string
 	}
 	type group struct {
 		at     int // 0-based insertion index
@@ -123,7 +132,7 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 		if u == nil {
 			return nil, fmt.Errorf("tool use not found: %s", pl.ID)
 		}
-		if pl.Status != "" && !pl.Status.Valid() {
+		if pl.Error == "" && pl.Status != "" && !pl.Status.Valid() {
 			return nil, fmt.Errorf("invalid status %q for %s", pl.Status, pl.ID)
 		}
 		if strings.ContainsAny(pl.ID, "`\n\r") {
@@ -171,8 +180,11 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 			gp = &g
 			groups[g.at] = gp
 		}
-		gp.items = append(gp.items, item{h.pos, pl.ID, pl.Status})
+		gp.items = append(gp.items, item{h.pos, pl.ID, pl.Status, pl.Error, pl.Body})
 		placed[pl.ID] = pl.Status
+		if pl.Error != "" {
+			placed[pl.ID] = errorPlaced
+		}
 	}
 
 	edits := make([]Edit, 0, len(groups))
@@ -183,7 +195,10 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 			out = append(out, "", "@You:")
 		}
 		for _, it := range g.items {
-			block := RenderPlaceholder(it.id, it.status)
+			block := RenderPlaceholderBody(it.id, it.status, it.body)
+			if it.err != "" {
+				block = RenderResult(it.id, it.err, true, "")
+			}
 			if g.mode == blankBefore {
 				out = append(out, "")
 				out = append(out, block...)
@@ -204,6 +219,9 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 	return edits, nil
 }
 
+// errorPlaced marks, for verifyPlaced, a placement of an error result.
+const errorPlaced Status = "\x00error"
+
 // verifyPlaced re-parses the edited lines and checks that every placeholder
 // reads back with its status, so that an odd buffer gets an error instead of
 // a block that is not one.
@@ -217,7 +235,9 @@ func verifyPlaced(lines []string, edits []Edit, placed map[string]Status) error 
 	}
 	d := Parse(out)
 	for id, st := range placed {
-		if r := d.Result(id); r == nil || r.Status != st {
+		if r := d.Result(id); st == errorPlaced && (r == nil || r.Status != "" || !r.IsError) {
+			return fmt.Errorf("cannot place the result of %s: it would not read back as its tool result", id)
+		} else if st != errorPlaced && (r == nil || r.Status != st) {
 			return fmt.Errorf("cannot place a placeholder for %s: it would not read back as its tool result", id)
 		}
 	}

@@ -194,7 +194,7 @@ var (
 // seed-era.md §1.1 (and seed-era §12 items 12–14, 18, 19).
 func TestPlacePlaceholders(t *testing.T) {
 	runEditCases(t, []editCase{
-		{name: "no You message: created", in: calc1, run: place(Placement{"t1", StatusPending}), want: calc1 + `
+		{name: "no You message: created", in: calc1, run: place(Placement{ID: "t1", Status: StatusPending}), want: calc1 + `
 
 @You:
 
@@ -202,7 +202,7 @@ func TestPlacePlaceholders(t *testing.T) {
 
 ^^^flemma:tool status=pending
 ^^^`},
-		{name: "no You message, trailing blank kept last", in: calc1 + "\n", run: place(Placement{"t1", StatusApproved}), want: calc1 + `
+		{name: "no You message, trailing blank kept last", in: calc1 + "\n", run: place(Placement{ID: "t1", Status: StatusApproved}), want: calc1 + `
 
 @You:
 
@@ -211,7 +211,7 @@ func TestPlacePlaceholders(t *testing.T) {
 ^^^flemma:tool status=approved
 ^^^
 `},
-		{name: "next message is not You", in: calc1 + "\n@System:\nBe brief.", run: place(Placement{"t1", StatusDenied}), want: calc1 + `
+		{name: "next message is not You", in: calc1 + "\n@System:\nBe brief.", run: place(Placement{ID: "t1", Status: StatusDenied}), want: calc1 + `
 
 @You:
 
@@ -222,7 +222,7 @@ func TestPlacePlaceholders(t *testing.T) {
 
 @System:
 Be brief.`},
-		{name: "empty You at end", in: calc1 + "\n\n@You:", run: place(Placement{"t1", StatusPending}), want: calc1 + `
+		{name: "empty You at end", in: calc1 + "\n\n@You:", run: place(Placement{ID: "t1", Status: StatusPending}), want: calc1 + `
 
 @You:
 
@@ -230,7 +230,7 @@ Be brief.`},
 
 ^^^flemma:tool status=pending
 ^^^`},
-		{name: "empty You with blank line", in: calc1 + "\n\n@You:\n", run: place(Placement{"t1", StatusPending}), want: calc1 + `
+		{name: "empty You with blank line", in: calc1 + "\n\n@You:\n", run: place(Placement{ID: "t1", Status: StatusPending}), want: calc1 + `
 
 @You:
 
@@ -239,7 +239,7 @@ Be brief.`},
 ^^^flemma:tool status=pending
 ^^^
 `},
-		{name: "above text the user typed", in: calc1 + "\n\n@You:\nI already know it is 4.", run: place(Placement{"t1", StatusPending}), want: calc1 + `
+		{name: "above text the user typed", in: calc1 + "\n\n@You:\nI already know it is 4.", run: place(Placement{ID: "t1", Status: StatusPending}), want: calc1 + `
 
 @You:
 
@@ -249,7 +249,7 @@ Be brief.`},
 ^^^
 
 I already know it is 4.`},
-		{name: "above text after a blank line", in: calc1 + "\n\n@You:\n\nnote", run: place(Placement{"t1", StatusPending}), want: calc1 + `
+		{name: "above text after a blank line", in: calc1 + "\n\n@You:\n\nnote", run: place(Placement{ID: "t1", Status: StatusPending}), want: calc1 + `
 
 @You:
 
@@ -260,7 +260,7 @@ I already know it is 4.`},
 
 note`},
 		{name: "parallel uses, one edit, tool-use order", in: calc3, run: place(
-			Placement{"t3", StatusDenied}, Placement{"t1", StatusApproved}, Placement{"t2", StatusPending}), want: calc3 + `
+			Placement{ID: "t3", Status: StatusDenied}, Placement{ID: "t1", Status: StatusApproved}, Placement{ID: "t2", Status: StatusPending}), want: calc3 + `
 
 @You:
 
@@ -287,7 +287,7 @@ note`},
 4
 ^^^
 
-Thanks.`, run: place(Placement{"t3", StatusPending}, Placement{"t1", StatusApproved}), want: calc3 + `
+Thanks.`, run: place(Placement{ID: "t3", Status: StatusPending}, Placement{ID: "t1", Status: StatusApproved}), want: calc3 + `
 
 @You:
 **Tool Result:** ^t1^
@@ -319,7 +319,7 @@ Thanks.`},
 
 ^^^
 6
-^^^`, run: place(Placement{"t2", StatusPending}), want: calc3 + `
+^^^`, run: place(Placement{ID: "t2", Status: StatusPending}), want: calc3 + `
 
 @You:
 **Tool Result:** ^t1^
@@ -339,8 +339,8 @@ Thanks.`},
 6
 ^^^`},
 		{name: "existing result anywhere: no change", in: calc1 + "\n\n@You:\n**Tool Result:** ^t1^\n\n^^^\n4\n^^^",
-			run: place(Placement{"t1", StatusPending}), want: calc1 + "\n\n@You:\n**Tool Result:** ^t1^\n\n^^^\n4\n^^^"},
-		{name: "duplicate placement once", in: calc1, run: place(Placement{"t1", StatusPending}, Placement{"t1", StatusApproved}), want: calc1 + `
+			run: place(Placement{ID: "t1", Status: StatusPending}), want: calc1 + "\n\n@You:\n**Tool Result:** ^t1^\n\n^^^\n4\n^^^"},
+		{name: "duplicate placement once", in: calc1, run: place(Placement{ID: "t1", Status: StatusPending}, Placement{ID: "t1", Status: StatusApproved}), want: calc1 + `
 
 @You:
 
@@ -348,7 +348,7 @@ Thanks.`},
 
 ^^^flemma:tool status=pending
 ^^^`},
-		{name: "no status writes a plain fence", in: calc1, run: place(Placement{"t1", ""}), want: calc1 + `
+		{name: "no status writes a plain fence", in: calc1, run: place(Placement{ID: "t1"}), want: calc1 + `
 
 @You:
 
@@ -356,8 +356,26 @@ Thanks.`},
 
 ^^^
 ^^^`},
+		{name: "an error result instead of a placeholder", in: calc1, run: place(Placement{ID: "t1", Status: StatusPending, Error: "Unknown tool: calculater."}), want: calc1 + `
+
+@You:
+
+**Tool Result:** ^t1^ (error)
+
+^^^
+Unknown tool: calculater.
+^^^`},
+		{name: "a placeholder with a body", in: calc1, run: place(Placement{ID: "t1", Status: StatusRejected, Body: "not now"}), want: calc1 + `
+
+@You:
+
+**Tool Result:** ^t1^
+
+^^^flemma:tool status=rejected
+not now
+^^^`},
 		{name: "two assistant messages", in: calc1 + "\n\n@Assistant:\n" + use("calculator", "t9", `{"expression": "9"}`),
-			run: place(Placement{"t9", StatusPending}, Placement{"t1", StatusAborted}), want: calc1 + `
+			run: place(Placement{ID: "t9", Status: StatusPending}, Placement{ID: "t1", Status: StatusAborted}), want: calc1 + `
 
 @You:
 
@@ -375,13 +393,13 @@ Thanks.`},
 
 ^^^flemma:tool status=pending
 ^^^`},
-		{name: "message ends inside an open fence", in: calc1 + "\n\nLook:\n^^^python\nprint(1)", run: place(Placement{"t1", StatusPending}),
+		{name: "message ends inside an open fence", in: calc1 + "\n\nLook:\n^^^python\nprint(1)", run: place(Placement{ID: "t1", Status: StatusPending}),
 			err: "ends inside the code fence opened on line 9"},
-		{name: "unknown id", in: calc1, run: place(Placement{"nope", StatusPending}), err: "tool use not found: nope"},
-		{name: "bad status", in: calc1, run: place(Placement{"t1", "maybe"}), err: `invalid status "maybe"`},
-		{name: "id with backtick", in: "@Assistant:\n" + use("calculator", "a`b", "{}"), run: place(Placement{"a`b", StatusPending}), err: "cannot be written"},
+		{name: "unknown id", in: calc1, run: place(Placement{ID: "nope", Status: StatusPending}), err: "tool use not found: nope"},
+		{name: "bad status", in: calc1, run: place(Placement{ID: "t1", Status: "maybe"}), err: `invalid status "maybe"`},
+		{name: "id with backtick", in: "@Assistant:\n" + use("calculator", "a`b", "{}"), run: place(Placement{ID: "a`b", Status: StatusPending}), err: "cannot be written"},
 		{name: "stale lines", in: calc1, run: func(d *Document, lines []string) ([]Edit, error) {
-			return PlacePlaceholders(d, lines[1:], []Placement{{"t1", StatusPending}})
+			return PlacePlaceholders(d, lines[1:], []Placement{{ID: "t1", Status: StatusPending}})
 		}, err: "parse the buffer again"},
 	})
 }
@@ -391,7 +409,7 @@ Thanks.`},
 func TestPlaceThenParse(t *testing.T) {
 	lines := chat(calc3 + "\n\n@You:\n**Tool Result:** ^t2^\n\n^^^\n4\n^^^\n\nThanks.")
 	d := Parse(lines)
-	edits, err := PlacePlaceholders(d, lines, []Placement{{"t3", StatusRejected}, {"t1", StatusApproved}})
+	edits, err := PlacePlaceholders(d, lines, []Placement{{ID: "t3", Status: StatusRejected}, {ID: "t1", Status: StatusApproved}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func checkEdits(t *testing.T, d *Document, lines []string) {
 	statuses := []Status{StatusPending, StatusApproved, StatusDenied, StatusAborted, ""}
 	var ps []Placement
 	for i, u := range d.Unresolved() {
-		ps = append(ps, Placement{u.ID, statuses[i%len(statuses)]})
+		ps = append(ps, Placement{ID: u.ID, Status: statuses[i%len(statuses)]})
 	}
 	edits, err := PlacePlaceholders(d, lines, ps)
 	switch {

@@ -113,7 +113,9 @@ func TestLuaToolHelpers(t *testing.T) {
 	if w, _ := env.h.SandboxWritable(1, "/etc/flemma-test"); w.Writable {
 		t.Error("/etc is writable")
 	}
-	if w, err := env.h.SandboxWrap(1, []string{"true"}); err != nil || len(w.Argv) == 0 {
+	// No sandbox confines commands (backend "none"): wrap_command says so
+	// instead of handing back the bare command (issue 28 item 11).
+	if w, err := env.h.SandboxWrap(1, []string{"true"}); err != nil || len(w.Argv) != 0 || !strings.Contains(w.Error, `no sandbox confines commands: sandbox.backend is "none"`) {
 		t.Errorf("wrap: %+v %v", w, err)
 	}
 	if w, _ := env.h.SandboxWrap(1, nil); w.Error == "" {
@@ -381,7 +383,7 @@ func TestUndoAWrite(t *testing.T) {
 	}
 	env.as(":Flemma tool:undo on no block").reply(env.h.Undo(1, 1))
 	log, _ := env.h.JournalLog(1)
-	if !strings.Contains(log.Text, `"toolu_w"`) {
+	if !strings.Contains(log.Text, "toolu_w  write  undone, by user") {
 		t.Errorf("journal log: %s", log.Text)
 	}
 	env.show(1, "undone")
@@ -448,12 +450,13 @@ func TestUnusableJournal(t *testing.T) {
 	}
 }
 
-// defineLua registers Lua tools by name (input: any object).
+// defineLua registers Lua tools by name (input: any object, so their
+// schemas are open: closeSchema).
 func (env *testEnv) defineLua(names ...string) {
 	env.t.Helper()
 	var defs []any
 	for _, n := range names {
-		defs = append(defs, map[string]any{"name": n, "description": n, "input_schema": map[string]any{"type": "object", "properties": []any{}}, "enabled": true})
+		defs = append(defs, map[string]any{"name": n, "description": n, "input_schema": map[string]any{"type": "object", "properties": []any{}}, "enabled": true, "open_schema": true})
 	}
 	b, _ := json.Marshal(defs)
 	if res, err := env.h.DefineTools(string(b)); err != nil || len(res.Errors) > 0 {

@@ -111,8 +111,11 @@ func (h *Engine) Cycle(bufnr int) (Reply, error) {
 
 func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	// The request this press may send, and the calls it categorizes, need
-	// the MCP servers' tools: the first press starts them.
-	h.ensureMCP()
+	// every tool source ready: the MCP servers' tools (the first press
+	// starts them) and the async Lua sources (the step waits for them).
+	if r, ok := h.sourcesGate(bufnr, waitCycle, auto); !ok {
+		return r, nil
+	}
 	if !auto {
 		// A press while a step is being planned and written (a moment)
 		// runs when that step ends: one queued press per buffer, repeats
@@ -153,7 +156,7 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	if len(doc.Unresolved()) > 0 {
 		return h.categorize(bufnr, s, doc, auto)
 	}
-	return h.executeFrom(bufnr, "", s, doc, auto)
+	return h.executeFrom(bufnr, "", s, doc, auto, false)
 }
 
 // approvesAny reports whether a step's records approve a call.
@@ -257,6 +260,11 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 			return nil, opts, err
 		}
 		h.logAll(p.Log)
+		for id, o := range p.Outcomes {
+			if o.Decision == approval.RequireApproval && (o.Resolver == approval.ReadRootsResolver || o.Resolver == approval.ProtectedResolver) {
+				h.note(bufnr, id, "flemma: "+o.Rule) // why it asks, on its header (a diagnostic)
+			}
+		}
 		opts.Records, opts.CursorID = p.Records, p.FirstPending
 		if p.Pending == 0 && approvesAny(p.Records) {
 			// Execute follows at once: the calls approved here wait to run
@@ -287,6 +295,11 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	h.mu.Unlock()
 	if p.Pending > 0 {
 		h.event("FlemmaApprovalPending", PendingEvent{Bufnr: bufnr, Pending: p.Pending, First: p.FirstPending, Auto: auto})
+		if msg := journalHeld(doc0, p, !auto); msg != "" {
+			// Interrupted calls say so, whoever pressed: the user must
+			// choose between resuming and discarding them.
+			return reply("categorize", msg, levelWarn), nil
+		}
 		if auto {
 			// Autopilot stops here: say so, once, in a line short
 			// enough for the message area (no hit-enter prompt).
@@ -294,7 +307,25 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		}
 		return reply("categorize", "", 0), nil
 	}
-	return h.executeFrom(bufnr, "", nil, nil, auto)
+	// Calls that could not run got their error results in this step: with
+	// autopilot off the press stops after execute, as when it writes them.
+	return h.executeFrom(bufnr, "", nil, nil, auto, len(p.Failed) > 0)
+}
+
+// journalHeld tells about the calls of a categorize that the journal holds
+// back (interrupted, or running in another flemma) or, with reads, that
+// read outside the project: "" when none.
+func journalHeld(doc *buffer.Document, p categorizePlan, reads bool) string {
+	var held []string
+	for _, tu := range doc.ToolUses() {
+		if o, ok := p.Outcomes[tu.ID]; ok && o.Decision == approval.RequireApproval && (o.Resolver == approval.JournalResolver || reads && o.Resolver == approval.ReadRootsResolver) {
+			held = append(held, fmt.Sprintf("%s %s (line %d): %s", tu.Name, tu.ID, tu.HeaderLine, o.Rule))
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d call(s) wait for you: %s.", len(held), strings.Join(held, "; "))
 }
 
 // autopilotPaused is what the user is told when autopilot stops at calls
@@ -316,25 +347,26 @@ func autopilotPaused(doc *buffer.Document, p categorizePlan) string {
 // on each call it decides, and for an approval the gates' inputs (the
 // journal, the ledger, the protected paths).
 func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *frontmatter.Result) categorizeFacts {
-	f := categorizeFacts{Mode: h.mode(), Calls: map[string]chainCall{}}
+	f := categorizeFacts{Mode: h.mode(), Calls: map[string]chainCall{}, Fail: map[string]string{}}
 	key := journalKey(bufnr, s.Name)
+	eff := h.effective(bufnr, fm)
 	// One budget for the frontmatter's approval function over the whole
 	// press: a file with 500 calls and a function that spins costs the
 	// budget, not 500 deadlines (issue 11, class 10). A call the function
 	// could not decide in time asks.
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
-	var sb *sandbox.Sandbox // built when a call writes to a path
-	protected := func(path string) (string, bool) {
-		if sb == nil {
-			var err error
-			if sb, err = h.sandbox(bufnr, fm, s.Cwd, s.Name); err != nil {
-				return "the sandbox could not be built: " + err.Error(), true
-			}
-		}
-		return sb.Protected(path)
-	}
+	rules := h.pathRules(bufnr, fm, s.Cwd, s.Name) // the sandbox, built when a call writes or reads a path
+	over := overCap(doc, eff.MaxCallsPerResponse)
 	for _, tu := range doc.Unresolved() {
 		if _, _, fixed := fixedStatus(doc, tu, f.Mode); fixed {
+			continue
+		}
+		if why := over[tu.ID]; why != "" {
+			f.Fail[tu.ID] = why
+			continue
+		}
+		if why := h.cannotRun(tu, eff); why != "" {
+			f.Fail[tu.ID] = why // its error result at once: no approval asked
 			continue
 		}
 		c := chainCall{Chain: h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm))}
@@ -342,12 +374,10 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 			c.Gate = h.gateFacts(bufnr, key, tu)
 			// The sandbox answers only for an approval the other gates let
 			// through (it is built on the first such call).
-			if c.Gate.Writes != "" && approval.Gate(c.Chain, c.Gate) == c.Chain {
-				c.ProtectedRule, c.Protected = protected(c.Gate.Writes)
-			}
+			h.pathGates(&c, tu, rules)
 		}
 		if ct, ok := h.chainOf(tu.Name); ok {
-			c.Steps = h.chainSteps(ctx, bufnr, key, tu, fm, ct, protected)
+			c.Steps = h.chainSteps(ctx, bufnr, key, tu, fm, ct, rules)
 		}
 		f.Calls[tu.ID] = c
 	}
@@ -377,10 +407,11 @@ type job struct {
 // execute is phase 2: every placeholder is handled by its status. only, when
 // set, restricts it to one tool id (<M-CR>).
 func (h *Engine) execute(bufnr int, only string) (Reply, error) {
-	return h.executeFrom(bufnr, only, nil, nil, false)
+	return h.executeFrom(bufnr, only, nil, nil, false, false)
 }
 
-func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
+// wrote: the step before (categorize) already wrote results.
+func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto, wrote bool) (Reply, error) {
 	var p executePlan
 	var diags []Diag
 	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
@@ -422,7 +453,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 	if r, final := p.reply(only); final {
 		return r, nil
 	}
-	if len(p.Edits) > 0 && !auto && !h.effective(bufnr, nil).Autopilot {
+	if (len(p.Edits) > 0 || wrote) && !auto && !h.effective(bufnr, nil).Autopilot {
 		// The results are in: the user may want to add a word before the
 		// conversation goes on (phase 3 is the next press).
 		return reply("resolved", "All tool calls have results. Press <C-]> again to send.", levelInfo), nil
@@ -480,6 +511,10 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	if limit <= 0 {
 		limit = len(jobs)
 	}
+	if n := len(jobs); n > limit {
+		// The calls max_concurrent holds back are not stuck: say so.
+		h.notify(fmt.Sprintf("Running %d tool calls, %d at a time (tools.max_concurrent = %d): %d wait their turn.", n, limit, limit, n-limit), levelInfo)
+	}
 
 	h.background(bufnr, func() {
 		sem := make(chan struct{}, limit)
@@ -505,7 +540,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 			go func(ctx context.Context, j job) {
 				defer wg.Done()
 				defer func() { <-sem }()
-				h.runOne(ctx, bufnr, j, cursorMode, eff.DefaultTimeout)
+				h.runOne(ctx, bufnr, j, cursorMode, toolTimeouts(eff))
 			}(ctxs[i], j)
 		}
 		wg.Wait()
@@ -529,7 +564,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	})
 }
 
-func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string, timeout time.Duration) {
+func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string, timeouts tools.Timeouts) {
 	defer func() {
 		h.mu.Lock()
 		if st := h.bufs[bufnr]; st != nil {
@@ -577,7 +612,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 			return
 		}
 	}
-	call.Timeout = timeout
+	h.limitCall(&call, timeouts)
 	h.mu.Lock()
 	ran := h.trustOf(bufnr).ledger.Get(j.id)
 	h.mu.Unlock()
@@ -838,6 +873,9 @@ func (h *Engine) Cancel(bufnr int) (Reply, error) {
 	wasArmed := !st.disarmed
 	st.disarmed = true // <C-c> also stops autopilot until the next press
 	h.mu.Unlock()
+	if h.cancelWaiting(bufnr) && n == 0 && !streaming {
+		return reply("cancel", "Cancelled the step that waited for the tool definitions to load.", levelInfo), nil
+	}
 	if streaming {
 		return reply("cancel", "", 0), nil // the stream reports "Response interrupted."
 	}
@@ -893,6 +931,11 @@ func (h *Engine) SetResult(bufnr int, id, text string, isError bool) (Reply, err
 	if err := h.placeResult(bufnr, id, text, isError, ""); err != nil {
 		return reply("none", err.Error(), levelError), nil
 	}
+	decision := "result given"
+	if isError {
+		decision = "error given"
+	}
+	h.auditUser(bufnr, id, decision, text)
 	return reply("result", "", 0), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 	lua "github.com/yuin/gopher-lua"
 )
@@ -40,6 +41,13 @@ func TestLuaDefaultsMatchGo(t *testing.T) {
 	}
 	if got := L.GetField(luaSandbox, "network"); got != lua.LBool(sandbox.DefaultConfig().Network) {
 		t.Errorf("config.lua sandbox.network = %v, Go default %v", got, sandbox.DefaultConfig().Network)
+	}
+	timeouts := map[string]float64{}
+	L.GetField(L.GetField(L.GetField(L.Get(-1), "defaults"), "tools"), "timeouts").(*lua.LTable).ForEach(func(k, v lua.LValue) {
+		timeouts[k.String()] = float64(v.(lua.LNumber))
+	})
+	if !reflect.DeepEqual(timeouts, options.DefaultToolTimeouts) {
+		t.Errorf("config.lua tools.timeouts = %v, Go options.DefaultToolTimeouts = %v", timeouts, options.DefaultToolTimeouts)
 	}
 	budget := L.GetField(L.GetField(L.GetField(L.Get(-1), "defaults"), "send"), "budget")
 	for key, want := range map[string]float64{

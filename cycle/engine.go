@@ -67,6 +67,9 @@ type Engine struct {
 	jreports []string         // the damage the journal reported at its opening (for :checkhealth)
 	closing  bool             // Shutdown was called
 	noted    map[string]bool  // model notes given (noteModel): each once
+	// luaSources is how many async Lua tool sources are still resolving
+	// (SourcesPending): steps wait for zero (sourcesGate).
+	luaSources int
 
 	listModels  func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
 	loginCancel context.CancelFunc    // the sign-in waiting for GitHub (Login)
@@ -123,6 +126,10 @@ type bufState struct {
 	// :Flemma attach:allow allows were asked about by a compaction.
 	compactOffered, compactDeclined int
 	attachCompact                   bool
+	// waiting is the step the buffer takes once the tool sources are
+	// ready (sourcesGate); waitAuto: it is autopilot's.
+	waiting  waitKind
+	waitAuto bool
 }
 
 // keepCalls is how many of a buffer's latest calls the host keeps facts
@@ -285,7 +292,7 @@ func (h *Engine) Busy(bufnr int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.bufs[bufnr]
-	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0)
+	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone)
 }
 
 // WaitIdle blocks until nothing works on a buffer (Busy is false): the
@@ -297,7 +304,7 @@ func (h *Engine) WaitIdle(bufnr int) {
 	defer h.mu.Unlock()
 	for {
 		st := h.bufs[bufnr]
-		if st == nil || !(st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0) {
+		if st == nil || !(st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone) {
 			return
 		}
 		h.idle.Wait()
@@ -502,7 +509,12 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 			status = "not selected in this buffer (flemma.opt.tools)"
 		}
 		out := h.chain.Decide(ctx, h.approvalCall(bufnr, &buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
-		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), out)
+		limit, from := toolTimeouts(eff).For(s)
+		timeout := tools.FormatTimeout(limit) + " (" + from + ")"
+		if _, isChain := t.(*chainTool); isChain && limit >= chainNoTimeout {
+			timeout = "none of its own (each step has its tool's)"
+		}
+		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  timeout: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), timeout, out)
 		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
 		if ct, ok := t.(*chainTool); ok {
 			fmt.Fprintf(&b, "  chain steps (each also decided on its own): %s\n", ct.stepsLine())
@@ -682,7 +694,9 @@ func (h *Engine) closingNow() bool {
 // running tools and its response first.
 func (h *Engine) Forget(bufnr int) {
 	h.mu.Lock()
+	dropped := false
 	if st := h.bufs[bufnr]; st != nil {
+		dropped = st.waiting != waitNone
 		for _, cancel := range st.running {
 			cancel()
 		}
@@ -692,6 +706,10 @@ func (h *Engine) Forget(bufnr int) {
 	}
 	delete(h.bufs, bufnr)
 	h.wiped[bufnr] = true
+	h.idle.Broadcast()
 	h.mu.Unlock()
 	h.reads.Forget(bufnr)
+	if dropped {
+		h.notify(fmt.Sprintf("The step of buffer %d that waited for the tool definitions to load was dropped: the buffer was closed.", bufnr), levelWarn)
+	}
 }

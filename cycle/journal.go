@@ -15,6 +15,7 @@ import (
 	"github.com/flemma-dev/flemma/journal"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/builtin"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 	"github.com/flemma-dev/flemma/trust"
 )
 
@@ -157,7 +158,7 @@ func (h *Engine) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call
 		}
 		return c, pastInterrupted
 	}
-	if pidAlive(c.PID) {
+	if pidAliveSince(c.PID, c.StartedAt) {
 		return c, pastElsewhere
 	}
 	return c, pastInterrupted
@@ -183,19 +184,27 @@ func interruptedRule(c journal.Call, p past) string {
 	return fmt.Sprintf("interrupted: it started %s and never finished (flemma or Neovim stopped), so it may have partly run: :Flemma tool:resume runs it again, :Flemma tool:discard records it as interrupted", when)
 }
 
-// record appends the decisions of a step to the audit log in one commit.
+// recordDecisions appends the decisions of a step to the audit log in one
+// commit, each with the call's arguments and, for a rejection, its reason
+// as the block says it in doc (the text the step leaves), redacted.
 func (h *Engine) recordDecisions(key string, doc *buffer.Document, recs []WireRecord) {
 	j := h.journal()
 	if j == nil || len(recs) == 0 {
 		return
 	}
+	redact := h.auditRedactor()
 	evs := make([]journal.Event, 0, len(recs))
 	for _, r := range recs {
-		tool := ""
+		ev := journal.Event{Buffer: key, CallID: r.ID, InputHash: r.Hash, Decision: r.Status, DecidedBy: r.By}
 		if u := doc.Use(r.ID); u != nil {
-			tool = u.Name
+			ev.Tool, ev.Input = u.Name, redact(u.RawInput)
 		}
-		evs = append(evs, journal.Event{Buffer: key, CallID: r.ID, Tool: tool, InputHash: r.Hash, Decision: r.Status, DecidedBy: r.By})
+		if res := doc.Result(r.ID); res != nil && r.Status == string(buffer.StatusRejected) {
+			if why := strings.TrimSpace(res.Content); why != rejectedByUser {
+				ev.Detail = redact(why)
+			}
+		}
+		evs = append(evs, ev)
 	}
 	// The journal bounds its own waits (a writer that makes no progress).
 	if err := j.RecordAll(context.Background(), evs); err != nil {
@@ -258,12 +267,75 @@ func (h *Engine) journalStart(bufnr int, name string, j job) journal.ID {
 			h.journalFailed("resolve "+j.id, err)
 		}
 	}
-	id, err := jr.Start(ctx, journal.Call{Buffer: key, CallID: j.id, Tool: j.name, InputHash: j.hash, Decision: "approve", DecidedBy: j.by})
+	id, err := jr.Start(ctx, journal.Call{Buffer: key, CallID: j.id, Tool: j.name, InputHash: j.hash, Decision: "approve", DecidedBy: j.by,
+		Input: h.auditRedactor()(string(j.input))})
 	if err != nil {
 		h.journalFailed("start "+j.id, err)
 		return 0
 	}
 	return id
+}
+
+// auditRedactor redacts what the audit log keeps of arguments and reasons
+// like tool output and attached files are: secret values of the
+// environment (sandbox.env_deny) and text shaped like a credential
+// (tools.RedactShapes). A result is kept as the buffer got it (already
+// redacted: tools.Finish), since it may be put back from the journal.
+func (h *Engine) auditRedactor() func(string) string {
+	deny := h.sandboxConfig(nil).EnvDeny
+	if deny == nil {
+		deny = sandbox.DefaultEnvDeny // as sandbox.New fills it in
+	}
+	secrets := tools.Redactor(nil, deny)
+	return func(text string) string {
+		if text == "" {
+			return ""
+		}
+		return tools.RedactShapes(secrets(text))
+	}
+}
+
+// auditUser records in the audit log what the user did to call id
+// without a status of its own (a result given with :Flemma tool:result or
+// tool:error), with the call's arguments and detail, redacted.
+func (h *Engine) auditUser(bufnr int, id, decision, detail string) {
+	j := h.journal()
+	if j == nil {
+		return
+	}
+	s, err := h.snapshot(bufnr)
+	if err != nil {
+		h.logf("audit %s of %s: %v", decision, id, err)
+		return
+	}
+	redact := h.auditRedactor()
+	ev := journal.Event{Buffer: journalKey(bufnr, s.Name), CallID: id, Decision: decision, DecidedBy: trust.ByUser, Detail: redact(detail)}
+	if tu := parse(s.Lines).Use(id); tu != nil {
+		ev.Tool, ev.InputHash, ev.Input = tu.Name, trust.CallHash(tu), redact(tu.RawInput)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+	defer cancel()
+	if err := j.Record(ctx, ev); err != nil {
+		h.journalFailed("record "+decision, err)
+	}
+}
+
+// recordTrust notes in the audit log that the user trusted or untrusted
+// the buffer (:Flemma trust, :Flemma untrust), as the host learns it.
+func (h *Engine) recordTrust(key string, trusted bool, vouched int) {
+	j := h.journal()
+	if j == nil {
+		return
+	}
+	ev := journal.Event{Buffer: key, Decision: "untrusted", DecidedBy: trust.ByUser}
+	if trusted {
+		ev.Decision, ev.Detail = "trusted", fmt.Sprintf("its frontmatter may approve; %d call(s) in it vouched for", vouched)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), journal.DefaultTimeout)
+	defer cancel()
+	if err := j.Record(ctx, ev); err != nil {
+		h.journalFailed("record "+ev.Decision, err)
+	}
 }
 
 // journalFinish records how a call ended, its result and the files it
@@ -395,16 +467,22 @@ func (h *Engine) Discard(bufnr, line int) (Reply, error) {
 	if err := h.placeResult(bufnr, tu.ID, msg, true, ""); err != nil {
 		return reply("none", err.Error(), levelError), nil
 	}
-	if jr := h.journal(); jr != nil && c.ID != 0 && !c.Finished() {
+	if jr := h.journal(); jr != nil && c.ID != 0 && !c.Finished() && c.Resolution == "" {
 		if err := jr.Resolve(context.Background(), c.ID, journal.Discarded, "user"); err != nil {
 			h.journalFailed("discard "+tu.ID, err)
 		}
+	} else {
+		// Never journaled as started (the user discards a call that did
+		// not run): the decision is recorded all the same.
+		h.recordDecisions(key, doc, []WireRecord{{ID: tu.ID, Status: string(journal.Discarded), By: trust.ByUser, Hash: trust.CallHash(tu)}})
 	}
 	return reply("discard", "", 0), nil
 }
 
 // JournalLog is :Flemma tool:log: this buffer's calls and decisions from
-// the journal, as JSON lines (newest last).
+// the journal in the readable form (newest last), with arguments and
+// results; `flemma-host journal --buffer FILE` gives the same as JSON
+// lines.
 func (h *Engine) JournalLog(bufnr int) (Reply, error) {
 	jr := h.journal()
 	if jr == nil {
@@ -420,7 +498,7 @@ func (h *Engine) JournalLog(bufnr int) (Reply, error) {
 	var b strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := jr.Export(ctx, &b, journal.Filter{Buffer: journalKey(bufnr, s.Name), Limit: 500}); err != nil {
+	if err := jr.Export(ctx, &b, journal.Filter{Buffer: journalKey(bufnr, s.Name), Limit: 500, Results: true, Text: true}); err != nil {
 		return Reply{}, fmt.Errorf("tool:log: %w", err)
 	}
 	if b.Len() == 0 {

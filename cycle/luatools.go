@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/flemma-dev/flemma/buffer"
@@ -212,6 +214,17 @@ func stripNulls(v any) any {
 	return v
 }
 
+// luaCapabilities are the capabilities a Lua tool may declare (issue 28
+// item 11): a misspelt one is refused at registration rather than
+// silently meaning nothing. side_effects: its calls found in a file never
+// run by policy; can_auto_approve_if_sandboxed: the sandbox resolver may
+// approve it where bubblewrap works (the tool confines its commands with
+// ctx.sandbox.wrap_command); reads_path: its "path" input is confined to
+// the readable roots like read's; diff: its pending calls show a diff
+// (flemma.tools, |flemma-diff-lua|); template_tool_result: Lua Flemma's
+// marker, accepted and without effect here.
+var luaCapabilities = []string{tools.CapSideEffects, tools.CapSandboxed, tools.CapReadsPath, "diff", "template_tool_result"}
+
 // wireDef is a definition as flemma.tools sends it.
 type wireDef struct {
 	Name         string         `json:"name"`
@@ -230,6 +243,8 @@ type wireDef struct {
 	HasPreview   bool           `json:"has_preview"`
 	HasDiff      bool           `json:"has_diff"`
 	HasReview    bool           `json:"has_review"`
+	// OpenSchema keeps the input schema as written (closeSchema).
+	OpenSchema bool `json:"open_schema"`
 }
 
 // fixSchema repairs what msgpack does to Lua tables in a JSON Schema: an
@@ -304,6 +319,14 @@ func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
 			Strict: d.Strict, Async: d.Async, Capabilities: d.Capabilities, Tags: d.Tags,
 			Requires: d.Requires, Enabled: d.Enabled, Supersedes: d.Supersedes,
 			Source: d.Source, Timeout: secs(d.Timeout),
+		}
+		if !d.OpenSchema {
+			closeSchema(spec.InputSchema)
+		}
+		for _, c := range d.Capabilities {
+			if !slices.Contains(luaCapabilities, c) {
+				return fmt.Errorf("register %s: unknown capability %q (known: %s)", d.Name, c, strings.Join(luaCapabilities, ", "))
+			}
 		}
 		if d.OutputSchema != nil {
 			spec.OutputSchema = fixSchema(d.OutputSchema)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flemma-dev/flemma/buffer"
+	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/preview"
 )
 
@@ -39,6 +40,7 @@ func (h *Engine) marks(bufnr int, s *Snapshot, doc *buffer.Document) []Mark {
 	}
 	h.mu.Unlock()
 	now := time.Now()
+	var eff *options.Effective // the buffer's options, for the previews' time limits (read once, if needed)
 	for _, tu := range doc.ToolUses() {
 		r := doc.Result(tu.ID)
 		if r == nil || r.Status == "" {
@@ -54,7 +56,11 @@ func (h *Engine) marks(bufnr int, s *Snapshot, doc *buffer.Document) []Mark {
 			continue
 		}
 		if (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && r.Content == "" && r.FenceLine > 0 {
-			out = append(out, Mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s), HL: hlPreview, Lines: h.diffLines(bufnr, tu, s)})
+			if eff == nil {
+				e := h.effective(bufnr, nil)
+				eff = &e
+			}
+			out = append(out, Mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s, h.timeoutNote(tu, *eff)), HL: hlPreview, Lines: h.diffLines(bufnr, tu, s)})
 		}
 	}
 	return out
@@ -62,10 +68,21 @@ func (h *Engine) marks(bufnr int, s *Snapshot, doc *buffer.Document) []Mark {
 
 // previewText formats one call's preview for the window width; a Lua tool's
 // own format_preview is called back in Neovim.
-func (h *Engine) previewText(tu *buffer.ToolUse, s *Snapshot) string {
+//
+// note, when set, ends the line after two spaces (a call's time limit): it
+// is kept whole, the summary is cut to make room for it.
+func (h *Engine) previewText(tu *buffer.ToolUse, s *Snapshot, note string) string {
 	width := s.Width
 	if width <= 0 {
 		width = 80
+	}
+	if note != "" {
+		note = "  (" + note + ")"
+		if width-len(note) >= 20 { // the summary keeps room
+			width -= len(note)
+		} else {
+			note = ""
+		}
 	}
 	opts := preview.Options{EOL: s.EOL, AmbiguousWide: s.Ambiwidth == "double"}
 	if t, ok := h.Registry.Get(tu.Name); ok {
@@ -91,7 +108,7 @@ func (h *Engine) previewText(tu *buffer.ToolUse, s *Snapshot) string {
 			}
 		}
 	}
-	return preview.Format(tu.Name, tu.Input, width, opts)
+	return preview.Format(tu.Name, tu.Input, width, opts) + note
 }
 
 // refreshMarks recomputes the extmarks of a buffer (after a resize, an edit

@@ -26,6 +26,9 @@ type categorizeFacts struct {
 	// Calls holds, for each call the approval chain decided (the calls
 	// fixedStatus leaves to it), the chain's outcome and the gates' inputs.
 	Calls map[string]chainCall
+	// Fail holds the calls that cannot run whatever anyone decides (an
+	// unknown or disabled tool: Engine.cannotRun), with their error result.
+	Fail map[string]string
 }
 
 // chainCall is the approval chain's outcome on one call and what the gates
@@ -38,6 +41,9 @@ type chainCall struct {
 	// Protected: Gate.Writes is a protected path, by ProtectedRule.
 	Protected     bool
 	ProtectedRule string
+	// Outside: Gate.Reads lies outside the readable roots (OutsideRoots).
+	Outside      bool
+	OutsideRoots string
 	// Steps are the decisions on the steps of a tool chain call that the
 	// chain's input alone determines (chainSteps): the call's outcome is
 	// the strictest of its own and theirs.
@@ -49,6 +55,9 @@ func (c chainCall) gated() approval.Outcome {
 	f := c.Gate
 	if c.Protected {
 		f.Protected = func(string) (string, bool) { return c.ProtectedRule, true }
+	}
+	if c.Outside {
+		f.Outside = func(string) (string, bool) { return c.OutsideRoots, true }
 	}
 	out := approval.Gate(c.Chain, f)
 	for _, st := range c.Steps {
@@ -67,8 +76,13 @@ type categorizePlan struct {
 	Outcomes     map[string]approval.Outcome // tool id -> the gated outcome, for the calls the chain decided
 	Pending      int                         // calls that wait for the user
 	FirstPending string                      // the first of them (the cursor goes there)
+	Failed       []string                    // calls given their error result at once (Fail)
 	Log          []string
 }
+
+// RegistryRule is who "decided" a call that cannot run (an unknown or
+// disabled tool), in its record and the audit log.
+const RegistryRule = "urn:flemma:registry: the tool cannot run here"
 
 // fixedStatus is the status a call gets without asking the approval chain:
 // a call of an interrupted or cut response is aborted, tools.mode
@@ -95,6 +109,14 @@ func planCategorize(doc *buffer.Document, lines []string, f categorizeFacts) (ca
 	var ps []buffer.Placement
 	for _, tu := range doc.Unresolved() {
 		st, who, fixed := fixedStatus(doc, tu, f.Mode)
+		if why, fails := f.Fail[tu.ID]; fails && !fixed {
+			// Its error result at once: asking would change nothing.
+			p.Log = append(p.Log, fmt.Sprintf("call %s (%s) cannot run: %s", tu.Name, tu.ID, why))
+			p.Failed = append(p.Failed, tu.ID)
+			ps = append(ps, buffer.Placement{ID: tu.ID, Error: why})
+			p.Records = append(p.Records, decided(f.Ledger, tu, buffer.StatusDenied, RegistryRule))
+			continue
+		}
 		if !fixed {
 			c := f.Calls[tu.ID]
 			out := c.gated()
@@ -126,6 +148,10 @@ func planCategorize(doc *buffer.Document, lines []string, f categorizeFacts) (ca
 	return p, nil
 }
 
+// rejectedByUser is the result of a call the user rejected without a
+// reason.
+const rejectedByUser = "This tool has been rejected by the user."
+
 // executeFacts is what planExecute needs besides the text.
 type executeFacts struct {
 	Mode   string        // tools.mode
@@ -156,6 +182,7 @@ type executePlan struct {
 	FirstPending string            // the first call that waits for the user
 	Protected    []string          // approved blocks holding the user's text ("id (line n)"): not run
 	Untrusted    []string          // approved placeholders that did not count and are pending again ("id (line n): why")
+	Interrupted  []string          // approved calls the journal holds back ("id (line n): why"): interrupted, or running elsewhere
 	ParseOnly    []string          // approved calls tools.mode = "parse_only" does not run
 	Notes        map[string]string // tool id -> why it waits (shown on its header)
 	Log          []string
@@ -191,11 +218,19 @@ func planExecute(doc *buffer.Document, lines []string, f executeFacts, only stri
 			}
 			fail(tu.ID, msg)
 		case buffer.StatusRejected:
-			msg := "This tool has been rejected by the user."
+			msg := rejectedByUser
 			if strings.TrimSpace(content) != "" {
 				msg = content
 			}
 			fail(tu.ID, msg)
+			// The user's rejection typed into the fence is a decision for
+			// the audit log (one made with :Flemma tool:reject is there
+			// already).
+			if f.Ledger != nil {
+				if rec := f.Ledger.Get(tu.ID); rec.Status != buffer.StatusRejected || rec.By != trust.ByUser && rec.By != trust.ByUserEdit {
+					p.Records = append(p.Records, decided(f.Ledger, tu, buffer.StatusRejected, trust.ByUserEdit))
+				}
+			}
 		case buffer.StatusAborted:
 			msg, _ := abortedMessage(doc, tu)
 			if msg == "" {
@@ -247,15 +282,21 @@ func planApproved(p *executePlan, doc *buffer.Document, lines []string, f execut
 	}
 	v := f.Ledger.CheckApproved(tu, descends)
 	rec := f.Ledger.Get(tu.ID)
-	if hold, held := f.Held[tu.ID]; held && (hold.Elsewhere || !v.UserEdit && !userApproved(rec)) {
+	// The user's approval given since the call last ran (a status edit, or
+	// :Flemma tool:resume, which approves it again): resuming it. The
+	// approval it ran with does not count twice.
+	fresh := v.UserEdit || userApproved(rec) && !rec.Ran
+	if hold, held := f.Held[tu.ID]; held && (hold.Elsewhere || !fresh) {
 		// The same file open in another Neovim is running it, or it was
-		// interrupted and nobody asked to resume it.
+		// interrupted and nobody asked to resume it. The journal's word
+		// wins over the ledger's "it ran" (issue 28 item 4): the user is
+		// told it may have partly run, and offered resume or discard.
 		if p.Notes == nil {
 			p.Notes = map[string]string{}
 		}
 		p.Notes[tu.ID] = "flemma: " + hold.Rule
 		backToPending("run: " + hold.Rule)
-		p.Untrusted = append(p.Untrusted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, hold.Rule))
+		p.Interrupted = append(p.Interrupted, fmt.Sprintf("%s (line %d): %s", tu.ID, r.HeaderLine, hold.Rule))
 		p.waits(tu.ID)
 		return
 	}
@@ -287,6 +328,9 @@ func planApproved(p *executePlan, doc *buffer.Document, lines []string, f execut
 // to phase 3.
 func (p executePlan) reply(only string) (r Reply, final bool) {
 	var warns []string
+	if len(p.Interrupted) > 0 {
+		warns = append(warns, fmt.Sprintf("%d approved call(s) did not run again: %s.", len(p.Interrupted), strings.Join(p.Interrupted, "; ")))
+	}
 	if len(p.Untrusted) > 0 {
 		warns = append(warns, fmt.Sprintf("%d approved call(s) did not run and are pending again: %s. To run them, approve them yourself (status=approved, :Flemma tool:approve or <M-CR>).",
 			len(p.Untrusted), strings.Join(p.Untrusted, "; ")))
@@ -301,7 +345,7 @@ func (p executePlan) reply(only string) (r Reply, final bool) {
 		return reply("execute", warn, levelWarn), true
 	case len(p.Jobs) > 0:
 		return reply("execute", "", 0), true
-	case len(p.Untrusted) > 0:
+	case len(p.Untrusted) > 0 || len(p.Interrupted) > 0:
 		return reply("pending", warn, levelWarn), true
 	case warn != "":
 		return reply("paused", warn, levelWarn), true

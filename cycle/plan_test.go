@@ -292,6 +292,19 @@ func userApprovedIn(id string) ledgerFor {
 	}
 }
 
+// ranAfter: the calls ids of the ledger started (their approval was used).
+func ranAfter(base ledgerFor, ids ...string) ledgerFor {
+	return func(doc *buffer.Document) *trust.Ledger {
+		l := base(doc)
+		for _, id := range ids {
+			r := l.Get(id)
+			r.Ran = true
+			l.Put(r)
+		}
+		return l
+	}
+}
+
 // loadedWith: the buffer was loaded with these calls and no approved
 // status; the user set one since.
 func loadedWith(ids ...string) ledgerFor {
@@ -321,8 +334,11 @@ func TestPlanExecute(t *testing.T) {
 		first     string
 		protected int
 		untrusted string // a reason the plan gives for a call that did not run
-		parseOnly int
-		notes     int
+		// interrupted: a reason the plan gives for a call the journal
+		// holds back (interrupted, or running elsewhere)
+		interrupted string
+		parseOnly   int
+		notes       int
 	}{
 		{
 			name:  "a pending block holding the user's text is the result",
@@ -336,6 +352,7 @@ func TestPlanExecute(t *testing.T) {
 				placeholder("toolu_sh", buffer.StatusRejected, "not now"), placeholder("toolu_ed", buffer.StatusAborted, "")),
 			want: map[string]string{"toolu_ls": "error: The tool was denied by a policy.", "toolu_sh": "error: not now",
 				"toolu_ed": "error: Response interrupted by the user."},
+			records: map[string]string{"toolu_sh": "rejected by user (status edit)"},
 		},
 		{
 			name:  "a rejection without words, and a denial when tools are disabled",
@@ -343,6 +360,8 @@ func TestPlanExecute(t *testing.T) {
 			mode:  "disabled",
 			want: map[string]string{"toolu_ls": `error: Tools are disabled (tools.mode = "disabled"): the call was not run.`,
 				"toolu_sh": "error: This tool has been rejected by the user."},
+			// the user's rejection goes to the audit log (issue 28 item 3)
+			records: map[string]string{"toolu_sh": "rejected by user (status edit)"},
 		},
 		{
 			name:   "an approval of this session runs",
@@ -420,15 +439,30 @@ func TestPlanExecute(t *testing.T) {
 			want:   map[string]string{"toolu_sh": "error: Response cut: the output limit was reached."},
 		},
 		{
-			name:      "an interrupted call waits for :Flemma tool:resume",
-			lines:     chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
-			ledger:    sessionApproved("toolu_sh"),
-			held:      map[string]journalHold{"toolu_sh": {Rule: "interrupted: it started"}},
-			want:      map[string]string{"toolu_sh": "pending"},
-			records:   map[string]string{"toolu_sh": "pending by not run: interrupted: it started"},
-			first:     "toolu_sh",
-			untrusted: "toolu_sh (line 13): interrupted: it started",
-			notes:     1,
+			name:        "an interrupted call waits for :Flemma tool:resume",
+			lines:       chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
+			ledger:      sessionApproved("toolu_sh"),
+			held:        map[string]journalHold{"toolu_sh": {Rule: "interrupted: it started"}},
+			want:        map[string]string{"toolu_sh": "pending"},
+			records:     map[string]string{"toolu_sh": "pending by not run: interrupted: it started"},
+			first:       "toolu_sh",
+			interrupted: "toolu_sh (line 13): interrupted: it started",
+			notes:       1,
+		},
+		{
+			// The host died while the user's approved bash ran: the ledger
+			// (in Neovim) says it ran, the journal that it was interrupted.
+			// The journal wins: the user is told it may have partly run, and
+			// the approval it ran with does not run it again.
+			name:        "the approval an interrupted call ran with does not resume it",
+			lines:       chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
+			ledger:      ranAfter(userApprovedIn("toolu_sh"), "toolu_sh"),
+			held:        map[string]journalHold{"toolu_sh": {Rule: "interrupted: it started"}},
+			want:        map[string]string{"toolu_sh": "pending"},
+			records:     map[string]string{"toolu_sh": "pending by not run: interrupted: it started"},
+			first:       "toolu_sh",
+			interrupted: "toolu_sh (line 13): interrupted: it started",
+			notes:       1,
 		},
 		{
 			name:   "the user's resume runs an interrupted call",
@@ -439,15 +473,15 @@ func TestPlanExecute(t *testing.T) {
 			jobs:   []string{"toolu_sh by user (user)"},
 		},
 		{
-			name:      "a call running in another flemma waits, even the user's",
-			lines:     chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
-			ledger:    userApprovedIn("toolu_sh"),
-			held:      map[string]journalHold{"toolu_sh": {Elsewhere: true, Rule: "it is running in another flemma"}},
-			want:      map[string]string{"toolu_sh": "pending"},
-			records:   map[string]string{"toolu_sh": "pending by not run: it is running in another flemma"},
-			first:     "toolu_sh",
-			untrusted: "it is running in another flemma",
-			notes:     1,
+			name:        "a call running in another flemma waits, even the user's",
+			lines:       chat(bashUse, placeholder("toolu_sh", buffer.StatusApproved, "")),
+			ledger:      userApprovedIn("toolu_sh"),
+			held:        map[string]journalHold{"toolu_sh": {Elsewhere: true, Rule: "it is running in another flemma"}},
+			want:        map[string]string{"toolu_sh": "pending"},
+			records:     map[string]string{"toolu_sh": "pending by not run: it is running in another flemma"},
+			first:       "toolu_sh",
+			interrupted: "it is running in another flemma",
+			notes:       1,
 		},
 		{
 			name:   "only plans the one call",
@@ -500,6 +534,9 @@ func TestPlanExecute(t *testing.T) {
 			}
 			if (tc.untrusted == "") != (len(p.Untrusted) == 0) || tc.untrusted != "" && !strings.Contains(strings.Join(p.Untrusted, "; "), tc.untrusted) {
 				t.Errorf("untrusted %q, want %q", p.Untrusted, tc.untrusted)
+			}
+			if (tc.interrupted == "") != (len(p.Interrupted) == 0) || tc.interrupted != "" && !strings.Contains(strings.Join(p.Interrupted, "; "), tc.interrupted) {
+				t.Errorf("interrupted %q, want %q", p.Interrupted, tc.interrupted)
 			}
 		})
 	}

@@ -62,6 +62,8 @@ const (
 	MApprovalList       = "flemma.approval_list"
 	MToolDone           = "flemma.tool_done"
 	MEditorDone         = "flemma.editor_done"
+	MSourcesPending     = "flemma.sources_pending"
+	MSetStatusAll       = "flemma.set_status_all"
 )
 
 // Method is one handler: Fn is a method of the engine, with the arguments
@@ -139,6 +141,8 @@ func (h *Engine) Methods() []Method {
 		{MApprovalList, h.ApprovalList, false},
 		{MToolDone, h.ToolDone, false},
 		{MEditorDone, h.EditorDone, false},
+		{MSourcesPending, h.SourcesPending, false},
+		{MSetStatusAll, h.SetStatusAll, true},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/options"
@@ -161,7 +162,13 @@ func (h *Engine) SandboxStatus(bufnr int) (Reply, error) {
 	if err != nil {
 		return reply("none", "sandbox: "+err.Error(), levelError), nil
 	}
-	return text(sb.Status()), nil
+	r := h.pathRules(bufnr, fm, cwd, name)
+	r.build()
+	reads := "reads by policy (read, grep, find, ls): everywhere deny_read allows"
+	if !r.all {
+		reads = "reads by policy (read, grep, find, ls): inside the " + r.desc + " (and flemma's full outputs); elsewhere they ask (sandbox.readable adds roots)"
+	}
+	return text(strings.TrimRight(sb.Status(), "\n") + "\n" + reads), nil
 }
 
 // bufferContext evaluates a buffer's frontmatter and returns it with Neovim's
@@ -185,12 +192,27 @@ func (h *Engine) SandboxWritable(bufnr int, path string) (WritableReply, error) 
 	return WritableReply{Writable: sb.IsPathWritable(path)}, nil
 }
 
-// SandboxWrap backs ctx.sandbox.wrap_command for Lua tools.
+// SandboxWrap backs ctx.sandbox.wrap_command for Lua tools. Where no
+// sandbox confines commands (disabled, backend "none", bubblewrap missing
+// or unusable) it answers nil and why, never the bare command: a tool
+// that asked for confinement must not run unconfined believing it is
+// (issue 28 item 11; seed 004: "returns nil + error on failure").
 func (h *Engine) SandboxWrap(bufnr int, argv []string) (WrapReply, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
 		return WrapReply{Error: err.Error()}, nil
+	}
+	if !sb.Available() {
+		_, _, detected := sandbox.DetectBackend()
+		why := "sandbox.enabled is false"
+		switch {
+		case sb.Enabled() && sb.Config().Backend == "none":
+			why = `sandbox.backend is "none"`
+		case sb.Enabled():
+			why = "bubblewrap is not usable here: " + detected
+		}
+		return WrapReply{Error: "no sandbox confines commands: " + why + "; the command was not wrapped"}, nil
 	}
 	out, err := sb.WrapCommand(argv)
 	if err != nil {

@@ -717,7 +717,12 @@ func (h *Engine) Switch(args string) (Reply, error) {
 }
 
 // Send is phase 3 on the user's word (:Flemma send).
-func (h *Engine) Send(bufnr int) (Reply, error) { return h.startSend(bufnr, false) }
+func (h *Engine) Send(bufnr int) (Reply, error) {
+	if r, ok := h.sourcesGate(bufnr, waitSend, false); !ok {
+		return r, nil // it sends when the tool sources are ready (sources.go)
+	}
+	return h.startSend(bufnr, false)
+}
 
 // logCut bounds a raw piece of a stream for the log.
 func logCut(s string, n int) string {

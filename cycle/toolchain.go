@@ -169,7 +169,20 @@ func (t *chainTool) Run(ctx context.Context, call tools.Call, raw json.RawMessag
 	h.mu.Unlock()
 	r := &stepRunner{h: h, chain: t.spec.Name, call: call, fm: fm, byUser: info.byUser, eff: h.effective(call.Bufnr, fm),
 		budget: h.fm.NewBudget()}
-	run := t.chain.Run(ctx, input, r.run)
+	// A step whose tool is already known to be missing fails the chain
+	// before any step runs; a tool that goes missing during the run fails
+	// its own step (stepRunner.run).
+	var run tools.ChainRun
+	refused := false
+	for i, st := range t.chain.Spec.Steps {
+		if why := r.unusable(st.Tool); why != "" {
+			run, refused = t.chain.Refuse(i, fmt.Sprintf("step %d '%s': %s", i+1, st.Name, why)), true
+			break
+		}
+	}
+	if !refused {
+		run = t.chain.Run(ctx, input, r.run)
+	}
 	var changes []tools.Change
 	for i, s := range run.Steps {
 		changes = append(changes, s.Changes...)
@@ -200,28 +213,16 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	fail := func(status, format string, args ...any) tools.StepResult {
 		return tools.StepResult{Status: status, Output: where + ": " + fmt.Sprintf(format, args...)}
 	}
-	t, ok := h.Registry.Lookup(st.Tool)
-	switch {
-	case !ok:
-		return fail(tools.StepError, "unknown tool '%s'", st.Tool)
-	case isChainTool(t):
-		return fail(tools.StepError, "tool '%s' is a chain: chains cannot be nested", st.Tool)
-	case !r.eff.HasTool(st.Tool):
-		return fail(tools.StepError, "tool '%s' is not enabled in this buffer (see flemma.opt.tools)", st.Tool)
+	if why := r.unusable(st.Tool); why != "" {
+		return fail(tools.StepError, "%s", why)
 	}
 	var input map[string]any
 	_ = json.Unmarshal(in, &input) // not an object: the executor says so
 	tu := &buffer.ToolUse{ID: r.call.ID, Name: st.Tool, Input: input}
-	sb, sbErr := h.sandbox(r.call.Bufnr, r.fm, r.call.Cwd, r.call.Buffer)
-	protected := func(path string) (string, bool) {
-		if sbErr != nil {
-			return "the sandbox could not be built: " + sbErr.Error(), true
-		}
-		return sb.Protected(path)
-	}
+	rules := h.pathRules(r.call.Bufnr, r.fm, r.call.Cwd, r.call.Buffer)
 	// The chain call's origin, journal and re-run gates were applied to
 	// it before it ran: the step is decided on its tool and input.
-	ac := h.stepApproval(frontmatter.WithBudget(ctx, r.budget), r.call.Bufnr, tu, r.fm, approval.Facts{FromProvider: true}, protected)
+	ac := h.stepApproval(frontmatter.WithBudget(ctx, r.budget), r.call.Bufnr, tu, r.fm, approval.Facts{FromProvider: true}, rules)
 	out := ac.gated()
 	h.logf("chain %s (%s): %s %s: %s", r.chain, r.call.ID, where, st.Tool, out)
 	if ctx.Err() != nil {
@@ -248,13 +249,28 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	if err != nil {
 		return fail(tools.StepError, "the sandbox could not be set up: %v", err)
 	}
-	call := tools.Call{ID: r.call.ID + "-" + st.Name, Tool: st.Tool, Bufnr: r.call.Bufnr, Cwd: r.call.Cwd, Buffer: r.call.Buffer, Env: env, Timeout: r.call.Timeout}
+	call := tools.Call{ID: r.call.ID + "-" + st.Name, Tool: st.Tool, Bufnr: r.call.Bufnr, Cwd: r.call.Cwd, Buffer: r.call.Buffer, Env: env}
+	h.limitCall(&call, toolTimeouts(r.eff))
 	res := h.exec.Run(ctx, call, in)
 	status := tools.StepOK
 	if res.IsError {
 		status = tools.StepError
 	}
 	return tools.StepResult{Status: status, Output: res.Content, DurationMS: res.Duration.Milliseconds(), Value: tools.StepValue(res), Changes: res.Changes}
+}
+
+// unusable says why a step cannot call tool ("" when it can).
+func (r *stepRunner) unusable(tool string) string {
+	t, ok := r.h.Registry.Lookup(tool)
+	switch {
+	case !ok:
+		return fmt.Sprintf("unknown tool '%s'", tool)
+	case isChainTool(t):
+		return fmt.Sprintf("tool '%s' is a chain: chains cannot be nested", tool)
+	case !r.eff.HasTool(tool):
+		return fmt.Sprintf("tool '%s' is not enabled in this buffer (see flemma.opt.tools)", tool)
+	}
+	return ""
 }
 
 func isChainTool(t tools.Tool) bool {
@@ -264,15 +280,13 @@ func isChainTool(t tools.Tool) bool {
 
 // stepApproval is the approval chain's outcome and the gates' inputs for a
 // call of a chain step's tool with its input, base holding the facts of
-// the chain call (origin, journal) and protected the sandbox's answer.
-func (h *Engine) stepApproval(ctx context.Context, bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result, base approval.Facts, protected func(string) (string, bool)) chainCall {
+// the chain call (origin, journal) and rules the sandbox's answers.
+func (h *Engine) stepApproval(ctx context.Context, bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result, base approval.Facts, rules *pathRules) chainCall {
 	c := chainCall{Chain: h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm))}
 	if c.Chain.Decision == approval.Approve {
 		c.Gate = base
 		c.Gate.Writes = h.writesPath(tu)
-		if c.Gate.Writes != "" && approval.Gate(c.Chain, c.Gate) == c.Chain {
-			c.ProtectedRule, c.Protected = protected(c.Gate.Writes)
-		}
+		h.pathGates(&c, tu, rules)
 	}
 	return c
 }
@@ -280,7 +294,7 @@ func (h *Engine) stepApproval(ctx context.Context, bufnr int, tu *buffer.ToolUse
 // chainSteps decides, for a call of chain ct, every step whose input the
 // chain's input alone determines, as a call of its tool with that input.
 // The others are decided when they run.
-func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buffer.ToolUse, fm *frontmatter.Result, ct *chainTool, protected func(string) (string, bool)) []chainStepCall {
+func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buffer.ToolUse, fm *frontmatter.Result, ct *chainTool, rules *pathRules) []chainStepCall {
 	var input any = tu.Input
 	if tu.Input == nil {
 		input = map[string]any{}
@@ -298,7 +312,7 @@ func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buff
 		}
 		m, _ := in.(map[string]any)
 		stu := &buffer.ToolUse{ID: tu.ID, Name: st.Tool, Input: m}
-		out = append(out, chainStepCall{N: i + 1, Name: st.Name, Tool: st.Tool, Call: h.stepApproval(ctx, bufnr, stu, fm, base, protected)})
+		out = append(out, chainStepCall{N: i + 1, Name: st.Name, Tool: st.Tool, Call: h.stepApproval(ctx, bufnr, stu, fm, base, rules)})
 	}
 	return out
 }

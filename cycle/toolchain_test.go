@@ -80,7 +80,10 @@ func TestChainAutoApprovedRunsAllSteps(t *testing.T) {
 	env.ed.waitIdle(t, env.h, 1)
 	text := env.ed.String(1)
 	mustContain(t, text, "chain inspect: all 3 steps ok", "step 1 read: ok", "step 2 count (bash): ok", "\n  3\n", "step 3 say (bash): ok", "lines: 3",
-		`steps: [{"name":"read","tool":"read","status":"ok","duration_ms":`)
+		`chain: {"status":"ok","duration_ms":`, `"steps":[{"name":"read","tool":"read","status":"ok","duration_ms":`)
+	if !regexp.MustCompile(`chain inspect: all 3 steps ok in \d+ ms`).MatchString(text) {
+		t.Errorf("no chain duration in the header:\n%s", text)
+	}
 	if m := stepLine.FindAllStringSubmatch(text, -1); len(m) != 3 {
 		t.Fatalf("want 3 step lines with a duration, got %q", m)
 	}
@@ -186,7 +189,9 @@ func TestChainFailureStopsAndNamesTheStep(t *testing.T) {
 		env.press(1)
 		env.ed.waitText(t, 1, "Done.")
 		env.ed.waitIdle(t, env.h, 1)
-		mustContain(t, env.ed.String(1), "step 2 'count': unknown tool 'bsh'", "step 1 read: ok", "step 3 say (bash): skipped")
+		// Known to be missing at the call: the chain fails before its
+		// first step runs (issue 28 item 10), without asking.
+		mustContain(t, env.ed.String(1), "Tool chain 'inspect' cannot run: step 2 'count': Unknown tool: bsh. Did you mean bash?", "Nothing was run.")
 	})
 }
 

@@ -153,6 +153,11 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 	l.AddTombs(trust.DecodeTombs(p.Tombs))
 	h.mu.Lock()
 	st := h.state(bufnr)
+	if old := st.trust; old != nil && old.gen == p.Gen && old.vouch != p.Vouch {
+		// :Flemma trust or untrust since the host last looked: the audit
+		// log has it (recorded before any call of the buffer is decided).
+		defer h.recordTrust(journalKey(bufnr, s.Name), p.Trusted, len(l.Vouched))
+	}
 	if old := st.trust; old != nil {
 		for _, r := range old.ledger.Records {
 			l.Put(r) // the host's records are at least as new as the mirror's

@@ -128,7 +128,7 @@ func TestGrepRespectsGitignore(t *testing.T) {
 }
 
 // TestBashPreview: a pending bash call shows exactly one preview line with
-// the command and its label.
+// the command, its label and its time limit (tools.timeouts.bash).
 func TestBashPreview(t *testing.T) {
 	eachNvim(t, `{ tools = { auto_approve = { "$default" }, auto_approve_sandboxed = false } }`, func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "pv.chat", toolChat("bash", "t1", `{"command": "make test", "label": "running tests", "timeout": null}`))
@@ -137,7 +137,7 @@ func TestBashPreview(t *testing.T) {
 			t.Fatalf("bash not pending: %s", text(t, s))
 		}
 		m := marks(t, s)
-		if len(m) != 1 || m[0].Text != "bash: $ make test  # running tests" {
+		if len(m) != 1 || m[0].Text != "bash: $ make test  # running tests  (timeout 300s)" {
 			t.Errorf("marks = %+v", m)
 		}
 	})

@@ -51,7 +51,7 @@ func TestMaxConcurrentOneRunsInOrder(t *testing.T) {
 // TestUnlimitedConcurrencyKeepsEveryResult: max_concurrent = 0 (unlimited)
 // with many calls writes every result, and runs each call once.
 func TestUnlimitedConcurrencyKeepsEveryResult(t *testing.T) {
-	eachNvim(t, `{ tools = { max_concurrent = 0, auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
+	eachNvim(t, `{ tools = { max_concurrent = 0, max_calls_per_response = 0, auto_approve = { "$default", "bash" } } }`, func(t *testing.T, s *nvimtest.Session) {
 		const n = 40
 		var cmds []string
 		for i := 1; i <= n; i++ {

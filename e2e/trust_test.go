@@ -352,7 +352,7 @@ func TestDuplicateIDRunsOnce(t *testing.T) {
 // per press, not one deadline per call: every call asks, and the log says
 // the budget ran out.
 func TestFrontmatterFunctionBudget(t *testing.T) {
-	eachNvim(t, `{ tools = { auto_approve = { "$default", "calculator" } } }`, func(t *testing.T, s *nvimtest.Session) {
+	eachNvim(t, `{ tools = { auto_approve = { "$default", "calculator" }, max_calls_per_response = 0 } }`, func(t *testing.T, s *nvimtest.Session) {
 		var exprs []string
 		for i := 0; i < 300; i++ {
 			exprs = append(exprs, "1+1")

@@ -78,7 +78,7 @@
 // the presets the list names.
 //
 // Keys that could weaken the sandbox or approval (sandbox.enabled = false,
-// sandbox.writable, deny_read, env_deny, backend, network,
+// sandbox.writable, readable, deny_read, env_deny, backend, network,
 // tools.require_approval, tools.auto_approve_sandboxed) or that choose what
 // runs (host, providers, tools.modules, tools.bash) are refused with an
 // error saying why. Unknown keys and unknown tool or preset names are errors

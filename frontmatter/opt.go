@@ -149,12 +149,14 @@ var schema = sync.OnceValue(func() *node {
 		"mode":                   blocked("tools.mode", reasonSetupOnly),
 		"presets":                blocked("tools.presets", reasonSetupOnly),
 		"default_timeout":        blocked("tools.default_timeout", reasonSetupOnly),
+		"timeouts":               blocked("tools.timeouts", reasonSetupOnly),
 		"truncate":               blocked("tools.truncate", reasonSetupOnly),
 		"cursor_after_result":    blocked("tools.cursor_after_result", reasonSetupOnly),
 	}}
 	sandbox := &node{kind: kindObject, path: "sandbox", set: coerceSandbox, fields: map[string]*node{
 		"enabled":      scalar("sandbox.enabled", setSandboxEnabled, func(es *evalState) any { return derefBool(es.b.opts.SandboxEnabled) }),
 		"writable":     blocked("sandbox.writable", reasonSandbox),
+		"readable":     blocked("sandbox.readable", reasonSandbox),
 		"deny_read":    blocked("sandbox.deny_read", reasonSandbox),
 		"env_deny":     blocked("sandbox.env_deny", reasonSandbox),
 		"backend":      blocked("sandbox.backend", reasonSandbox),

@@ -126,3 +126,33 @@ func BenchmarkParallel100(b *testing.B) {
 		b.ReportMetric(float64(j.wr.writes.Load()-w0)/float64(n), "writes/commit")
 	}
 }
+
+// BenchmarkRecordPress: the decisions of one press of 50 calls in one
+// commit, bare (as before the audit kept arguments) and with each call's
+// arguments (a 300-byte bash input) — the audit's cost (issue 28 item 3).
+func BenchmarkRecordPress(b *testing.B) {
+	input := `{"command": "go test ./... -run 'TestX|TestY' -count=1 2>&1 | tail -50", "label": "running the tests", "timeout": 300}` + strings.Repeat(" ", 180)
+	for _, withInput := range []bool{false, true} {
+		b.Run(fmt.Sprintf("input=%v", withInput), func(b *testing.B) {
+			ctx := context.Background()
+			j, err := Open(ctx, b.TempDir()+"/journal.db", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			evs := make([]Event, 50)
+			for i := range evs {
+				evs[i] = Event{Buffer: "/home/u/a.chat", CallID: fmt.Sprint("toolu_", i), Tool: "bash", InputHash: "h", Decision: "approved", DecidedBy: "user"}
+				if withInput {
+					evs[i].Input = input
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := j.RecordAll(ctx, evs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

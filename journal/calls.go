@@ -27,6 +27,11 @@ type Call struct {
 	Tool string
 	// InputHash identifies the input (see HashInput).
 	InputHash string
+	// Input is the call's arguments as the caller gives them to Start
+	// (redacted by the caller), at most MaxInputBytes of them; InputBytes
+	// is their whole size ("" and 0 for a call recorded before schema 4).
+	Input      string
+	InputBytes int64
 	// Decision is the approval decision ("approve", …) and DecidedBy who or
 	// what made it ("urn:flemma:approval:config ($default)", "user", …), in
 	// the caller's words.
@@ -103,7 +108,7 @@ const (
 // callColumns lists the calls columns in scanCall's order.
 const callColumns = `id, buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at,
 	finished_at, status, is_error, duration_us, output_bytes, result, result_truncated,
-	resolution, resolved_at, resolved_by, changes, error_kind`
+	resolution, resolved_at, resolved_by, changes, error_kind, input, input_bytes`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -114,11 +119,12 @@ func scanCall(s scanner) (Call, error) {
 		finished, dur, outBytes, resolved sql.NullInt64
 		isErr                             sql.NullBool
 		status, result, res, resBy        sql.NullString
-		changes, kind                     sql.NullString
+		changes, kind, input              sql.NullString
+		inBytes                           sql.NullInt64
 	)
 	err := s.Scan(&c.ID, &c.Buffer, &c.CallID, &c.Tool, &c.InputHash, &c.Decision, &c.DecidedBy, &c.PID, &started,
 		&finished, &status, &isErr, &dur, &outBytes, &result, &c.ResultTruncated,
-		&res, &resolved, &resBy, &changes, &kind)
+		&res, &resolved, &resBy, &changes, &kind, &input, &inBytes)
 	if err != nil {
 		return Call{}, err
 	}
@@ -127,6 +133,7 @@ func scanCall(s scanner) (Call, error) {
 		c.FinishedAt = time.UnixMicro(finished.Int64)
 	}
 	c.Status, c.IsError, c.Result, c.Changes, c.ErrorKind = status.String, isErr.Bool, result.String, changes.String, kind.String
+	c.Input, c.InputBytes = input.String, inBytes.Int64
 	c.Duration = time.Duration(dur.Int64) * time.Microsecond
 	c.OutputBytes = outBytes.Int64
 	c.Resolution, c.ResolvedBy = Resolution(res.String), resBy.String
@@ -141,18 +148,20 @@ func scanCall(s scanner) (Call, error) {
 // it survives a crash of the host, of Neovim, or of the machine. Run the tool
 // only after Start returns; if it returns an error, nothing was recorded.
 //
-// Start uses Buffer, CallID, Tool, InputHash, Decision and DecidedBy of c;
-// Buffer, CallID and Tool must not be empty.
+// Start uses Buffer, CallID, Tool, InputHash, Input, Decision and DecidedBy
+// of c (Input is kept up to MaxInputBytes, with its whole size); Buffer,
+// CallID and Tool must not be empty.
 func (j *Journal) Start(ctx context.Context, c Call) (ID, error) {
 	if c.Buffer == "" || c.CallID == "" || c.Tool == "" {
 		return 0, fmt.Errorf("journal: start: buffer, call id and tool are required (got %q, %q, %q)", c.Buffer, c.CallID, c.Tool)
 	}
 	var id ID
+	input, inBytes := boundInput(c.Input)
 	err := j.write(ctx, "start "+c.CallID, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO calls
-			(buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.Buffer, c.CallID, c.Tool, c.InputHash, c.Decision, c.DecidedBy, j.pid, j.now())
+			(buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at, input, input_bytes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.Buffer, c.CallID, c.Tool, c.InputHash, c.Decision, c.DecidedBy, j.pid, j.now(), input, inBytes)
 		if err != nil {
 			return err
 		}
@@ -223,8 +232,8 @@ func (j *Journal) Resolve(ctx context.Context, id ID, r Resolution, by string) e
 			}
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO events (time, buffer, call_id, tool, input_hash, decision, decided_by, pid)
-			SELECT ?, buffer, call_id, tool, input_hash, ?, ?, ? FROM calls WHERE id = ?`,
+		_, err = tx.ExecContext(ctx, `INSERT INTO events (time, buffer, call_id, tool, input_hash, decision, decided_by, pid, input)
+			SELECT ?, buffer, call_id, tool, input_hash, ?, ?, ?, input FROM calls WHERE id = ?`,
 			now, string(r), by, j.pid, int64(id))
 		return err
 	})

@@ -25,19 +25,26 @@ type Event struct {
 	DecidedBy string
 	// PID is the process that recorded the event (set by Record).
 	PID int
+	// Input is the call's arguments (redacted by the caller; at most
+	// MaxInputBytes are kept), Detail what else the decision says: the
+	// reason of a rejection, what a trust covers. Both may be "".
+	Input  string
+	Detail string
 }
 
 // eventColumns lists the events columns in scanEvent's order.
-const eventColumns = `id, time, buffer, call_id, tool, input_hash, decision, decided_by, pid`
+const eventColumns = `id, time, buffer, call_id, tool, input_hash, decision, decided_by, pid, input, detail`
 
 func scanEvent(s scanner) (Event, error) {
 	var (
-		e Event
-		t int64
+		e             Event
+		t             int64
+		input, detail sql.NullString
 	)
-	if err := s.Scan(&e.ID, &t, &e.Buffer, &e.CallID, &e.Tool, &e.InputHash, &e.Decision, &e.DecidedBy, &e.PID); err != nil {
+	if err := s.Scan(&e.ID, &t, &e.Buffer, &e.CallID, &e.Tool, &e.InputHash, &e.Decision, &e.DecidedBy, &e.PID, &input, &detail); err != nil {
 		return Event{}, err
 	}
+	e.Input, e.Detail = input.String, detail.String
 	e.Time = time.UnixMicro(t)
 	return e, nil
 }
@@ -60,8 +67,8 @@ func (j *Journal) RecordAll(ctx context.Context, events []Event) error {
 	}
 	now := j.now()
 	return j.write(ctx, op, func(ctx context.Context, tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (time, buffer, call_id, tool, input_hash, decision, decided_by, pid)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (time, buffer, call_id, tool, input_hash, decision, decided_by, pid, input, detail)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -71,7 +78,9 @@ func (j *Journal) RecordAll(ctx context.Context, events []Event) error {
 			if !e.Time.IsZero() {
 				t = e.Time.UnixMicro()
 			}
-			if _, err := stmt.ExecContext(ctx, t, e.Buffer, e.CallID, e.Tool, e.InputHash, e.Decision, e.DecidedBy, j.pid); err != nil {
+			input, _ := boundInput(e.Input)
+			detail, _ := boundInput(e.Detail)
+			if _, err := stmt.ExecContext(ctx, t, e.Buffer, e.CallID, e.Tool, e.InputHash, e.Decision, e.DecidedBy, j.pid, input, detail); err != nil {
 				return err
 			}
 		}

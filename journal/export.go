@@ -21,6 +21,8 @@ type Filter struct {
 	Limit int
 	// Results adds each call's stored result text (field "result").
 	Results bool
+	// Text writes the readable form (ExportText) instead of JSON lines.
+	Text bool
 }
 
 // TimeFormat is the format of every time in exported lines: UTC, fixed
@@ -32,16 +34,20 @@ const TimeFormat = "2006-01-02T15:04:05.000000Z07:00"
 // add fields, never rename them. Fields of a call that are not known yet
 // (an unfinished call) are null.
 type callLine struct {
-	Kind            string   `json:"kind"` // "call"
-	ID              int64    `json:"id"`
-	Time            string   `json:"time"` // when it started
-	Buffer          string   `json:"buffer"`
-	CallID          string   `json:"call_id"`
-	Tool            string   `json:"tool"`
-	InputHash       string   `json:"input_hash"`
-	Decision        string   `json:"decision"`
-	DecidedBy       string   `json:"decided_by"`
-	PID             int      `json:"pid"`
+	Kind      string `json:"kind"` // "call"
+	ID        int64  `json:"id"`
+	Time      string `json:"time"` // when it started
+	Buffer    string `json:"buffer"`
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	InputHash string `json:"input_hash"`
+	Decision  string `json:"decision"`
+	DecidedBy string `json:"decided_by"`
+	PID       int    `json:"pid"`
+	// Input is the call's arguments (redacted, at most MaxInputBytes) and
+	// InputBytes their whole size: absent for calls of older journals.
+	Input           *string  `json:"input,omitempty"`
+	InputBytes      *int64   `json:"input_bytes,omitempty"`
 	FinishedAt      *string  `json:"finished_at"`
 	Status          *string  `json:"status"`
 	IsError         *bool    `json:"is_error"`
@@ -69,6 +75,8 @@ type eventLine struct {
 	Decision  string `json:"decision"`
 	DecidedBy string `json:"decided_by"`
 	PID       int    `json:"pid"`
+	Input     string `json:"input,omitempty"`
+	Detail    string `json:"detail,omitempty"`
 }
 
 // Export writes calls and events as JSON lines, one object per line, oldest
@@ -77,6 +85,9 @@ type eventLine struct {
 // and does not block writers; it is bounded by ctx only, not by
 // Options.ReadTimeout.
 func (j *Journal) Export(ctx context.Context, w io.Writer, f Filter) error {
+	if f.Text {
+		return j.exportText(ctx, w, f)
+	}
 	var where []string
 	var args []any
 	add := func(col string) {
@@ -107,7 +118,7 @@ func (j *Journal) Export(ctx context.Context, w io.Writer, f Filter) error {
 	q := `SELECT * FROM (
 		SELECT 0 AS k, id, buffer, call_id, tool, input_hash, decision, decided_by, pid, started_at,
 			finished_at, status, is_error, duration_us, output_bytes, CASE WHEN ? THEN result END, result_truncated,
-			resolution, resolved_at, resolved_by, changes, error_kind, started_at AS t FROM calls` + where[0] + `
+			resolution, resolved_at, resolved_by, changes, error_kind, input, input_bytes, started_at AS t FROM calls` + where[0] + `
 		UNION ALL
 		SELECT 1, ` + eventColumns + `, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, time FROM events` + where[1] + `
 		ORDER BY t DESC, k DESC, id DESC LIMIT ?
@@ -139,14 +150,14 @@ func (j *Journal) Export(ctx context.Context, w io.Writer, f Filter) error {
 	return nil
 }
 
-// scanLine reads one row of Export's union: kind, the 21 call columns (an
-// event fills the first 9 of them in its own order and the rest with NULLs),
-// and the sort time.
+// scanLine reads one row of Export's union: kind, the 23 call columns (an
+// event fills the first 11 of them in its own order and the rest with
+// NULLs), and the sort time.
 func scanLine(rows *sql.Rows) (any, error) {
 	var (
 		kind int
 		t    int64
-		cols [21]any
+		cols [23]any
 	)
 	dest := []any{&kind}
 	for i := range cols {
@@ -163,7 +174,8 @@ func scanLine(rows *sql.Rows) (any, error) {
 			return nil, err
 		}
 		return eventLine{Kind: "event", ID: e.ID, Time: formatTime(e.Time), Buffer: e.Buffer, CallID: e.CallID,
-			Tool: e.Tool, InputHash: e.InputHash, Decision: e.Decision, DecidedBy: e.DecidedBy, PID: e.PID}, nil
+			Tool: e.Tool, InputHash: e.InputHash, Decision: e.Decision, DecidedBy: e.DecidedBy, PID: e.PID,
+			Input: e.Input, Detail: e.Detail}, nil
 	}
 	c, err := scanCall(src)
 	if err != nil {
@@ -188,6 +200,10 @@ func scanLine(rows *sql.Rows) (any, error) {
 	}
 	if c.Changes != "" {
 		l.Changes = json.RawMessage(c.Changes)
+	}
+	if cols[21] != nil {
+		in, n := c.Input, c.InputBytes
+		l.Input, l.InputBytes = &in, &n
 	}
 	return l, nil
 }

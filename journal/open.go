@@ -67,11 +67,18 @@ CREATE INDEX events_by_time ON events (time);`,
 	// 3: why a call failed (the executor's error kind: ToolValidationError,
 	// ToolError, Timeout, Canceled, InternalError).
 	`ALTER TABLE calls ADD COLUMN error_kind TEXT;`,
+	// 4: the audit log's arguments (issue 28 item 3): a call's input
+	// (redacted by the caller, at most MaxInputBytes) and its whole size;
+	// an event's input and its detail (a rejection's reason, …).
+	`ALTER TABLE calls ADD COLUMN input TEXT;
+ALTER TABLE calls ADD COLUMN input_bytes INTEGER;
+ALTER TABLE events ADD COLUMN input TEXT;
+ALTER TABLE events ADD COLUMN detail TEXT;`,
 }
 
 // schemaVersion is the schema version this package writes: len(migrations)
 // (a test checks it).
-const schemaVersion = 3
+const schemaVersion = 4
 
 // probes read one row of each table naming every column: cheap (the
 // rightmost leaf of each b-tree), and they fail if a column is missing or the
@@ -80,7 +87,11 @@ const schemaVersion = 3
 // probesFor returns them for a schema version: a file of an older version
 // is checked against its own schema before it is migrated (or touched).
 func probesFor(version int) []string {
-	calls := callColumns
+	calls, events := callColumns, eventColumns
+	if version < 4 {
+		calls = strings.TrimSuffix(calls, ", input, input_bytes")
+		events = strings.TrimSuffix(events, ", input, detail")
+	}
 	if version < 3 {
 		calls = strings.TrimSuffix(calls, ", error_kind")
 	}
@@ -89,7 +100,7 @@ func probesFor(version int) []string {
 	}
 	return []string{
 		`SELECT ` + calls + ` FROM calls ORDER BY id DESC LIMIT 1`,
-		`SELECT ` + eventColumns + ` FROM events ORDER BY id DESC LIMIT 1`,
+		`SELECT ` + events + ` FROM events ORDER BY id DESC LIMIT 1`,
 	}
 }
 

@@ -43,7 +43,10 @@ type Config struct {
 			MaxTurns int   `json:"max_turns"`
 		} `json:"autopilot"`
 		MaxConcurrent *int `json:"max_concurrent"`
-		Truncate      struct {
+		// MaxCallsPerResponse bounds the calls of one response that run
+		// (0: no bound); nil: DefaultMaxCallsPerResponse.
+		MaxCallsPerResponse *int `json:"max_calls_per_response"`
+		Truncate            struct {
 			MaxLines int `json:"max_lines"`
 			MaxBytes int `json:"max_bytes"`
 		} `json:"truncate"`
@@ -69,10 +72,14 @@ type Config struct {
 			Timeout      float64 `json:"timeout"`
 			MaxRedirects int     `json:"max_redirects"`
 		} `json:"fetch"`
-		DefaultTimeout    float64 `json:"default_timeout"`
-		CursorAfterResult string  `json:"cursor_after_result"`
-		// AutoApproveFileCalls lets policies approve calls to bash, write,
-		// edit and side_effects tools that were already in the file.
+		DefaultTimeout float64 `json:"default_timeout"`
+		// Timeouts is tools.timeouts: seconds by tool name, tag or
+		// "default" (which wins over default_timeout, its older name).
+		Timeouts          map[string]float64 `json:"timeouts"`
+		CursorAfterResult string             `json:"cursor_after_result"`
+		// AutoApproveFileCalls lets policies decide the calls that were
+		// already in a file (read or pasted into a buffer), as if every
+		// file were trusted; otherwise they ask (approval.Gate).
 		AutoApproveFileCalls bool `json:"auto_approve_file_calls"`
 		// Editor bounds the questions the diagnostics, lsp and buffers
 		// tools ask Neovim, and the diagnostics after a write or an edit
@@ -126,6 +133,9 @@ type Config struct {
 		Enabled  *bool    `json:"enabled"`
 		Backend  string   `json:"backend"`
 		Writable []string `json:"writable"`
+		// Readable are roots besides the writable ones that read, grep,
+		// find and ls may read by policy ("/" : everywhere).
+		Readable []string `json:"readable"`
 		DenyRead []string `json:"deny_read"`
 		EnvDeny  []string `json:"env_deny"`
 		Network  *bool    `json:"network"`
@@ -254,6 +264,10 @@ func DefaultConfig() Config {
 	c.Tools.Mode = "enabled"
 	c.Tools.AutoApprove = json.RawMessage(`["$default"]`)
 	c.Tools.DefaultTimeout = 30
+	c.Tools.Timeouts = map[string]float64{}
+	for k, v := range DefaultToolTimeouts {
+		c.Tools.Timeouts[k] = v
+	}
 	c.Tools.CursorAfterResult = "result"
 	c.Tools.Autopilot.MaxTurns = 100
 	return c

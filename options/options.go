@@ -28,6 +28,12 @@ import (
 	"github.com/flemma-dev/flemma/frontmatter"
 )
 
+// DefaultMaxCallsPerResponse is tools.max_calls_per_response's default: a
+// response may make this many calls that run; the rest get an error
+// result saying so (seed 001's batch limit, raised from its 8: models read
+// a dozen files at once).
+const DefaultMaxCallsPerResponse = 32
+
 // Runtime is what the user changed in this session; nil/"" = unchanged.
 type Runtime struct {
 	Provider       string   // :Flemma switch <provider>
@@ -77,11 +83,18 @@ type Effective struct {
 	Tools []string
 	// Refused are tools an untrusted frontmatter selected that setup
 	// leaves disabled (they are not in Tools).
-	Refused           []string
-	MaxConcurrent     int // 0 = unlimited
-	Autopilot         bool
-	MaxTurns          int
+	Refused       []string
+	MaxConcurrent int // 0 = unlimited
+	// MaxCallsPerResponse: the calls of one response after this many get
+	// an error result instead of running (0 = unlimited).
+	MaxCallsPerResponse int
+	Autopilot           bool
+	MaxTurns            int
+	// DefaultTimeout is the "default" class of tool timeouts
+	// (tools.timeouts.default, else tools.default_timeout); ToolTimeouts
+	// the other classes of tools.timeouts (tool names and tags).
 	DefaultTimeout    time.Duration
+	ToolTimeouts      map[string]time.Duration
 	CursorAfterResult string // result | stay | next
 	// SandboxEnabled: setup's sandbox.enabled, or the frontmatter turned
 	// it on.
@@ -101,6 +114,10 @@ type Retry struct {
 type Timeouts struct {
 	FirstByte, Idle, Total time.Duration
 }
+
+// DefaultToolTimeouts are tools.timeouts' defaults besides "default"
+// (lua/flemma/config.lua has the same): seconds by tool name or tag.
+var DefaultToolTimeouts = map[string]float64{"bash": 300}
 
 // The defaults of the send section (lua/flemma/config.lua has the same).
 const (
@@ -239,11 +256,27 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	if e.CursorAfterResult == "" {
 		e.CursorAfterResult = "result"
 	}
+	for k, v := range cfg.Tools.Timeouts {
+		switch d := time.Duration(v * float64(time.Second)); {
+		case d <= 0:
+		case k == "default":
+			e.DefaultTimeout = d
+		default:
+			if e.ToolTimeouts == nil {
+				e.ToolTimeouts = map[string]time.Duration{}
+			}
+			e.ToolTimeouts[k] = d
+		}
+	}
 	if e.DefaultTimeout <= 0 {
 		e.DefaultTimeout = 30 * time.Second
 	}
 	if cfg.Tools.MaxConcurrent != nil {
 		e.MaxConcurrent = *cfg.Tools.MaxConcurrent
+	}
+	e.MaxCallsPerResponse = DefaultMaxCallsPerResponse
+	if cfg.Tools.MaxCallsPerResponse != nil && *cfg.Tools.MaxCallsPerResponse >= 0 {
+		e.MaxCallsPerResponse = *cfg.Tools.MaxCallsPerResponse
 	}
 	if e.MaxTurns <= 0 {
 		e.MaxTurns = 100

@@ -34,14 +34,25 @@ func TestResolve(t *testing.T) {
 		check func(t *testing.T, e Effective)
 	}{
 		{"defaults", `{}`, Runtime{}, nil, false, func(t *testing.T, e Effective) {
-			want := Effective{Provider: "anthropic", Mode: "enabled", Tools: usable, MaxConcurrent: 2, Autopilot: true, MaxTurns: 100,
-				DefaultTimeout: 30e9, CursorAfterResult: "result", SandboxEnabled: true,
+			want := Effective{Provider: "anthropic", Mode: "enabled", Tools: usable, MaxConcurrent: 2, MaxCallsPerResponse: DefaultMaxCallsPerResponse, Autopilot: true, MaxTurns: 100,
+				DefaultTimeout: 30e9, ToolTimeouts: map[string]time.Duration{"bash": 300e9}, CursorAfterResult: "result", SandboxEnabled: true,
 				Retry:    Retry{Retries: DefaultRetries, Delay: DefaultRetryDelay, MaxDelay: DefaultRetryMaxDelay},
 				Timeouts: Timeouts{FirstByte: DefaultFirstByte, Idle: DefaultIdle, Total: DefaultTotal}}
 			if !reflect.DeepEqual(e, want) {
 				t.Errorf("got  %+v\nwant %+v", e, want)
 			}
 		}},
+		{"tools.default_timeout is the default class", `{"tools":{"default_timeout":45}}`, Runtime{}, nil, false, func(t *testing.T, e Effective) {
+			if e.DefaultTimeout != 45e9 || e.ToolTimeouts["bash"] != 300e9 {
+				t.Errorf("%v %v", e.DefaultTimeout, e.ToolTimeouts)
+			}
+		}},
+		{"tools.timeouts.default wins over default_timeout; classes by name and tag", `{"tools":{"default_timeout":45,"timeouts":{"default":60,"bash":900,"mcp":120,"bad":-1}}}`,
+			Runtime{}, nil, false, func(t *testing.T, e Effective) {
+				if e.DefaultTimeout != 60e9 || !reflect.DeepEqual(e.ToolTimeouts, map[string]time.Duration{"bash": 900e9, "mcp": 120e9}) {
+					t.Errorf("%v %v", e.DefaultTimeout, e.ToolTimeouts)
+				}
+			}},
 		{"switch over setup", `{"provider":"anthropic","model":"m1","parameters":{"max_tokens":10,"thinking":false}}`,
 			Runtime{Provider: "openai", Model: ptr("gpt"), MaxTokens: ptr(20)}, nil, false, func(t *testing.T, e Effective) {
 				if e.Provider != "openai" || e.Model != "gpt" || e.MaxTokens != 20 || e.Thinking != "off" {

@@ -485,6 +485,35 @@ type ChainRun struct {
 	Chain  string       `json:"chain"`
 	Steps  []StepResult `json:"steps"`
 	Failed int          `json:"-"` // the 1-based step that stopped the chain, 0 when none did
+	// DurationMS is the chain's whole run, wall clock (its steps, and the
+	// deciding and building of their inputs).
+	DurationMS int64 `json:"duration_ms"`
+}
+
+// Status is the chain's status: StepOK when every step ended ok, else the
+// status of the step that stopped it (StepError, StepDenied,
+// StepNeedsApproval).
+func (r ChainRun) Status() string {
+	if r.Failed == 0 {
+		return StepOK
+	}
+	return r.Steps[r.Failed-1].Status
+}
+
+// Refuse is the run of a chain that cannot start: step i (0-based) fails
+// with why before anything runs, and every other step is skipped (issue 28
+// item 10: a step whose tool is known to be missing at the call fails the
+// chain before an earlier step has side effects).
+func (c *Chain) Refuse(i int, why string) ChainRun {
+	res := ChainRun{Chain: c.Spec.Name, Failed: i + 1}
+	for j, st := range c.Spec.Steps {
+		r := StepResult{Name: st.Name, Tool: st.Tool, Status: StepSkipped}
+		if j == i {
+			r.Status, r.Output = StepError, why
+		}
+		res.Steps = append(res.Steps, r)
+	}
+	return res
 }
 
 // StepRunner runs one step whose input is resolved: it decides whether the
@@ -496,6 +525,7 @@ type StepRunner func(ctx context.Context, i int, step ChainStep, input json.RawM
 // not end ok (the rest are skipped), and at a cancelled ctx.
 func (c *Chain) Run(ctx context.Context, input any, run StepRunner) ChainRun {
 	res := ChainRun{Chain: c.Spec.Name}
+	start := time.Now()
 	outputs := map[string]any{}
 	for i, st := range c.Spec.Steps {
 		if res.Failed != 0 {
@@ -527,22 +557,24 @@ func (c *Chain) Run(ctx context.Context, input any, run StepRunner) ChainRun {
 		}
 		res.Steps = append(res.Steps, r)
 	}
+	res.DurationMS = time.Since(start).Milliseconds()
 	return res
 }
 
 // OK reports whether every step ended ok.
 func (r ChainRun) OK() bool { return r.Failed == 0 }
 
-// Summary is the chain's result as the model reads it: a line per step
-// with its status and duration, its output indented below, and the
-// statuses as one line of JSON at the end.
+// Summary is the chain's result as the model reads it: a header with the
+// chain's status and duration, a line per step with its status and
+// duration, its output indented below, and the chain's status, duration and
+// steps as one line of JSON at the end.
 func (r ChainRun) Summary() string {
 	var b strings.Builder
 	if r.OK() {
-		fmt.Fprintf(&b, "chain %s: all %d steps ok\n", r.Chain, len(r.Steps))
+		fmt.Fprintf(&b, "chain %s: all %d steps ok in %d ms\n", r.Chain, len(r.Steps), r.DurationMS)
 	} else {
 		s := r.Steps[r.Failed-1]
-		fmt.Fprintf(&b, "chain %s: stopped at step %d '%s' (%s): %s\n", r.Chain, r.Failed, s.Name, s.Tool, s.Status)
+		fmt.Fprintf(&b, "chain %s: stopped at step %d '%s' (%s): %s after %d ms\n", r.Chain, r.Failed, s.Name, s.Tool, s.Status, r.DurationMS)
 	}
 	type brief struct {
 		Name       string `json:"name"`
@@ -568,8 +600,12 @@ func (r ChainRun) Summary() string {
 		}
 		briefs = append(briefs, brief{s.Name, s.Tool, s.Status, s.DurationMS})
 	}
-	js, _ := json.Marshal(briefs)
-	fmt.Fprintf(&b, "\nsteps: %s", js)
+	js, _ := json.Marshal(struct {
+		Status     string  `json:"status"`
+		DurationMS int64   `json:"duration_ms"`
+		Steps      []brief `json:"steps"`
+	}{r.Status(), r.DurationMS, briefs})
+	fmt.Fprintf(&b, "\nchain: %s", js)
 	return b.String()
 }
 

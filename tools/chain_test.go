@@ -182,9 +182,13 @@ func TestChainRunStopsAtFirstFailure(t *testing.T) {
 	if want := []string{"a:ok", "b:error", "c:skipped"}; !reflect.DeepEqual(statuses, want) {
 		t.Fatalf("statuses %q", statuses)
 	}
+	if run.Status() != StepError || run.DurationMS < 0 {
+		t.Fatalf("chain status %q, duration %d ms", run.Status(), run.DurationMS)
+	}
+	run.DurationMS = 12 // for the summary's text
 	sum := run.Summary()
-	for _, want := range []string{"chain c: stopped at step 2 'b' (two): error", "step 1 a (one): ok 3 ms\n  out-a", "step 2 b (two): error 7 ms\n  boom", "step 3 c (three): skipped\n",
-		`steps: [{"name":"a","tool":"one","status":"ok","duration_ms":3},{"name":"b","tool":"two","status":"error","duration_ms":7},{"name":"c","tool":"three","status":"skipped","duration_ms":0}]`} {
+	for _, want := range []string{"chain c: stopped at step 2 'b' (two): error after 12 ms", "step 1 a (one): ok 3 ms\n  out-a", "step 2 b (two): error 7 ms\n  boom", "step 3 c (three): skipped\n",
+		`chain: {"status":"error","duration_ms":12,"steps":[{"name":"a","tool":"one","status":"ok","duration_ms":3},{"name":"b","tool":"two","status":"error","duration_ms":7},{"name":"c","tool":"three","status":"skipped","duration_ms":0}]}`} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
@@ -231,5 +235,27 @@ func TestExecutorKeepsChangesOfAFailure(t *testing.T) {
 	res := (&Executor{Registry: r}).Run(context.Background(), Call{ID: "1", Tool: "failing_writer"}, nil)
 	if !res.IsError || len(res.Changes) != 1 || res.Changes[0].Path != "/x" {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// Refuse is a chain that cannot start: the step named fails, every other
+// step (earlier ones too) is skipped, and nothing ran.
+func TestChainRefuse(t *testing.T) {
+	c, err := CompileChain(ChainSpec{Name: "c", Steps: steps(
+		ChainStep{Name: "a", Tool: "one"}, ChainStep{Name: "b", Tool: "gone"}, ChainStep{Name: "c", Tool: "three"},
+	)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := c.Refuse(1, "Unknown tool: gone.")
+	var statuses []string
+	for _, s := range run.Steps {
+		statuses = append(statuses, s.Name+":"+s.Status)
+	}
+	if want := []string{"a:skipped", "b:error", "c:skipped"}; !reflect.DeepEqual(statuses, want) || run.OK() || run.Status() != StepError {
+		t.Fatalf("statuses %q, status %q", statuses, run.Status())
+	}
+	if sum := run.Summary(); !strings.Contains(sum, "stopped at step 2 'b' (gone): error after 0 ms") || !strings.Contains(sum, `"status":"error"`) {
+		t.Errorf("summary:\n%s", sum)
 	}
 }

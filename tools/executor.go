@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,12 +111,16 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 	if msg := e.validate(spec, rawInput); msg != "" {
 		return errResult("ToolValidationError", msg)
 	}
-	timeout := spec.Timeout
+	timeout := call.Timeout // the host always sets it (tools.timeouts)
 	if timeout <= 0 {
-		timeout = call.Timeout
+		timeout = spec.Timeout
 	}
 	if timeout <= 0 {
-		timeout = DefaultToolTimeout // the host always sets the call's (tools.default_timeout)
+		timeout = DefaultToolTimeout
+	}
+	if spec.SelfTimed && call.Timeout > 0 {
+		// The tool reports its own timeout; this deadline is a backstop.
+		timeout += selfTimedGrace
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -158,6 +163,17 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 		res.Changes = r.out.Changes
 		return res
 	}
+	if r.out.JSON == nil && objectSchema(spec.OutputSchema) {
+		// A text result of a tool whose output_schema describes an object
+		// is held to it too (issue 28 item 9; seed 002): parsed as JSON
+		// and validated, or flagged as not matching.
+		var v any
+		if err := json.Unmarshal([]byte(r.out.Text), &v); err != nil {
+			e.logf("tool %s (%s): text output is not JSON: %v", spec.Name, call.ID, err)
+			return e.failure(spec, call, fmt.Errorf("Tool '%s' returned text that is not the JSON its output_schema describes (%v).\nThe output was discarded. This is a fault of the tool, not of your input; retrying the same call will likely fail the same way.", spec.Name, err))
+		}
+		r.out.JSON = v
+	}
 	if spec.OutputSchema != nil && r.out.JSON != nil {
 		if err := e.validateOutput(spec, r.out.JSON); err != nil {
 			if !errors.As(err, new(*Internal)) {
@@ -194,6 +210,10 @@ func (e *Executor) finish(text string, call Call, spec Spec) string {
 		return SaveFullOutput(dir, call, full)
 	})
 }
+
+// selfTimedGrace is how long after its own timeout a SelfTimed tool may
+// take to stop and report it before the executor's deadline.
+const selfTimedGrace = 5 * time.Second
 
 // Aborted is the result of a call the user cancelled (<C-c>), as the Lua
 // original words it.
@@ -277,6 +297,24 @@ func (e *Executor) validate(spec Spec, raw json.RawMessage) string {
 		return fmt.Sprintf("Invalid input for tool '%s':\n%s", spec.Name, describe(err))
 	}
 	return ""
+}
+
+// objectSchema reports whether an output_schema describes an object (its
+// type is "object", or it names properties): then a text result must be
+// that object as JSON. A schema of a string, or none, leaves text alone.
+func objectSchema(s map[string]any) bool {
+	if s == nil {
+		return false
+	}
+	if t, _ := s["type"].(string); t == "object" {
+		return true
+	}
+	if ts, ok := s["type"].([]any); ok {
+		// A list of types: an object, unless a string may be the answer.
+		return slices.Contains(ts, any("object")) && !slices.Contains(ts, any("string"))
+	}
+	_, props := s["properties"]
+	return props && s["type"] == nil
 }
 
 // validateOutput checks a structured result against the tool's

@@ -66,7 +66,12 @@ func TestOutputSchema(t *testing.T) {
 		{"array invalid", "list_tool", arraySchema, Output{JSON: []any{"x"}}, false, []string{"/0"}},
 		{"namespaced valid", "slack:channels_list", schema(), Output{JSON: map[string]any{"count": int64(0)}}, true, nil},
 		{"namespaced invalid", "slack:channels_list", schema(), Output{JSON: map[string]any{"count": true}}, false, []string{"Tool 'slack:channels_list'", "/count"}},
-		{"text output is not checked", "lua_tool", schema(), Output{Text: "plain"}, true, []string{"plain"}},
+		// Text results are held to an object schema too (issue 28 item 9).
+		{"text that is not JSON", "lua_tool", schema(), Output{Text: "plain"}, false,
+			[]string{"Tool 'lua_tool' returned text that is not the JSON its output_schema describes", "The output was discarded"}},
+		{"text JSON valid", "lua_tool", schema(), Output{Text: `{"count": 4}`}, true, []string{`"count": 4`}},
+		{"text JSON invalid", "lua_tool", schema(), Output{Text: `{"count": "four"}`}, false, []string{"does not match its output_schema", "/count"}},
+		{"text under a string schema is not checked", "lua_tool", map[string]any{"type": "string"}, Output{Text: "plain"}, true, []string{"plain"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

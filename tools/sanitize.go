@@ -42,6 +42,19 @@ func Redact(text string, environ []string, deny []string) string {
 	return r.Replace(text)
 }
 
+// Redactor is Redact with the secrets found once (nil environ: the host's
+// environment), for many texts in a row.
+func Redactor(environ []string, deny []string) func(string) string {
+	if environ == nil {
+		environ = (*Env)(nil).environ()
+	}
+	r := newRedactor(environ, deny)
+	if r == nil {
+		return func(text string) string { return text }
+	}
+	return r.Replace
+}
+
 func newRedactor(environ []string, deny []string) *strings.Replacer {
 	seen := map[string]bool{}
 	var secrets []string

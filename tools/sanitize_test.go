@@ -41,3 +41,33 @@ func TestFinishRedactsConfiguredCredentials(t *testing.T) {
 		t.Errorf("Finish = %q", got)
 	}
 }
+
+// Redactor finds the secrets once and redacts like Redact.
+func TestRedactorLikeRedact(t *testing.T) {
+	env := []string{"MY_API_TOKEN=s3cr3t-value", "HOME=/home/u", "SHORT_TOKEN=abc"}
+	deny := []string{"*_TOKEN"}
+	r := Redactor(env, deny)
+	for _, in := range []string{"curl -H s3cr3t-value", "no secret here /home/u", "abc"} {
+		if got, want := r(in), Redact(in, env, deny); got != want {
+			t.Errorf("Redactor(%q) = %q, Redact = %q", in, got, want)
+		}
+	}
+	if got := r("x s3cr3t-value"); got != "x [redacted]" {
+		t.Errorf("got %q", got)
+	}
+	if got := Redactor([]string{"HOME=/h"}, deny)("plain"); got != "plain" {
+		t.Errorf("no secrets: %q", got)
+	}
+}
+
+// BenchmarkAuditRedaction: what the audit log does to one call's
+// arguments before it keeps them (issue 28 item 3): the secret values of
+// the environment (found once per step) and credential shapes.
+func BenchmarkAuditRedaction(b *testing.B) {
+	input := `{"command": "curl -H 'Authorization: Bearer abc' https://example.com/api && go test ./... -run 'TestX|TestY' -count=1 2>&1 | tail -50", "label": "running the tests", "timeout": 300}`
+	secrets := Redactor(nil, []string{"*_TOKEN", "*_KEY", "*SECRET*", "*PASSWORD*"})
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = RedactShapes(secrets(input))
+	}
+}

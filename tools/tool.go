@@ -31,7 +31,15 @@ type Spec struct {
 	Enabled      bool     // false: registered but only used when a buffer selects it
 	Supersedes   string   // name of the tool this one replaces
 	Source       string   // "built-in", "lua", "lua module <m>", "async source"
-	Timeout      time.Duration
+	// Timeout is the tool's own time limit (a Lua definition's timeout,
+	// a built-in's own bound); tools.timeouts may override it (Timeouts).
+	Timeout time.Duration
+	// SelfTimed: the tool enforces Call.Timeout itself, to report it in
+	// its own words (bash: "Command timed out after N seconds"), and takes
+	// it as the cap of a timeout the model asks for; the executor's
+	// deadline is a moment later. Its Timeout is only the executor's bound
+	// for a call that carries none.
+	SelfTimed bool
 	// Truncates: the tool keeps its output within the limits itself, the
 	// way that fits it (bash keeps the tail, read the head with an offset
 	// to continue); the executor truncates the output of every other tool.
@@ -48,6 +56,12 @@ const CapSideEffects = "side_effects"
 // sandbox. approval.CapSandboxed is the same name (a test in cycle checks).
 const CapSandboxed = "can_auto_approve_if_sandboxed"
 
+// CapReadsPath marks a tool that reads where its input's "path" says (the
+// current directory when it has none): read, grep, find, ls. A policy
+// approves its calls only inside the readable roots; elsewhere they ask,
+// naming the path (issue 28 item 6).
+const CapReadsPath = "reads_path"
+
 // Call identifies one tool call and the buffer it belongs to.
 type Call struct {
 	ID     string
@@ -58,8 +72,9 @@ type Call struct {
 	// Env configures the built-ins for this call (sandbox, truncation,
 	// read log, shell, …); nil means the defaults.
 	Env *Env
-	// Timeout is tools.default_timeout at the time of the call, for tools
-	// whose Spec sets none; zero means the executor's default.
+	// Timeout is the call's time limit (the host computes it from
+	// tools.timeouts and the tool's own: Timeouts.For); zero means the
+	// tool's Spec.Timeout, else the executor's default.
 	Timeout time.Duration
 }
 

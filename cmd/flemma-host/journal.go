@@ -17,11 +17,14 @@ import (
 	"github.com/flemma-dev/flemma/journal"
 )
 
-const journalUsage = `usage: flemma-host journal [--buffer PATH] [--since DURATION|RFC3339] [--limit N] [--results] [--db PATH]
+const journalUsage = `usage: flemma-host journal [--buffer PATH] [--since DURATION|RFC3339] [--limit N] [--results] [--text] [--db PATH]
 
-Print flemma's tool journal — every tool call (started, finished, interrupted)
-and every approval decision — as JSON lines on stdout, one object per line,
-oldest first. Each object has "kind": "call" or "event".
+Print flemma's tool journal, its audit log — every tool call (started,
+finished, interrupted) with its arguments, and every decision by anyone
+(policy, the user's approvals and rejections with their reason, resume,
+discard, undo, trust) — as JSON lines on stdout, one object per line,
+oldest first. Each object has "kind": "call" or "event". --buffer FILE
+exports one conversation; --text writes a readable form instead.
 
 The journal is opened read-only: nothing is created, changed or pruned.
 
@@ -45,6 +48,7 @@ func journalMain(args []string, stdout, stderr io.Writer) int {
 	since := flags.String("since", "", "only entries at or after this time: a `DURATION` back from now (90m, 24h, 7d), an RFC 3339 time, or a date (2006-01-02)")
 	limit := flags.Int("limit", 0, "only the newest `N` entries (0: all)")
 	results := flags.Bool("results", false, "include the result text stored for each finished call")
+	asText := flags.Bool("text", false, "a readable form instead of JSON lines (times in UTC)")
 	dbPath := flags.String("db", "", "the journal database `PATH` (default: see below)")
 	flags.Usage = func() {
 		fmt.Fprint(stderr, journalUsage)
@@ -69,7 +73,7 @@ func journalMain(args []string, stdout, stderr io.Writer) int {
 	if *limit < 0 {
 		return fail("--limit %d: want 0 or more", *limit)
 	}
-	f := journal.Filter{Limit: *limit, Results: *results}
+	f := journal.Filter{Limit: *limit, Results: *results, Text: *asText}
 	var err error
 	if f.Since, err = parseSince(*since, time.Now()); err != nil {
 		return fail("%v", err)

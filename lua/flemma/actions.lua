@@ -4,7 +4,6 @@
 local P = require("flemma.protocol")
 local host = require("flemma.host")
 local state = require("flemma.state")
-local tools = require("flemma.tools")
 local M = {}
 
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
@@ -50,15 +49,9 @@ function M.cycle(bufnr)
     notify(err, vim.log.levels.ERROR)
     return nil
   end
-  if not tools.is_ready() then
-    notify("Waiting for tool definitions to load…", vim.log.levels.WARN)
-    tools.when_ready(function()
-      if vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_get_current_buf() == bufnr then
-        M.cycle(bufnr)
-      end
-    end)
-    return { phase = "waiting" }
-  end
+  -- Tool sources still resolving: the host's gate holds the step (it says
+  -- so) and runs it for this buffer when they are ready, wherever the
+  -- cursor is then.
   -- Leave insert mode: typing into the buffer while flemma locks it would
   -- go nowhere (E21), and a response streaming in must not meet keys.
   if vim.fn.mode():sub(1, 1) == "i" then
@@ -73,6 +66,20 @@ function M.execute_at_cursor(bufnr)
   bufnr = current(bufnr)
   local line = vim.api.nvim_win_get_cursor(0)[1]
   M.call(P.execute_at, { bufnr, line })
+end
+
+--- Approve every call of the message under the cursor that waits for a
+--- decision (:Flemma tool:approve-all): each is the user's own approval.
+function M.approve_all(bufnr)
+  bufnr = current(bufnr)
+  M.call(P.set_status_all, { bufnr, vim.api.nvim_win_get_cursor(0)[1], "approved", "" })
+end
+
+--- Reject every call of the message under the cursor that waits for a
+--- decision (:Flemma tool:reject-all [reason]).
+function M.reject_all(bufnr, reason)
+  bufnr = current(bufnr)
+  M.call(P.set_status_all, { bufnr, vim.api.nvim_win_get_cursor(0)[1], "rejected", reason or "" })
 end
 
 --- Cancel running tools of a buffer (<C-c>).

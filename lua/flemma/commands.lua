@@ -59,6 +59,12 @@ M.subcommands = {
     end
     host_call(P.set_status, { buf(), line(), "rejected", table.concat(args, " ") })
   end,
+  ["tool:approve-all"] = function()
+    actions.approve_all(buf())
+  end,
+  ["tool:reject-all"] = function(args)
+    actions.reject_all(buf(), table.concat(args, " "))
+  end,
   ["tool:diff"] = function()
     diffview.at_cursor(buf())
   end,

@@ -82,14 +82,21 @@ M.defaults = {
     require_approval = true,
     auto_approve = { "$default" }, -- list | function(tool_name, input, ctx) | "module.path"
     auto_approve_sandboxed = true,
-    -- Calls to bash, write, edit (and tools with the "side_effects" capability)
-    -- that were already in a file when it was opened are never auto-approved;
-    -- true lets the policy approve them too.
+    -- Calls that were already in a file when it was opened (or were read or pasted into a buffer)
+    -- are never approved by the policy: they ask until you approve them or :Flemma trust the file.
+    -- true lets the policy decide them too, as if every file were trusted.
     auto_approve_file_calls = false,
     presets = {}, -- ["$name"] = { approve = {...}, deny = {...} }
     autopilot = { enabled = true, max_turns = 100 }, -- a boolean is shorthand for { enabled = b }
     max_concurrent = 2, -- 0 = unlimited
-    default_timeout = 30, -- seconds
+    -- The calls of one response that run; the later ones get an error result saying so (0 = no limit).
+    max_calls_per_response = 32,
+    default_timeout = 30, -- seconds: the "default" class of timeouts (timeouts.default wins when set)
+    -- Time limits by class, in seconds: a tool's name, a tag (a class of tools: "filesystem",
+    -- "shell", "mcp", your tools' tags) or "default". A tool's name beats its tags, its tags its own
+    -- timeout (a definition's), and that the default. bash takes its limit as its default and as
+    -- the cap of the timeout the model asks for.
+    timeouts = { bash = 300 },
     cursor_after_result = "result", -- "result" | "stay" | "next"
     modules = {},
     truncate = { max_lines = 2000, max_bytes = 51200 },
@@ -122,6 +129,10 @@ M.defaults = {
     -- Roots write/edit (and bash under bubblewrap) may change. "/" and $HOME
     -- themselves, and their ancestors, are never roots.
     writable = { "urn:flemma:cwd", "urn:flemma:buffer:path", "${TMPDIR:-/tmp}" },
+    -- Roots besides the writable ones where read, grep, find and ls run by policy (same forms as
+    -- writable). A read anywhere else asks first, naming the path; { "/" } reads everywhere by
+    -- policy, as flemma did before this rule. deny_read is refused everywhere.
+    readable = {},
     -- Never read by any tool, and hidden from bash under bubblewrap. "!glob"
     -- keeps a base name readable (templates of .env files).
     deny_read = {
@@ -170,6 +181,8 @@ M.defaults = {
   -- Buffer-local keys of chat buffers; false (or "") leaves a key unmapped.
   keymaps = {
     send = "<C-]>", tool_execute = "<M-CR>", cancel = "<C-c>",
+    -- every call of the message under the cursor that waits for a decision (unmapped by default)
+    tool_approve_all = false, tool_reject_all = false,
     tool_diff = "<CR>", -- on a pending write/edit: its diff in a new tab (elsewhere <CR> stays <CR>)
     next_message = "]m", prev_message = "[m", -- motions (normal, visual, operator-pending)
     next_tool = "]t", prev_tool = "[t", -- Tool Use and Tool Result blocks
@@ -210,6 +223,7 @@ local list_keys = {
   ["tools.auto_approve"] = true,
   ["tools.modules"] = true,
   ["sandbox.writable"] = true,
+  ["sandbox.readable"] = true,
   ["sandbox.deny_read"] = true,
   ["sandbox.env_deny"] = true,
 }
@@ -237,6 +251,7 @@ local checks = {
   ["tools.presets"] = { "table" },
   ["tools.autopilot"] = { "table", "boolean" },
   ["tools.max_concurrent"] = { "number" },
+  ["tools.max_calls_per_response"] = { "number" },
   ["tools.default_timeout"] = { "number" },
   ["tools.cursor_after_result"] = { "string", one_of = { "result", "stay", "next" } },
   ["tools.modules"] = { "table" },
@@ -272,6 +287,8 @@ local checks = {
   ["keymaps.tool_execute"] = { "string", "boolean" },
   ["keymaps.cancel"] = { "string", "boolean" },
   ["keymaps.tool_diff"] = { "string", "boolean" },
+  ["keymaps.tool_approve_all"] = { "string", "boolean" },
+  ["keymaps.tool_reject_all"] = { "string", "boolean" },
   ["keymaps.next_message"] = { "string", "boolean" },
   ["keymaps.prev_message"] = { "string", "boolean" },
   ["keymaps.next_tool"] = { "string", "boolean" },
@@ -357,6 +374,7 @@ end
 local open_maps = {
   ["tools.presets"] = true,
   ["tools.bash.env"] = true,
+  ["tools.timeouts"] = true,
   ["parameters.anthropic"] = true,
   ["parameters.openai"] = true,
   ["parameters.vertex"] = true,
@@ -668,6 +686,21 @@ function M.resolve(user)
   check_models(cfg, errors, warnings)
   check_mcp_servers(cfg, errors, warnings)
   check_limits(cfg, errors)
+  if type(cfg.tools.timeouts) == "table" then
+    for k, v in pairs(cfg.tools.timeouts) do
+      if type(k) ~= "string" or type(v) ~= "number" or v <= 0 then
+        table.insert(
+          errors,
+          string.format(
+            "tools.timeouts.%s: expected a number of seconds > 0, got %s (ignored)",
+            tostring(k),
+            vim.inspect(v)
+          )
+        )
+        cfg.tools.timeouts[k] = nil
+      end
+    end
+  end
   if type(cfg.tools.autopilot) == "boolean" then
     cfg.tools.autopilot = { enabled = cfg.tools.autopilot, max_turns = M.defaults.tools.autopilot.max_turns }
   end

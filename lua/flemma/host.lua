@@ -325,6 +325,7 @@ function M.ensure(cfg)
   -- Tool chains, after the tools their steps call.
   send_defs(chan, P.define_chains, tools._wire_chains(), "tool chains")
   tools.load_modules()
+  tools._report_sources() -- async sources still resolving: the host's steps wait for them
   -- Approval resolvers registered in Lua (flemma.tools.approval keeps them
   -- in flemma.state), by name.
   local names = vim.tbl_keys(state.resolvers)

@@ -167,6 +167,12 @@ function M.attach(bufnr)
   map({ "n", "i" }, km.cancel, function()
     actions.cancel(bufnr)
   end, "cancel the running request or tools")
+  map("n", km.tool_approve_all, function()
+    actions.approve_all(bufnr)
+  end, "approve every waiting call of the message under the cursor")
+  map("n", km.tool_reject_all, function()
+    actions.reject_all(bufnr, "")
+  end, "reject every waiting call of the message under the cursor")
   -- <CR> opens the diff of a pending write/edit; elsewhere it stays <CR>
   -- (and it is not mapped at all when another mapping has it).
   if type(km.tool_diff) == "string" and km.tool_diff ~= "" and vim.fn.maparg(km.tool_diff, "n") == "" then

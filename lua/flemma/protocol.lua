@@ -49,4 +49,6 @@ return {
   approval_list = "flemma.approval_list",
   tool_done = "flemma.tool_done",
   editor_done = "flemma.editor_done", -- notification (token, answer): lua/flemma/editor.lua
+  sources_pending = "flemma.sources_pending", -- (n): async tool sources still resolving; steps wait for 0
+  set_status_all = "flemma.set_status_all", -- (bufnr, line, status, message): every waiting call of the message
 }

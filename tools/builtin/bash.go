@@ -21,7 +21,7 @@ import (
 type BashInput struct {
 	Command string   `json:"command" desc:"The shell command to run"`
 	Label   string   `json:"label" desc:"A short human-readable label for this operation"`
-	Timeout *float64 `json:"timeout" desc:"Timeout in seconds (default: 30)"`
+	Timeout *float64 `json:"timeout" desc:"Timeout in seconds (default and maximum: the configured limit, 300 unless the user changed it)"`
 }
 
 // Bash is the bash built-in: `<shell> -c <command>` in the chat file's
@@ -40,11 +40,12 @@ func Bash() tools.Tool {
 		Tags:         []string{"shell", "command"},
 		Async:        true,
 		Enabled:      true,
-		// bash enforces its own timeout (the input's, else
-		// tools.default_timeout, capped by Env.MaxTimeout) so that it can
-		// report it in the reference's words; the executor's deadline is
-		// only a backstop.
-		Timeout: 24 * time.Hour,
+		// bash enforces its own timeout (the input's, else the Env's
+		// default, capped by Env.MaxTimeout: the host sets both to the
+		// call's tools.timeouts class) so that it can report it in the
+		// reference's words; the executor's deadline is only a backstop.
+		Timeout:   24 * time.Hour,
+		SelfTimed: true,
 	}, runBash)
 }
 

@@ -28,15 +28,15 @@ type FindInput struct {
 // output is sorted.
 func Find() tools.Tool {
 	return tools.Typed(tools.Spec{
-		Name:      "find",
-		Truncates: true,
+		Name:         "find",
+		Capabilities: []string{tools.CapReadsPath},
+		Truncates:    true,
 		Description: "Find files by glob, like fd: .gitignore/.ignore are respected and hidden files skipped. " +
 			"A pattern without a slash matches file names (*.go), one with a slash the path below the search directory (src/**/*.ts). " +
 			"Paths are relative to the chat file's directory, sorted; at most limit results (default 500).",
 		Tags:    []string{"filesystem", "readonly", "search"},
 		Async:   true,
 		Enabled: true,
-		Timeout: 30 * time.Second,
 	}, runFind)
 }
 

@@ -32,15 +32,15 @@ type GrepInput struct {
 // and deterministic output sorted by path and line.
 func Grep() tools.Tool {
 	return tools.Typed(tools.Spec{
-		Name:      "grep",
-		Truncates: true,
+		Name:         "grep",
+		Capabilities: []string{tools.CapReadsPath},
+		Truncates:    true,
 		Description: "Search file contents for a regular expression, like ripgrep: .gitignore/.ignore are respected, " +
 			"hidden and binary files are skipped. Output lines are path:line:text, sorted by path, each cut at 500 bytes; " +
 			"at most limit matches (default 100).",
 		Tags:    []string{"filesystem", "readonly", "search"},
 		Async:   true,
 		Enabled: true,
-		Timeout: 30 * time.Second,
 	}, runGrep)
 }
 

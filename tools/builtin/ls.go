@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
@@ -27,13 +26,13 @@ type LsInput struct {
 // each sorted case-insensitively, up to a depth and a limit.
 func Ls() tools.Tool {
 	return tools.Typed(tools.Spec{
-		Name:      "ls",
-		Truncates: true,
+		Name:         "ls",
+		Capabilities: []string{tools.CapReadsPath},
+		Truncates:    true,
 		Description: "List a directory: directories first (ending in /), then files, sorted. Hidden entries are included. " +
 			"max_depth lists subdirectories too (paths relative to the listed directory); symlinks are not followed.",
 		Tags:    []string{"filesystem", "readonly"},
 		Enabled: true,
-		Timeout: 30 * time.Second,
 	}, runLs)
 }
 

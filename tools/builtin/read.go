@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
@@ -35,10 +34,9 @@ func Read() tools.Tool {
 		Description: "Read the contents of a file. Output is truncated to 2000 lines or 50KB, whichever comes first; " +
 			"use offset and limit to read large files in parts (the notice at the end says how to continue). " +
 			"Images and PDFs are returned as a file reference that is attached to the conversation.",
-		Capabilities: []string{"template_tool_result"},
+		Capabilities: []string{"template_tool_result", tools.CapReadsPath},
 		Tags:         []string{"filesystem", "readonly"},
 		Enabled:      true,
-		Timeout:      30 * time.Second,
 	}, runRead)
 }
 

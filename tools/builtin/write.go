@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
@@ -44,7 +43,6 @@ func Write() tools.Tool {
 			"A file that changed since you last read it is refused: read it again first.",
 		Tags:    []string{"filesystem"},
 		Enabled: true,
-		Timeout: 30 * time.Second,
 	}, runWrite)
 }
 
@@ -155,7 +153,6 @@ func Edit() tools.Tool {
 			"A file that changed since you last read it is refused: read it again first.",
 		Tags:    []string{"filesystem"},
 		Enabled: true,
-		Timeout: 30 * time.Second,
 	}, runEdit)
 }
 

@@ -38,6 +38,8 @@ local function wire(def)
     has_preview = type(def.format_preview) == "function",
     has_diff = type(def.diff) == "function",
     has_review = type(def.review) == "function",
+    -- Object schemas are closed (additionalProperties = false) unless the tool opts out.
+    open_schema = def.open_schema == true,
   }
 end
 
@@ -183,12 +185,24 @@ local function add(name, def, source)
   return true
 end
 
+--- Tell the running host how many async sources are still resolving: its
+--- one gate holds every step that decides calls or sends (keys, :Flemma
+--- send, autopilot) until none is, and then goes on for each waiting
+--- buffer wherever the cursor is. Called when a source is added or done
+--- (after the tools it registered were sent) and when a host starts.
+function M._report_sources()
+  if channel.get() then
+    channel.request(P.sources_pending, sources.pending)
+  end
+end
+
 local function source_done(gen, source, err)
   if source.done or gen ~= sources.generation then
     return
   end
   source.done = true
   sources.pending = sources.pending - 1
+  M._report_sources()
   if err ~= nil then
     notify("Async tool source failed: " .. tostring(err))
   end
@@ -206,6 +220,7 @@ end
 
 local function add_source(resolve, timeout, label)
   sources.pending = sources.pending + 1
+  M._report_sources()
   local gen = sources.generation
   local source = { done = false }
   local function done(err)
@@ -214,7 +229,8 @@ local function add_source(resolve, timeout, label)
   local function register(name, def)
     add(name, def, label or "async source")
   end
-  local secs = timeout or state.config().tools.default_timeout or 30
+  local tcfg = state.config().tools
+  local secs = timeout or (type(tcfg.timeouts) == "table" and tcfg.timeouts.default) or tcfg.default_timeout or 30
   vim.defer_fn(function()
     done(string.format("Timed out after %ss", secs))
   end, math.floor(secs * 1000))
