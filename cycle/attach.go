@@ -462,6 +462,9 @@ func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result,
 		rules := attachRules{Budget: h.sendBudget(), Allowed: allowed,
 			Expand: func(ctx context.Context, code string) (string, error) { return h.fm.ExpandContext(ctx, vars, code) }}
 		deny := h.sandboxConfig(fm).EnvDeny
+		if len(deny) == 0 {
+			deny = sandbox.DefaultEnvDeny // as sandbox.New fills it in (flemma-host run without --config)
+		}
 		rules.Redact = func(text string) string { return tools.RedactShapes(tools.Redact(text, nil, deny)) }
 		if !trusted {
 			rules.Project = projectOf(s)
