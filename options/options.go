@@ -12,8 +12,9 @@
 // autopilot on (issue 11, class 5; SPEC §5a). :Flemma autopilot:disable is
 // the user's word: no frontmatter undoes it.
 //
-// The defaults a user reads live in lua/flemma/config.lua only; the Go
-// defaults here serve a host that was never sent a setup.
+// Every option is declared once, in Schema (schema.go): its default, the
+// values it takes and who may set it. lua/flemma/schema.lua is generated
+// from it (go generate ./options).
 //
 // The package is pure: it imports no I/O and no other package of the host
 // but frontmatter's option type.
@@ -102,15 +103,20 @@ type Timeouts struct {
 	FirstByte, Idle, Total time.Duration
 }
 
-// The defaults of the send section (lua/flemma/config.lua has the same).
-const (
-	DefaultRetries       = 4
-	DefaultRetryDelay    = 2 * time.Second
-	DefaultRetryMaxDelay = 60 * time.Second
-	DefaultFirstByte     = 120 * time.Second
-	DefaultIdle          = 120 * time.Second
-	DefaultTotal         = 600 * time.Second
+// The defaults of the send section (the schema's).
+var (
+	DefaultRetries       = int(DefaultNumber("send.retries"))
+	DefaultRetryDelay    = seconds("send.retry_delay")
+	DefaultRetryMaxDelay = seconds("send.retry_max_delay")
+	DefaultFirstByte     = seconds("send.timeouts.first_byte")
+	DefaultIdle          = seconds("send.timeouts.idle")
+	DefaultTotal         = seconds("send.timeouts.total")
 )
+
+// seconds is the default of a duration option, in seconds.
+func seconds(path string) time.Duration {
+	return time.Duration(DefaultNumber(path) * float64(time.Second))
+}
 
 // sendOptions reads setup's send section: nil is the default, a negative
 // number is 0 (no retries, no limit), a delay of 0 the default.
@@ -225,7 +231,7 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 		Thinking:          thinkingString(cfg.Parameters.Thinking),
 		CacheRetention:    cfg.Parameters.CacheRetention,
 		Mode:              cfg.Tools.Mode,
-		MaxConcurrent:     2,
+		MaxConcurrent:     int(DefaultNumber("tools.max_concurrent")),
 		Autopilot:         cfg.Tools.Autopilot.Enabled == nil || *cfg.Tools.Autopilot.Enabled,
 		MaxTurns:          cfg.Tools.Autopilot.MaxTurns,
 		DefaultTimeout:    time.Duration(cfg.Tools.DefaultTimeout * float64(time.Second)),
@@ -234,19 +240,19 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	}
 	e.Retry, e.Timeouts = sendOptions(cfg)
 	if e.Mode == "" {
-		e.Mode = "enabled"
+		e.Mode = Default("tools.mode").(string)
 	}
 	if e.CursorAfterResult == "" {
-		e.CursorAfterResult = "result"
+		e.CursorAfterResult = Default("tools.cursor_after_result").(string)
 	}
 	if e.DefaultTimeout <= 0 {
-		e.DefaultTimeout = 30 * time.Second
+		e.DefaultTimeout = seconds("tools.default_timeout")
 	}
 	if cfg.Tools.MaxConcurrent != nil {
 		e.MaxConcurrent = *cfg.Tools.MaxConcurrent
 	}
 	if e.MaxTurns <= 0 {
-		e.MaxTurns = 100
+		e.MaxTurns = int(DefaultNumber("tools.autopilot.max_turns"))
 	}
 	sections := map[string]map[string]any{"anthropic": cfg.Parameters.Anthropic, "openai": cfg.Parameters.OpenAI, "vertex": cfg.Parameters.Vertex}
 
