@@ -8,10 +8,9 @@ import (
 	"strings"
 )
 
-// Config is the part of the Lua setup() table the host uses
-// (lua/flemma/config.lua holds the defaults a user reads; the few Go
-// defaults below are for a host that was never sent a setup). It arrives as
-// JSON; Lua's empty tables are forgiven (Decode).
+// Config is the part of the Lua setup() table the host uses. Its defaults
+// and the values each key takes are the schema's (schema.go); it arrives as
+// JSON and is decoded key by key (Decode); Lua's empty tables are forgiven.
 type Config struct {
 	Provider   string `json:"provider"`
 	Model      string `json:"model"`
