@@ -203,3 +203,37 @@ func TestHelpListsEveryOption(t *testing.T) {
 		}
 	}
 }
+
+// Config (what the host decodes) and the schema's options the host reads
+// are the same keys: a field added to one and not the other fails here.
+// paths is the plugin's own (Neovim's folders), not an option.
+func TestConfigMatchesSchema(t *testing.T) {
+	fields := map[string]bool{}
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			path := prefix + name
+			if ft := t.Field(i).Type; ft.Kind() == reflect.Struct {
+				walk(ft, path+".")
+			} else {
+				fields[path] = true
+			}
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "")
+	for _, o := range Schema {
+		if !o.LuaOnly && !fields[o.Path] {
+			t.Errorf("%s: the host reads it (not LuaOnly) but Config has no field for it", o.Path)
+		}
+		if o.LuaOnly && fields[o.Path] {
+			t.Errorf("%s: LuaOnly, but Config decodes it", o.Path)
+		}
+		delete(fields, o.Path)
+	}
+	for f := range fields {
+		if !strings.HasPrefix(f, "paths.") {
+			t.Errorf("Config decodes %s, which the schema does not declare", f)
+		}
+	}
+}
