@@ -2,10 +2,12 @@ package cycle
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/flemma-dev/flemma/options"
+	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
@@ -49,5 +51,20 @@ func TestSchemaMatchesToolDefaults(t *testing.T) {
 		OpenFiles: int(num("sandbox.limits.open_files")), CPU: int(num("sandbox.limits.cpu"))}
 	if want := sandbox.DefaultLimits(); !ok || got != want {
 		t.Errorf("schema sandbox.limits = %+v, Go DefaultLimits = %+v", got, want)
+	}
+}
+
+// Every wire the providers speak can be named in providers.<name>.wire.
+func TestSchemaNamesEveryWire(t *testing.T) {
+	var enum []string
+	for _, o := range options.Entries["providers"] {
+		if o.Path == "wire" {
+			enum = o.Enum
+		}
+	}
+	for _, w := range provider.Wires() {
+		if !slices.Contains(enum, w) {
+			t.Errorf("wire %q is not among providers.<name>.wire's values %v", w, enum)
+		}
 	}
 }

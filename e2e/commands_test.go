@@ -228,7 +228,7 @@ func TestModelsSetupChecked(t *testing.T) {
 		m := s.Messages()
 		for _, want := range []string{
 			`unknown option models["my-llm"].max_output_token (did you mean max_output_tokens?)`,
-			`models["my-llm"].thinking: expected one of adaptive, budget, effort, none, got "deep"`,
+			`models["my-llm"].thinking: expected one of "adaptive", "budget", "effort", "none", got "deep"`,
 		} {
 			if !strings.Contains(m, want) {
 				t.Errorf("no %q in the messages:\n%s", want, m)

@@ -101,7 +101,8 @@ func TestOneWrongTypeKeepsTheRest(t *testing.T) {
 // every option of the schema (lua/flemma/schema.lua): a value of the wrong
 // type is reported once with its path, what it takes and the value given,
 // and replaced by the stricter choice or the default; the provider and
-// auto_approve = { "$readonly" } survive it. (options'
+// auto_approve = { "$readonly" } survive it. So for every key of an entry
+// of providers, models and mcp_servers. (options'
 // TestEveryOptionWrongValue is the host's side.)
 func TestEveryOptionWrongValueInLua(t *testing.T) {
 	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
@@ -158,6 +159,24 @@ func TestEveryOptionWrongValueInLua(t *testing.T) {
 					end
 					if not vim.deep_equal(get(cfg, o.path), want) then
 						table.insert(out, o.path .. ": replaced by " .. vim.inspect(get(cfg, o.path)) .. ", want " .. vim.inspect(want))
+					end
+				end
+			end
+			-- The keys of an entry of providers, models, mcp_servers.
+			local prefix = { providers = "providers.x.%s: ", models = 'models["x"].%s: ', mcp_servers = "mcp_servers.x: %s: " }
+			for table_name, keys in pairs(schema.entries) do
+				for _, o in ipairs(keys) do
+					local bad
+					for _, v in ipairs({ "two", 5, true, { x = 1 }, -1, 1.5, { 5 } }) do
+						if not config.check(o, v) then bad = v break end
+					end
+					local entry = table_name == "mcp_servers" and { command = "srv" } or { model = "m" }
+					if table_name == "models" then entry = { context_window = 1000 } end
+					entry[o.path] = bad
+					local cfg, errors = config.resolve({ provider = "openai", [table_name] = { x = entry } })
+					local want = string.format(prefix[table_name], o.path)
+					if bad == nil or #errors ~= 1 or errors[1]:find(want, 1, true) ~= 1 or cfg.provider ~= "openai" then
+						table.insert(out, table_name .. "." .. o.path .. ": errors " .. vim.inspect(errors))
 					end
 				end
 			end

@@ -437,7 +437,34 @@ func Validate(tree map[string]any) []Problem {
 			setPath(tree, o.Path, use)
 		}
 	}
+	// The keys of each entry of providers, models, mcp_servers: a wrong
+	// one is left out, the rest of the entry applies.
+	for _, table := range []string{"mcp_servers", "models", "providers"} {
+		keys := Entries[table]
+		entries, _ := tree[table].(map[string]any)
+		for _, name := range sortedKeys(entries) {
+			entry, ok := entries[name].(map[string]any)
+			if !ok {
+				continue // decodeInto reports it
+			}
+			for _, o := range keys {
+				if v, ok := entry[o.Path]; ok && v != nil && !o.Check(v) {
+					probs = append(probs, Problem{Path: table + "." + name + "." + o.Path, Want: o.Want(), Got: gotString(v), Used: "it is ignored"})
+					delete(entry, o.Path)
+				}
+			}
+		}
+	}
 	return probs
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func getPath(tree map[string]any, path string) any {

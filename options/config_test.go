@@ -125,3 +125,15 @@ func TestDecodeMCPServers(t *testing.T) {
 		t.Errorf("args as a string: %v", probs)
 	}
 }
+
+// An entry's key the schema's Entries refuse (a wire no provider speaks, a
+// fractional token count) is left out; the rest of the entry applies.
+func TestDecodeEntriesChecked(t *testing.T) {
+	c, probs, err := Decode(`{"providers":{"x":{"wire":"grpc","base_url":"http://h/v1"}},"models":{"m":{"context_window":1.5,"thinking":"none"}}}`)
+	if err != nil || len(probs) != 2 || probs[0].Path != "models.m.context_window" || probs[1].Path != "providers.x.wire" {
+		t.Fatalf("problems %v %v", probs, err)
+	}
+	if c.Providers["x"].BaseURL != "http://h/v1" || c.Providers["x"].Wire != "" || c.Models["m"].Thinking != "none" {
+		t.Errorf("the rest of the entries: %+v %+v", c.Providers["x"], c.Models["m"])
+	}
+}

@@ -27,7 +27,22 @@ M.defaults = {
 `)
 	writeTree(&b, "", 1)
 	b.WriteString("}\n\n-- stylua: ignore\nM.options = {\n")
-	for _, o := range Schema {
+	writeOptions(&b, Schema, "  ")
+	b.WriteString("}\n\n-- The keys of one entry of providers, models and mcp_servers.\n-- stylua: ignore\nM.entries = {\n")
+	for _, name := range []string{"mcp_servers", "models", "providers"} {
+		fmt.Fprintf(&b, "  %s = {\n", name)
+		writeOptions(&b, Entries[name], "    ")
+		b.WriteString("  },\n")
+	}
+	b.WriteString("}\n\n-- A boolean standing for a table: tools.autopilot = false is { enabled = false }.\n")
+	b.WriteString("M.shorthands = " + luaLiteral(toAny(Shorthands)) + "\n\nreturn M\n")
+	return []byte(b.String())
+}
+
+// writeOptions writes one line per option: what it takes, and what
+// replaces a wrong value.
+func writeOptions(b *strings.Builder, opts []Option, ind string) {
+	for _, o := range opts {
 		fields := []string{"path = " + luaString(o.Path), "types = " + luaLiteral(o.Types), "want = " + luaString(o.Want()),
 			"scope = " + luaString(o.Scope.String())}
 		if o.Whole {
@@ -60,11 +75,11 @@ M.defaults = {
 		if o.LuaOnly {
 			fields = append(fields, "lua_only = true")
 		}
-		fmt.Fprintf(&b, "  { %s },\n", strings.Join(fields, ", "))
+		if o.Doc != "" && ind != "  " {
+			fields = append(fields, "doc = "+luaString(o.Doc))
+		}
+		fmt.Fprintf(b, "%s{ %s },\n", ind, strings.Join(fields, ", "))
 	}
-	b.WriteString("}\n\n-- A boolean standing for a table: tools.autopilot = false is { enabled = false }.\n")
-	b.WriteString("M.shorthands = " + luaLiteral(toAny(Shorthands)) + "\n\nreturn M\n")
-	return []byte(b.String())
 }
 
 func toAny(m map[string]string) map[string]any {

@@ -277,6 +277,48 @@ var Schema = []Option{
 
 func (o Option) def(v any) Option { o.Default = v; return o }
 
+// Entries are the keys of one entry of an open table whose entries have a
+// shape of their own (providers.<name>, models[<id>], mcp_servers.<name>):
+// Path is the key within the entry. flemma.config checks them (with the
+// few rules a type cannot say: an argv is a list of strings, a server has
+// a command or a url); the host decodes them key by key.
+var Entries = map[string][]Option{
+	"providers": {
+		enum("wire", "", []string{"chat_completions", "openai", "responses", "anthropic", "vertex", "gemini"}, "the API a named provider speaks").def(nil),
+		str("base_url", "", "the endpoint, ending with the version (…/v1)").def(nil),
+		str("model", "", "the model when none is chosen").def(nil),
+		Option{Path: "api_key_env", Types: []string{"string", "table", "boolean"}, Doc: "the variable holding the key: a name, a list, or false for none"},
+		Option{Path: "api_key_cmd", Types: []string{"table"}, List: true, Doc: "a command printing the key, as an argv list (no shell)"},
+		number("api_key_cache", 0, "seconds a command's key is kept").def(nil).anySign(),
+		number("api_key_timeout", 0, "seconds the command may take").def(nil).anySign(),
+		str("api_key_header", "", "send the key in this header as is").def(nil),
+		open("headers", nil, "extra request headers").def(nil),
+		open("extra_body", nil, "fields merged into the JSON body").def(nil),
+		enum("reasoning", "", []string{"reasoning_content", "none"}, "how a Chat Completions server gets its reasoning back").def(nil),
+		str("project", "", "Vertex: the project").def(nil),
+		str("location", "", "Vertex: the location").def(nil),
+		str("file", "", "replay: the script").def(nil),
+		str("github_url", "", "copilot: GitHub Enterprise's sign-in").def(nil),
+		str("github_api_url", "", "copilot: GitHub Enterprise's API").def(nil),
+	},
+	"models": {
+		whole("max_output_tokens", 0, "the most max_tokens the model takes").def(nil),
+		whole("context_window", 0, "input and output, tokens").def(nil),
+		enum("thinking", "", []string{"adaptive", "budget", "effort", "none"}, "the form of thinking it takes").def(nil),
+		number("input_price", 0, "USD per million input tokens").def(nil),
+		number("output_price", 0, "USD per million output tokens").def(nil),
+		number("cache_read_price", 0, "USD per million cache-read tokens").def(nil),
+		number("cache_write_price", 0, "USD per million cache-write tokens").def(nil),
+	},
+	"mcp_servers": {
+		str("command", "", "a program spoken to over stdio").def(nil),
+		Option{Path: "args", Types: []string{"table"}, List: true, Doc: "its arguments (argv, no shell)"},
+		open("env", nil, "variables added to its environment").def(nil),
+		str("url", "", "a streamable HTTP server").def(nil),
+		open("headers", nil, "headers sent with every request").def(nil),
+	},
+}
+
 // anySign: a negative number is taken (as 0: no retries, no limit).
 func (o Option) anySign() Option { o.Min = nil; return o }
 

@@ -237,3 +237,45 @@ func TestConfigMatchesSchema(t *testing.T) {
 		}
 	}
 }
+
+// The keys of an entry of providers, models and mcp_servers (Entries, which
+// flemma.config checks) are the fields the host decodes.
+func TestEntriesMatchConfig(t *testing.T) {
+	for name, typ := range map[string]reflect.Type{"providers": reflect.TypeOf(ProviderConfig{}),
+		"models": reflect.TypeOf(ModelOverride{}), "mcp_servers": reflect.TypeOf(MCPServer{})} {
+		fields := map[string]bool{}
+		for i := 0; i < typ.NumField(); i++ {
+			n, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			fields[n] = true
+		}
+		for _, o := range Entries[name] {
+			if !fields[o.Path] {
+				t.Errorf("%s.<entry>.%s is checked but %s has no field for it", name, o.Path, typ.Name())
+			}
+			if wrongValue(o) == nil {
+				t.Errorf("%s.<entry>.%s takes every value", name, o.Path)
+			}
+			delete(fields, o.Path)
+		}
+		for f := range fields {
+			t.Errorf("%s decodes %s.<entry>.%s, which Entries does not declare", typ.Name(), name, f)
+		}
+	}
+}
+
+// The host's side for the keys of an entry: each wrong value is reported
+// with its path and left out, and the setup's other keys stay.
+func TestEveryEntryKeyWrongValue(t *testing.T) {
+	for table, keys := range Entries {
+		for _, o := range keys {
+			bad := wrongValue(o)
+			tree := map[string]any{"provider": "openai", table: map[string]any{"x": map[string]any{o.Path: bad}}}
+			b, _ := json.Marshal(tree)
+			c, probs, err := Decode(string(b))
+			path := table + ".x." + o.Path
+			if err != nil || len(probs) != 1 || probs[0].Path != path || c.Provider != "openai" {
+				t.Errorf("%s = %v: %v %v, provider %q", path, bad, probs, err, c.Provider)
+			}
+		}
+	}
+}

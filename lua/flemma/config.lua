@@ -53,35 +53,19 @@ local function merge(base, over, path)
   return out
 end
 
--- The keys of a providers.<name> entry and their types.
-local provider_keys = {
-  base_url = { "string" },
-  file = { "string" },
-  project = { "string" },
-  location = { "string" },
-  wire = { "string", one_of = { "chat_completions", "openai", "responses", "anthropic", "vertex", "gemini" } },
-  model = { "string" },
-  api_key_env = { "string", "table", "boolean" },
-  api_key_cmd = { "table" },
-  api_key_cache = { "number" },
-  api_key_timeout = { "number" },
-  api_key_header = { "string" },
-  headers = { "table" },
-  extra_body = { "table" },
-  reasoning = { "string", one_of = { "reasoning_content", "none" } },
-  github_url = { "string" },
-  github_api_url = { "string" },
-}
+-- The keys of one entry of providers, mcp_servers and models (the schema's
+-- entries), by name.
+local function by_path(list)
+  local out = {}
+  for _, o in ipairs(list) do
+    out[o.path] = o
+  end
+  return out
+end
+local provider_keys = by_path(schema.entries.providers)
 M.provider_keys = provider_keys
-
--- The keys of an mcp_servers.<name> entry and their types.
-local mcp_keys = {
-  command = "string",
-  args = "list",
-  env = "map",
-  url = "string",
-  headers = "map",
-}
+local mcp_keys = by_path(schema.entries.mcp_servers)
+local model_fields = by_path(schema.entries.models)
 
 local function set(t, path, value)
   local parts = vim.split(path, ".", { plain = true })
@@ -100,18 +84,6 @@ local function get(t, path)
   end
   return t
 end
-
--- The fields of one models = { [id] = {…} } entry and their types.
-local model_fields = {
-  max_output_tokens = "number",
-  context_window = "number",
-  thinking = "string",
-  input_price = "number",
-  output_price = "number",
-  cache_read_price = "number",
-  cache_write_price = "number",
-}
-local thinking_forms = { "adaptive", "budget", "effort", "none" }
 
 local function distance(a, b)
   if math.abs(#a - #b) > 2 then
@@ -224,18 +196,14 @@ local function check_providers(cfg, errors, warnings)
           table.insert(warnings, string.format("unknown option %s%s: it is ignored", key, hint))
           entry[k] = nil
         else
-          local ok = vim.tbl_contains(spec, type(v))
-          local why = string.format("expected %s, got %s", table.concat(spec, " or "), type(v))
-          if ok and spec.one_of and not vim.tbl_contains(spec.one_of, v) then
-            ok, why = false, string.format("expected one of %s, got %q", table.concat(spec.one_of, ", "), tostring(v))
-          elseif ok and k == "api_key_env" and v == true then
+          local ok = M.check(spec, v)
+          local why = string.format("expected %s, got %s", spec.want, M.literal(v))
+          if ok and k == "api_key_env" and v == true then
             ok, why = false, "expected a variable name, a list of names, or false (no key)"
-          elseif ok and (k == "api_key_cmd" or k == "api_key_env") and type(v) == "table" and not string_list(v) then
-            ok, why = false, "expected a list of strings (argv: no shell)"
+          elseif ok and k == "api_key_env" and type(v) == "table" and not string_list(v) then
+            ok, why = false, "expected a list of strings"
           elseif ok and k == "headers" and not string_map(v) then
             ok, why = false, "expected a table of header names to string values"
-          elseif ok and k == "extra_body" and next(v) ~= nil and is_list(v) then
-            ok, why = false, "expected a table of body fields, got a list"
           end
           if not ok then
             table.insert(errors, string.format("%s: %s (ignored)", key, why))
@@ -258,8 +226,8 @@ local function check_models(cfg, errors, warnings)
         cfg.models[id] = nil
       else
         for field, v in pairs(entry) do
-          local want = model_fields[field]
-          if not want then
+          local spec = model_fields[field]
+          if not spec then
             local best = closest(field, model_fields)
             table.insert(
               warnings,
@@ -271,11 +239,10 @@ local function check_models(cfg, errors, warnings)
               )
             )
             entry[field] = nil
-          elseif type(v) ~= want or (field == "thinking" and not vim.tbl_contains(thinking_forms, v)) then
-            local what = field == "thinking" and ("one of " .. table.concat(thinking_forms, ", ")) or want
+          elseif not M.check(spec, v) then
             table.insert(
               errors,
-              string.format("%s.%s: expected %s, got %s (it is ignored)", key, field, what, vim.inspect(v))
+              string.format("%s.%s: expected %s, got %s (it is ignored)", key, field, spec.want, M.literal(v))
             )
             entry[field] = nil
           end
@@ -305,19 +272,13 @@ local function check_mcp_servers(cfg, errors, warnings)
       why = "expected a table { command = …, args = {…}, env = {…} } or { url = …, headers = {…} }"
     else
       for k, v in pairs(entry) do
-        local want = mcp_keys[k]
-        if not want then
+        local spec = mcp_keys[k]
+        if not spec then
           table.insert(warnings, string.format("unknown option %s.%s: it is ignored", key, tostring(k)))
           entry[k] = nil
-        elseif want == "string" and type(v) ~= "string" then
-          why = string.format("%s: expected string, got %s", k, type(v))
-        elseif want == "list" and type(v) ~= "table" then
-          why = string.format("%s: expected a list of strings, got %s", k, type(v))
-        elseif want == "list" and not string_list(v) then
-          why = k .. ": expected a list of strings (argv: no shell)"
-        elseif want == "map" and type(v) ~= "table" then
-          why = string.format("%s: expected a table of names to strings, got %s", k, type(v))
-        elseif want == "map" and not string_map(v) then
+        elseif not M.check(spec, v) then
+          why = string.format("%s: expected %s, got %s", k, spec.want, M.literal(v))
+        elseif spec.open and not string_map(v) then
           why = k .. ": expected a table of names to string values"
         end
       end

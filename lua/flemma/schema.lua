@@ -247,6 +247,45 @@ M.options = {
   { path = "fold.input_chars", types = { "number" }, want = "a whole number (0 or more)", scope = "setup", whole = true, min = 0, lua_only = true },
 }
 
+-- The keys of one entry of providers, models and mcp_servers.
+-- stylua: ignore
+M.entries = {
+  mcp_servers = {
+    { path = "command", types = { "string" }, want = "a string", scope = "setup", doc = "a program spoken to over stdio" },
+    { path = "args", types = { "table" }, want = "a list of strings", scope = "setup", list = true, doc = "its arguments (argv, no shell)" },
+    { path = "env", types = { "table" }, want = "a table", scope = "setup", open = true, doc = "variables added to its environment" },
+    { path = "url", types = { "string" }, want = "a string", scope = "setup", doc = "a streamable HTTP server" },
+    { path = "headers", types = { "table" }, want = "a table", scope = "setup", open = true, doc = "headers sent with every request" },
+  },
+  models = {
+    { path = "max_output_tokens", types = { "number" }, want = "a whole number (0 or more)", scope = "setup", whole = true, min = 0, doc = "the most max_tokens the model takes" },
+    { path = "context_window", types = { "number" }, want = "a whole number (0 or more)", scope = "setup", whole = true, min = 0, doc = "input and output, tokens" },
+    { path = "thinking", types = { "string" }, want = "one of \"adaptive\", \"budget\", \"effort\", \"none\"", scope = "setup", one_of = { "adaptive", "budget", "effort", "none" }, doc = "the form of thinking it takes" },
+    { path = "input_price", types = { "number" }, want = "a number (0 or more)", scope = "setup", min = 0, doc = "USD per million input tokens" },
+    { path = "output_price", types = { "number" }, want = "a number (0 or more)", scope = "setup", min = 0, doc = "USD per million output tokens" },
+    { path = "cache_read_price", types = { "number" }, want = "a number (0 or more)", scope = "setup", min = 0, doc = "USD per million cache-read tokens" },
+    { path = "cache_write_price", types = { "number" }, want = "a number (0 or more)", scope = "setup", min = 0, doc = "USD per million cache-write tokens" },
+  },
+  providers = {
+    { path = "wire", types = { "string" }, want = "one of \"chat_completions\", \"openai\", \"responses\", \"anthropic\", \"vertex\", \"gemini\"", scope = "setup", one_of = { "chat_completions", "openai", "responses", "anthropic", "vertex", "gemini" }, doc = "the API a named provider speaks" },
+    { path = "base_url", types = { "string" }, want = "a string", scope = "setup", doc = "the endpoint, ending with the version (…/v1)" },
+    { path = "model", types = { "string" }, want = "a string", scope = "setup", doc = "the model when none is chosen" },
+    { path = "api_key_env", types = { "string", "table", "boolean" }, want = "a string or a table or a boolean", scope = "setup", doc = "the variable holding the key: a name, a list, or false for none" },
+    { path = "api_key_cmd", types = { "table" }, want = "a list of strings", scope = "setup", list = true, doc = "a command printing the key, as an argv list (no shell)" },
+    { path = "api_key_cache", types = { "number" }, want = "a number", scope = "setup", doc = "seconds a command's key is kept" },
+    { path = "api_key_timeout", types = { "number" }, want = "a number", scope = "setup", doc = "seconds the command may take" },
+    { path = "api_key_header", types = { "string" }, want = "a string", scope = "setup", doc = "send the key in this header as is" },
+    { path = "headers", types = { "table" }, want = "a table", scope = "setup", open = true, doc = "extra request headers" },
+    { path = "extra_body", types = { "table" }, want = "a table", scope = "setup", open = true, doc = "fields merged into the JSON body" },
+    { path = "reasoning", types = { "string" }, want = "one of \"reasoning_content\", \"none\"", scope = "setup", one_of = { "reasoning_content", "none" }, doc = "how a Chat Completions server gets its reasoning back" },
+    { path = "project", types = { "string" }, want = "a string", scope = "setup", doc = "Vertex: the project" },
+    { path = "location", types = { "string" }, want = "a string", scope = "setup", doc = "Vertex: the location" },
+    { path = "file", types = { "string" }, want = "a string", scope = "setup", doc = "replay: the script" },
+    { path = "github_url", types = { "string" }, want = "a string", scope = "setup", doc = "copilot: GitHub Enterprise's sign-in" },
+    { path = "github_api_url", types = { "string" }, want = "a string", scope = "setup", doc = "copilot: GitHub Enterprise's API" },
+  },
+}
+
 -- A boolean standing for a table: tools.autopilot = false is { enabled = false }.
 M.shorthands = { ["tools.autopilot"] = "enabled" }
 
