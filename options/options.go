@@ -113,6 +113,15 @@ var (
 	DefaultTotal         = seconds("send.timeouts.total")
 )
 
+// Resolve's fallbacks (the schema's defaults).
+var (
+	defaultMaxConcurrent     = int(DefaultNumber("tools.max_concurrent"))
+	defaultMaxTurns          = int(DefaultNumber("tools.autopilot.max_turns"))
+	defaultToolTimeout       = seconds("tools.default_timeout")
+	defaultMode              = Default("tools.mode").(string)
+	defaultCursorAfterResult = Default("tools.cursor_after_result").(string)
+)
+
 // seconds is the default of a duration option, in seconds.
 func seconds(path string) time.Duration {
 	return time.Duration(DefaultNumber(path) * float64(time.Second))
@@ -231,7 +240,7 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 		Thinking:          thinkingString(cfg.Parameters.Thinking),
 		CacheRetention:    cfg.Parameters.CacheRetention,
 		Mode:              cfg.Tools.Mode,
-		MaxConcurrent:     int(DefaultNumber("tools.max_concurrent")),
+		MaxConcurrent:     defaultMaxConcurrent,
 		Autopilot:         cfg.Tools.Autopilot.Enabled == nil || *cfg.Tools.Autopilot.Enabled,
 		MaxTurns:          cfg.Tools.Autopilot.MaxTurns,
 		DefaultTimeout:    time.Duration(cfg.Tools.DefaultTimeout * float64(time.Second)),
@@ -240,19 +249,19 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	}
 	e.Retry, e.Timeouts = sendOptions(cfg)
 	if e.Mode == "" {
-		e.Mode = Default("tools.mode").(string)
+		e.Mode = defaultMode
 	}
 	if e.CursorAfterResult == "" {
-		e.CursorAfterResult = Default("tools.cursor_after_result").(string)
+		e.CursorAfterResult = defaultCursorAfterResult
 	}
 	if e.DefaultTimeout <= 0 {
-		e.DefaultTimeout = seconds("tools.default_timeout")
+		e.DefaultTimeout = defaultToolTimeout
 	}
 	if cfg.Tools.MaxConcurrent != nil {
 		e.MaxConcurrent = *cfg.Tools.MaxConcurrent
 	}
 	if e.MaxTurns <= 0 {
-		e.MaxTurns = int(DefaultNumber("tools.autopilot.max_turns"))
+		e.MaxTurns = defaultMaxTurns
 	}
 	sections := map[string]map[string]any{"anthropic": cfg.Parameters.Anthropic, "openai": cfg.Parameters.OpenAI, "vertex": cfg.Parameters.Vertex}
 
