@@ -101,7 +101,8 @@ func TestOneWrongTypeKeepsTheRest(t *testing.T) {
 // every option of the schema (lua/flemma/schema.lua): a value of the wrong
 // type is reported once with its path, what it takes and the value given,
 // and replaced by the stricter choice or the default; the provider and
-// auto_approve = { "$readonly" } survive it. So for every key of an entry
+// auto_approve = { "$readonly" } survive it. So for every table of options
+// given as something else (tools = "x"), and for every key of an entry
 // of providers, models and mcp_servers. (options'
 // TestEveryOptionWrongValue is the host's side.)
 func TestEveryOptionWrongValueInLua(t *testing.T) {
@@ -160,6 +161,26 @@ func TestEveryOptionWrongValueInLua(t *testing.T) {
 					if not vim.deep_equal(get(cfg, o.path), want) then
 						table.insert(out, o.path .. ": replaced by " .. vim.inspect(get(cfg, o.path)) .. ", want " .. vim.inspect(want))
 					end
+				end
+			end
+			-- A table of options given as something else: reported once,
+			-- its options get their defaults (autopilot: off).
+			local groups = {}
+			for _, o in ipairs(schema.options) do
+				local parts = vim.split(o.path, ".", { plain = true })
+				for i = 1, #parts - 1 do
+					groups[table.concat(parts, ".", 1, i)] = true
+				end
+			end
+			for g in pairs(groups) do
+				local user = { provider = "openai" }
+				put(user, g, "x")
+				local cfg, errors = config.resolve(user)
+				if #errors ~= 1 or errors[1]:find(g .. ": expected a table", 1, true) ~= 1 or cfg.provider ~= "openai" or type(get(cfg, g)) ~= "table" then
+					table.insert(out, g .. ' = "x": errors ' .. vim.inspect(errors))
+				end
+				if g == "tools.autopilot" and cfg.tools.autopilot.enabled ~= false then
+					table.insert(out, 'tools.autopilot = "x" left autopilot on')
 				end
 			end
 			-- The keys of an entry of providers, models, mcp_servers.

@@ -279,3 +279,31 @@ func TestEveryEntryKeyWrongValue(t *testing.T) {
 		}
 	}
 }
+
+// A table that holds options, given as something else (tools = "x"), is
+// reported once and its options get their defaults; autopilot, given a
+// wrong value, is off. The rest of the setup stays.
+func TestEveryGroupWrongValue(t *testing.T) {
+	groups := map[string]bool{}
+	for _, o := range Schema {
+		parts := strings.Split(o.Path, ".")
+		for i := 1; i < len(parts); i++ {
+			groups[strings.Join(parts[:i], ".")] = true
+		}
+	}
+	for g := range groups {
+		if _, isOption := Lookup(g); isOption {
+			t.Errorf("%s is both an option and a table of options", g)
+		}
+		tree := map[string]any{"provider": "openai"}
+		setPath(tree, g, "x")
+		b, _ := json.Marshal(tree)
+		c, probs, err := Decode(string(b))
+		if err != nil || len(probs) != 1 || probs[0].Path != g || c.Provider != "openai" {
+			t.Errorf("%s = \"x\": %v %v, provider %q", g, probs, err, c.Provider)
+		}
+		if g == "tools.autopilot" && Resolve(c, Runtime{}, Buffer{}).Autopilot {
+			t.Errorf("tools.autopilot = \"x\" left autopilot on")
+		}
+	}
+}
