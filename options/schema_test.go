@@ -307,3 +307,24 @@ func TestEveryGroupWrongValue(t *testing.T) {
 		}
 	}
 }
+
+// The setup as the plugin sends it with every default (the schema's tree),
+// decoded key by key: what each setup() costs the host.
+func BenchmarkDecodeSetup(b *testing.B) {
+	tree := map[string]any{}
+	for _, o := range Schema {
+		if !o.LuaOnly && o.Default != nil {
+			setPath(tree, o.Path, o.Default)
+		}
+	}
+	js, err := json.Marshal(tree)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, probs, err := Decode(string(js)); err != nil || len(probs) > 0 {
+			b.Fatal(err, probs)
+		}
+	}
+}
