@@ -24,7 +24,9 @@ function M.setup(opts)
   -- Each wrong value once, where the user looks (and in :checkhealth);
   -- every other key applies.
   state.setup_errors = errors
-  if #errors > 0 then
+  if #errors == 1 then
+    notify("setup " .. errors[1], vim.log.levels.WARN)
+  elseif #errors > 1 then
     notify("setup: wrong values replaced:\n" .. table.concat(errors, "\n"), vim.log.levels.WARN)
   end
   if warnings and #warnings > 0 then
