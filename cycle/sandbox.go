@@ -131,7 +131,7 @@ func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		Protect:        protect,
 		Fetch: tools.FetchLimits{AllowPrivate: cfg.Tools.Fetch.AllowPrivate, MaxBytes: cfg.Tools.Fetch.MaxBytes,
 			Timeout: secs(cfg.Tools.Fetch.Timeout), MaxRedirects: cfg.Tools.Fetch.MaxRedirects},
-		AfterWrite:     h.afterWrite(),
+		AfterWrite: h.afterWrite(),
 	}, nil
 }
 
