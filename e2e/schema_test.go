@@ -52,7 +52,7 @@ func TestOneWrongTypeKeepsTheRest(t *testing.T) {
 		if n := strings.Count(m, "tools.max_concurrent"); n != 1 || !strings.Contains(m, want) {
 			t.Errorf("want %q once in the messages, found %d:\n%s", want, n, m)
 		}
-		if strings.Contains(m, "host replaced") || strings.Contains(m, "rejected") {
+		if strings.Contains(m, "setup (host)") || strings.Contains(m, "rejected") {
 			t.Errorf("the host reported the setup too:\n%s", m)
 		}
 

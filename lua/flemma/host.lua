@@ -316,7 +316,7 @@ function M.ensure(cfg)
     -- The host applies it key by key; what it says is what it replaced.
     channel.send(chan, P.setup, { js }, function(_, serr)
       if serr then
-        notify("the host replaced setup values: " .. tostring(serr), vim.log.levels.WARN)
+        notify("setup (host): " .. tostring(serr), vim.log.levels.WARN)
       end
     end, { internal = true })
   else

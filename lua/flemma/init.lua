@@ -44,7 +44,7 @@ function M.setup(opts)
     -- anything sent after it.
     host.request_async(P.setup, { js }, function(_, err)
       if err then
-        notify("the host replaced setup values: " .. err, vim.log.levels.WARN)
+        notify("setup (host): " .. err, vim.log.levels.WARN)
       end
     end, false, true)
     host.refresh_catalogue()
