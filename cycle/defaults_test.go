@@ -1,76 +1,70 @@
 package cycle
 
 import (
-	"path/filepath"
 	"reflect"
-	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/flemma-dev/flemma/options"
+	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools/sandbox"
-	lua "github.com/yuin/gopher-lua"
 )
 
-// The Lua defaults (lua/flemma/config.lua) are what a user reads and what
-// setup() sends; the Go defaults are what the tools use when a key is not
-// sent. They must say the same: the security defaults of issue 11 live in
-// both places until one option model replaces them (issue 13).
-func TestLuaDefaultsMatchGo(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(file), "..", "lua", "flemma", "config.lua")
-	L := lua.NewState()
-	defer L.Close()
-	L.SetGlobal("vim", L.NewTable()) // config.lua uses vim.* only inside functions
-	if err := L.DoFile(path); err != nil {
-		t.Fatalf("load %s: %v", path, err)
+// The option schema (options.Schema, from which lua/flemma/schema.lua is
+// generated) is what a user reads and what setup() sends; the sandbox and
+// the send budget keep their own defaults for a host never sent a key
+// (tools/sandbox cannot import options). They must say the same: the
+// security defaults of issue 11.
+func TestSchemaMatchesToolDefaults(t *testing.T) {
+	list := func(path string) []string { return options.Default(path).([]string) }
+	num := func(path string) float64 { return options.DefaultNumber(path) }
+	if got := list("sandbox.deny_read"); !reflect.DeepEqual(got, sandbox.DefaultDenyRead) {
+		t.Errorf("schema sandbox.deny_read = %q\nGo DefaultDenyRead = %q", got, sandbox.DefaultDenyRead)
 	}
-	luaSandbox := L.GetField(L.GetField(L.Get(-1), "defaults"), "sandbox")
-	list := func(key string) []string {
-		var out []string
-		L.GetField(luaSandbox, key).(*lua.LTable).ForEach(func(_, v lua.LValue) { out = append(out, v.String()) })
-		return out
+	if got := list("sandbox.env_deny"); !reflect.DeepEqual(got, sandbox.DefaultEnvDeny) {
+		t.Errorf("schema sandbox.env_deny = %q\nGo DefaultEnvDeny = %q", got, sandbox.DefaultEnvDeny)
 	}
-	if got := list("deny_read"); !reflect.DeepEqual(got, sandbox.DefaultDenyRead) {
-		t.Errorf("config.lua sandbox.deny_read = %q\nGo DefaultDenyRead = %q", got, sandbox.DefaultDenyRead)
+	if got := list("sandbox.writable"); !reflect.DeepEqual(got, sandbox.DefaultWritable) {
+		t.Errorf("schema sandbox.writable = %q\nGo DefaultWritable = %q", got, sandbox.DefaultWritable)
 	}
-	if got := list("env_deny"); !reflect.DeepEqual(got, sandbox.DefaultEnvDeny) {
-		t.Errorf("config.lua sandbox.env_deny = %q\nGo DefaultEnvDeny = %q", got, sandbox.DefaultEnvDeny)
+	d := sandbox.DefaultConfig()
+	if options.Default("sandbox.network") != d.Network || options.Default("sandbox.unix_sockets") != d.UnixSockets ||
+		options.Default("sandbox.enabled") != d.Enabled {
+		t.Errorf("schema sandbox.network/unix_sockets/enabled = %v/%v/%v, Go %v/%v/%v", options.Default("sandbox.network"),
+			options.Default("sandbox.unix_sockets"), options.Default("sandbox.enabled"), d.Network, d.UnixSockets, d.Enabled)
 	}
-	if got := list("writable"); !reflect.DeepEqual(got, sandbox.DefaultWritable) {
-		t.Errorf("config.lua sandbox.writable = %q\nGo DefaultWritable = %q", got, sandbox.DefaultWritable)
-	}
-	if got := L.GetField(luaSandbox, "network"); got != lua.LBool(sandbox.DefaultConfig().Network) {
-		t.Errorf("config.lua sandbox.network = %v, Go default %v", got, sandbox.DefaultConfig().Network)
-	}
-	timeouts := map[string]float64{}
-	L.GetField(L.GetField(L.GetField(L.Get(-1), "defaults"), "tools"), "timeouts").(*lua.LTable).ForEach(func(k, v lua.LValue) {
-		timeouts[k.String()] = float64(v.(lua.LNumber))
-	})
-	if !reflect.DeepEqual(timeouts, options.DefaultToolTimeouts) {
-		t.Errorf("config.lua tools.timeouts = %v, Go options.DefaultToolTimeouts = %v", timeouts, options.DefaultToolTimeouts)
-	}
-	budget := L.GetField(L.GetField(L.GetField(L.Get(-1), "defaults"), "send"), "budget")
-	for key, want := range map[string]float64{
-		"template_ms":      float64(DefaultTemplateTime.Milliseconds()),
-		"template_bytes":   DefaultTemplateBytes,
-		"references":       DefaultReferences,
-		"attachment_bytes": DefaultAttachmentBytes,
+	for path, want := range map[string]float64{
+		"send.budget.template_ms":      float64(DefaultTemplateTime / time.Millisecond),
+		"send.budget.template_bytes":   DefaultTemplateBytes,
+		"send.budget.references":       DefaultReferences,
+		"send.budget.attachment_bytes": DefaultAttachmentBytes,
 	} {
-		if got := L.GetField(budget, key); got != lua.LNumber(want) {
-			t.Errorf("config.lua send.budget.%s = %v, Go default %v", key, got, want)
+		if got := num(path); got != want {
+			t.Errorf("schema %s = %v, Go default %v", path, got, want)
 		}
-	}
-	if got := L.GetField(luaSandbox, "unix_sockets"); got != lua.LBool(sandbox.DefaultConfig().UnixSockets) {
-		t.Errorf("config.lua sandbox.unix_sockets = %v, Go default %v", got, sandbox.DefaultConfig().UnixSockets)
 	}
 	// sandbox.limits as the host reads them (memory "50%" is half the
 	// machine's) are Go's DefaultLimits.
-	limits := L.GetField(luaSandbox, "limits").(*lua.LTable)
-	num := func(k string) float64 { return float64(L.GetField(limits, k).(lua.LNumber)) }
-	mem, ok := sandbox.ParseMemoryLimit(L.GetField(limits, "memory").String())
-	got := sandbox.Limits{Processes: int(num("processes")), Memory: mem, FileSize: int64(num("file_size")) << 20,
-		OpenFiles: int(num("open_files")), CPU: int(num("cpu"))}
+	mem, ok := sandbox.ParseMemoryLimit(options.Default("sandbox.limits.memory"))
+	got := sandbox.Limits{Processes: int(num("sandbox.limits.processes")), Memory: mem, FileSize: int64(num("sandbox.limits.file_size")) << 20,
+		OpenFiles: int(num("sandbox.limits.open_files")), CPU: int(num("sandbox.limits.cpu"))}
 	if want := sandbox.DefaultLimits(); !ok || got != want {
-		t.Errorf("config.lua sandbox.limits = %+v, Go DefaultLimits = %+v", got, want)
+		t.Errorf("schema sandbox.limits = %+v, Go DefaultLimits = %+v", got, want)
+	}
+}
+
+// Every wire the providers speak can be named in providers.<name>.wire.
+func TestSchemaNamesEveryWire(t *testing.T) {
+	var enum []string
+	for _, o := range options.Entries["providers"] {
+		if o.Path == "wire" {
+			enum = o.Enum
+		}
+	}
+	for _, w := range provider.Wires() {
+		if !slices.Contains(enum, w) {
+			t.Errorf("wire %q is not among providers.<name>.wire's values %v", w, enum)
+		}
 	}
 }

@@ -40,12 +40,15 @@ type Engine struct {
 	fm        *frontmatter.Evaluator
 	chain     *approval.Chain
 
-	mu      sync.Mutex
-	diffs   map[[sha256.Size]byte][]MarkLine // diff previews by diffKey (bounded)
-	cfg     options.Config
-	rt      options.Runtime // :Flemma switch and :Flemma autopilot
-	presets *approval.Presets
-	bufs    map[int]*bufState // everything the host keeps of each buffer
+	mu    sync.Mutex
+	diffs map[[sha256.Size]byte][]MarkLine // diff previews by diffKey (bounded)
+	cfg   options.Config
+	// setupProblems are the wrong values of the last setup, each replaced
+	// by its fallback (:checkhealth lists them).
+	setupProblems []options.Problem
+	rt            options.Runtime // :Flemma switch and :Flemma autopilot
+	presets       *approval.Presets
+	bufs          map[int]*bufState // everything the host keeps of each buffer
 	// wiped are the buffers Forget dropped. Neovim never reuses a buffer
 	// number, so work that ends after the wipe (a cancelled call, a
 	// response) gets a detached state instead of bringing the buffer's
@@ -332,13 +335,30 @@ func (h *Engine) VersionInfo() (VersionReply, error) {
 }
 
 // Setup installs the plugin's configuration, which the plugin sends as JSON
-// (lua/flemma/config.lua for_host).
+// (lua/flemma/config.lua for_host), key by key: a wrong value is replaced
+// by its fallback (the default, or the stricter choice) and every other
+// key applies. The error lists what was replaced, for the user to see; the
+// configuration is installed all the same.
 func (h *Engine) Setup(configJSON string) error {
-	cfg, err := options.Decode(configJSON)
+	cfg, probs, err := options.Decode(configJSON)
 	if err != nil {
 		return err
 	}
-	return h.configure(cfg)
+	h.mu.Lock()
+	h.setupProblems = probs
+	h.mu.Unlock()
+	cerr := h.configure(cfg)
+	var msgs []string
+	for _, p := range probs {
+		msgs = append(msgs, p.String())
+	}
+	if cerr != nil {
+		msgs = append(msgs, cerr.Error())
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return nil
 }
 
 // configure installs a configuration: the approval chain is rebuilt from it.
@@ -423,6 +443,12 @@ func (h *Engine) Health() (HealthReply, error) {
 	type line = HealthLine
 	var lines []line
 	names := h.Registry.Names()
+	h.mu.Lock()
+	probs := h.setupProblems
+	h.mu.Unlock()
+	for _, p := range probs {
+		lines = append(lines, line{"warn", "setup " + p.String()})
+	}
 	lines = append(lines, line{"ok", fmt.Sprintf("%d tools registered: %s", len(names), strings.Join(names, ", "))})
 	var hidden []string
 	for _, t := range h.Registry.All() {

@@ -118,12 +118,14 @@ func TestUnknownSetupKeysWarn(t *testing.T) {
 	})
 }
 
-// Every key of setup() is checked against the type of its default, and a key
+// Every key of setup() is checked against the schema's type, and a key
 // set to false is no key at all.
 func TestSetupTypesChecked(t *testing.T) {
 	eachNvim(t, `{ tools = { truncate = { max_lines = "many" } }, sandbox = { writable = "." }, keymaps = { cancel = false }, highlights = 5 }`, func(t *testing.T, s *nvimtest.Session) {
 		m := s.Messages()
-		for _, want := range []string{"tools.truncate.max_lines: expected number, got string", "sandbox.writable: expected table, got string", "highlights: expected table, got number (the default is used)"} {
+		for _, want := range []string{`tools.truncate.max_lines: expected a whole number (0 or more), got "many" (the default 2000 is used)`,
+			`sandbox.writable: expected a list of strings, got "." (the default is used: a wrong list keeps its strings; with none, the default roots)`,
+			"highlights: expected a table, got 5 (its defaults are used)"} {
 			if !strings.Contains(m, want) {
 				t.Errorf("no %q in the messages:\n%s", want, m)
 			}
@@ -226,7 +228,7 @@ func TestModelsSetupChecked(t *testing.T) {
 		m := s.Messages()
 		for _, want := range []string{
 			`unknown option models["my-llm"].max_output_token (did you mean max_output_tokens?)`,
-			`models["my-llm"].thinking: expected one of adaptive, budget, effort, none, got "deep"`,
+			`models["my-llm"].thinking: expected one of "adaptive", "budget", "effort", "none", got "deep"`,
 		} {
 			if !strings.Contains(m, want) {
 				t.Errorf("no %q in the messages:\n%s", want, m)

@@ -95,7 +95,7 @@ func TestMCPSetupChecked(t *testing.T) {
 		for _, want := range []string{
 			"mcp_servers.Bad-Name: a server name is lower-case letters and digits",
 			"mcp_servers.both: set command (a stdio server) or url (a streamable HTTP server), one of the two",
-			"mcp_servers.argv: args: expected a list of strings, got string",
+			`mcp_servers.argv: args: expected a list of strings, got "--flag"`,
 			"unknown option mcp_servers.typo.comand: it is ignored",
 		} {
 			if !strings.Contains(m, want) {

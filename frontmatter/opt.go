@@ -194,6 +194,29 @@ var schema = sync.OnceValue(func() *node {
 	}}
 })
 
+// Keys are the keys of flemma.opt by where they are written (tools.max_concurrent,
+// parameters.thinking and its shorthand thinking): true for one a
+// frontmatter sets, false for one it is refused. The option schema's test
+// (options) holds them to its scopes.
+func Keys() map[string]bool {
+	out := map[string]bool{}
+	var walk func(n *node, at string)
+	walk = func(n *node, at string) {
+		switch n.kind {
+		case kindBlocked:
+			out[at] = false
+			return
+		case kindScalar, kindSection, kindApprove, kindTools:
+			out[at] = true
+		}
+		for k, c := range n.fields {
+			walk(c, joinPath(at, k))
+		}
+	}
+	walk(schema(), "")
+	return out
+}
+
 // ---- values ----------------------------------------------------------------
 
 // cfgTable is a table being applied: a Lua table (string keys sorted) or a

@@ -531,9 +531,18 @@ func BuildConfig(o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg, err := options.Decode(string(b))
+	cfg, probs, err := options.Decode(string(b))
 	if err != nil {
 		return "", fmt.Errorf("--config: %w", err)
+	}
+	// A run has nobody to warn while it works: a wrong value stops it
+	// before anything runs.
+	if len(probs) > 0 {
+		msgs := make([]string, len(probs))
+		for i, p := range probs {
+			msgs[i] = p.String()
+		}
+		return "", fmt.Errorf("--config: %s", strings.Join(msgs, "; "))
 	}
 	if _, ok := cfg.AutoApproveList(); !ok {
 		return "", errors.New("tools.auto_approve is a Lua function or module: a headless run has no Lua; give a list (--approve or --config)")

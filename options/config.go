@@ -3,13 +3,14 @@ package options
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 )
 
-// Config is the part of the Lua setup() table the host uses
-// (lua/flemma/config.lua holds the defaults a user reads; the few Go
-// defaults below are for a host that was never sent a setup). It arrives as
-// JSON; Lua's empty tables are forgiven (Decode).
+// Config is the part of the Lua setup() table the host uses. Its defaults
+// and the values each key takes are the schema's (schema.go); it arrives as
+// JSON and is decoded key by key (Decode); Lua's empty tables are forgiven.
 type Config struct {
 	Provider   string `json:"provider"`
 	Model      string `json:"model"`
@@ -257,42 +258,268 @@ type presetJSON struct {
 	Deny    []string `json:"deny"`
 }
 
-// DefaultConfig is the configuration before the plugin sends its setup.
+// DefaultConfig is the configuration before the plugin sends its setup:
+// the schema's defaults (the options the host reads).
 func DefaultConfig() Config {
-	var c Config
-	c.Provider = "anthropic"
-	c.Tools.Mode = "enabled"
-	c.Tools.AutoApprove = json.RawMessage(`["$default"]`)
-	c.Tools.DefaultTimeout = 30
-	c.Tools.Timeouts = map[string]float64{}
-	for k, v := range DefaultToolTimeouts {
-		c.Tools.Timeouts[k] = v
+	tree := map[string]any{}
+	for _, o := range Schema {
+		if !o.LuaOnly && o.Default != nil && !empty(o.Default) {
+			setPath(tree, o.Path, o.Default)
+		}
 	}
-	c.Tools.CursorAfterResult = "result"
-	c.Tools.Autopilot.MaxTurns = 100
+	var c Config
+	b, err := json.Marshal(tree)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err != nil {
+		panic("options: the schema's defaults do not decode: " + err.Error())
+	}
 	return c
 }
 
-// Decode reads the setup the plugin sends (JSON).
-func Decode(configJSON string) (Config, error) {
+func empty(v any) bool {
+	switch x := v.(type) {
+	case []string:
+		return len(x) == 0
+	case map[string]any:
+		return len(x) == 0
+	}
+	return false
+}
+
+// Decode reads the setup the plugin sends (JSON), key by key: a wrong
+// value is a Problem and is replaced by its fallback (the default, or the
+// stricter choice for approval and the sandbox); every other key is
+// applied. The error is for a text that is not JSON at all.
+func Decode(configJSON string) (Config, []Problem, error) {
 	var raw any
 	if err := json.Unmarshal([]byte(configJSON), &raw); err != nil {
-		return DefaultConfig(), fmt.Errorf("setup: %w", err)
+		return DefaultConfig(), nil, fmt.Errorf("setup: %w", err)
 	}
-	return decodeConfig(raw)
+	c, probs := decodeConfig(raw)
+	return c, probs, nil
 }
 
 // decodeConfig turns the decoded setup table into a Config.
-func decodeConfig(raw any) (Config, error) {
+func decodeConfig(raw any) (Config, []Problem) {
+	tree, ok := normalize(raw).(map[string]any)
+	if !ok {
+		if raw == nil {
+			return DefaultConfig(), nil
+		}
+		return DefaultConfig(), []Problem{{Path: "setup", Want: "a table", Got: gotString(normalize(raw)), Used: "the defaults are used"}}
+	}
+	probs := Validate(tree)
+	// What the schema does not describe (an entry of providers, models,
+	// mcp_servers) is decoded key by key too: a value of the wrong type is
+	// dropped and reported, the rest decodes.
 	c := DefaultConfig()
-	b, err := json.Marshal(normalize(raw))
-	if err != nil {
-		return c, fmt.Errorf("setup: %w", err)
+	decodeInto(reflect.ValueOf(&c).Elem(), tree, "", &probs)
+	return c, probs
+}
+
+// decodeInto decodes raw into v one key at a time: structs by their json
+// names, maps entry by entry, everything else whole. A value that does not
+// decode is reported with its path and leaves v as it was.
+func decodeInto(v reflect.Value, raw any, path string, probs *[]Problem) {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
 	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("setup: %w", err)
+	m, isMap := raw.(map[string]any)
+	switch {
+	case raw == nil:
+		// null (Lua's empty table): an empty list or table, as
+		// encoding/json decodes it.
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
+			v.Set(reflect.Zero(v.Type()))
+		}
+		return
+	case v.Kind() == reflect.Struct && isMap:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			if x, ok := m[name]; ok && name != "" && name != "-" {
+				decodeInto(v.Field(i), x, join(name), probs)
+			}
+		}
+		return
+	case v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String && isMap:
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+		for k, x := range m {
+			e := reflect.New(v.Type().Elem()).Elem()
+			if old := v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key())); old.IsValid() {
+				e.Set(old)
+			}
+			before := len(*probs)
+			decodeInto(e, x, join(k), probs)
+			if len(*probs) == before || e.Kind() == reflect.Struct {
+				v.SetMapIndex(reflect.ValueOf(k).Convert(v.Type().Key()), e)
+			}
+		}
+		return
 	}
-	return c, nil
+	b, err := json.Marshal(raw)
+	if err == nil {
+		n := reflect.New(v.Type())
+		if err = json.Unmarshal(b, n.Interface()); err == nil {
+			v.Set(n.Elem())
+			return
+		}
+	}
+	*probs = append(*probs, Problem{Path: path, Want: jsonWant(v.Type()), Got: gotString(raw), Used: "it is ignored"})
+}
+
+// jsonWant says what a Go type takes, for a message.
+func jsonWant(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonWant(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "a list of strings"
+		}
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a table"
+	case reflect.Int, reflect.Int64:
+		return "a whole number"
+	case reflect.Float64:
+		return "a number"
+	}
+	return "a value of type " + t.String()
+}
+
+// Validate checks every option of tree (a setup table, as JSON values)
+// against the schema: a wrong value is replaced by its fallback, and
+// reported. A boolean standing for a table (tools.autopilot = false) is
+// made the table.
+func Validate(tree map[string]any) []Problem {
+	var probs []Problem
+	for path, field := range Shorthands {
+		if b, ok := getPath(tree, path).(bool); ok {
+			setPath(tree, path, map[string]any{field: b})
+		}
+	}
+	bad := map[string]bool{}
+	for _, o := range Schema {
+		// Each table above the option must be a table.
+		parts := strings.Split(o.Path, ".")
+		for i := 1; i < len(parts); i++ {
+			group := strings.Join(parts[:i], ".")
+			v := getPath(tree, group)
+			if v == nil || bad[group] {
+				continue
+			}
+			if _, ok := v.(map[string]any); !ok {
+				bad[group] = true
+				want := "a table"
+				if _, short := Shorthands[group]; short {
+					want = "a table or a boolean"
+				}
+				probs = append(probs, Problem{Path: group, Want: want, Got: gotString(v), Used: "its defaults are used"})
+				deletePath(tree, group)
+				if group == "tools.autopilot" {
+					// Stricter: autopilot off.
+					setPath(tree, "tools.autopilot.enabled", false)
+				}
+			}
+		}
+		v := getPath(tree, o.Path)
+		if v == nil || o.Check(v) {
+			continue
+		}
+		use, how := o.fallbackFor(v)
+		probs = append(probs, Problem{Path: o.Path, Want: o.Want(), Got: gotString(v), Used: how})
+		if use == nil {
+			deletePath(tree, o.Path)
+		} else {
+			setPath(tree, o.Path, use)
+		}
+	}
+	// The keys of each entry of providers, models, mcp_servers: a wrong
+	// one is left out, the rest of the entry applies.
+	for _, table := range []string{"mcp_servers", "models", "providers"} {
+		keys := Entries[table]
+		entries, _ := tree[table].(map[string]any)
+		for _, name := range sortedKeys(entries) {
+			entry, ok := entries[name].(map[string]any)
+			if !ok {
+				continue // decodeInto reports it
+			}
+			for _, o := range keys {
+				if v, ok := entry[o.Path]; ok && v != nil && !o.Check(v) {
+					probs = append(probs, Problem{Path: table + "." + name + "." + o.Path, Want: o.Want(), Got: gotString(v), Used: "it is ignored"})
+					delete(entry, o.Path)
+				}
+			}
+		}
+	}
+	return probs
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func getPath(tree map[string]any, path string) any {
+	var cur any = tree
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	return cur
+}
+
+// setPath sets path in tree, making the tables on the way.
+func setPath(tree map[string]any, path string, v any) {
+	parts := strings.Split(path, ".")
+	m := tree
+	for _, k := range parts[:len(parts)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[k] = next
+		}
+		m = next
+	}
+	m[parts[len(parts)-1]] = v
+}
+
+// deletePath removes path from tree; false when it was not there.
+func deletePath(tree map[string]any, path string) bool {
+	parts := strings.Split(path, ".")
+	m := tree
+	for _, k := range parts[:len(parts)-1] {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return false
+		}
+		m = next
+	}
+	if _, ok := m[parts[len(parts)-1]]; !ok {
+		return false
+	}
+	delete(m, parts[len(parts)-1])
+	return true
 }
 
 // normalize makes msgpack values JSON-marshalable: map[any]any keys become

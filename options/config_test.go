@@ -25,9 +25,9 @@ func TestDecodeConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := decodeConfig(tt.raw)
-			if err != nil {
-				t.Fatalf("decodeConfig(%v) error: %v", tt.raw, err)
+			c, probs := decodeConfig(tt.raw)
+			if len(probs) > 0 {
+				t.Fatalf("decodeConfig(%v) problems: %v", tt.raw, probs)
 			}
 			list, isList := c.AutoApproveList()
 			if isList != tt.isList || (tt.isList && !reflect.DeepEqual(list, tt.wantList)) {
@@ -44,20 +44,21 @@ func TestDecodeConfig(t *testing.T) {
 	}
 }
 
-func TestDecodeConfigRejectsWrongTypes(t *testing.T) {
-	if _, err := decodeConfig(map[string]any{"tools": map[string]any{"max_concurrent": "lots"}}); err == nil {
-		t.Error("decodeConfig accepted max_concurrent = \"lots\"")
+func TestDecodeConfigReportsWrongTypes(t *testing.T) {
+	c, probs := decodeConfig(map[string]any{"provider": "openai", "tools": map[string]any{"max_concurrent": "lots"}})
+	if len(probs) != 1 || probs[0].Path != "tools.max_concurrent" || c.Provider != "openai" {
+		t.Errorf("max_concurrent = \"lots\": %v, provider %q", probs, c.Provider)
 	}
 }
 
 // The key the Vertex error names is the one that reaches the provider, and
 // models = {…} decodes.
 func TestDecodeProvidersAndModels(t *testing.T) {
-	c, err := decodeConfig(map[string]any{"provider": "vertex",
+	c, probs := decodeConfig(map[string]any{"provider": "vertex",
 		"providers": map[string]any{"vertex": map[string]any{"project": "my-proj", "location": "europe-west4"}},
 		"models":    map[string]any{"my-llm": map[string]any{"max_output_tokens": int64(4096), "thinking": "budget", "input_price": 0.5}}})
-	if err != nil {
-		t.Fatal(err)
+	if len(probs) > 0 {
+		t.Fatal(probs)
 	}
 	e := Resolve(c, Runtime{}, Buffer{})
 	if e.Endpoint.Project != "my-proj" || e.Endpoint.Location != "europe-west4" {
@@ -67,8 +68,9 @@ func TestDecodeProvidersAndModels(t *testing.T) {
 	if m.MaxOutputTokens != 4096 || m.Thinking != "budget" || m.InputPrice == nil || *m.InputPrice != 0.5 || m.OutputPrice != nil {
 		t.Errorf("models = %+v", c.Models)
 	}
-	if _, err := decodeConfig(map[string]any{"models": map[string]any{"x": map[string]any{"max_output_tokens": "lots"}}}); err == nil {
-		t.Error("max_output_tokens = \"lots\" was accepted")
+	c, probs = decodeConfig(map[string]any{"models": map[string]any{"x": map[string]any{"max_output_tokens": "lots", "context_window": int64(1000)}}})
+	if len(probs) != 1 || probs[0].Path != "models.x.max_output_tokens" || c.Models["x"].ContextWindow != 1000 {
+		t.Errorf("max_output_tokens = \"lots\": %v, %+v", probs, c.Models)
 	}
 }
 
@@ -90,9 +92,9 @@ func TestSendOptions(t *testing.T) {
 		{"empty lua tables", map[string]any{"send": map[string]any{"timeouts": []any{}}}, Retry{4, 2 * time.Second, 60 * time.Second}, Timeouts{120 * time.Second, 120 * time.Second, 600 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := decodeConfig(tc.raw)
-			if err != nil {
-				t.Fatal(err)
+			c, probs := decodeConfig(tc.raw)
+			if len(probs) > 0 {
+				t.Fatal(probs)
 			}
 			e := Resolve(c, Runtime{}, Buffer{})
 			if e.Retry != tc.retry || e.Timeouts != tc.to {
@@ -103,13 +105,13 @@ func TestSendOptions(t *testing.T) {
 }
 
 func TestDecodeMCPServers(t *testing.T) {
-	c, err := decodeConfig(map[string]any{"mcp_servers": map[string]any{
+	c, probs := decodeConfig(map[string]any{"mcp_servers": map[string]any{
 		"fs":     map[string]any{"command": "mcp-fs", "args": []any{"--root", "."}, "env": map[string]any{"TOKEN": "t"}},
 		"remote": map[string]any{"url": "https://example.invalid/mcp", "headers": map[string]any{"Authorization": "Bearer x"}},
 		"bare":   map[string]any{"command": "srv", "args": []any{}, "env": []any{}}, // Lua's {}
 	}})
-	if err != nil {
-		t.Fatal(err)
+	if len(probs) > 0 {
+		t.Fatal(probs)
 	}
 	want := map[string]MCPServer{
 		"fs":     {Command: "mcp-fs", Args: []string{"--root", "."}, Env: map[string]string{"TOKEN": "t"}},
@@ -119,7 +121,19 @@ func TestDecodeMCPServers(t *testing.T) {
 	if !reflect.DeepEqual(c.MCPServers, want) {
 		t.Fatalf("mcp_servers = %+v, want %+v", c.MCPServers, want)
 	}
-	if _, err := decodeConfig(map[string]any{"mcp_servers": map[string]any{"x": map[string]any{"args": "not a list"}}}); err == nil {
-		t.Error("args as a string was accepted")
+	if _, probs := decodeConfig(map[string]any{"mcp_servers": map[string]any{"x": map[string]any{"args": "not a list"}}}); len(probs) != 1 || probs[0].Path != "mcp_servers.x.args" {
+		t.Errorf("args as a string: %v", probs)
+	}
+}
+
+// An entry's key the schema's Entries refuse (a wire no provider speaks, a
+// fractional token count) is left out; the rest of the entry applies.
+func TestDecodeEntriesChecked(t *testing.T) {
+	c, probs, err := Decode(`{"providers":{"x":{"wire":"grpc","base_url":"http://h/v1"}},"models":{"m":{"context_window":1.5,"thinking":"none"}}}`)
+	if err != nil || len(probs) != 2 || probs[0].Path != "models.m.context_window" || probs[1].Path != "providers.x.wire" {
+		t.Fatalf("problems %v %v", probs, err)
+	}
+	if c.Providers["x"].BaseURL != "http://h/v1" || c.Providers["x"].Wire != "" || c.Models["m"].Thinking != "none" {
+		t.Errorf("the rest of the entries: %+v %+v", c.Providers["x"], c.Models["m"])
 	}
 }

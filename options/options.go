@@ -12,8 +12,9 @@
 // autopilot on (issue 11, class 5; SPEC §5a). :Flemma autopilot:disable is
 // the user's word: no frontmatter undoes it.
 //
-// The defaults a user reads live in lua/flemma/config.lua only; the Go
-// defaults here serve a host that was never sent a setup.
+// Every option is declared once, in Schema (schema.go): its default, the
+// values it takes and who may set it. lua/flemma/schema.lua is generated
+// from it (go generate ./options).
 //
 // The package is pure: it imports no I/O and no other package of the host
 // but frontmatter's option type.
@@ -32,7 +33,7 @@ import (
 // response may make this many calls that run; the rest get an error
 // result saying so (seed 001's batch limit, raised from its 8: models read
 // a dozen files at once).
-const DefaultMaxCallsPerResponse = 32
+var DefaultMaxCallsPerResponse = int(DefaultNumber("tools.max_calls_per_response"))
 
 // Runtime is what the user changed in this session; nil/"" = unchanged.
 type Runtime struct {
@@ -116,18 +117,38 @@ type Timeouts struct {
 }
 
 // DefaultToolTimeouts are tools.timeouts' defaults besides "default"
-// (lua/flemma/config.lua has the same): seconds by tool name or tag.
-var DefaultToolTimeouts = map[string]float64{"bash": 300}
+// (the schema's): seconds by tool name or tag.
+var DefaultToolTimeouts = func() map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range Default("tools.timeouts").(map[string]any) {
+		out[k] = v.(float64)
+	}
+	return out
+}()
 
-// The defaults of the send section (lua/flemma/config.lua has the same).
-const (
-	DefaultRetries       = 4
-	DefaultRetryDelay    = 2 * time.Second
-	DefaultRetryMaxDelay = 60 * time.Second
-	DefaultFirstByte     = 120 * time.Second
-	DefaultIdle          = 120 * time.Second
-	DefaultTotal         = 600 * time.Second
+// The defaults of the send section (the schema's).
+var (
+	DefaultRetries       = int(DefaultNumber("send.retries"))
+	DefaultRetryDelay    = seconds("send.retry_delay")
+	DefaultRetryMaxDelay = seconds("send.retry_max_delay")
+	DefaultFirstByte     = seconds("send.timeouts.first_byte")
+	DefaultIdle          = seconds("send.timeouts.idle")
+	DefaultTotal         = seconds("send.timeouts.total")
 )
+
+// Resolve's fallbacks (the schema's defaults).
+var (
+	defaultMaxConcurrent     = int(DefaultNumber("tools.max_concurrent"))
+	defaultMaxTurns          = int(DefaultNumber("tools.autopilot.max_turns"))
+	defaultToolTimeout       = seconds("tools.default_timeout")
+	defaultMode              = Default("tools.mode").(string)
+	defaultCursorAfterResult = Default("tools.cursor_after_result").(string)
+)
+
+// seconds is the default of a duration option, in seconds.
+func seconds(path string) time.Duration {
+	return time.Duration(DefaultNumber(path) * float64(time.Second))
+}
 
 // sendOptions reads setup's send section: nil is the default, a negative
 // number is 0 (no retries, no limit), a delay of 0 the default.
@@ -242,7 +263,7 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 		Thinking:          thinkingString(cfg.Parameters.Thinking),
 		CacheRetention:    cfg.Parameters.CacheRetention,
 		Mode:              cfg.Tools.Mode,
-		MaxConcurrent:     2,
+		MaxConcurrent:     defaultMaxConcurrent,
 		Autopilot:         cfg.Tools.Autopilot.Enabled == nil || *cfg.Tools.Autopilot.Enabled,
 		MaxTurns:          cfg.Tools.Autopilot.MaxTurns,
 		DefaultTimeout:    time.Duration(cfg.Tools.DefaultTimeout * float64(time.Second)),
@@ -251,10 +272,10 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 	}
 	e.Retry, e.Timeouts = sendOptions(cfg)
 	if e.Mode == "" {
-		e.Mode = "enabled"
+		e.Mode = defaultMode
 	}
 	if e.CursorAfterResult == "" {
-		e.CursorAfterResult = "result"
+		e.CursorAfterResult = defaultCursorAfterResult
 	}
 	for k, v := range cfg.Tools.Timeouts {
 		switch d := time.Duration(v * float64(time.Second)); {
@@ -269,7 +290,7 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 		}
 	}
 	if e.DefaultTimeout <= 0 {
-		e.DefaultTimeout = 30 * time.Second
+		e.DefaultTimeout = defaultToolTimeout
 	}
 	if cfg.Tools.MaxConcurrent != nil {
 		e.MaxConcurrent = *cfg.Tools.MaxConcurrent
@@ -279,7 +300,7 @@ func Resolve(cfg Config, rt Runtime, b Buffer) Effective {
 		e.MaxCallsPerResponse = *cfg.Tools.MaxCallsPerResponse
 	}
 	if e.MaxTurns <= 0 {
-		e.MaxTurns = 100
+		e.MaxTurns = defaultMaxTurns
 	}
 	sections := map[string]map[string]any{"anthropic": cfg.Parameters.Anthropic, "openai": cfg.Parameters.OpenAI, "vertex": cfg.Parameters.Vertex}
 

@@ -13,9 +13,9 @@ func ptr[T any](v T) *T { return &v }
 
 func setup(t *testing.T, js string) Config {
 	t.Helper()
-	c, err := Decode(js)
-	if err != nil {
-		t.Fatal(err)
+	c, probs, err := Decode(js)
+	if err != nil || len(probs) > 0 {
+		t.Fatal(err, probs)
 	}
 	return c
 }
@@ -35,6 +35,7 @@ func TestResolve(t *testing.T) {
 	}{
 		{"defaults", `{}`, Runtime{}, nil, false, func(t *testing.T, e Effective) {
 			want := Effective{Provider: "anthropic", Mode: "enabled", Tools: usable, MaxConcurrent: 2, MaxCallsPerResponse: DefaultMaxCallsPerResponse, Autopilot: true, MaxTurns: 100,
+				WebSearchUses: 5, WebFetchUses: 5, // the schema's defaults, as setup() sends them
 				DefaultTimeout: 30e9, ToolTimeouts: map[string]time.Duration{"bash": 300e9}, CursorAfterResult: "result", SandboxEnabled: true,
 				Retry:    Retry{Retries: DefaultRetries, Delay: DefaultRetryDelay, MaxDelay: DefaultRetryMaxDelay},
 				Timeouts: Timeouts{FirstByte: DefaultFirstByte, Idle: DefaultIdle, Total: DefaultTotal}}
@@ -164,17 +165,17 @@ func TestResolve(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	if _, err := Decode(`{"tools":`); err == nil || !strings.HasPrefix(err.Error(), "setup:") {
+	if _, _, err := Decode(`{"tools":`); err == nil || !strings.HasPrefix(err.Error(), "setup:") {
 		t.Errorf("bad JSON: %v", err)
 	}
-	if _, err := Decode(`{"tools":{"max_concurrent":"lots"}}`); err == nil {
-		t.Error("a string max_concurrent was accepted")
+	if _, probs, _ := Decode(`{"tools":{"max_concurrent":"lots"}}`); len(probs) != 1 {
+		t.Errorf("a string max_concurrent: %v", probs)
 	}
 }
 
 // Resolve runs several times per press (categorize, execute, send, status).
 func BenchmarkResolve(b *testing.B) {
-	cfg, _ := Decode(`{"tools":{"max_concurrent":4},"parameters":{"anthropic":{"x":1}}}`)
+	cfg, _, _ := Decode(`{"tools":{"max_concurrent":4},"parameters":{"anthropic":{"x":1}}}`)
 	buf := Buffer{FM: &frontmatter.Options{Tools: []string{"read", "ls"}, MaxTurns: ptr(5), Anthropic: map[string]any{"y": 2}},
 		Usable: []string{"bash", "edit", "find", "grep", "ls", "read", "write"}}
 	b.ReportAllocs()
@@ -188,13 +189,13 @@ func BenchmarkResolve(b *testing.B) {
 // is the default when none is chosen; a frontmatter that switches the
 // provider does not carry a model chosen for another one.
 func TestNamedProviderEndpoint(t *testing.T) {
-	cfg, err := Decode(`{"provider":"anthropic","model":"claude-x","providers":{
+	cfg, probs, err := Decode(`{"provider":"anthropic","model":"claude-x","providers":{
 		"ollama":{"base_url":"http://localhost:11434/v1","model":"qwen3","headers":{"X-A":"1"},"extra_body":{"top_k":20}},
 		"openrouter":{"wire":"chat_completions","api_key_env":"OPENROUTER_API_KEY","api_key_cache":60,"api_key_timeout":5},
 		"openai":{"api_key_env":false,"base_url":"http://localhost:8080"},
 		"vertex":{"api_key_cmd":["gcloud","auth","print-access-token","--account","me"]}}}`)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(probs) > 0 {
+		t.Fatal(err, probs)
 	}
 	get := func(p string, fm *frontmatter.Options) Effective {
 		rt := Runtime{}

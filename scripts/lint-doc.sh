@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # lint-doc.sh — doc/flemma.txt, with the newest provisioned Neovim:
 # :helptags accepts it (no duplicate tag), every |link| names a tag of the
-# file or of Neovim's own help, and every option of lua/flemma/config.lua's
-# defaults is documented (its dotted path appears in the file), and so is
+# file or of Neovim's own help, and every option of the defaults
+# (lua/flemma/schema.lua, through flemma.config) is documented (its dotted path appears in the file), and so is
 # every highlight group plugin/flemma.lua links.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -22,6 +22,12 @@ function M.check()
   end
 
   local cfg = state.config()
+  if #state.setup_errors == 0 then
+    ok("setup: every option has a value it takes")
+  end
+  for _, e in ipairs(state.setup_errors) do
+    warn("setup " .. e)
+  end
   local argv, ferr = host.find(cfg)
   if not argv then
     err(ferr)

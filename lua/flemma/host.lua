@@ -313,7 +313,12 @@ function M.ensure(cfg)
   host.warned_exit = false
   local cok, js = pcall(M.config_json)
   if cok then
-    send_start(chan, P.setup, { js }, "host rejected the configuration")
+    -- The host applies it key by key; what it says is what it replaced.
+    channel.send(chan, P.setup, { js }, function(_, serr)
+      if serr then
+        notify("setup (host): " .. tostring(serr), vim.log.levels.WARN)
+      end
+    end, { internal = true })
   else
     notify("the configuration cannot be sent to the host: " .. tostring(js))
   end

@@ -21,8 +21,13 @@ local notify = require("flemma.notify").new(vim.log.levels.INFO)
 function M.setup(opts)
   local resolved, errors, warnings = config.resolve(opts)
   state.cfg = resolved
-  if #errors > 0 then
-    notify("invalid setup options:\n" .. table.concat(errors, "\n"), vim.log.levels.ERROR)
+  -- Each wrong value once, where the user looks (and in :checkhealth);
+  -- every other key applies.
+  state.setup_errors = errors
+  if #errors == 1 then
+    notify("setup " .. errors[1], vim.log.levels.WARN)
+  elseif #errors > 1 then
+    notify("setup: wrong values replaced:\n" .. table.concat(errors, "\n"), vim.log.levels.WARN)
   end
   if warnings and #warnings > 0 then
     notify(table.concat(warnings, "\n"), vim.log.levels.WARN)
@@ -39,7 +44,7 @@ function M.setup(opts)
     -- anything sent after it.
     host.request_async(P.setup, { js }, function(_, err)
       if err then
-        notify("host rejected the configuration: " .. err, vim.log.levels.ERROR)
+        notify("setup (host): " .. err, vim.log.levels.WARN)
       end
     end, false, true)
     host.refresh_catalogue()

@@ -12,6 +12,10 @@ local M = {}
 --- The effective configuration: what setup() resolved, nil until then.
 M.cfg = nil
 
+--- The wrong values of the last setup(), each replaced ("path: expected
+--- …, got … (what is used)"); :checkhealth lists them.
+M.setup_errors = {}
+
 --- The effective configuration; the defaults when setup() was not called.
 function M.config()
   if not M.cfg then
