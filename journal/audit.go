@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // The audit log (issue 28 item 3): every call with its arguments and its
@@ -73,9 +74,9 @@ func (j *Journal) exportText(ctx context.Context, w io.Writer, f Filter) error {
 // writeEntry writes one exported object (a call or an event) as text.
 func writeEntry(w io.Writer, m map[string]any) {
 	str := func(k string) string { s, _ := m[k].(string); return s }
-	when := strings.Replace(str("time"), "T", " ", 1)
-	if len(when) >= 19 {
-		when = when[:19]
+	when := str("time")
+	if t, err := time.Parse(TimeFormat, when); err == nil {
+		when = t.Local().Format("2006-01-02 15:04:05 MST") // the reader's clock, said
 	}
 	head := fmt.Sprintf("%s  %s  %s  ", when, orDash(str("call_id")), orDash(str("tool")))
 	if m["kind"] == "event" {
