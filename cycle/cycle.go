@@ -513,7 +513,8 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	}
 	if n := len(jobs); n > limit {
 		// The calls max_concurrent holds back are not stuck: say so.
-		h.notify(fmt.Sprintf("Running %d tool calls, %d at a time (tools.max_concurrent = %d): %d wait their turn.", n, limit, limit, n-limit), levelInfo)
+		// One short line: it fits 80 columns and never asks for Enter.
+		h.notify(fmt.Sprintf("%d calls, %d at a time (tools.max_concurrent): %d queued.", n, limit, n-limit), levelInfo)
 	}
 
 	h.background(bufnr, func() {

@@ -511,7 +511,7 @@ func TestSmallPromises(t *testing.T) {
 				t.Errorf("%s (error): %q", id, body)
 			}
 		}
-		waitMessage(t, s, "Running 2 tool calls, 1 at a time (tools.max_concurrent = 1): 1 wait their turn.")
+		waitMessage(t, s, "2 calls, 1 at a time (tools.max_concurrent): 1 queued.")
 		waitIdle(t, s)
 
 		if err := s.Lua(nil, `
