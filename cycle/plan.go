@@ -68,6 +68,7 @@ type categorizePlan struct {
 	Pending      int                         // calls that wait for the user
 	FirstPending string                      // the first of them (the cursor goes there)
 	Log          []string
+	After        buffer.Placed // the text after the edits and its parse (buffer.Place)
 }
 
 // fixedStatus is the status a call gets without asking the approval chain:
@@ -118,11 +119,11 @@ func planCategorize(doc *buffer.Document, lines []string, f categorizeFacts) (ca
 		ps = append(ps, buffer.Placement{ID: tu.ID, Status: st})
 		p.Records = append(p.Records, decided(f.Ledger, tu, st, who))
 	}
-	edits, err := buffer.PlacePlaceholders(doc, lines, ps)
+	placed, err := buffer.Place(doc, lines, ps)
 	if err != nil {
 		return categorizePlan{}, err
 	}
-	p.Edits = edits
+	p.Edits, p.After = placed.Edits, placed
 	return p, nil
 }
 
