@@ -184,23 +184,41 @@ func interruptedRule(c journal.Call, p past) string {
 }
 
 // record appends the decisions of a step to the audit log in one commit.
-func (h *Engine) recordDecisions(key string, doc *buffer.Document, recs []WireRecord) {
+func (h *Engine) recordDecisions(bufnr int, key string, doc *buffer.Document, recs []WireRecord) {
 	j := h.journal()
 	if j == nil || len(recs) == 0 {
 		return
 	}
+	now := time.Now()
 	evs := make([]journal.Event, 0, len(recs))
 	for _, r := range recs {
 		tool := ""
 		if u := doc.Use(r.ID); u != nil {
 			tool = u.Name
 		}
-		evs = append(evs, journal.Event{Buffer: key, CallID: r.ID, Tool: tool, InputHash: r.Hash, Decision: r.Status, DecidedBy: r.By})
+		evs = append(evs, journal.Event{Time: now, Buffer: key, CallID: r.ID, Tool: tool, InputHash: r.Hash, Decision: r.Status, DecidedBy: r.By})
 	}
-	// The journal bounds its own waits (a writer that makes no progress).
-	if err := j.RecordAll(context.Background(), evs); err != nil {
-		h.journalFailed("record decisions", err)
-	}
+	// The audit log is written after the step, off the path of the press
+	// (its synced commit was a third of a categorize on screen, issue 23),
+	// one step after the other in order; Shutdown waits for them. Nothing
+	// reads the log to decide: a call's own row (journalStart) is what
+	// keeps a call from running twice, and it stays durable before the call
+	// starts.
+	h.mu.Lock()
+	prev := h.decisions
+	done := make(chan struct{})
+	h.decisions = done
+	h.mu.Unlock()
+	h.background(bufnr, func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		// The journal bounds its own waits (a writer that makes no progress).
+		if err := j.RecordAll(context.Background(), evs); err != nil {
+			h.journalFailed("record decisions", err)
+		}
+	})
 }
 
 // recoverResults writes the recorded results of calls that finished but
@@ -344,7 +362,7 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 		if err := h.placeResult(bufnr, tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
 			h.logf("tool:undo: note in the result of %s: %v", tu.ID, err)
 		}
-		h.recordDecisions(journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
+		h.recordDecisions(bufnr, journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
 	}
 	if len(failed) > 0 {
 		return reply("undo", fmt.Sprintf("Not undone: %s", strings.Join(failed, "; ")), levelWarn), nil

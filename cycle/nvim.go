@@ -270,7 +270,7 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 				h.remember(bufnr, res.Tick, afterLines, after)
 			}
 			h.commit(bufnr, opts.Records, res.Tick, res.Seq)
-			h.recordDecisions(journalKey(bufnr, s.Name), doc, opts.Records)
+			h.recordDecisions(bufnr, journalKey(bufnr, s.Name), doc, opts.Records)
 			return nil
 		}
 		h.logf("buffer %d changed during a step (tick %d → %d); re-reading", bufnr, s.Tick, res.Tick)

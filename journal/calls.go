@@ -258,13 +258,35 @@ func (j *Journal) Unfinished(ctx context.Context, buffer string) ([]Call, error)
 	return out, nil
 }
 
+const latestQuery = `SELECT ` + callColumns + ` FROM calls
+		WHERE buffer = ? AND call_id = ? ORDER BY id DESC LIMIT 1`
+
+// latestStmt is Latest's query, prepared once (a press looks up each call
+// of the buffer without a result: SQLite compiling the query each time was
+// most of it), or nil when it cannot be prepared (Latest then runs the
+// query as such).
+func (j *Journal) latestStmt() *sql.Stmt {
+	j.latestOnce.Do(func() {
+		st, err := j.r.Prepare(latestQuery)
+		if err == nil {
+			j.latest = st
+		}
+	})
+	return j.latest
+}
+
 // Latest returns the most recent run of (buffer, callID); ok is false if it
 // was never journaled (or was pruned).
 func (j *Journal) Latest(ctx context.Context, buffer, callID string) (c Call, ok bool, err error) {
 	rctx, cancel := j.readCtx(ctx)
 	defer cancel()
-	c, err = scanCall(j.r.QueryRowContext(rctx, `SELECT `+callColumns+` FROM calls
-		WHERE buffer = ? AND call_id = ? ORDER BY id DESC LIMIT 1`, buffer, callID))
+	var row *sql.Row
+	if st := j.latestStmt(); st != nil {
+		row = st.QueryRowContext(rctx, buffer, callID)
+	} else {
+		row = j.r.QueryRowContext(rctx, latestQuery, buffer, callID)
+	}
+	c, err = scanCall(row)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return Call{}, false, nil
