@@ -128,28 +128,6 @@ type parser struct {
 	// allocations per document instead of a few per node.
 	lineArena []string
 	msgArena  []Message
-	useArena  []ToolUse
-	resArena  []ToolResult
-}
-
-// newUse and newResult return a zero block from memory shared with the
-// other blocks of the document (as newMessage).
-func (p *parser) newUse() *ToolUse {
-	if len(p.useArena) == 0 {
-		p.useArena = make([]ToolUse, 32)
-	}
-	u := &p.useArena[0]
-	p.useArena = p.useArena[1:]
-	return u
-}
-
-func (p *parser) newResult() *ToolResult {
-	if len(p.resArena) == 0 {
-		p.resArena = make([]ToolResult, 32)
-	}
-	r := &p.resArena[0]
-	p.resArena = p.resArena[1:]
-	return r
 }
 
 func (p *parser) line(n int) string { return p.src[n-1] }
@@ -483,8 +461,7 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 			v = dropNulls(obj)
 		}
 	}
-	u := p.newUse()
-	*u = ToolUse{
+	u := &ToolUse{
 		Name: name, ID: id, RawInput: raw, Language: lang, FenceLen: n, Suffix: suffix,
 		HeaderLine: h, FenceLine: open, EndLine: end,
 	}
@@ -565,8 +542,7 @@ func (p *parser) toolResult(h, hi int) (Segment, int) {
 		return nil, 0
 	}
 	lang, info := fenceInfo(p.line(open), n)
-	r := p.newResult()
-	*r = ToolResult{
+	r := &ToolResult{
 		ToolUseID: id, Suffix: suffix, Language: lang, Info: info, FenceLen: n,
 		Content:    p.body(open, end),
 		HeaderLine: h, FenceLine: open, EndLine: end,
