@@ -102,3 +102,25 @@ func TestParseFromEdits(t *testing.T) {
 		t.Fatal("ParseFrom parsed again the messages above the change")
 	}
 }
+
+// BenchmarkParseFrom is a press's parse of the 10,000-line conversation of
+// e2e/BenchmarkCategorize10k after a change at its end (placeholders
+// inserted), from the parse before the change, against a whole Parse.
+func BenchmarkParseFrom(b *testing.B) {
+	conv := chatgen.Conversation(chatgen.Options{Lines: 10000, Calls: 200, Unresolved: true})
+	a := strings.Split(strings.TrimSuffix(conv, "\n"), "\n")
+	next, same := splice(a, len(a), len(a), []string{"", "@You:", "", "**Tool Result:** `toolu_x`", "", "```flemma:tool status=pending", "```"})
+	prev := Parse(a)
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Parse(next)
+		}
+	})
+	b.Run("from", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ParseFrom(prev, next, same)
+		}
+	})
+}

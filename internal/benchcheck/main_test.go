@@ -55,6 +55,8 @@ func TestMatches(t *testing.T) {
 	}{
 		{"Keystroke", "BenchmarkKeystroke/nvim-0.7.2/10k/idle/chat/insert", true},
 		{"Categorize10k/.*/tail", "BenchmarkCategorize10k/nvim-0.10.4/tail", true},
+		{"BenchmarkGrepVsRg/^literal$", "BenchmarkGrepVsRg/literal", true},
+		{"BenchmarkGrepVsRg/^literal$", "BenchmarkGrepVsRg/regex-literal", false},
 		{"Categorize10k/.*/tail", "BenchmarkCategorize10k/nvim-0.10.4/cold", false},
 		{"Categorize10k/.*/tail", "BenchmarkCategorize10k/nvim-0.10.4", true}, // a parent
 		{"Stream$", "BenchmarkStreamRedraw/nvim-0.7.2", false},
