@@ -142,6 +142,12 @@ func (h *Engine) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call
 		h.journalFailed("look up "+u.ID, err)
 		return journal.Call{}, pastNone
 	}
+	return h.pastOf(bufnr, u, c, ok)
+}
+
+// pastOf is history for a call whose latest journaled run is c (ok false:
+// none).
+func (h *Engine) pastOf(bufnr int, u *buffer.ToolUse, c journal.Call, ok bool) (journal.Call, past) {
 	if !ok || c.InputHash != trust.CallHash(u) || c.Resolution != "" {
 		return c, pastNone
 	}
@@ -227,11 +233,13 @@ func (h *Engine) recordDecisions(bufnr int, key string, doc *buffer.Document, re
 // result this session wrote (the user removed it: undo, an edit), a block
 // holding the user's text or decision, and a result kept for <M-CR>.
 func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []string {
-	if h.journal() == nil {
+	j := h.journal()
+	if j == nil {
 		return nil
 	}
 	key := journalKey(bufnr, s.Name)
 	var done []string
+	var cands []*buffer.ToolUse
 	for _, u := range doc.Incomplete() {
 		h.mu.Lock()
 		rec := h.trustOf(bufnr).ledger.Get(u.ID)
@@ -243,7 +251,24 @@ func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []
 		if r := doc.Result(u.ID); r != nil && (strings.TrimSpace(r.Content) != "" || r.Status == buffer.StatusRejected || r.Status == buffer.StatusDenied) {
 			continue // the user's text or decision is in the block: never overwrite it
 		}
-		c, p := h.history(bufnr, key, u)
+		cands = append(cands, u)
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	// One look-up for all of them (a query each was most of this step).
+	ids := make([]string, len(cands))
+	for i, u := range cands {
+		ids[i] = u.ID
+	}
+	runs, err := j.LatestOf(context.Background(), key, ids)
+	if err != nil {
+		h.journalFailed("look up "+strings.Join(ids, ", "), err)
+		return nil
+	}
+	for _, u := range cands {
+		run, ok := runs[u.ID]
+		c, p := h.pastOf(bufnr, u, run, ok)
 		if p != pastFinished {
 			continue
 		}
