@@ -171,7 +171,7 @@ func BenchmarkGrepVsRg(b *testing.B) {
 	}
 }
 
-const grepRounds = 3 // enough for a median with 1.5x of margin; each is a walk of 157 MB (make bench-check)
+const grepRounds = 5
 
 // TestGrepFindsWhatRipgrepFinds checks the benchmark's patterns on a part of
 // the tree (net/, 5 MB, where each has matches); the benchmark checks the
