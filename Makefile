@@ -53,7 +53,7 @@ bench: check-go nvim
 # The budgeted benchmarks (docs/budgets.txt), each figure against its budget
 # (✓/✗); exits non-zero when one is not met. Timing: not part of `make test`.
 bench-check: check-go nvim
-	FLEMMA_NVIM="$(NVIMS)" $(GO) run ./internal/benchcheck -budgets docs/budgets.txt -benchtime $(or $(BENCHTIME),1s)
+	FLEMMA_NVIM="$(NVIMS)" $(GO) run ./internal/benchcheck -budgets docs/budgets.txt $(if $(BENCHTIME),-benchtime $(BENCHTIME))
 
 # Faults at random moments while tools run, CHAOS_ITERATIONS times per
 # Neovim (make test runs one of each): the host killed, restarted, hung

@@ -80,6 +80,8 @@ type Message struct {
 	StartLine int    // the marker line
 	EndLine   int
 	Segments  []Segment // in line order; an empty message has none
+
+	diags []Diagnostic // reported while parsing its blocks (for ParseFrom)
 }
 
 // Segment is one node of a message: *Text, *Thinking, *ToolUse,

@@ -51,6 +51,18 @@ func Apply(lines []string, edits []Edit) ([]string, error) {
 	return append(out, lines[at:]...), nil
 }
 
+// FirstChange returns the first line (0-based) that edits change: the
+// lines before it are the same after Apply (for ParseFrom).
+func FirstChange(edits []Edit) int {
+	first := -1
+	for _, e := range edits {
+		if first < 0 || e.Start < first {
+			first = e.Start
+		}
+	}
+	return max(first, 0)
+}
+
 // Placement asks PlacePlaceholders for a placeholder with Status for the
 // tool use ID.
 type Placement struct {
@@ -83,8 +95,23 @@ type Placement struct {
 // It fails when lines do not match d, an id has no tool use or cannot be
 // written in a header, or a status is not valid ("" writes a plain fence).
 func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, error) {
+	p, err := Place(d, lines, ps)
+	return p.Edits, err
+}
+
+// Placed is what Place returns: the edits, and the text and Document they
+// make (the edits applied to lines, parsed: the check's own parse).
+type Placed struct {
+	Edits []Edit
+	Lines []string  // nil when there are no edits
+	Doc   *Document // nil when there are no edits
+}
+
+// Place is PlacePlaceholders that also returns the text after the edits
+// and its Document, so that a caller writing them parses nothing again.
+func Place(d *Document, lines []string, ps []Placement) (Placed, error) {
 	if err := check(d, lines); err != nil {
-		return nil, err
+		return Placed{}, err
 	}
 	ix := d.index()
 	// Where each tool use lives: its assistant message and index in it.
@@ -130,13 +157,13 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 		seen[pl.ID] = true
 		u := ix.use[pl.ID]
 		if u == nil {
-			return nil, fmt.Errorf("tool use not found: %s", pl.ID)
+			return Placed{}, fmt.Errorf("tool use not found: %s", pl.ID)
 		}
 		if pl.Error == "" && pl.Status != "" && !pl.Status.Valid() {
-			return nil, fmt.Errorf("invalid status %q for %s", pl.Status, pl.ID)
+			return Placed{}, fmt.Errorf("invalid status %q for %s", pl.Status, pl.ID)
 		}
 		if strings.ContainsAny(pl.ID, "`\n\r") {
-			return nil, fmt.Errorf("tool use id %q cannot be written in a result header", pl.ID)
+			return Placed{}, fmt.Errorf("tool use id %q cannot be written in a result header", pl.ID)
 		}
 		if ix.result[pl.ID] != nil {
 			continue
@@ -150,7 +177,7 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 		}
 		switch {
 		case y == nil && h.msg == len(d.Messages)-1 && d.openFence > 0:
-			return nil, fmt.Errorf("cannot place a placeholder for %s: the message ends inside the code fence opened on line %d", pl.ID, d.openFence)
+			return Placed{}, fmt.Errorf("cannot place a placeholder for %s: the message ends inside the code fence opened on line %d", pl.ID, d.openFence)
 		case y == nil:
 			g = group{at: lastNonBlank(lines, a), mode: blankBefore, newYou: true}
 		default:
@@ -213,10 +240,11 @@ func PlacePlaceholders(d *Document, lines []string, ps []Placement) ([]Edit, err
 		edits = append(edits, Edit{Start: g.at, End: g.at, Lines: out})
 	}
 	slices.SortFunc(edits, func(a, b Edit) int { return a.Start - b.Start })
-	if err := verifyPlaced(lines, edits, placed); err != nil {
-		return nil, err
+	out, after, err := verifyPlaced(d, lines, edits, placed)
+	if err != nil {
+		return Placed{}, err
 	}
-	return edits, nil
+	return Placed{Edits: edits, Lines: out, Doc: after}, nil
 }
 
 // errorPlaced marks, for verifyPlaced, a placement of an error result.
@@ -224,24 +252,25 @@ const errorPlaced Status = "\x00error"
 
 // verifyPlaced re-parses the edited lines and checks that every placeholder
 // reads back with its status, so that an odd buffer gets an error instead of
-// a block that is not one.
-func verifyPlaced(lines []string, edits []Edit, placed map[string]Status) error {
+// a block that is not one. d is the Document of lines: the messages above
+// the first edit are not parsed again (ParseFrom).
+func verifyPlaced(d *Document, lines []string, edits []Edit, placed map[string]Status) ([]string, *Document, error) {
 	if len(edits) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	out, err := Apply(lines, edits)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	d := Parse(out)
+	d = ParseFrom(d, out, FirstChange(edits))
 	for id, st := range placed {
 		if r := d.Result(id); st == errorPlaced && (r == nil || r.Status != "" || !r.IsError) {
-			return fmt.Errorf("cannot place the result of %s: it would not read back as its tool result", id)
+			return nil, nil, fmt.Errorf("cannot place the result of %s: it would not read back as its tool result", id)
 		} else if st != errorPlaced && (r == nil || r.Status != st) {
-			return fmt.Errorf("cannot place a placeholder for %s: it would not read back as its tool result", id)
+			return nil, nil, fmt.Errorf("cannot place a placeholder for %s: it would not read back as its tool result", id)
 		}
 	}
-	return nil
+	return out, d, nil
 }
 
 // lastNonBlank returns the 1-based number of the last non-blank line of m

@@ -14,7 +14,17 @@ import (
 // trailing "\r" is removed from each line first. Parse never fails and
 // never panics: what it cannot read as structure stays Text, and the
 // problem is reported in Document.Diagnostics.
-func Parse(lines []string) *Document {
+func Parse(lines []string) *Document { return ParseFrom(nil, lines, 0) }
+
+// ParseFrom is Parse of lines when prev was parsed from lines whose first
+// same lines are those of lines (a buffer changed below line same, as
+// after a model's response or a placeholder's insertion): the messages of
+// prev that lie wholly in that unchanged prefix, followed there by the
+// next message's marker, are not parsed again but shared with prev. The
+// result is the Document Parse(lines) returns (FuzzParseFrom checks it);
+// prev == nil or same == 0 parse everything. Documents are read-only: a
+// node may belong to several of them.
+func ParseFrom(prev *Document, lines []string, same int) *Document {
 	p := &parser{src: stripCR(lines)}
 	p.doc = &Document{LineCount: len(p.src)}
 	body := 1
@@ -22,8 +32,10 @@ func Parse(lines []string) *Document {
 		p.doc.Frontmatter = fm
 		body = fm.EndLine + 1
 	}
-	p.split(body)
-	for _, m := range p.doc.Messages {
+	kept := p.reuse(prev, min(same, len(p.src)))
+	p.split(body, kept)
+	for _, m := range p.doc.Messages[kept:] {
+		at := len(p.doc.Diagnostics)
 		switch m.Role {
 		case "You", "Assistant":
 			p.blocks(m)
@@ -31,6 +43,9 @@ func Parse(lines []string) *Document {
 			if t := p.text(m.StartLine+1, m.EndLine); t != nil {
 				m.Segments = append(m.Segments, t)
 			}
+		}
+		if len(p.doc.Diagnostics) > at {
+			m.diags = slices.Clone(p.doc.Diagnostics[at:])
 		}
 	}
 	p.index()
@@ -42,6 +57,40 @@ func Parse(lines []string) *Document {
 		return a.Col - b.Col
 	})
 	return p.doc
+}
+
+// reuse takes from prev the messages before the last that end, with the
+// marker line after them, within the first same lines, with their tool
+// blocks, summaries and diagnostics, and returns how many it took.
+func (p *parser) reuse(prev *Document, same int) int {
+	if prev == nil || prev.ix == nil || len(prev.Messages) < 2 {
+		return 0
+	}
+	k := 0
+	for k < len(prev.Messages)-1 && prev.Messages[k].EndLine+1 <= same {
+		k++
+	}
+	if k == 0 {
+		return 0
+	}
+	end := prev.Messages[k-1].EndLine
+	p.doc.Messages = append(make([]*Message, 0, len(prev.Messages)+8), prev.Messages[:k]...)
+	all := prev.all
+	if all == nil {
+		all = prev.ix
+	}
+	n := sort.Search(len(all.uses), func(i int) bool { return all.uses[i].HeaderLine > end })
+	p.uses = append(p.uses, all.uses[:n]...)
+	n = sort.Search(len(all.results), func(i int) bool { return all.results[i].HeaderLine > end })
+	p.results = append(p.results, all.results[:n]...)
+	for _, m := range p.doc.Messages {
+		for _, seg := range m.Segments {
+			if s, ok := seg.(*Summary); ok {
+				p.doc.Summary = s
+			}
+		}
+	}
+	return k
 }
 
 // stripCR returns lines without a trailing "\r" on any line. It copies the
@@ -140,7 +189,7 @@ func (p *parser) frontmatter() *Frontmatter {
 // split cuts the lines from body on into the preamble and the messages.
 // A role marker inside an open code fence is content. The preamble is not
 // fence-tracked (an unclosed frontmatter must not hide the first message).
-func (p *parser) split(body int) {
+func (p *parser) split(body, kept int) {
 	n := len(p.src)
 	i := body
 	for i <= n {
@@ -155,6 +204,12 @@ func (p *parser) split(body int) {
 			p.report(t.StartLine, 1, SeverityWarning, KindMessage,
 				"Text before the first role marker belongs to no message and is ignored (a marker such as @You: must be alone on its line)")
 		}
+	}
+	if kept > 0 { // messages taken from a previous parse (reuse)
+		for _, m := range p.doc.Messages[:kept] {
+			p.doc.Diagnostics = append(p.doc.Diagnostics, m.diags...)
+		}
+		i = p.doc.Messages[kept-1].EndLine + 1
 	}
 	for i <= n {
 		role, _ := roleMarker(p.line(i))

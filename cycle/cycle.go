@@ -146,7 +146,7 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	doc := parse(s.Lines)
+	doc := h.parse(bufnr, s)
 	h.prune(bufnr, s.Tick, doc)
 	if got := h.recoverResults(bufnr, s, doc); len(got) > 0 {
 		// Results recorded by the journal but lost from the buffer: written
@@ -265,7 +265,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 				h.note(bufnr, id, "flemma: "+o.Rule) // why it asks, on its header (a diagnostic)
 			}
 		}
-		opts.Records, opts.CursorID = p.Records, p.FirstPending
+		opts.Records, opts.CursorID, opts.after = p.Records, p.FirstPending, p.After
 		if p.Pending == 0 && approvesAny(p.Records) {
 			// Execute follows at once: the calls approved here wait to run
 			// from this write on, so the lock comes with it (issue 26: a
@@ -987,7 +987,7 @@ func (h *Engine) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	doc := parse(s.Lines)
+	doc := h.parse(bufnr, s)
 	switch tu, r := doc.BlockAt(line); {
 	case tu != nil:
 		return doc, tu.ID, nil

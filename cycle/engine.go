@@ -62,14 +62,15 @@ type Engine struct {
 	editor        *editorState // the editor's tools (nil: no editor answers them)
 	refresh       refresher
 
-	jr       *journal.Journal // the crash-recovery journal, nil when unusable
-	jpath    string           // where it is (or would be)
-	jerr     error            // why it is unusable
-	jwarned  bool             // the user was told a journal write failed
-	jlast    string           // the last journal write that failed, and why (for :checkhealth)
-	jreports []string         // the damage the journal reported at its opening (for :checkhealth)
-	closing  bool             // Shutdown was called
-	noted    map[string]bool  // model notes given (noteModel): each once
+	jr        *journal.Journal // the crash-recovery journal, nil when unusable
+	decisions chan struct{}    // closed when the latest step's decisions are in the audit log (recordDecisions)
+	jpath     string           // where it is (or would be)
+	jerr      error            // why it is unusable
+	jwarned   bool             // the user was told a journal write failed
+	jlast     string           // the last journal write that failed, and why (for :checkhealth)
+	jreports  []string         // the damage the journal reported at its opening (for :checkhealth)
+	closing   bool             // Shutdown was called
+	noted     map[string]bool  // model notes given (noteModel): each once
 	// luaSources is how many async Lua tool sources are still resolving
 	// (SourcesPending): steps wait for zero (sourcesGate).
 	luaSources int
@@ -696,8 +697,11 @@ func (h *Engine) Shutdown() {
 			st.streaming()
 		}
 	}
-	jr := h.jr
+	jr, decisions := h.jr, h.decisions
 	h.mu.Unlock()
+	if decisions != nil {
+		<-decisions // the decisions already made are in the audit log
+	}
 	h.mcp.Close()
 	if h.outputCleanup != nil {
 		h.outputCleanup()

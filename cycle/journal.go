@@ -143,6 +143,12 @@ func (h *Engine) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call
 		h.journalFailed("look up "+u.ID, err)
 		return journal.Call{}, pastNone
 	}
+	return h.pastOf(bufnr, u, c, ok)
+}
+
+// pastOf is history for a call whose latest journaled run is c (ok false:
+// none).
+func (h *Engine) pastOf(bufnr int, u *buffer.ToolUse, c journal.Call, ok bool) (journal.Call, past) {
 	if !ok || c.InputHash != trust.CallHash(u) || c.Resolution != "" {
 		return c, pastNone
 	}
@@ -187,15 +193,16 @@ func interruptedRule(c journal.Call, p past) string {
 // recordDecisions appends the decisions of a step to the audit log in one
 // commit, each with the call's arguments and, for a rejection, its reason
 // as the block says it in doc (the text the step leaves), redacted.
-func (h *Engine) recordDecisions(key string, doc *buffer.Document, recs []WireRecord) {
+func (h *Engine) recordDecisions(bufnr int, key string, doc *buffer.Document, recs []WireRecord) {
 	j := h.journal()
 	if j == nil || len(recs) == 0 {
 		return
 	}
 	redact := h.auditRedactor()
+	now := time.Now()
 	evs := make([]journal.Event, 0, len(recs))
 	for _, r := range recs {
-		ev := journal.Event{Buffer: key, CallID: r.ID, InputHash: r.Hash, Decision: r.Status, DecidedBy: r.By}
+		ev := journal.Event{Time: now, Buffer: key, CallID: r.ID, InputHash: r.Hash, Decision: r.Status, DecidedBy: r.By}
 		if u := doc.Use(r.ID); u != nil {
 			ev.Tool, ev.Input = u.Name, redact(u.RawInput)
 		}
@@ -206,10 +213,27 @@ func (h *Engine) recordDecisions(key string, doc *buffer.Document, recs []WireRe
 		}
 		evs = append(evs, ev)
 	}
-	// The journal bounds its own waits (a writer that makes no progress).
-	if err := j.RecordAll(context.Background(), evs); err != nil {
-		h.journalFailed("record decisions", err)
-	}
+	// The audit log is written after the step, off the path of the press
+	// (its synced commit was a third of a categorize on screen, issue 23),
+	// one step after the other in order; Shutdown waits for them. Nothing
+	// reads the log to decide: a call's own row (journalStart) is what
+	// keeps a call from running twice, and it stays durable before the call
+	// starts.
+	h.mu.Lock()
+	prev := h.decisions
+	done := make(chan struct{})
+	h.decisions = done
+	h.mu.Unlock()
+	h.background(bufnr, func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		// The journal bounds its own waits (a writer that makes no progress).
+		if err := j.RecordAll(context.Background(), evs); err != nil {
+			h.journalFailed("record decisions", err)
+		}
+	})
 }
 
 // recoverResults writes the recorded results of calls that finished but
@@ -218,11 +242,13 @@ func (h *Engine) recordDecisions(key string, doc *buffer.Document, recs []WireRe
 // result this session wrote (the user removed it: undo, an edit), a block
 // holding the user's text or decision, and a result kept for <M-CR>.
 func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []string {
-	if h.journal() == nil {
+	j := h.journal()
+	if j == nil {
 		return nil
 	}
 	key := journalKey(bufnr, s.Name)
 	var done []string
+	var cands []*buffer.ToolUse
 	for _, u := range doc.Incomplete() {
 		h.mu.Lock()
 		rec := h.trustOf(bufnr).ledger.Get(u.ID)
@@ -234,7 +260,24 @@ func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []
 		if r := doc.Result(u.ID); r != nil && (strings.TrimSpace(r.Content) != "" || r.Status == buffer.StatusRejected || r.Status == buffer.StatusDenied) {
 			continue // the user's text or decision is in the block: never overwrite it
 		}
-		c, p := h.history(bufnr, key, u)
+		cands = append(cands, u)
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	// One look-up for all of them (a query each was most of this step).
+	ids := make([]string, len(cands))
+	for i, u := range cands {
+		ids[i] = u.ID
+	}
+	runs, err := j.LatestOf(context.Background(), key, ids)
+	if err != nil {
+		h.journalFailed("look up "+strings.Join(ids, ", "), err)
+		return nil
+	}
+	for _, u := range cands {
+		run, ok := runs[u.ID]
+		c, p := h.pastOf(bufnr, u, run, ok)
 		if p != pastFinished {
 			continue
 		}
@@ -416,7 +459,7 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 		if err := h.placeResult(bufnr, tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
 			h.logf("tool:undo: note in the result of %s: %v", tu.ID, err)
 		}
-		h.recordDecisions(journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
+		h.recordDecisions(bufnr, journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
 	}
 	if len(failed) > 0 {
 		return reply("undo", fmt.Sprintf("Not undone: %s", strings.Join(failed, "; ")), levelWarn), nil
@@ -474,7 +517,7 @@ func (h *Engine) Discard(bufnr, line int) (Reply, error) {
 	} else {
 		// Never journaled as started (the user discards a call that did
 		// not run): the decision is recorded all the same.
-		h.recordDecisions(key, doc, []WireRecord{{ID: tu.ID, Status: string(journal.Discarded), By: trust.ByUser, Hash: trust.CallHash(tu)}})
+		h.recordDecisions(bufnr, key, doc, []WireRecord{{ID: tu.ID, Status: string(journal.Discarded), By: trust.ByUser, Hash: trust.CallHash(tu)}})
 	}
 	return reply("discard", "", 0), nil
 }

@@ -29,10 +29,17 @@ func oneCall(tb testing.TB, env *testEnv, i int) {
 	// What the fake editor records for tests' assertions is not the
 	// engine's memory.
 	env.ed.notes, env.ed.evs, env.ed.reqs, env.ed.progress = nil, nil, nil, nil
+	// Nor is its undo history (Neovim's memory): the earlier calls' states
+	// go, the current one stays.
+	b := env.ed.bufs[1]
+	b.states, b.parent = map[int][]string{b.seq: b.states[b.seq]}, map[int]int{}
 	env.ed.mu.Unlock()
 	if err := env.ed.edit(1, 0, n, text...); err != nil {
 		tb.Fatal(err)
 	}
+	// A call the user typed is not one the provider sent: the user vouches
+	// for it (:Flemma trust), or auto_approve does not count for it.
+	env.ed.trust(1)
 	want := fmt.Sprintf("\n%d\n", i*2)
 	for range 3 {
 		if _, err := env.h.Cycle(1); err != nil {

@@ -29,6 +29,45 @@ type Snapshot struct {
 	TrustGen   int      `msgpack:"trust_gen"`   // flemma.trust's load counter of the buffer
 	Trusted    bool     `msgpack:"trusted"`     // the user trusts the buffer
 	TrustVouch int      `msgpack:"trust_vouch"` // flemma.trust's count of :Flemma trust/untrust in this load
+
+	// The host's parse of a text whose first same lines are Lines' (the
+	// mirror's, for ParseFrom), and the Document once parsed (see parse).
+	base *buffer.Document
+	same int
+	doc  *buffer.Document
+}
+
+// parse returns the Document of the snapshot's lines, parsed once: only
+// the messages below the lines it shares with the host's mirror are
+// parsed again (buffer.ParseFrom). The mirror keeps it for the next read.
+func (h *Engine) parse(bufnr int, s *Snapshot) *buffer.Document {
+	if s.doc != nil {
+		return s.doc
+	}
+	s.doc = buffer.ParseFrom(s.base, s.Lines, s.same)
+	h.mu.Lock()
+	if st := h.bufs[bufnr]; st != nil && st.mirror != nil && st.mirror.tick == s.Tick && sameLines(st.mirror.lines, s.Lines) {
+		st.mirror = &mirror{tick: s.Tick, lines: s.Lines, doc: s.doc}
+	}
+	h.mu.Unlock()
+	return s.doc
+}
+
+// sameLines reports whether a and b are the same slice (not only equal).
+func sameLines(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// commonPrefix returns how many leading lines a and b share. Lines taken
+// from the mirror are the same strings, which compare at once.
+func commonPrefix(a, b []string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // Diag is a diagnostic as flemma.buf.set_diagnostics takes it.
@@ -68,6 +107,9 @@ type ApplyOpts struct {
 	Records     []WireRecord `msgpack:"records,omitempty"`    // decisions of this step, kept by flemma.trust with the edit
 
 	fm *frontmatter.Result // with Diagnostics: they are recomputed on the text after the edits
+	// after is the text once the edits are applied and its parse, when the
+	// plan has them already (buffer.Place): the step does not redo them.
+	after buffer.Placed
 }
 
 type ApplyResult struct {
@@ -87,13 +129,14 @@ type LineEdit struct {
 // mirror is the host's copy of a buffer as of a changedtick.
 type mirror struct {
 	tick  int
-	lines []string // never modified in place
+	lines []string         // never modified in place
+	doc   *buffer.Document // the parse of lines, or nil
 }
 
-func (h *Engine) remember(bufnr, tick int, lines []string) {
+func (h *Engine) remember(bufnr, tick int, lines []string, doc *buffer.Document) {
 	h.mu.Lock()
 	if st := h.state(bufnr); st.mirror == nil || tick >= st.mirror.tick {
-		st.mirror = &mirror{tick: tick, lines: lines}
+		st.mirror = &mirror{tick: tick, lines: lines, doc: doc}
 	}
 	h.mu.Unlock()
 }
@@ -138,7 +181,10 @@ func (h *Engine) snapshot(bufnr int) (*Snapshot, error) {
 			}
 			s.Lines = lines
 		}
-		h.remember(bufnr, s.Tick, s.Lines)
+		if m != nil && m.doc != nil {
+			s.base, s.same = m.doc, commonPrefix(m.lines, s.Lines)
+		}
+		h.remember(bufnr, s.Tick, s.Lines, nil)
 		if err := h.syncTrust(bufnr, &s); err != nil {
 			return nil, err
 		}
@@ -184,7 +230,7 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 			if s, err = h.snapshot(bufnr); err != nil {
 				return err
 			}
-			doc = buffer.Parse(s.Lines)
+			doc = h.parse(bufnr, s)
 		}
 		edits, opts, err := plan(s, doc)
 		if err != nil {
@@ -193,11 +239,14 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 		// Extmarks and the cursor travel with the edits, computed on the
 		// text they land on.
 		after, afterLines := doc, s.Lines
-		if len(edits) > 0 {
+		switch {
+		case len(edits) > 0 && opts.after.Doc != nil:
+			after, afterLines = opts.after.Doc, opts.after.Lines
+		case len(edits) > 0:
 			if afterLines, err = buffer.Apply(s.Lines, edits); err != nil {
 				return err
 			}
-			after = buffer.Parse(afterLines)
+			after = buffer.ParseFrom(doc, afterLines, buffer.FirstChange(edits))
 		}
 		if opts.Diagnostics != nil && len(edits) > 0 {
 			// Placed on the lines they will be on once the edits are in.
@@ -218,10 +267,10 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 		}
 		if res.OK {
 			if len(edits) > 0 {
-				h.remember(bufnr, res.Tick, afterLines)
+				h.remember(bufnr, res.Tick, afterLines, after)
 			}
 			h.commit(bufnr, opts.Records, res.Tick, res.Seq)
-			h.recordDecisions(journalKey(bufnr, s.Name), after, opts.Records)
+			h.recordDecisions(bufnr, journalKey(bufnr, s.Name), after, opts.Records)
 			return nil
 		}
 		h.logf("buffer %d changed during a step (tick %d → %d); re-reading", bufnr, s.Tick, res.Tick)

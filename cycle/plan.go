@@ -78,6 +78,7 @@ type categorizePlan struct {
 	FirstPending string                      // the first of them (the cursor goes there)
 	Failed       []string                    // calls given their error result at once (Fail)
 	Log          []string
+	After        buffer.Placed // the text after the edits and its parse (buffer.Place)
 }
 
 // RegistryRule is who "decided" a call that cannot run (an unknown or
@@ -140,11 +141,11 @@ func planCategorize(doc *buffer.Document, lines []string, f categorizeFacts) (ca
 		ps = append(ps, buffer.Placement{ID: tu.ID, Status: st})
 		p.Records = append(p.Records, decided(f.Ledger, tu, st, who))
 	}
-	edits, err := buffer.PlacePlaceholders(doc, lines, ps)
+	placed, err := buffer.Place(doc, lines, ps)
 	if err != nil {
 		return categorizePlan{}, err
 	}
-	p.Edits = edits
+	p.Edits, p.After = placed.Edits, placed
 	return p, nil
 }
 

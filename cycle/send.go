@@ -185,7 +185,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	doc := parse(s.Lines)
+	doc := h.parse(bufnr, s)
 	for _, tu := range doc.ToolUses() {
 		r := doc.Result(tu.ID)
 		if r == nil {
@@ -309,7 +309,7 @@ func (sw *streamWrite) write(lines []string, final, first bool, records ...WireR
 			sw.tick, sw.prev, sw.last = res.Tick, len(lines), lines
 			if final {
 				all := append(append(append([]string{}, sw.base...), lines...), sw.tail...)
-				sw.h.remember(sw.bufnr, res.Tick, all)
+				sw.h.remember(sw.bufnr, res.Tick, all, nil)
 			}
 			return nil
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -267,13 +268,92 @@ func (j *Journal) Unfinished(ctx context.Context, buffer string) ([]Call, error)
 	return out, nil
 }
 
+// LatestOf is Latest for several calls of a buffer in one query (a press
+// looks up every call without a result): the most recent run of each id
+// that was journaled; ids never journaled (or pruned) are not in the map.
+func (j *Journal) LatestOf(ctx context.Context, buffer string, ids []string) (map[string]Call, error) {
+	out := make(map[string]Call, len(ids))
+	const chunk = 500 // well under SQLite's limit of bound parameters
+	for len(ids) > 0 {
+		n := min(len(ids), chunk)
+		part := ids[:n]
+		ids = ids[n:]
+		if len(part) == 1 {
+			c, ok, err := j.Latest(ctx, buffer, part[0])
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out[part[0]] = c
+			}
+			continue
+		}
+		args := make([]any, 0, len(part)+1)
+		args = append(args, buffer)
+		for _, id := range part {
+			args = append(args, id)
+		}
+		q := `SELECT ` + callColumns + ` FROM calls WHERE buffer = ? AND call_id IN (?` +
+			strings.Repeat(", ?", len(part)-1) + `) ORDER BY id DESC`
+		if err := j.latestOf(ctx, q, args, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (j *Journal) latestOf(ctx context.Context, q string, args []any, out map[string]Call) error {
+	rctx, cancel := j.readCtx(ctx)
+	defer cancel()
+	rows, err := j.r.QueryContext(rctx, q, args...)
+	if err != nil {
+		return j.readErr(ctx, "latest calls", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return j.readErr(ctx, "latest calls", err)
+		}
+		if _, seen := out[c.CallID]; !seen { // the rows come newest first
+			out[c.CallID] = c
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return j.readErr(ctx, "latest calls", err)
+	}
+	return nil
+}
+
+const latestQuery = `SELECT ` + callColumns + ` FROM calls
+		WHERE buffer = ? AND call_id = ? ORDER BY id DESC LIMIT 1`
+
+// latestStmt is Latest's query, prepared once (a press looks up each call
+// of the buffer without a result: SQLite compiling the query each time was
+// most of it), or nil when it cannot be prepared (Latest then runs the
+// query as such).
+func (j *Journal) latestStmt() *sql.Stmt {
+	j.latestOnce.Do(func() {
+		st, err := j.r.Prepare(latestQuery)
+		if err == nil {
+			j.latest = st
+		}
+	})
+	return j.latest
+}
+
 // Latest returns the most recent run of (buffer, callID); ok is false if it
 // was never journaled (or was pruned).
 func (j *Journal) Latest(ctx context.Context, buffer, callID string) (c Call, ok bool, err error) {
 	rctx, cancel := j.readCtx(ctx)
 	defer cancel()
-	c, err = scanCall(j.r.QueryRowContext(rctx, `SELECT `+callColumns+` FROM calls
-		WHERE buffer = ? AND call_id = ? ORDER BY id DESC LIMIT 1`, buffer, callID))
+	var row *sql.Row
+	if st := j.latestStmt(); st != nil {
+		row = st.QueryRowContext(rctx, buffer, callID)
+	} else {
+		row = j.r.QueryRowContext(rctx, latestQuery, buffer, callID)
+	}
+	c, err = scanCall(row)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return Call{}, false, nil

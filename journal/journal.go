@@ -153,6 +153,9 @@ type Journal struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	latestOnce sync.Once
+	latest     *sql.Stmt // Latest's query (latestStmt)
 }
 
 // Path returns the database file's path.
@@ -170,6 +173,10 @@ func (j *Journal) WALDamaged() *WALDamage { return j.walDamage }
 func (j *Journal) Close() error {
 	j.closeOnce.Do(func() {
 		j.stopWriter()
+		j.latestOnce.Do(func() {}) // none is prepared from now on
+		if j.latest != nil {
+			j.latest.Close()
+		}
 		j.closeErr = errors.Join(j.w.Close(), j.r.Close())
 		if j.closeErr != nil {
 			j.closeErr = fmt.Errorf("journal: close %s: %w", j.path, j.closeErr)
@@ -257,7 +264,7 @@ func classify(err error) error {
 		return nil
 	}
 	switch {
-	case errors.Is(err, sql.ErrConnDone) || err.Error() == "sql: database is closed":
+	case errors.Is(err, sql.ErrConnDone) || err.Error() == "sql: database is closed" || err.Error() == "sql: statement is closed":
 		return fmt.Errorf("%w: %v", ErrClosed, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %v", ErrBusy, err)

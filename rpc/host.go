@@ -3,6 +3,7 @@ package rpc
 import (
 	"fmt"
 	"log"
+	"sync"
 
 	"github.com/neovim/go-client/nvim"
 
@@ -16,6 +17,12 @@ type Host struct {
 	*cycle.Engine
 	nv    *nvim.Nvim
 	async map[string]cycle.Method // the methods flemma.async may call: all of them
+
+	// Started, when set, is called once after the first flemma.setup has
+	// been answered: the host's start is over (cmd/flemma-host lets go of
+	// the executable's pages the start touched there).
+	Started   func()
+	startOnce sync.Once
 }
 
 // NewHost returns a host with default configuration, whose engine is built
@@ -32,6 +39,15 @@ func (h *Host) Attach(v *nvim.Nvim) error {
 	h.Connect(editor{v}, luaCalls{v})
 	h.async = map[string]cycle.Method{}
 	for _, m := range h.Methods() {
+		if setup, ok := m.Fn.(func(string) error); ok && m.Name == cycle.MSetup {
+			m.Fn = func(cfg string) error {
+				err := setup(cfg)
+				if h.Started != nil {
+					h.startOnce.Do(func() { go h.Started() })
+				}
+				return err
+			}
+		}
 		m.Fn = withOp(m.Name, m.Fn)
 		if err := v.RegisterHandler(m.Name, m.Fn); err != nil {
 			return fmt.Errorf("register %s: %w", m.Name, err)

@@ -25,11 +25,22 @@ tools Grep/(?i)x ratio <= 1.5
 	if b := got[1]; b.Op != ">=" || b.Limit != 5 || b.Line != 4 {
 		t.Errorf("second budget %+v", b)
 	}
+	if got[0].Benchtime != "" {
+		t.Errorf("benchtime %q without one given", got[0].Benchtime)
+	}
+	for in, want := range map[string]string{"e2e Keystroke ms-p50 <= 8 10x # c": "10x", "e2e Keystroke ms-p50 <= 8 1.5s": "1.5s"} {
+		if b, err := ParseBudgets(strings.NewReader(in)); err != nil || len(b) != 1 || b[0].Benchtime != want {
+			t.Errorf("%q: %+v, %v; want benchtime %s", in, b, err, want)
+		}
+	}
 	for _, bad := range []string{
 		"e2e Keystroke ms-p50 < 8",
 		"e2e Keystroke ms-p50 <= eight",
 		"e2e Keystroke ms-p50 <=",
 		"e2e Key(stroke ms-p50 <= 8",
+		"e2e Keystroke ms-p50 <= 8 ten",
+		"e2e Keystroke ms-p50 <= 8 0x",
+		"e2e Keystroke ms-p50 <= 8 10x extra",
 	} {
 		if _, err := ParseBudgets(strings.NewReader(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
@@ -44,6 +55,8 @@ func TestMatches(t *testing.T) {
 	}{
 		{"Keystroke", "BenchmarkKeystroke/nvim-0.7.2/10k/idle/chat/insert", true},
 		{"Categorize10k/.*/tail", "BenchmarkCategorize10k/nvim-0.10.4/tail", true},
+		{"BenchmarkGrepVsRg/^literal$", "BenchmarkGrepVsRg/literal", true},
+		{"BenchmarkGrepVsRg/^literal$", "BenchmarkGrepVsRg/regex-literal", false},
 		{"Categorize10k/.*/tail", "BenchmarkCategorize10k/nvim-0.10.4/cold", false},
 		{"Categorize10k/.*/tail", "BenchmarkCategorize10k/nvim-0.10.4", true}, // a parent
 		{"Stream$", "BenchmarkStreamRedraw/nvim-0.7.2", false},

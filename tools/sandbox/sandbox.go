@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -105,8 +106,9 @@ func ParseMemoryLimit(v any) (bytes int64, ok bool) {
 }
 
 // memTotal is the machine's memory (MemTotal of /proc/meminfo), 8 GiB
-// where it cannot be read.
-func memTotal() int64 {
+// where it cannot be read. Read once: every call categorized asks for the
+// default limits (issue 23: the read was a tenth of a press).
+var memTotal = sync.OnceValue(func() int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -121,7 +123,7 @@ func memTotal() int64 {
 		}
 	}
 	return 8 << 30
-}
+})
 
 // Sandbox URNs (reference §10.2).
 const (
