@@ -541,6 +541,17 @@ func (h *Engine) JournalLog(bufnr int) (Reply, error) {
 	var b strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// The decisions of the latest step are written after it
+	// (recordDecisions): the log shows them.
+	h.mu.Lock()
+	pending := h.decisions
+	h.mu.Unlock()
+	if pending != nil {
+		select {
+		case <-pending:
+		case <-ctx.Done():
+		}
+	}
 	if err := jr.Export(ctx, &b, journal.Filter{Buffer: journalKey(bufnr, s.Name), Limit: 500, Results: true, Text: true}); err != nil {
 		return Reply{}, fmt.Errorf("tool:log: %w", err)
 	}
