@@ -72,7 +72,8 @@ func stopSampling(t *testing.T, s *nvimtest.Session) lockSamples {
 // between the write that approves the calls and the one that starts them).
 func TestHundredParallelCalls(t *testing.T) {
 	const n = 100
-	setup := `{ tools = { max_concurrent = 0, auto_approve = { "$default", "bash" } } }`
+	// max_calls_per_response = 0: all 100 of one response run.
+	setup := `{ tools = { max_concurrent = 0, max_calls_per_response = 0, auto_approve = { "$default", "bash" } } }`
 	eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {
 		var cmds []string
 		for i := 1; i <= n; i++ {
@@ -203,7 +204,8 @@ func diagnosticsWith(t *testing.T, s *nvimtest.Session, sub string) []string {
 // again). Issue 26 item 1: :Flemma host:restart left the buffer locked for
 // good.
 func TestHostGoneWhileToolsRun(t *testing.T) {
-	setup := `{ tools = { max_concurrent = 0, auto_approve = { "$default", "bash" } } }`
+	// max_calls_per_response = 0: all 100 of one response run.
+	setup := `{ tools = { max_concurrent = 0, max_calls_per_response = 0, auto_approve = { "$default", "bash" } } }`
 	for _, how := range hostWays {
 		t.Run(strings.ReplaceAll(how, " ", "_"), func(t *testing.T) {
 			eachNvim(t, setup, func(t *testing.T, s *nvimtest.Session) {

@@ -47,7 +47,7 @@ func TestToolSelection(t *testing.T) {
 		chat := calcCalls("2+2")
 		mustOpen(t, s, "sel.chat", fm+chat)
 		press(t, s, "<C-]>")
-		waitText(t, s, withResults(fm+chat, result("c1", "Tool 'calculator' is not enabled in this buffer (see flemma.opt.tools).", true)))
+		waitText(t, s, withResults(fm+chat, result("c1", "Tool 'calculator' is not enabled in this buffer (see flemma.opt.tools). Available tools: echo_ctx.", true)))
 	})
 }
 
