@@ -287,11 +287,14 @@ type streamWrite struct {
 }
 
 func (sw *streamWrite) write(lines []string, final, first bool, records ...WireRecord) error {
-	opts := ApplyOpts{Join: !first, UndoBreak: first, Records: records}
+	// Windows on the last line follow the answer; the first write brings
+	// it into view where the user has not moved the cursor since the press
+	// (docs/design.md, "flemma never takes the cursor").
+	opts := ApplyOpts{Join: !first, UndoBreak: first, Records: records, Follow: true}
 	locked := final
 	opts.Modifiable = &locked
 	for attempt := 0; attempt < 5; attempt++ {
-		if final {
+		if first {
 			opts.Cursor = sw.r + len(lines)
 		}
 		edit := buffer.Edit{Start: sw.r, End: sw.r + sw.prev, Lines: lines}
