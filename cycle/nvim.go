@@ -62,7 +62,7 @@ type ApplyOpts struct {
 	CursorCol   int          `msgpack:"cursor_col,omitempty"` // 0-based byte column with Cursor
 	Follow      bool         `msgpack:"follow,omitempty"`     // windows whose cursor is on the last line keep it there (a streaming answer)
 	CursorID    string       `msgpack:"-"`                    // move to this call's result: a placeholder's status word, else its header (resolved by step)
-	CursorAtEnd bool         `msgpack:"-"`                // with CursorID: to the end of the message holding it ("next")
+	CursorAtEnd bool         `msgpack:"-"`                    // with CursorID: to the end of the message holding it ("next")
 	Modifiable  *bool        `msgpack:"modifiable,omitempty"`
 	Join        bool         `msgpack:"join,omitempty"`
 	UndoBreak   bool         `msgpack:"undo_break,omitempty"` // start a new undo step (a new phase)
