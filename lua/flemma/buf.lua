@@ -536,7 +536,7 @@ function M.notify(msg, level)
   notify.now(msg, level)
 end
 
-M.lock_text = "flemma is working: this buffer is read-only until it is done (<C-c> cancels)"
+M.lock_text = "flemma is working: read-only until done (i types a draft, <C-c> cancels)"
 
 --- Mark a buffer locked or not: 'modifiable', and a note after its last
 --- line that says why typing gives E21.
@@ -545,6 +545,7 @@ function M.lock(bufnr, on)
     return
   end
   vim.bo[bufnr].modifiable = not on
+  require("flemma.draft").locked(bufnr, on)
   vim.api.nvim_buf_clear_namespace(bufnr, ns_lock, 0, -1)
   if on then
     local last = vim.api.nvim_buf_line_count(bufnr) - 1
