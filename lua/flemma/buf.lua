@@ -450,6 +450,22 @@ function M.render_progress(bufnr)
   render_progress(bufnr, b and b.progress, vim.loop.now())
 end
 
+-- Statuslines are drawn again after flemma's events and while a request
+-- is in progress (the spinner, the seconds), at most every 100 ms: Neovim
+-- redraws a status line only when something of its own changes.
+local status_due = false
+
+function M.redraw_status()
+  if status_due then
+    return
+  end
+  status_due = true
+  vim.defer_fn(function()
+    status_due = false
+    pcall(vim.cmd, "redrawstatus!")
+  end, 100)
+end
+
 local function tick_progress()
   local now = vim.loop.now()
   local any = false
@@ -458,6 +474,9 @@ local function tick_progress()
       any = true
       render_progress(bufnr, b.progress, now)
     end
+  end
+  if any then
+    M.redraw_status()
   end
   if not any and progress_timer then
     progress_timer:stop()
@@ -473,6 +492,18 @@ end
 function M.progress(bufnr, p)
   local b = state.buffer(bufnr)
   local now = vim.loop.now()
+  M.redraw_status()
+  if p and type(p.model) == "string" and p.model ~= "" then
+    -- The model this buffer's request went to (its frontmatter and the
+    -- provider's default resolved by the host), valid for the statusline
+    -- while the choices it came from stay (flemma.statusline).
+    local cfg = state.config()
+    b.used = {
+      provider = p.provider,
+      model = p.model,
+      from = { cfg.provider, cfg.model, state.host.runtime.switch },
+    }
+  end
   if not p or p.phase == nil or p.phase == "" then
     b.progress = nil
     render_progress(bufnr, nil, now)
@@ -497,6 +528,7 @@ local function observe(pattern, data)
     return
   end
   local b = state.buffer(data.bufnr)
+  M.redraw_status()
   if pattern == "FlemmaToolExecuting" then
     b.running = b.running or {}
     b.running[data.tool_id or ""] = true
