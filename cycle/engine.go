@@ -549,6 +549,9 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 		name, modelLabel(cfg, name, params.Model), credText, maxTokens, params.Thinking, params.CacheRetention, describeModel(wire, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
 	if usage != nil {
 		out += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
+		if usage.CacheReadTokens > 0 || usage.CacheWriteTokens > 0 {
+			out += fmt.Sprintf(" · cache %d read, %d written", usage.CacheReadTokens, usage.CacheWriteTokens)
+		}
 	}
 	if bufTotal.Requests > 0 {
 		out += "\nthis buffer, this session: " + bufTotal.String()

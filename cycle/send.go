@@ -515,6 +515,10 @@ loop:
 	}
 	if usage != nil {
 		msg := fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens)
+		if usage.CacheReadTokens > 0 || usage.CacheWriteTokens > 0 {
+			// The statusline's "in" counts the cache reads too: say them.
+			msg += fmt.Sprintf(" · cache %d read, %d written", usage.CacheReadTokens, usage.CacheWriteTokens)
+		}
 		if usage.WebSearches > 0 {
 			msg += fmt.Sprintf(" · %d web searches", usage.WebSearches)
 		}
