@@ -359,6 +359,35 @@ func TestForget(t *testing.T) {
 	}
 }
 
+// tool:undo of a write that created its file removes the file and says
+// so, to the user and in the result (issue 27 item 8: it said "Restored").
+func TestUndoANewFile(t *testing.T) {
+	env := newEnv(t, noSandbox())
+	target := filepath.Join(env.dir, "new.txt")
+	text := "@You:\nhi\n\n@Assistant:\n**Tool Use:** `write` (`toolu_n`)\n\n```json\n{\"path\": \"new.txt\", \"content\": \"fresh\\n\", \"label\": \"n\"}\n```\n"
+	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, text)
+	env.press(1)
+	env.ed.replace(t, 1, "```flemma:tool status=pending", "```flemma:tool status=approved")
+	env.press(1)
+	env.ed.waitIdle(t, env.h, 1)
+	if _, err := os.Stat(target); err != nil {
+		t.Fatalf("write did not create the file: %v\n%s", err, env.ed.String(1))
+	}
+	res, err := env.h.Undo(1, resultLine(env, 1, "toolu_n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("undo left the file the call created: %v", err)
+	}
+	if !strings.HasPrefix(res.Message, "Removed ") || !strings.Contains(res.Message, "new.txt (the call created it)") || strings.Contains(res.Message, "Restored") {
+		t.Errorf("undo said %q, want that it removed the file the call created", res.Message)
+	}
+	if got := env.ed.String(1); !strings.Contains(got, "new.txt, which the call created, was removed.]") {
+		t.Errorf("the result does not tell the model the file was removed:\n%s", got)
+	}
+}
+
 // tool:undo puts back what a write changed, and the result says so.
 func TestUndoAWrite(t *testing.T) {
 	env := newEnv(t, noSandbox())
