@@ -415,7 +415,10 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 		return Reply{}, err
 	}
 	if len(p.Jobs) > 0 {
-		h.startJobs(bufnr, p.Jobs, only == "")
+		// One call run by the user (<M-CR>, tool:resume) goes on like a press:
+		// with autopilot on, the cycle continues once it is done (issue 27
+		// item 8; the Lua Flemma re-arms a paused autopilot the same way).
+		h.startJobs(bufnr, p.Jobs, true)
 	}
 	if r, final := p.reply(only); final {
 		return r, nil
