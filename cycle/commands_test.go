@@ -636,3 +636,35 @@ func TestRanCallString(t *testing.T) {
 		}
 	}
 }
+
+// :Flemma tools renders a schema for people: one line per parameter, the
+// required ones first, with its type and description (issue 27 item 8).
+func TestSchemaLines(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		schema map[string]any
+		want   []string
+	}{
+		{"none", nil, []string{"parameters: none"}},
+		{"write", map[string]any{"type": "object", "required": []any{"path", "content"}, "properties": map[string]any{
+			"label":   map[string]any{"type": "string", "description": "What it is for"},
+			"content": map[string]any{"type": "string", "description": "The text\nall of it"},
+			"path":    map[string]any{"type": "string", "description": "The file"},
+			"mode":    map[string]any{"enum": []any{"a", "b"}},
+			"tags":    map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"timeout": map[string]any{"type": []any{"integer", "null"}},
+		}}, []string{
+			"parameters:",
+			"  path     string, required  The file",
+			"  content  string, required  The text …",
+			"  label    string  What it is for",
+			"  mode     one of a, b",
+			"  tags     array of string",
+			"  timeout  integer | null",
+		}},
+	} {
+		if got := schemaLines(tc.schema); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+}

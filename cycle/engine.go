@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -481,7 +482,10 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 		}
 		out := h.chain.Decide(ctx, h.approvalCall(bufnr, &buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
 		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), out)
-		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
+		fmt.Fprintf(&b, "  %s\n", s.Description)
+		for _, l := range schemaLines(s.InputSchema) {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
 		if ct, ok := t.(*chainTool); ok {
 			fmt.Fprintf(&b, "  chain steps (each also decided on its own): %s\n", ct.stepsLine())
 		}
@@ -665,4 +669,91 @@ func (h *Engine) Forget(bufnr int) {
 	delete(h.bufs, bufnr)
 	h.mu.Unlock()
 	h.reads.Forget(bufnr)
+}
+
+// schemaLines renders a tool's input schema for people (:Flemma tools):
+// one line per parameter, the required ones first, with its type and the
+// first line of its description (issue 27 item 8: it was one line of JSON).
+func schemaLines(schema map[string]any) []string {
+	props, _ := schema["properties"].(map[string]any)
+	if len(props) == 0 {
+		return []string{"parameters: none"}
+	}
+	required := map[string]bool{}
+	var names []string
+	if rs, ok := schema["required"].([]any); ok {
+		for _, r := range rs {
+			if n, ok := r.(string); ok && props[n] != nil && !required[n] {
+				required[n] = true
+				names = append(names, n)
+			}
+		}
+	} else if rs, ok := schema["required"].([]string); ok {
+		for _, n := range rs {
+			if props[n] != nil && !required[n] {
+				required[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	var rest []string
+	for n := range props {
+		if !required[n] {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	names = append(names, rest...)
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	out := []string{"parameters:"}
+	for _, n := range names {
+		p, _ := props[n].(map[string]any)
+		typ := schemaType(p)
+		if required[n] {
+			typ += ", required"
+		}
+		desc, _ := p["description"].(string)
+		if i := strings.IndexByte(desc, '\n'); i >= 0 {
+			desc = desc[:i] + " …"
+		}
+		if r := []rune(desc); len(r) > 100 {
+			desc = string(r[:99]) + "…"
+		}
+		out = append(out, strings.TrimRight(fmt.Sprintf("  %-*s  %s  %s", width, n, typ, desc), " "))
+	}
+	return out
+}
+
+// schemaType is a parameter's type in words: "string", "integer | null",
+// "array of string", "one of a, b".
+func schemaType(p map[string]any) string {
+	if enum, ok := p["enum"].([]any); ok && len(enum) > 0 {
+		var vs []string
+		for _, v := range enum {
+			vs = append(vs, fmt.Sprint(v))
+		}
+		return "one of " + strings.Join(vs, ", ")
+	}
+	var typ string
+	switch t := p["type"].(type) {
+	case string:
+		typ = t
+	case []any:
+		var ts []string
+		for _, x := range t {
+			ts = append(ts, fmt.Sprint(x))
+		}
+		typ = strings.Join(ts, " | ")
+	default:
+		typ = "any"
+	}
+	if typ == "array" {
+		if items, ok := p["items"].(map[string]any); ok {
+			typ = "array of " + schemaType(items)
+		}
+	}
+	return typ
 }
