@@ -98,10 +98,11 @@ M.subcommands = {
   ["tool:discard"] = function()
     host_call(P.discard, { buf(), line() })
   end,
-  ["tool:log"] = function()
+  ["tool:log"] = function(args)
+    local raw = args[1] == "--json"
     host_call(P.journal_log, { buf() }, function(res)
       if res and type(res.text) == "string" then
-        listing.open("tool-log", res.text)
+        listing.open("tool-log", raw and res.text or M.render_log(res.text))
       end
     end)
   end,
@@ -264,7 +265,73 @@ local switch_params = { "max_tokens=", "temperature=", "thinking=", "cache_reten
 
 -- Completion of a subcommand's arguments: fn(args before the one being
 -- completed) returns the candidates.
+-- "2026-11-26T19:30:44.123456Z" -> "2026-11-26 19:30:44" (UTC, as stored).
+local function when(t)
+  if type(t) ~= "string" then
+    return "?"
+  end
+  return (t:gsub("^(%d+%-%d+%-%d+)T(%d+:%d+:%d+).*$", "%1 %2"))
+end
+
+--- :Flemma tool:log for people: one line per call or decision of the
+--- journal's JSON lines (`:Flemma tool:log --json` shows those as they are).
+--- Lines that are not JSON are kept as they are.
+function M.render_log(text)
+  local out = {}
+  for l in (text .. "\n"):gmatch("(.-)\n") do
+    local ok, e = pcall(vim.json.decode, l)
+    if not ok or type(e) ~= "table" or not e.kind then
+      out[#out + 1] = l
+    else
+      local who = string.format("%s  %s (%s)", when(e.time), tostring(e.tool), tostring(e.call_id))
+      -- decided_by reads as a sentence ("approve by urn:…") or names who
+      -- ("user").
+      local decided
+      if type(e.decided_by) == "string" and e.decided_by:find(" by ", 1, true) then
+        decided = e.decided_by
+      elseif type(e.decision) == "string" and e.decision ~= "" then
+        decided = e.decision
+          .. (type(e.decided_by) == "string" and e.decided_by ~= "" and (" by " .. e.decided_by) or "")
+      end
+      if e.kind == "event" then
+        out[#out + 1] = who .. "  " .. (decided or "event")
+      else
+        local parts = {}
+        if decided then
+          parts[#parts + 1] = decided
+        end
+        if type(e.status) == "string" then
+          local s = e.status
+          if type(e.duration_ms) == "number" then
+            s = s .. string.format(" in %d ms", math.floor(e.duration_ms + 0.5))
+          end
+          if e.is_error == true then
+            s = s
+              .. " (error"
+              .. (type(e.error_kind) == "string" and e.error_kind ~= "" and (": " .. e.error_kind) or "")
+              .. ")"
+          end
+          parts[#parts + 1] = s
+        else
+          parts[#parts + 1] = "started, not finished"
+        end
+        if type(e.resolution) == "string" then
+          parts[#parts + 1] = e.resolution .. (type(e.resolved_by) == "string" and (" by " .. e.resolved_by) or "")
+        end
+        out[#out + 1] = who .. "  " .. table.concat(parts, " · ")
+      end
+    end
+  end
+  while #out > 0 and out[#out] == "" do
+    out[#out] = nil
+  end
+  return table.concat(out, "\n")
+end
+
 M.completers = {
+  ["tool:log"] = function(args)
+    return #args == 0 and { "--json" } or {}
+  end,
   login = function(args)
     return #args == 0 and { "copilot" } or {}
   end,
