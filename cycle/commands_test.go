@@ -64,6 +64,10 @@ func TestListings(t *testing.T) {
 	if err != nil || !strings.Contains(st.Text, "provider: anthropic") || st.LinesRead == 0 {
 		t.Errorf("status: %+v %v", st, err)
 	}
+	// Thinking unset: what is sent, not "" (issue 27 item 8).
+	if !strings.Contains(st.Text, `thinking="high" (the default)`) {
+		t.Errorf("status does not say which thinking is sent:\n%s", st.Text)
+	}
 	hr, err := env.h.Health()
 	if err != nil || hr.Version != "test" || len(hr.Lines) < 3 {
 		t.Errorf("health: %+v %v", hr, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -549,8 +550,14 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	default:
 		maxTokens = fmt.Sprintf("%d (default)", provider.MaxTokens(wire, params, info))
 	}
-	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%s thinking=%q cache_retention=%q\n%s\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
-		name, modelLabel(cfg, name, params.Model), credText, maxTokens, params.Thinking, params.CacheRetention, describeModel(wire, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
+	// What is sent: an unset thinking is the providers' "high" (issue 27
+	// item 8: it showed thinking="" while adaptive thinking was sent).
+	thinkingText := strconv.Quote(params.Thinking)
+	if strings.TrimSpace(params.Thinking) == "" {
+		thinkingText = `"high" (the default)`
+	}
+	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%s thinking=%s cache_retention=%q\n%s\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
+		name, modelLabel(cfg, name, params.Model), credText, maxTokens, thinkingText, params.CacheRetention, describeModel(wire, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
 	if usage != nil {
 		out += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
 		if usage.CacheReadTokens > 0 || usage.CacheWriteTokens > 0 {
