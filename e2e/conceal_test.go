@@ -34,7 +34,7 @@ func TestConcealFencesOnly(t *testing.T) {
 				return table.concat(out)
 			end
 			local hl = vim.treesitter.highlighter and vim.treesitter.highlighter.active or {}
-			local n = vim.fn.search("^` + "```" + `flemma:tool", "n")
+			local n = vim.fn.search("^`+"```"+`flemma:tool", "n")
 			return { ts = hl[vim.api.nvim_get_current_buf()] ~= nil, level = vim.wo.conceallevel,
 				shown = shown(2), fence = shown(n), fence_no = vim.fn.getline(n) }`)
 		if err != nil {
