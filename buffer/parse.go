@@ -415,6 +415,11 @@ func (p *parser) body(open, end int) string {
 func (p *parser) toolUse(h, hi int) (Segment, int) {
 	name, id, suffix, ok := toolUseHeader(p.line(h))
 	if !ok {
+		if strings.HasPrefix(p.line(h), "**Tool Use") {
+			// A header edited out of shape: say so rather than let the
+			// block pass as text in silence.
+			p.report(h, 1, SeverityWarning, KindToolUse, "Not a tool use header, so this block is text: the form is **Tool Use:** `NAME` (`ID`)")
+		}
 		return nil, 0
 	}
 	open, n, end := p.fencedBody(h, hi)
@@ -530,6 +535,9 @@ func dropNullsIn(a []any) {
 func (p *parser) toolResult(h, hi int) (Segment, int) {
 	id, suffix, ok := toolResultHeader(p.line(h))
 	if !ok {
+		if strings.HasPrefix(p.line(h), "**Tool Result") {
+			p.report(h, 1, SeverityWarning, KindToolResult, "Not a tool result header, so this block is text: the form is **Tool Result:** `ID`")
+		}
 		return nil, 0
 	}
 	open, n, end := p.fencedBody(h, hi)

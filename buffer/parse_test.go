@@ -652,6 +652,27 @@ ok`, want: `
   text 2-6 "**Tool Result:** ^c1^\n^^^\nx\n@Assistant:\nok"
 ! 2:1 warning tool_result: Unclosed fenced code block in tool result (missing closing fence)
 ! 5:1 warning message: Role marker inside the code fence left open on line 3 is read as text; close the fence to start a new message`},
+	// Ours (issue 27 item 8): a header edited out of shape is text, and
+	// says so.
+	{name: "61b result header out of shape", in: `
+@You:
+**Tool Result:** c1
+
+^^^flemma:tool status=approved
+^^^`, want: `
+@You 1-5
+  text 2-5 "**Tool Result:** c1\n\n^^^flemma:tool status=approved\n^^^"
+! 2:1 warning tool_result: Not a tool result header, so this block is text: the form is **Tool Result:** ^ID^`},
+	{name: "61c use header out of shape", in: `
+@Assistant:
+**Tool Use:** calc (^c1^)
+
+^^^json
+{}
+^^^`, want: `
+@Assistant 1-6
+  text 2-6 "**Tool Use:** calc (^c1^)\n\n^^^json\n{}\n^^^"
+! 2:1 warning tool_use: Not a tool use header, so this block is text: the form is **Tool Use:** ^NAME^ (^ID^)`},
 	// Ours (seed 004 and SPEC win over v0.11): the flemma:tool fence is
 	// a placeholder, not a completed result.
 	{name: "62 flemma:tool fence", in: `

@@ -28,7 +28,7 @@ func TestAuditRecordsTheUsersDecisions(t *testing.T) {
 	if _, err := env.h.SetResult(1, "toolu_d", "I ran it myself: ok", false); err != nil {
 		t.Fatal(err)
 	}
-	log, _ := env.h.JournalLog(1)
+	log, _ := env.h.JournalLog(1, false)
 	for _, want := range []string{
 		"toolu_r  bash  rejected, by user\n  detail: not with my token\n  input: {\"command\": \"curl -H [redacted] x\"",
 		"toolu_d  bash  discarded, by user\n  input: {\"command\": \"make\"",

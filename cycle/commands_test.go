@@ -64,6 +64,10 @@ func TestListings(t *testing.T) {
 	if err != nil || !strings.Contains(st.Text, "provider: anthropic") || st.LinesRead == 0 {
 		t.Errorf("status: %+v %v", st, err)
 	}
+	// Thinking unset: what is sent, not "" (issue 27 item 8).
+	if !strings.Contains(st.Text, `thinking="high" (the default)`) {
+		t.Errorf("status does not say which thinking is sent:\n%s", st.Text)
+	}
 	hr, err := env.h.Health()
 	if err != nil || hr.Version != "test" || len(hr.Lines) < 3 {
 		t.Errorf("health: %+v %v", hr, err)
@@ -98,7 +102,7 @@ func TestListings(t *testing.T) {
 	if res, _ := env.h.ToolList(1); res.Text != "no tool calls in this buffer" {
 		t.Errorf("tool list: %q", res.Text)
 	}
-	if res, _ := env.h.JournalLog(1); !strings.Contains(res.Text, "nothing for this buffer") {
+	if res, _ := env.h.JournalLog(1, false); !strings.Contains(res.Text, "nothing for this buffer") {
 		t.Errorf("journal log: %q", res.Text)
 	}
 }
@@ -361,6 +365,35 @@ func TestForget(t *testing.T) {
 	}
 }
 
+// tool:undo of a write that created its file removes the file and says
+// so, to the user and in the result (issue 27 item 8: it said "Restored").
+func TestUndoANewFile(t *testing.T) {
+	env := newEnv(t, noSandbox())
+	target := filepath.Join(env.dir, "new.txt")
+	text := "@You:\nhi\n\n@Assistant:\n**Tool Use:** `write` (`toolu_n`)\n\n```json\n{\"path\": \"new.txt\", \"content\": \"fresh\\n\", \"label\": \"n\"}\n```\n"
+	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, text)
+	env.press(1)
+	env.ed.replace(t, 1, "```flemma:tool status=pending", "```flemma:tool status=approved")
+	env.press(1)
+	env.ed.waitIdle(t, env.h, 1)
+	if _, err := os.Stat(target); err != nil {
+		t.Fatalf("write did not create the file: %v\n%s", err, env.ed.String(1))
+	}
+	res, err := env.h.Undo(1, resultLine(env, 1, "toolu_n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("undo left the file the call created: %v", err)
+	}
+	if !strings.HasPrefix(res.Message, "Removed ") || !strings.Contains(res.Message, "new.txt (the call created it)") || strings.Contains(res.Message, "Restored") {
+		t.Errorf("undo said %q, want that it removed the file the call created", res.Message)
+	}
+	if got := env.ed.String(1); !strings.Contains(got, "new.txt, which the call created, was removed.]") {
+		t.Errorf("the result does not tell the model the file was removed:\n%s", got)
+	}
+}
+
 // tool:undo puts back what a write changed, and the result says so.
 func TestUndoAWrite(t *testing.T) {
 	env := newEnv(t, noSandbox())
@@ -382,7 +415,7 @@ func TestUndoAWrite(t *testing.T) {
 		t.Fatalf("undo did not restore: %q", b)
 	}
 	env.as(":Flemma tool:undo on no block").reply(env.h.Undo(1, 1))
-	log, _ := env.h.JournalLog(1)
+	log, _ := env.h.JournalLog(1, false)
 	if !strings.Contains(log.Text, "toolu_w  write  undone, by user") {
 		t.Errorf("journal log: %s", log.Text)
 	}
@@ -445,7 +478,7 @@ func TestUnusableJournal(t *testing.T) {
 	if res, _ := env.h.Undo(1, resultLine(env, 1, "toolu_f1")); !strings.Contains(res.Message, "not available") {
 		t.Errorf("undo without a journal: %+v", res)
 	}
-	if res, _ := env.h.JournalLog(1); !strings.Contains(res.Text, "no journal") {
+	if res, _ := env.h.JournalLog(1, false); !strings.Contains(res.Text, "no journal") {
 		t.Errorf("log without a journal: %+v", res)
 	}
 }
@@ -616,6 +649,38 @@ func TestRanCallString(t *testing.T) {
 	} {
 		if got := tt.r.String(); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.r, got, tt.want)
+		}
+	}
+}
+
+// :Flemma tools renders a schema for people: one line per parameter, the
+// required ones first, with its type and description (issue 27 item 8).
+func TestSchemaLines(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		schema map[string]any
+		want   []string
+	}{
+		{"none", nil, []string{"parameters: none"}},
+		{"write", map[string]any{"type": "object", "required": []any{"path", "content"}, "properties": map[string]any{
+			"label":   map[string]any{"type": "string", "description": "What it is for"},
+			"content": map[string]any{"type": "string", "description": "The text\nall of it"},
+			"path":    map[string]any{"type": "string", "description": "The file"},
+			"mode":    map[string]any{"enum": []any{"a", "b"}},
+			"tags":    map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			"timeout": map[string]any{"type": []any{"integer", "null"}},
+		}}, []string{
+			"parameters:",
+			"  path     string, required  The file",
+			"  content  string, required  The text …",
+			"  label    string  What it is for",
+			"  mode     one of a, b",
+			"  tags     array of string",
+			"  timeout  integer | null",
+		}},
+	} {
+		if got := schemaLines(tc.schema); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s:\n%s\nwant:\n%s", tc.name, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 		}
 	}
 }

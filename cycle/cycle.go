@@ -239,6 +239,26 @@ func abortedMessage(doc *buffer.Document, tu *buffer.ToolUse) (string, bool) {
 	return "", false
 }
 
+// blockProblem names the first tool block of doc that could not be read
+// (a header edited out of shape, a fence left open), which the press just
+// answered with a new placeholder: without it the user sees the block they
+// approved ignored, and no word why. "" when every block reads.
+func blockProblem(doc *buffer.Document) string {
+	n, first := 0, ""
+	for _, d := range doc.Diagnostics {
+		if (d.Kind == buffer.KindToolUse || d.Kind == buffer.KindToolResult) && d.Severity <= buffer.SeverityWarning {
+			if n == 0 {
+				first = fmt.Sprintf("Line %d: %s", d.Line, d.Message)
+			}
+			n++
+		}
+	}
+	if n > 1 {
+		first += fmt.Sprintf(" (%d more in the diagnostics)", n-1)
+	}
+	return first
+}
+
 // categorize is phase 1: a placeholder for every tool use without a result,
 // its status from the approval chain (planCategorize). With nothing
 // pending, phase 2 follows at once.
@@ -304,6 +324,9 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 			// Autopilot stops here: say so, once, in a line short
 			// enough for the message area (no hit-enter prompt).
 			return reply("categorize", autopilotPaused(doc0, p), levelInfo), nil
+		}
+		if msg := blockProblem(doc0); msg != "" {
+			return reply("categorize", msg, levelWarn), nil
 		}
 		return reply("categorize", "", 0), nil
 	}
@@ -448,7 +471,10 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 		return Reply{}, err
 	}
 	if len(p.Jobs) > 0 {
-		h.startJobs(bufnr, p.Jobs, only == "")
+		// One call run by the user (<M-CR>, tool:resume) goes on like a press:
+		// with autopilot on, the cycle continues once it is done (issue 27
+		// item 8; the Lua Flemma re-arms a paused autopilot the same way).
+		h.startJobs(bufnr, p.Jobs, true)
 	}
 	if r, final := p.reply(only); final {
 		return r, nil

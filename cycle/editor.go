@@ -138,7 +138,7 @@ type Progress struct {
 	// or "" (done: clear the indicator).
 	Phase    string `msgpack:"phase"`
 	Provider string `msgpack:"provider"`
-	Model    string `msgpack:"model"`
+	Model    string `msgpack:"model"` // the effective model: the provider's default by name when none is set
 	// ElapsedMS is the time since the request was sent; the editor
 	// counts on from it.
 	ElapsedMS     int64 `msgpack:"elapsed_ms"`

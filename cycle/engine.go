@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -542,7 +544,10 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 			timeout = "none of its own (each step has its tool's)"
 		}
 		fmt.Fprintf(&b, "%s  [%s]  %s  tags: %s  timeout: %s  approval: %s\n", s.Name, s.Source, status, strings.Join(s.Tags, ","), timeout, out)
-		fmt.Fprintf(&b, "  %s\n  schema: %s\n", s.Description, compactJSON(s.InputSchema))
+		fmt.Fprintf(&b, "  %s\n", s.Description)
+		for _, l := range schemaLines(s.InputSchema) {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
 		if ct, ok := t.(*chainTool); ok {
 			fmt.Fprintf(&b, "  chain steps (each also decided on its own): %s\n", ct.stepsLine())
 		}
@@ -606,10 +611,19 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	default:
 		maxTokens = fmt.Sprintf("%d (default)", provider.MaxTokens(wire, params, info))
 	}
-	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%s thinking=%q cache_retention=%q\n%s\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
-		name, modelLabel(cfg, name, params.Model), credText, maxTokens, params.Thinking, params.CacheRetention, describeModel(wire, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
+	// What is sent: an unset thinking is the providers' "high" (issue 27
+	// item 8: it showed thinking="" while adaptive thinking was sent).
+	thinkingText := strconv.Quote(params.Thinking)
+	if strings.TrimSpace(params.Thinking) == "" {
+		thinkingText = `"high" (the default)`
+	}
+	out := fmt.Sprintf("provider: %s  model: %s  credentials: %s\nparameters: max_tokens=%s thinking=%s cache_retention=%q\n%s\nautopilot: %v (turns %d)  tools.mode: %s\ntools in this buffer: %s\nresolvers: %s",
+		name, modelLabel(cfg, name, params.Model), credText, maxTokens, thinkingText, params.CacheRetention, describeModel(wire, params, info), auto, turns, h.mode(), strings.Join(tools, ", "), h.resolverNames())
 	if usage != nil {
 		out += fmt.Sprintf("\nlast response: %d input · %d output tokens", usage.InputTokens, usage.OutputTokens)
+		if usage.CacheReadTokens > 0 || usage.CacheWriteTokens > 0 {
+			out += fmt.Sprintf(" · cache %d read, %d written", usage.CacheReadTokens, usage.CacheWriteTokens)
+		}
 	}
 	if bufTotal.Requests > 0 {
 		out += "\nthis buffer, this session: " + bufTotal.String()
@@ -742,4 +756,91 @@ func (h *Engine) Forget(bufnr int) {
 	if dropped {
 		h.notify(fmt.Sprintf("The step of buffer %d that waited for the tool definitions to load was dropped: the buffer was closed.", bufnr), levelWarn)
 	}
+}
+
+// schemaLines renders a tool's input schema for people (:Flemma tools):
+// one line per parameter, the required ones first, with its type and the
+// first line of its description (issue 27 item 8: it was one line of JSON).
+func schemaLines(schema map[string]any) []string {
+	props, _ := schema["properties"].(map[string]any)
+	if len(props) == 0 {
+		return []string{"parameters: none"}
+	}
+	required := map[string]bool{}
+	var names []string
+	if rs, ok := schema["required"].([]any); ok {
+		for _, r := range rs {
+			if n, ok := r.(string); ok && props[n] != nil && !required[n] {
+				required[n] = true
+				names = append(names, n)
+			}
+		}
+	} else if rs, ok := schema["required"].([]string); ok {
+		for _, n := range rs {
+			if props[n] != nil && !required[n] {
+				required[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	var rest []string
+	for n := range props {
+		if !required[n] {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	names = append(names, rest...)
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	out := []string{"parameters:"}
+	for _, n := range names {
+		p, _ := props[n].(map[string]any)
+		typ := schemaType(p)
+		if required[n] {
+			typ += ", required"
+		}
+		desc, _ := p["description"].(string)
+		if i := strings.IndexByte(desc, '\n'); i >= 0 {
+			desc = desc[:i] + " …"
+		}
+		if r := []rune(desc); len(r) > 100 {
+			desc = string(r[:99]) + "…"
+		}
+		out = append(out, strings.TrimRight(fmt.Sprintf("  %-*s  %s  %s", width, n, typ, desc), " "))
+	}
+	return out
+}
+
+// schemaType is a parameter's type in words: "string", "integer | null",
+// "array of string", "one of a, b".
+func schemaType(p map[string]any) string {
+	if enum, ok := p["enum"].([]any); ok && len(enum) > 0 {
+		var vs []string
+		for _, v := range enum {
+			vs = append(vs, fmt.Sprint(v))
+		}
+		return "one of " + strings.Join(vs, ", ")
+	}
+	var typ string
+	switch t := p["type"].(type) {
+	case string:
+		typ = t
+	case []any:
+		var ts []string
+		for _, x := range t {
+			ts = append(ts, fmt.Sprint(x))
+		}
+		typ = strings.Join(ts, " | ")
+	default:
+		typ = "any"
+	}
+	if typ == "array" {
+		if items, ok := p["items"].(map[string]any); ok {
+			typ = "array of " + schemaType(items)
+		}
+	}
+	return typ
 }

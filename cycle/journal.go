@@ -444,7 +444,7 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 	if len(changes) == 0 {
 		return reply("none", fmt.Sprintf("%s changed no file that flemma recorded.", tu.ID), levelInfo), nil
 	}
-	var done, failed []string
+	var done, restored, removed, failed []string
 	for i := len(changes) - 1; i >= 0; i-- {
 		ch := changes[i]
 		if err := builtin.Undo(ch, h.backupDir()); err != nil {
@@ -452,10 +452,22 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 			continue
 		}
 		done = append(done, ch.Path)
+		// A file the call created is removed, not restored.
+		if ch.Before == tools.BackupAbsent {
+			removed = append(removed, ch.Path)
+		} else {
+			restored = append(restored, ch.Path)
+		}
 	}
 	if len(done) > 0 {
-		note := fmt.Sprintf("[The user undid this call's changes on disk: %s %s as before the call.]",
-			strings.Join(done, ", "), map[bool]string{true: "is", false: "are"}[len(done) == 1])
+		var what []string
+		if len(restored) > 0 {
+			what = append(what, fmt.Sprintf("%s %s as before the call", strings.Join(restored, ", "), map[bool]string{true: "is", false: "are"}[len(restored) == 1]))
+		}
+		if len(removed) > 0 {
+			what = append(what, fmt.Sprintf("%s, which the call created, %s removed", strings.Join(removed, ", "), map[bool]string{true: "was", false: "were"}[len(removed) == 1]))
+		}
+		note := fmt.Sprintf("[The user undid this call's changes on disk: %s.]", strings.Join(what, "; "))
 		if err := h.placeResult(bufnr, tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
 			h.logf("tool:undo: note in the result of %s: %v", tu.ID, err)
 		}
@@ -464,7 +476,14 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 	if len(failed) > 0 {
 		return reply("undo", fmt.Sprintf("Not undone: %s", strings.Join(failed, "; ")), levelWarn), nil
 	}
-	return reply("undo", fmt.Sprintf("Restored %s.", strings.Join(done, ", ")), levelInfo), nil
+	var said []string
+	if len(restored) > 0 {
+		said = append(said, "Restored "+strings.Join(restored, ", "))
+	}
+	if len(removed) > 0 {
+		said = append(said, "Removed "+strings.Join(removed, ", ")+" (the call created it)")
+	}
+	return reply("undo", strings.Join(said, "; ")+".", levelInfo), nil
 }
 
 // Resume is :Flemma tool:resume: the interrupted call under the cursor
@@ -526,7 +545,7 @@ func (h *Engine) Discard(bufnr, line int) (Reply, error) {
 // the journal in the readable form (newest last), with arguments and
 // results; `flemma-host journal --buffer FILE` gives the same as JSON
 // lines.
-func (h *Engine) JournalLog(bufnr int) (Reply, error) {
+func (h *Engine) JournalLog(bufnr int, asJSON bool) (Reply, error) {
 	jr := h.journal()
 	if jr == nil {
 		h.mu.Lock()
@@ -552,7 +571,7 @@ func (h *Engine) JournalLog(bufnr int) (Reply, error) {
 		case <-ctx.Done():
 		}
 	}
-	if err := jr.Export(ctx, &b, journal.Filter{Buffer: journalKey(bufnr, s.Name), Limit: 500, Results: true, Text: true}); err != nil {
+	if err := jr.Export(ctx, &b, journal.Filter{Buffer: journalKey(bufnr, s.Name), Limit: 500, Results: true, Text: !asJSON}); err != nil {
 		return Reply{}, fmt.Errorf("tool:log: %w", err)
 	}
 	if b.Len() == 0 {

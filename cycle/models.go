@@ -170,8 +170,12 @@ func (h *Engine) Models() (ModelsReply, error) {
 
 func (h *Engine) modelsLocked() ModelsReply {
 	cfg := h.cfg
-	r := ModelsReply{Providers: cfg.ProviderNames(), Models: map[string][]string{}, Listed: map[string]bool{}}
+	r := ModelsReply{Providers: cfg.ProviderNames(), Models: map[string][]string{}, Listed: map[string]bool{}, Defaults: map[string]string{}}
 	for _, p := range r.Providers {
+		r.Defaults[p] = cfg.Providers[p].Model
+		if r.Defaults[p] == "" {
+			r.Defaults[p] = provider.DefaultModel(cfg.Wire(p))
+		}
 		names := provider.ModelNames(cfg.Wire(p))
 		if m := cfg.Providers[p].Model; m != "" {
 			names = append(names, m)

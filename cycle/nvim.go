@@ -3,6 +3,7 @@ package cycle
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
@@ -96,9 +97,11 @@ type MarkLine struct {
 
 // ApplyOpts travel with the edits in the same call.
 type ApplyOpts struct {
-	Cursor      int          `msgpack:"cursor,omitempty"` // 1-based line; 0 = leave
-	CursorID    string       `msgpack:"-"`                // move to this call's result header (resolved by step)
-	CursorAtEnd bool         `msgpack:"-"`                // with CursorID: to the end of the message holding it ("next")
+	Cursor      int          `msgpack:"cursor,omitempty"`     // 1-based line; 0 = leave (only windows whose cursor the user has not moved since their last action move)
+	CursorCol   int          `msgpack:"cursor_col,omitempty"` // 0-based byte column with Cursor
+	Follow      bool         `msgpack:"follow,omitempty"`     // windows whose cursor is on the last line keep it there (a streaming answer)
+	CursorID    string       `msgpack:"-"`                    // move to this call's result: a placeholder's status word, else its header (resolved by step)
+	CursorAtEnd bool         `msgpack:"-"`                    // with CursorID: to the end of the message holding it ("next")
 	Modifiable  *bool        `msgpack:"modifiable,omitempty"`
 	Join        bool         `msgpack:"join,omitempty"`
 	UndoBreak   bool         `msgpack:"undo_break,omitempty"` // start a new undo step (a new phase)
@@ -254,9 +257,9 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 		}
 		if opts.CursorID != "" {
 			if r := after.Result(opts.CursorID); r != nil {
-				opts.Cursor = r.HeaderLine
+				opts.Cursor, opts.CursorCol = statusWord(r, afterLines)
 				if m := after.MessageAt(r.HeaderLine); opts.CursorAtEnd && m != nil {
-					opts.Cursor = m.EndLine
+					opts.Cursor, opts.CursorCol = m.EndLine, 0
 				}
 			}
 		}
@@ -303,3 +306,16 @@ const (
 	levelWarn  = 3
 	levelError = 4
 )
+
+// statusWord is where the cursor goes for a call's result: on the status
+// word of a placeholder's fence (`status=pending`: the word to change),
+// else on the result's header (1-based line, 0-based byte column).
+func statusWord(r *buffer.ToolResult, lines []string) (line, col int) {
+	if r.Status == "" || r.HeaderForm || r.FenceLine < 1 || r.FenceLine > len(lines) {
+		return r.HeaderLine, 0
+	}
+	if i := strings.Index(lines[r.FenceLine-1], "status="); i >= 0 {
+		return r.FenceLine, i + len("status=")
+	}
+	return r.HeaderLine, 0
+}

@@ -168,7 +168,9 @@ func TestResponseCost(t *testing.T) {
 	if end.CostUSD == nil || *end.CostUSD < 0.050999 || *end.CostUSD > 0.051001 {
 		t.Errorf("FlemmaRequestEnd cost = %v, want 0.051", end.CostUSD)
 	}
-	if !strings.Contains(notes, "1000 input · 2000 output tokens · $0.0510") {
+	// The cache reads the statusline counts are in the usage line too
+	// (issue 27 item 8).
+	if !strings.Contains(notes, "1000 input · 2000 output tokens · cache 10000 read, 4000 written · $0.0510") {
 		t.Errorf("notifications:\n%s", notes)
 	}
 	st, err := env.h.Status(1)

@@ -210,6 +210,9 @@ type ModelsReply struct {
 	Models    map[string][]string `msgpack:"models"`
 	// Listed: the provider's server listed its models (Discover).
 	Listed map[string]bool `msgpack:"listed"`
+	// Defaults: the model each provider uses when none is chosen (its
+	// configured model, else the provider's default), for the statusline.
+	Defaults map[string]string `msgpack:"defaults"`
 }
 
 // VersionReply is the handshake.

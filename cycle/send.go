@@ -263,7 +263,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		last = last[len(last)-3:]
 	}
 	w := provider.NewWriter(last)
-	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines, tick: s.Tick, r: len(s.Lines), last: []string{}}
+	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines, tick: s.Tick, r: len(s.Lines), last: []string{}, model: h.modelName(name, params.Model)}
 	if err := sw.write(w.Lines(), false, true); err != nil {
 		h.endStream(bufnr)
 		return Reply{}, err
@@ -271,7 +271,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	h.logf("send: %s model=%q (catalogue: %s, known %v), %d messages, %d tools", name, h.modelName(name, params.Model), info.Name, info.Known, len(msgs), len(req.Tools))
 	h.noteModel(name, params, info)
 	h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
-	h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
+	h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: sw.model})
 	h.background(bufnr, func() { h.stream(ctx, prov, req, w, sw) })
 	return reply("send", "", 0), nil
 }
@@ -289,14 +289,18 @@ type streamWrite struct {
 	r     int
 	prev  int      // lines of the region now
 	last  []string // what the region holds since the last write
+	model string   // the model the request goes to (the provider's default named), for the progress
 }
 
 func (sw *streamWrite) write(lines []string, final, first bool, records ...WireRecord) error {
-	opts := ApplyOpts{Join: !first, UndoBreak: first, Records: records}
+	// Windows on the last line follow the answer; the first write brings
+	// it into view where the user has not moved the cursor since the press
+	// (docs/design.md, "flemma never takes the cursor").
+	opts := ApplyOpts{Join: !first, UndoBreak: first, Records: records, Follow: true}
 	locked := final
 	opts.Modifiable = &locked
 	for attempt := 0; attempt < 5; attempt++ {
-		if final {
+		if first {
 			opts.Cursor = sw.r + len(lines)
 		}
 		edit := buffer.Edit{Start: sw.r, End: sw.r + sw.prev, Lines: lines}
@@ -387,7 +391,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		flushes    int
 		started    = time.Now()
 		received   = map[string]bool{} // ids of the structured tool calls of this response
-		prog       = Progress{Phase: "waiting", Provider: prov.Name(), Model: req.Params.Model}
+		prog       = Progress{Phase: "waiting", Provider: prov.Name(), Model: sw.model}
 		progSent   = prog
 		progAt     = started
 	)
@@ -496,7 +500,7 @@ loop:
 	st.usage.add(usage, cost, costKnown)
 	h.usage.add(usage, cost, costKnown)
 	h.mu.Unlock()
-	h.progress(sw.bufnr, Progress{Provider: prov.Name(), Model: req.Params.Model})
+	h.progress(sw.bufnr, Progress{Provider: prov.Name(), Model: sw.model})
 	end := RequestEvent{Bufnr: sw.bufnr, Provider: prov.Name(), Model: req.Params.Model, Status: "ok",
 		StopReason: w.StopReason(), Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
 	if costKnown {
@@ -525,6 +529,10 @@ loop:
 	}
 	if usage != nil {
 		msg := fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens)
+		if usage.CacheReadTokens > 0 || usage.CacheWriteTokens > 0 {
+			// The statusline's "in" counts the cache reads too: say them.
+			msg += fmt.Sprintf(" · cache %d read, %d written", usage.CacheReadTokens, usage.CacheWriteTokens)
+		}
 		if usage.WebSearches > 0 {
 			msg += fmt.Sprintf(" · %d web searches", usage.WebSearches)
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -62,9 +63,15 @@ func TestThreePhases(t *testing.T) {
 		mustOpen(t, s, "three.chat", chat)
 		press(t, s, "<C-]>")
 		waitText(t, s, withResults(chat, placeholder("c1", "pending", ""), placeholder("c2", "pending", ""), placeholder("c3", "pending", "")))
-		first := strings.Count(chat, "\n") + 4
-		if got := cursorLine(t, s); got != first {
-			t.Errorf("cursor on line %d, want %d (the first pending placeholder)", got, first)
+		// The cursor is on the word to change: the status of the first
+		// pending placeholder (issue 27 item 8).
+		first := strings.Count(chat, "\n") + 6
+		var pos []int
+		if err := s.Lua(&pos, "return vim.api.nvim_win_get_cursor(0)"); err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{first, len("```flemma:tool status=")}; !reflect.DeepEqual(pos, want) {
+			t.Errorf("cursor at %v, want %v (on the status word of the first pending placeholder)", pos, want)
 		}
 		// A second press with everything pending changes nothing.
 		press(t, s, "<C-]>")

@@ -368,3 +368,56 @@ func TestLuaDiffViewOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestDiffReviewNewFile (issue 27 item 8): the review of a write that
+// creates its file says so on the empty left side, and the view's names
+// carry the file's name, not its folders shortened to letters in the tab
+// label ("f//t/p/notes.txt").
+func TestDiffReviewNewFile(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		input, _ := json.Marshal(map[string]any{"path": "sub/new.txt", "label": "create", "content": "fresh\n"})
+		chat := toolChat("write", "w1", string(input))
+		mustOpenForeign(t, s, "n.chat", chat)
+		press(t, s, "<C-]>")
+		waitText(t, s, withResults(chat, placeholder("w1", "pending", "")))
+		lines := strings.Split(text(t, s), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "**Tool Use:**") {
+				if err := s.Nv.Command("normal! " + strconv.Itoa(i+1) + "G"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		press(t, s, "<CR>")
+		waitTabs(t, s, 2)
+		var view struct {
+			Names []string `msgpack:"names"`
+			Notes []string `msgpack:"notes"`
+			Label string   `msgpack:"label"`
+		}
+		if err := s.Lua(&view, `
+			local out = { names = {}, notes = {} }
+			local ns = require("flemma.diffview").ns
+			for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+				local b = vim.api.nvim_win_get_buf(w)
+				table.insert(out.names, vim.api.nvim_buf_get_name(b))
+				for _, m in ipairs(vim.api.nvim_buf_get_extmarks(b, ns, 0, -1, { details = true })) do
+					table.insert(out.notes, m[4].virt_text[1][1])
+				end
+			end
+			out.label = vim.fn.pathshorten(vim.api.nvim_buf_get_name(0))
+			return out`); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"flemma://new.txt (new file, w1)", "flemma://new.txt (proposed, w1)"}
+		if strings.Join(view.Names, "|") != strings.Join(want, "|") {
+			t.Errorf("view names %q, want %q", view.Names, want)
+		}
+		if len(view.Notes) != 1 || view.Notes[0] != "new file: sub/new.txt does not exist yet" {
+			t.Errorf("left side notes %q, want that the file does not exist yet", view.Notes)
+		}
+		if !strings.HasSuffix(view.Label, "new.txt (proposed, w1)") {
+			t.Errorf("tab label %q", view.Label)
+		}
+	})
+}

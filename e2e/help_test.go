@@ -50,3 +50,36 @@ func TestHelp(t *testing.T) {
 		}
 	})
 }
+
+// TestHelpReplayExample (issue 27 item 9): the replay script of
+// :help flemma-replay, exactly as written there, answers a send.
+func TestHelpReplayExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(nvimtest.RepoRoot(), "doc", "flemma.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := string(data)
+	i := strings.Index(help, "*flemma-replay*")
+	if i < 0 {
+		t.Fatal("no *flemma-replay* in the help")
+	}
+	j := strings.Index(help[i:], "For example: >\n")
+	if j < 0 {
+		t.Fatal("no example under *flemma-replay*")
+	}
+	block := help[i+j+len("For example: >\n"):]
+	block = block[:strings.Index(block, "\n<\n")+1]
+	var script strings.Builder
+	for _, l := range strings.SplitAfter(block, "\n") {
+		script.WriteString(strings.TrimPrefix(l, "    "))
+	}
+	file := filepath.Join(t.TempDir(), "script.sse")
+	if err := os.WriteFile(file, []byte(script.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eachNvim(t, `{ provider = "replay", providers = { replay = { file = "`+file+`" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "r.chat", "@You:\nHi\n")
+		press(t, s, "<C-]>")
+		waitText(t, s, "@You:\nHi\n\n@Assistant:\nHello from the script.\n\n@You:\n")
+	})
+}

@@ -153,7 +153,7 @@ func TestInsertModeAndTheLock(t *testing.T) {
 				return ""`)
 			return text
 		}
-		if _, err := s.Wait(10*time.Second, func(string) bool { return strings.Contains(lockNote(), "read-only until it is done") }); err != nil {
+		if _, err := s.Wait(10*time.Second, func(string) bool { return strings.Contains(lockNote(), "read-only until done") }); err != nil {
 			t.Errorf("no note says why the locked buffer is read-only: %q", lockNote())
 		}
 		press(t, s, "<C-c>")

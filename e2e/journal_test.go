@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -188,5 +189,32 @@ func TestToolUndo(t *testing.T) {
 			t.Errorf("undo overwrote a file changed since: %q", b)
 		}
 		waitMessage(t, s, "Not undone")
+	})
+}
+
+// TestToolLogForPeople (issue 27 item 8): :Flemma tool:log shows one line
+// per call for people (time, tool and id, decision, how it ended);
+// `--json` shows the journal's JSON lines as they are.
+func TestToolLogForPeople(t *testing.T) {
+	eachNvim(t, `{ tools = { auto_approve = { "calculator" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "log/l.chat", calcCalls("2+2"))
+		press(t, s, "<C-]>")
+		waitResult(t, s, "c1")
+		waitIdle(t, s)
+		press(t, s, ":Flemma tool:log<CR>")
+		out := listingWindow(t, s, "tool-log")
+		if !regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+  c1  calculator  ran: ok in \d+ ms`).MatchString(out) {
+			t.Errorf(":Flemma tool:log:\n%s", out)
+		}
+		if strings.Contains(out, `"call_id"`) {
+			t.Errorf(":Flemma tool:log shows JSON:\n%s", out)
+		}
+		if err := s.Nv.Command("wincmd p"); err != nil {
+			t.Fatal(err)
+		}
+		press(t, s, ":Flemma tool:log --json<CR>")
+		if out := listingWindow(t, s, "tool-log"); !strings.Contains(out, `"call_id":"c1"`) {
+			t.Errorf(":Flemma tool:log --json:\n%s", out)
+		}
 	})
 }

@@ -63,3 +63,37 @@ func TestReadmeNamedProviders(t *testing.T) {
 		}
 	})
 }
+
+// TestHighlightGroupsDocumented (issue 27 item 9): every highlight group
+// plugin/flemma.lua links (the ones a colorscheme may set) is named in
+// README and in :help flemma-highlights.
+func TestHighlightGroupsDocumented(t *testing.T) {
+	root := nvimtest.RepoRoot()
+	read := func(p string) string {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	plugin, readme, help := read("plugin/flemma.lua"), read("README.md"), read("doc/flemma.txt")
+	start := strings.Index(plugin, "local links = {")
+	if start < 0 {
+		t.Fatal("plugin/flemma.lua has no links table")
+	}
+	table := plugin[start : start+strings.Index(plugin[start:], "\n}")]
+	groups := regexp.MustCompile(`(?m)^\s+(Flemma\w+) = `).FindAllStringSubmatch(table, -1)
+	if len(groups) < 20 {
+		t.Fatalf("found %d groups in plugin/flemma.lua", len(groups))
+	}
+	// README may shorten a family: `FlemmaStatusWordPending`, `…Approved`.
+	for _, g := range groups {
+		name := g[1]
+		if !strings.Contains(readme, name) && !strings.Contains(readme, "…"+strings.TrimPrefix(name, "FlemmaStatusWord")+"`") {
+			t.Errorf("README does not name the highlight group %s", name)
+		}
+		if !strings.Contains(help, name) && !(strings.HasPrefix(name, "FlemmaStatusWord") && strings.Contains(help, "FlemmaStatusWord*")) {
+			t.Errorf(":help flemma does not name the highlight group %s", name)
+		}
+	}
+}

@@ -36,6 +36,11 @@ type fakeAnthropic struct {
 	slow   time.Duration // pause between events
 	status int           // answer this HTTP status with a JSON error instead
 	hold   chan struct{} // when set, the response waits until it is closed
+	// mid, when set, stops the response after its first midAt events until
+	// it is closed (midReached is closed when it gets there).
+	mid        chan struct{}
+	midAt      int
+	midReached chan struct{}
 }
 
 func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +79,20 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	for _, chunk := range strings.SplitAfter(f.turns[n], "\n\n") {
+	f.mu.Lock()
+	mid, midAt, midReached := f.mid, f.midAt, f.midReached
+	f.mu.Unlock()
+	for i, chunk := range strings.SplitAfter(f.turns[n], "\n\n") {
+		if mid != nil && i == midAt {
+			if midReached != nil {
+				close(midReached)
+			}
+			select {
+			case <-mid:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		fmt.Fprint(w, chunk)
 		w.(http.Flusher).Flush()
 		if f.slow > 0 {

@@ -306,7 +306,7 @@ func TestFlemmaToolsCommand(t *testing.T) {
 		if err := s.Lua(&out, `require("flemma.host").ensure(require("flemma").config()); return require("flemma.host").request("flemma.tools", 0, "echo").text`); err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"echo_ctx", "[lua]", "approval: approve by urn:flemma:approval:config", `"required":["x"]`, "  $commands: read, grep, find, ls, diagnostics, lsp, buffers, write, edit, bash"} {
+		for _, want := range []string{"echo_ctx", "[lua]", "approval: approve by urn:flemma:approval:config", "  parameters:\n    x  string, required", "  $commands: read, grep, find, ls, diagnostics, lsp, buffers, write, edit, bash"} {
 			if !strings.Contains(out, want) {
 				t.Errorf(":Flemma tools echo lacks %q:\n%s", want, out)
 			}

@@ -10,7 +10,12 @@ endif
 
 let s:mode = luaeval('require("flemma.chatbuf").markdown_mode(' . bufnr('%') . ')')
 if s:mode ==# 'syntax'
+  " Markdown's own conceal (**, inline backticks, links) stays off:
+  " chat.conceal_fences hides the fences' backticks only.
+  let s:markdown_conceal = get(g:, 'markdown_syntax_conceal', 1)
+  let g:markdown_syntax_conceal = 0
   runtime! syntax/markdown.vim
+  let g:markdown_syntax_conceal = s:markdown_conceal
   unlet! b:current_syntax
 endif
 let s:conceal = luaeval('require("flemma.state").config().chat.conceal_fences') ? ' concealends' : ''

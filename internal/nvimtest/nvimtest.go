@@ -267,10 +267,12 @@ func (s *Session) Wait(timeout time.Duration, cond func(text string) bool) (stri
 	}
 }
 
-// Messages returns :messages (notifications land there headless).
+// Messages returns :messages (notifications land there headless), once
+// what Neovim has queued on its main loop ran: a message too wide for the
+// message area is echoed there (lua/flemma/notify.lua).
 func (s *Session) Messages() string {
 	var out string
-	_ = s.Lua(&out, `return vim.api.nvim_exec("messages", true)`)
+	_ = s.Lua(&out, `vim.wait(0); return vim.api.nvim_exec("messages", true)`)
 	return out
 }
 

@@ -2,6 +2,7 @@
 -- waiting and the message of the answer is shown. require("flemma") exposes
 -- these as its cycle, execute_at_cursor, cancel and call.
 local P = require("flemma.protocol")
+local buf = require("flemma.buf")
 local host = require("flemma.host")
 local state = require("flemma.state")
 local M = {}
@@ -15,6 +16,12 @@ end
 --- Call the host without waiting and show the message its answer carries,
 --- if any; then(res) runs with the answer (nil on an error, shown too).
 function M.call(method, args, then_)
+  -- The user acted here: flemma may move this window's cursor (to a call
+  -- that waits, to the answer) until they move it themselves.
+  local cur = vim.api.nvim_get_current_buf()
+  if vim.bo[cur].filetype == "chat" then
+    buf.anchor(cur)
+  end
   host.request_async(method, args or {}, function(res, err)
     if err then
       notify(err, vim.log.levels.ERROR)

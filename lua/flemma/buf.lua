@@ -162,17 +162,91 @@ local function narrow(bufnr, e)
   return start + p, stop - q, mid
 end
 
-local function set_cursor(bufnr, line)
+-- The cursor (docs/design.md, "flemma never takes the cursor"): flemma
+-- moves a window's cursor only while it is where the user's last action in
+-- that window (a press, a command) or flemma's last move left it, kept as
+-- an extmark that moves with the text; once the user moves it, it is theirs
+-- until their next action there. A window whose cursor is on the last line
+-- follows a streaming answer (opts.follow), whoever put it there.
+local ns_cursor = vim.api.nvim_create_namespace("flemma.cursor")
+
+local function set_anchor(bufnr, win)
+  local b = state.buffer(bufnr)
+  b.anchors = b.anchors or {}
+  local pos = vim.api.nvim_win_get_cursor(win)
+  local ok, id = pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_cursor, pos[1] - 1, pos[2], { id = b.anchors[win] })
+  b.anchors[win] = ok and id or nil
+end
+
+--- The user acted in window win (default: the current one) on bufnr:
+--- flemma may move that window's cursor until the user moves it.
+function M.anchor(bufnr, win)
+  win = (win == nil or win == 0) and vim.api.nvim_get_current_win() or win
+  if vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == bufnr then
+    set_anchor(bufnr, win)
+  end
+end
+
+-- Whether win's cursor is still where the anchor says.
+local function anchored(bufnr, win)
+  local b = state.buffers[bufnr]
+  local id = b and b.anchors and b.anchors[win]
+  if not id then
+    return false
+  end
+  local ok, pos = pcall(vim.api.nvim_buf_get_extmark_by_id, bufnr, ns_cursor, id, {})
+  if not ok or not pos[1] then
+    return false
+  end
+  -- The line only: leaving Insert mode (a <C-]> typed there) moves the
+  -- column, and a column is no place in the conversation.
+  return vim.api.nvim_win_get_cursor(win)[1] - 1 == pos[1]
+end
+
+-- Before a write: the windows showing bufnr, whether flemma may move their
+-- cursor (anchored) and whether it is on the last line (at_end).
+local function cursor_windows(bufnr)
+  local out = {}
   local count = vim.api.nvim_buf_line_count(bufnr)
-  line = math.max(1, math.min(line, count))
+  local b = state.buffers[bufnr]
   for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
-    pcall(vim.api.nvim_win_set_cursor, win, { line, 0 })
+    local w = { win = win, anchored = anchored(bufnr, win), at_end = vim.api.nvim_win_get_cursor(win)[1] == count }
+    if not w.anchored and b and b.anchors and b.anchors[win] then
+      pcall(vim.api.nvim_buf_del_extmark, bufnr, ns_cursor, b.anchors[win])
+      b.anchors[win] = nil -- the user moved it: theirs until their next action
+    end
+    out[#out + 1] = w
+  end
+  return out
+end
+
+-- After a write: the cursor of the windows flemma may move goes to line
+-- (and col, 0-based), a following window's to the last line.
+local function move_cursors(bufnr, wins, line, col, follow)
+  local count = vim.api.nvim_buf_line_count(bufnr)
+  for _, w in ipairs(wins) do
+    if vim.api.nvim_win_is_valid(w.win) and vim.api.nvim_win_get_buf(w.win) == bufnr then
+      local target
+      if follow and w.at_end then
+        target = { count, 0 }
+      elseif line and w.anchored then
+        target = { math.max(1, math.min(line, count)), col or 0 }
+      end
+      if target then
+        pcall(vim.api.nvim_win_set_cursor, w.win, target)
+      end
+      if target or w.anchored then
+        set_anchor(bufnr, w.win)
+      end
+    end
   end
 end
 
 --- Apply all edits of one step at once. edits: list of {start, stop, lines}
 --- (0-based, end-exclusive, over the lines of snapshot `tick`), applied
---- bottom-up. opts: cursor (1-based line), modifiable (bool), join (undojoin
+--- bottom-up. opts: cursor (1-based line; cursor_col: 0-based byte column)
+--- where the windows flemma may move go, follow (windows on the last line
+--- stay on it), modifiable (bool), join (undojoin
 --- with our previous write), diagnostics (list or false to keep), marks,
 --- records (the host's records of the calls this step decided, kept by
 --- flemma.trust together with the edit).
@@ -196,6 +270,7 @@ function M.apply(bufnr, tick, edits, opts)
     return a.stop > b.stop
   end)
   local was_modifiable = vim.bo[bufnr].modifiable
+  local wins = cursor_windows(bufnr)
   if opts.undo_break then
     -- A new phase starts a new undo step: setting 'undolevels' syncs undo.
     vim.api.nvim_buf_call(bufnr, function()
@@ -226,9 +301,9 @@ function M.apply(bufnr, tick, edits, opts)
   if not ok then
     return { ok = false, err = "applying the edit failed: " .. tostring(err) }
   end
-  if opts.cursor and opts.cursor ~= vim.NIL then
-    set_cursor(bufnr, opts.cursor)
-  end
+  local line = opts.cursor ~= vim.NIL and opts.cursor or nil
+  local col = opts.cursor_col ~= vim.NIL and opts.cursor_col or nil
+  move_cursors(bufnr, wins, line, col, opts.follow == true)
   if opts.diagnostics and opts.diagnostics ~= vim.NIL then
     M.set_diagnostics(bufnr, opts.diagnostics)
   end
@@ -375,6 +450,22 @@ function M.render_progress(bufnr)
   render_progress(bufnr, b and b.progress, vim.loop.now())
 end
 
+-- Statuslines are drawn again after flemma's events and while a request
+-- is in progress (the spinner, the seconds), at most every 100 ms: Neovim
+-- redraws a status line only when something of its own changes.
+local status_due = false
+
+function M.redraw_status()
+  if status_due then
+    return
+  end
+  status_due = true
+  vim.defer_fn(function()
+    status_due = false
+    pcall(vim.cmd, "redrawstatus!")
+  end, 100)
+end
+
 local function tick_progress()
   local now = vim.loop.now()
   local any = false
@@ -383,6 +474,9 @@ local function tick_progress()
       any = true
       render_progress(bufnr, b.progress, now)
     end
+  end
+  if any then
+    M.redraw_status()
   end
   if not any and progress_timer then
     progress_timer:stop()
@@ -398,6 +492,18 @@ end
 function M.progress(bufnr, p)
   local b = state.buffer(bufnr)
   local now = vim.loop.now()
+  M.redraw_status()
+  if p and type(p.model) == "string" and p.model ~= "" then
+    -- The model this buffer's request went to (its frontmatter and the
+    -- provider's default resolved by the host), valid for the statusline
+    -- while the choices it came from stay (flemma.statusline).
+    local cfg = state.config()
+    b.used = {
+      provider = p.provider,
+      model = p.model,
+      from = { cfg.provider, cfg.model, state.host.runtime.switch },
+    }
+  end
   if not p or p.phase == nil or p.phase == "" then
     b.progress = nil
     render_progress(bufnr, nil, now)
@@ -422,6 +528,7 @@ local function observe(pattern, data)
     return
   end
   local b = state.buffer(data.bufnr)
+  M.redraw_status()
   if pattern == "FlemmaToolExecuting" then
     b.running = b.running or {}
     b.running[data.tool_id or ""] = true
@@ -461,7 +568,7 @@ function M.notify(msg, level)
   notify.now(msg, level)
 end
 
-M.lock_text = "flemma is working: this buffer is read-only until it is done (<C-c> cancels)"
+M.lock_text = "flemma is working: read-only until done (i types a draft, <C-c> cancels)"
 
 --- Mark a buffer locked or not: 'modifiable', and a note after its last
 --- line that says why typing gives E21.
@@ -470,6 +577,7 @@ function M.lock(bufnr, on)
     return
   end
   vim.bo[bufnr].modifiable = not on
+  require("flemma.draft").locked(bufnr, on)
   vim.api.nvim_buf_clear_namespace(bufnr, ns_lock, 0, -1)
   if on then
     local last = vim.api.nvim_buf_line_count(bufnr) - 1

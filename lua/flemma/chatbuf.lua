@@ -42,6 +42,12 @@ function M.markdown_mode(bufnr)
   if not has_ts_markdown() then
     return "syntax"
   end
+  -- chat.conceal_fences hides the fences' backticks, nothing else: the
+  -- treesitter queries conceal **, inline backticks and the info string
+  -- (flemma:tool) too, and cannot be told not to for one buffer.
+  if want == "auto" and state.config().chat.conceal_fences then
+    return "syntax"
+  end
   if want == "auto" then
     local b = state.buffers[bufnr]
     if (b and b.ts_dropped) or vim.api.nvim_buf_line_count(bufnr) > M.treesitter_max_lines then

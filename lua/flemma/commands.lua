@@ -109,8 +109,9 @@ M.subcommands = {
   ["tool:discard"] = function()
     host_call(P.discard, { buf(), line() })
   end,
-  ["tool:log"] = function()
-    host_call(P.journal_log, { buf() }, function(res)
+  ["tool:log"] = function(args)
+    -- The host renders it for people; --json: the journal's JSON lines.
+    host_call(P.journal_log, { buf(), args[1] == "--json" }, function(res)
       if res and type(res.text) == "string" then
         listing.open("tool-log", res.text)
       end
@@ -289,6 +290,9 @@ local switch_params = { "max_tokens=", "temperature=", "thinking=", "cache_reten
 -- Completion of a subcommand's arguments: fn(args before the one being
 -- completed) returns the candidates.
 M.completers = {
+  ["tool:log"] = function(args)
+    return #args == 0 and { "--json" } or {}
+  end,
   login = function(args)
     return #args == 0 and { "copilot" } or {}
   end,

@@ -9,6 +9,8 @@ local actions = require("flemma.actions")
 local host = require("flemma.host")
 local M = {}
 
+M.ns = vim.api.nvim_create_namespace("flemma.diffview")
+
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
 
 -- A scratch buffer of the view: the proposal is written with :w (acwrite)
@@ -54,9 +56,25 @@ function M.open(d)
   vim.cmd("tabnew")
   local tab = vim.api.nvim_get_current_tabpage()
   local r = { chat = d.bufnr, id = d.id, tab = tab }
-  local left = scratch("flemma://" .. d.id .. "/file/" .. d.path, d.old or {}, false, false)
+  -- Names without the file's folders: a tab label shortens every folder
+  -- to a letter ("f//t/p/notes.txt"); the file's name and the call's id
+  -- say what the view is.
+  local tail = vim.fn.fnamemodify(d.path or "", ":t")
+  local left = scratch(
+    string.format("flemma://%s (%s, %s)", tail, d.exists == false and "new file" or "as it is", d.id),
+    d.old or {},
+    false,
+    false
+  )
+  if d.exists == false then
+    -- A file the call creates: the left side is empty; say why.
+    vim.api.nvim_buf_set_extmark(left, M.ns, 0, 0, {
+      virt_text = { { "new file: " .. tostring(d.path) .. " does not exist yet", "Comment" } },
+    })
+  end
   vim.cmd("rightbelow vnew")
-  local right = scratch("flemma://" .. d.id .. "/proposal/" .. d.path, d.new or {}, true, d.reviewable ~= false)
+  local right =
+    scratch(string.format("flemma://%s (proposed, %s)", tail, d.id), d.new or {}, true, d.reviewable ~= false)
   r.proposal = right
   for _, b in ipairs({ left, right }) do
     vim.api.nvim_buf_set_var(b, "flemma_review", r)

@@ -104,8 +104,10 @@ local function short(n)
   return tostring(n)
 end
 
---- A statusline component: in a chat buffer, the provider and model (as
---- set up or switched; a buffer's frontmatter may choose others), what a
+--- A statusline component: in a chat buffer, the provider and model (the
+--- one its last request went to, frontmatter included, while setup and
+--- :Flemma switch stay as they were; else as set up or switched, the
+--- provider's default by name once the host runs), what a
 --- request in progress is doing, how many tools run, and the tokens of
 --- this session's responses; "" elsewhere. Cheap: it reads what flemma's
 --- events left in flemma.state, never the buffer or the host.
@@ -128,8 +130,22 @@ function M.statusline(bufnr)
       end
     end
   end
-  local parts = { model and (provider .. " " .. model) or tostring(provider) }
   local b = state.buffers[bufnr] or {}
+  local used = b.used
+  if
+    used
+    and used.from[1] == cfg.provider
+    and used.from[2] == cfg.model
+    and used.from[3] == state.host.runtime.switch
+  then
+    -- What this buffer's last request went to, as long as the choices it
+    -- came from stay: it has the buffer's frontmatter in it.
+    provider, model = used.provider, used.model
+  elseif not model then
+    local cat = state.host.catalogue
+    model = cat and type(cat.defaults) == "table" and cat.defaults[provider] or nil
+  end
+  local parts = { model and (provider .. " " .. model) or tostring(provider) }
   if b.progress then
     table.insert(parts, buf.progress_text(b.progress, vim.loop.now()))
   end

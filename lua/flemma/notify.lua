@@ -13,6 +13,8 @@ local prefix = "(flemma) "
 -- :checkhealth's try, it became the health check's own failure.
 local held = { depth = 0, queue = {} }
 
+local show -- (text, level): below
+
 --- Hold messages until release() (calls nest).
 function M.hold()
   held.depth = held.depth + 1
@@ -26,19 +28,68 @@ function M.release()
     held.queue = {}
     vim.schedule(function()
       for _, m in ipairs(queue) do
-        vim.notify(m[1], m[2])
+        show(m[1], m[2])
       end
     end)
   end
 end
 
---- Show msg now (level: vim.log.levels, INFO by default).
+-- Whether vim.notify is Neovim's own (it echoes; a long message then stops
+-- everything at a hit-enter prompt) rather than a notification plugin's.
+local function builtin_notify()
+  local ok, info = pcall(debug.getinfo, vim.notify, "S")
+  return ok and info and info.source == "@vim/_editor.lua"
+end
+
+local highlight = {
+  [vim.log.levels.ERROR] = "ErrorMsg",
+  [vim.log.levels.WARN] = "WarningMsg",
+}
+
+-- A one-line message wider than the message area: the whole of it goes to
+-- :messages (echomsg through execute(), which keeps it in the history
+-- without scrolling the screen), and the message area shows as much of it
+-- as fits, pointing to the rest. Nothing waits for Enter (docs/design.md,
+-- "No message blocks").
+local function echo_fitted(text, level, room)
+  local hl = highlight[level] or "None"
+  vim.fn.execute(("echohl %s | echomsg %s | echohl None"):format(hl, vim.fn.string(text)), "")
+  local more = " … :messages"
+  local chars = math.min(vim.fn.strchars(text), room)
+  local shown = vim.fn.strcharpart(text, 0, chars)
+  while chars > 0 and vim.fn.strdisplaywidth(shown .. more) > room do
+    chars = chars - 1
+    shown = vim.fn.strcharpart(text, 0, chars)
+  end
+  vim.api.nvim_echo({ { shown .. more, highlight[level] } }, false, {})
+end
+
+-- show puts text (prefix included) in front of the user. A one-line
+-- message never blocks: with Neovim's own vim.notify, one too wide for the
+-- message area is shown cut to fit and kept whole in :messages.
+show = function(text, level)
+  if not text:find("\n") and builtin_notify() then
+    local room = vim.v.echospace
+    if room > 20 and vim.fn.strdisplaywidth(text) > room then
+      -- On the main loop: from inside a command the echoes would each
+      -- start a line of their own (and the two lines wait for Enter).
+      vim.schedule(function()
+        echo_fitted(text, level, room)
+      end)
+      return
+    end
+  end
+  vim.notify(text, level)
+end
+
+--- Show msg now (level: vim.log.levels, INFO by default); see show.
 function M.now(msg, level)
+  level = level or vim.log.levels.INFO
   if held.depth > 0 then
-    table.insert(held.queue, { prefix .. msg, level or vim.log.levels.INFO })
+    table.insert(held.queue, { prefix .. msg, level })
     return
   end
-  vim.notify(prefix .. msg, level or vim.log.levels.INFO)
+  show(prefix .. msg, level)
 end
 
 --- Show msg on the main loop.
