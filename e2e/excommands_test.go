@@ -12,7 +12,7 @@ import (
 func cursorTo(t *testing.T, s *nvimtest.Session, pattern string) {
 	t.Helper()
 	var line int
-	if err := s.Lua(&line, `return vim.fn.search(..., "w")`, pattern); err != nil || line == 0 {
+	if err := s.Lua(&line, `vim.fn.cursor(1, 1); return vim.fn.search(..., "cW")`, pattern); err != nil || line == 0 {
 		t.Fatalf("no line matches %q (%v)", pattern, err)
 	}
 }

@@ -116,7 +116,7 @@ func TestHundredParallelCalls(t *testing.T) {
 			t.Errorf("the user was told the journal failed:\n%s", m)
 		}
 		// Every call is in the journal, started and finished.
-		out := hostText(t, s, "flemma.journal_log", buf)
+		out := hostText(t, s, "flemma.journal_log", buf, true)
 		finished := 0
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, `"kind":"call"`) && strings.Contains(l, `"status":"ok"`) {

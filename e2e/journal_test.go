@@ -98,7 +98,7 @@ func TestInterruptedCallIsNotRerun(t *testing.T) {
 		if !isErr || !strings.Contains(body, "interrupted") {
 			t.Errorf("discarded b1 = %q (error %v)", body, isErr)
 		}
-		if log := hostText(t, s, "flemma.journal_log", 0); !strings.Contains(log, "discarded, by user") {
+		if log := hostText(t, s, "flemma.journal_log", 0, false); !strings.Contains(log, "discarded, by user") {
 			t.Errorf(":Flemma tool:log does not show the discard:\n%s", log)
 		}
 	})

@@ -455,7 +455,7 @@ func TestAuditLogIsComplete(t *testing.T) {
 			"b2  bash  rejected, by user (status edit)\n  detail: not the build folder\n  input: {\"command\":\"rm -rf build\"",
 			"trusted, by user",
 		}
-		log := hostText(t, s, "flemma.journal_log", 0)
+		log := hostText(t, s, "flemma.journal_log", 0, false)
 		for _, want := range wantText {
 			if !strings.Contains(log, want) {
 				t.Errorf(":Flemma tool:log lacks %q:\n%s", want, log)
