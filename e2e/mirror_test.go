@@ -21,7 +21,7 @@ func TestMirrorFollowsEdits(t *testing.T) {
 		if err := s.Lua(nil, `
 			local l = vim.fn.search('"2+2"') - 1
 			vim.api.nvim_buf_set_lines(0, l, l + 1, false, { '{"expression": "5+5"}' })
-			local p = vim.fn.search("status=pending") - 1
+			vim.fn.cursor(1, 1); local p = vim.fn.search("status=pending", "cW") - 1
 			vim.api.nvim_buf_set_lines(0, p, p + 1, false, { "`+"```"+`flemma:tool status=approved" })`); err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestMirrorFollowsEdits(t *testing.T) {
 		waitMessage(t, s, "c1 (line 21): it already ran in this session")
 		// … and runs it when the user approves it again.
 		if err := s.Lua(nil, `
-			local p = vim.fn.search("status=pending") - 1
+			vim.fn.cursor(1, 1); local p = vim.fn.search("status=pending", "cW") - 1
 			vim.api.nvim_buf_set_lines(0, p, p + 1, false, { "`+"```"+`flemma:tool status=approved" })`); err != nil {
 			t.Fatal(err)
 		}

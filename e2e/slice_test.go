@@ -25,8 +25,8 @@ func TestCalculatorSlice(t *testing.T) {
 		press(t, s, "<C-]>")
 		pending := strings.TrimSuffix(calcChat, "\n") + "\n\n@You:\n\n**Tool Result:** `toolu_01`\n\n```flemma:tool status=pending\n```"
 		waitText(t, s, pending)
-		if got := cursorLine(t, s); got != 15 {
-			t.Errorf("cursor on line %d after categorize, want 15 (the pending header)", got)
+		if got := cursorLine(t, s); got != 17 {
+			t.Errorf("cursor on line %d after categorize, want 17 (the pending call's status word)", got)
 		}
 
 		press(t, s, ":%s/status=pending/status=approved/<CR>")
