@@ -79,10 +79,12 @@ type Method struct {
 
 // orderedMethods change what the requests after them see: the
 // configuration, the tools and chains, the resolvers, the session's
-// overrides.
+// overrides, the count of tool sources still loading (two counts served
+// out of order — a source that timed out while the host started — left
+// the gate closed for good).
 var orderedMethods = map[string]bool{
 	MSetup: true, MDefineTools: true, MDefineChains: true, MApprovalRegister: true,
-	MApprovalUnregister: true, MSwitch: true, MAutopilot: true,
+	MApprovalUnregister: true, MSwitch: true, MAutopilot: true, MSourcesPending: true,
 }
 
 // Ordered reports whether the method must be done before the host serves

@@ -3,10 +3,14 @@ package frontmatter
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExpand(t *testing.T) {
-	e := NewEvaluator(Limits{})
+	// A deadline well above the default 100 ms: under -race on a loaded
+	// machine an expression took longer, and the test is about what
+	// expressions may reach, not about time (TestBudget* are).
+	e := NewEvaluator(Limits{Deadline: 2 * time.Second})
 	res := e.Evaluate(Source{Language: "lua", StartLine: 1, Code: "name = 'Ada'\nn = 3\nlist = {'a', 'b'}"}, Setup{})
 	if res.Blocking() {
 		t.Fatalf("frontmatter: %v", res.Diagnostics)
