@@ -21,6 +21,7 @@ import (
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
+	"github.com/flemma-dev/flemma/trust"
 )
 
 // Engine is the host's work for one editor: the per-buffer state, the
@@ -682,7 +683,9 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 			state += fmt.Sprintf(" (%s)", time.Since(t).Round(100*time.Millisecond))
 		}
 		prov := ""
-		if o, ok := outcomes[tu.ID]; ok {
+		if rec := h.trustOf(bufnr).ledger.Get(tu.ID); rec.By == trust.ByUser || rec.By == trust.ByUserEdit {
+			prov = "  — " + string(rec.Status) + " by you" // not what the policy said before
+		} else if o, ok := outcomes[tu.ID]; ok {
 			prov = "  — " + o.String()
 		}
 		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
