@@ -183,11 +183,6 @@ func (c *compaction) lines(text string, closed bool) []string {
 func (c *compaction) run(ctx context.Context) {
 	h, sw := c.h, c.sw
 	bufnr := sw.bufnr
-	events := make(chan provider.Event, 1024)
-	done := make(chan error, 1)
-	go func() { done <- c.prov.Stream(ctx, c.req, func(e provider.Event) { events <- e }) }()
-	tick := time.NewTicker(flushEvery)
-	defer tick.Stop()
 	var (
 		text            strings.Builder
 		dirty, written  bool
@@ -246,24 +241,7 @@ func (c *compaction) run(ctx context.Context) {
 			stop = e.StopReason
 		}
 	}
-loop:
-	for {
-		select {
-		case e := <-events:
-			add(e)
-		case <-tick.C:
-			flush()
-			report()
-		case streamErr = <-done:
-			break loop
-		}
-	}
-	for len(events) > 0 {
-		add(<-events)
-	}
-	h.mu.Lock()
-	h.state(bufnr).streamEnds = true
-	h.mu.Unlock()
+	streamErr = h.pump(ctx, bufnr, c.prov, c.req, add, func() { flush(); report() })
 
 	summary := strings.TrimSpace(text.String())
 	why := ""

@@ -375,13 +375,6 @@ func equal(a, b []string) bool {
 // stream runs the request and writes the response as it arrives, at most
 // one buffer update per flushEvery.
 func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provider.Request, w *provider.Writer, sw *streamWrite) {
-	events := make(chan provider.Event, 1024)
-	done := make(chan error, 1)
-	go func() {
-		done <- prov.Stream(ctx, req, func(e provider.Event) { events <- e })
-	}()
-	tick := time.NewTicker(flushEvery)
-	defer tick.Stop()
 	var (
 		dirty      bool
 		writeErr   error
@@ -449,27 +442,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 			}
 		}
 	}
-	var streamErr error
-loop:
-	for {
-		select {
-		case e := <-events:
-			add(e)
-		case <-tick.C:
-			flush()
-			report()
-		case streamErr = <-done:
-			break loop
-		}
-	}
-	for len(events) > 0 {
-		add(<-events)
-	}
-	// Received: from here on a press waits for the end instead of being
-	// told a request is in progress (the user may already see the answer).
-	h.mu.Lock()
-	h.state(sw.bufnr).streamEnds = true
-	h.mu.Unlock()
+	streamErr := h.pump(ctx, sw.bufnr, prov, req, add, func() { flush(); report() })
 	var final []string
 	switch {
 	case writeErr != nil:
@@ -768,4 +741,36 @@ func (h *Engine) noteOnce(key, msg string) {
 	if !seen {
 		h.notify(msg, levelInfo)
 	}
+}
+
+// pump runs one streaming request: its events go to add, in order, and
+// onTick runs every flushEvery while it streams; once the request ended
+// (its error returned), the events still queued are added and the buffer's
+// press waits for the end instead of being told a request is in progress
+// (the user may already see the answer). send and compact stream through it.
+func (h *Engine) pump(ctx context.Context, bufnr int, prov provider.Provider, req provider.Request, add func(provider.Event), onTick func()) error {
+	events := make(chan provider.Event, 1024)
+	done := make(chan error, 1)
+	go func() { done <- prov.Stream(ctx, req, func(e provider.Event) { events <- e }) }()
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	var streamErr error
+loop:
+	for {
+		select {
+		case e := <-events:
+			add(e)
+		case <-tick.C:
+			onTick()
+		case streamErr = <-done:
+			break loop
+		}
+	}
+	for len(events) > 0 {
+		add(<-events)
+	}
+	h.mu.Lock()
+	h.state(bufnr).streamEnds = true
+	h.mu.Unlock()
+	return streamErr
 }
