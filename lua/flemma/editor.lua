@@ -152,7 +152,25 @@ local function attached(b)
   return out
 end
 
--- The filetype Neovim would give path, without running autocommands.
+-- The filetype the running language servers' buffers with the same
+-- extension as path have (a fallback when detection says nothing), or nil.
+local function ft_of_same_extension(path)
+  local ext = path:match("%.([^./]+)$")
+  if not ext then
+    return nil
+  end
+  for _, c in ipairs(clients()) do
+    for _, ob in ipairs(client_buffers(c)) do
+      if vim.api.nvim_buf_get_name(ob):match("%.([^./]+)$") == ext and vim.bo[ob].filetype ~= "" then
+        return vim.bo[ob].filetype
+      end
+    end
+  end
+  return nil
+end
+
+-- The filetype Neovim would give path, without running autocommands (else
+-- that of the servers' buffers with its extension).
 local function detect_ft(path, b)
   if vim.filetype and vim.filetype.match then
     local ok, ft = pcall(vim.filetype.match, { filename = path, buf = b })
@@ -167,19 +185,7 @@ local function detect_ft(path, b)
       return vim.bo[b].filetype
     end
   end
-  -- Fall back on what the running servers' buffers with the same
-  -- extension have.
-  local ext = path:match("%.([^./]+)$")
-  if ext then
-    for _, c in ipairs(clients()) do
-      for _, ob in ipairs(client_buffers(c)) do
-        if vim.api.nvim_buf_get_name(ob):match("%.([^./]+)$") == ext and vim.bo[ob].filetype ~= "" then
-          return vim.bo[ob].filetype
-        end
-      end
-    end
-  end
-  return nil
+  return ft_of_same_extension(path)
 end
 
 -- When the user opens a hidden buffer of ours in a window, it becomes
@@ -635,17 +641,7 @@ local function detect_ft_for(path)
       return ft
     end
   end
-  local ext = path:match("%.([^./]+)$")
-  if ext then
-    for _, c in ipairs(clients()) do
-      for _, ob in ipairs(client_buffers(c)) do
-        if vim.api.nvim_buf_get_name(ob):match("%.([^./]+)$") == ext and vim.bo[ob].filetype ~= "" then
-          return vim.bo[ob].filetype
-        end
-      end
-    end
-  end
-  return nil
+  return ft_of_same_extension(path)
 end
 
 local ops = {}
