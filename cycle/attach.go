@@ -436,9 +436,10 @@ func readError(err error) error {
 // hadAttachDiags reports whether the buffer's last send published
 // diagnostics of its attachments (to be cleared once fixed).
 func (h *Engine) hadAttachDiags(bufnr int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.state(bufnr).attachDiags
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.attachDiags
 }
 
 // attach loads the files and templates of a send (loadAttachments) and
@@ -455,10 +456,11 @@ func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result,
 		if fm != nil {
 			vars = fm.Vars
 		}
-		h.mu.Lock()
-		trusted := h.trustOf(bufnr).trusted
-		allowed := maps.Clone(h.state(bufnr).attachAllowed)
-		h.mu.Unlock()
+		st := h.session(bufnr)
+		st.mu.Lock()
+		trusted := st.trustOf().trusted
+		allowed := maps.Clone(st.attachAllowed)
+		st.mu.Unlock()
 		rules := attachRules{Budget: h.sendBudget(), Allowed: allowed,
 			Expand: func(ctx context.Context, code string) (string, error) { return h.fm.ExpandContext(ctx, vars, code) }}
 		deny := h.sandboxConfig(fm).EnvDeny
@@ -471,11 +473,11 @@ func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result,
 		}
 		p = loadAttachments(sb, rules, msgs)
 	}
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	st.attachDiags = len(p.Diags) > 0
 	st.attachAsk = p.Ask
-	h.mu.Unlock()
+	st.mu.Unlock()
 	all := append(diagnostics(doc, fm, h.notesOf(bufnr)), p.Diags...)
 	if err := h.ed.SetDiagnostics(bufnr, all); err != nil {
 		h.logf("publish diagnostics: %v", err)
@@ -531,8 +533,8 @@ func (h *Engine) sendBudget() sendBudget {
 // until Neovim exits (the host keeps them; a restarted host asks again),
 // and the send is tried again.
 func (h *Engine) AttachAllow(bufnr int) (Reply, error) {
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	ask := st.attachAsk
 	if len(ask) > 0 {
 		if st.attachAllowed == nil {
@@ -543,7 +545,7 @@ func (h *Engine) AttachAllow(bufnr int) (Reply, error) {
 		}
 		st.attachAsk = nil
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 	if len(ask) == 0 {
 		return reply("none", "No attachment waits for your word in this buffer (a send that needs it says so).", levelInfo), nil
 	}
@@ -552,9 +554,9 @@ func (h *Engine) AttachAllow(bufnr int) (Reply, error) {
 		names = append(names, a.Path)
 	}
 	h.logf("attach: the user allows %s in buffer %d", strings.Join(names, ", "), bufnr)
-	h.mu.Lock()
+	st.mu.Lock()
 	compact := st.attachCompact
-	h.mu.Unlock()
+	st.mu.Unlock()
 	if compact {
 		return h.Compact(bufnr) // the action that asked
 	}

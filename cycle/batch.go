@@ -37,8 +37,9 @@ func (h *Engine) SetStatusAll(bufnr, line int, status, msg string) (Reply, error
 		ids, where = nil, ""
 		uses, w := callsOfMessageAt(doc, line)
 		where = w
-		h.mu.Lock()
-		running := h.state(bufnr).running
+		sess := h.session(bufnr)
+		sess.mu.Lock()
+		running := sess.running
 		var opts ApplyOpts
 		var place []buffer.Placement
 		var edits []buffer.Edit
@@ -56,7 +57,7 @@ func (h *Engine) SetStatusAll(bufnr, line int, status, msg string) (Reply, error
 				} else {
 					e, err := buffer.SetStatus(doc, s.Lines, tu.ID, st)
 					if err != nil {
-						h.mu.Unlock()
+						sess.mu.Unlock()
 						return nil, ApplyOpts{}, err
 					}
 					edits = append(edits, e)
@@ -65,9 +66,9 @@ func (h *Engine) SetStatusAll(bufnr, line int, status, msg string) (Reply, error
 				continue
 			}
 			ids = append(ids, tu.ID)
-			opts.Records = append(opts.Records, decided(h.trustOf(bufnr).ledger, tu, st, trust.ByUser))
+			opts.Records = append(opts.Records, decided(sess.trustOf().ledger, tu, st, trust.ByUser))
 		}
-		h.mu.Unlock()
+		sess.mu.Unlock()
 		if len(place) > 0 {
 			pe, err := buffer.PlacePlaceholders(doc, s.Lines, place)
 			if err != nil {

@@ -36,9 +36,10 @@ func TestBatchDecisions(t *testing.T) {
 	if err != nil || !strings.Contains(r.Message, "Approved 2 call(s) of the @Assistant: message of line 4: toolu_a, toolu_b") {
 		t.Fatalf("approve-all: %+v %v", r, err)
 	}
-	env.h.mu.Lock()
-	ra, rb := env.h.trustOf(1).ledger.Get("toolu_a"), env.h.trustOf(1).ledger.Get("toolu_b")
-	env.h.mu.Unlock()
+	st := env.h.session(1)
+	st.mu.Lock()
+	ra, rb := st.trustOf().ledger.Get("toolu_a"), st.trustOf().ledger.Get("toolu_b")
+	st.mu.Unlock()
 	if ra.By != trust.ByUser || rb.By != trust.ByUser {
 		t.Errorf("records by %q and %q, want the user's", ra.By, rb.By)
 	}

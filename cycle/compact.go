@@ -107,9 +107,10 @@ func (h *Engine) Compact(bufnr int) (Reply, error) {
 	if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.hadAttachDiags(bufnr) {
 		r, stop := h.attach(bufnr, before, fm, s, msgs, work)
 		if stop {
-			h.mu.Lock()
-			h.state(bufnr).attachCompact = true // :Flemma attach:allow compacts again
-			h.mu.Unlock()
+			st := h.session(bufnr)
+			st.mu.Lock()
+			st.attachCompact = true // :Flemma attach:allow compacts again
+			st.mu.Unlock()
 			r.Phase, r.Message = "compact", strings.Replace(strings.Replace(r.Message, "Cannot send", "Cannot compact", 1), "Nothing was sent.", "Nothing was sent; :Flemma attach:allow allows them and compacts.", 1)
 			return r, nil
 		}
@@ -128,16 +129,16 @@ func (h *Engine) Compact(bufnr int) (Reply, error) {
 	whole := provider.EstimateTokens(system, msgs, tools)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	if st.streaming != nil {
-		h.mu.Unlock()
+		st.mu.Unlock()
 		cancel()
 		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
 	}
 	st.streaming = cancel
 	st.attachCompact = false
-	h.mu.Unlock()
+	st.mu.Unlock()
 	h.setModifiable(bufnr, false) // locked from now, as during a response
 
 	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines[:place.At], tail: append([]string{}, s.Lines[place.At:]...), tick: s.Tick, r: place.At, last: []string{}}
@@ -293,14 +294,14 @@ func (c *compaction) run(ctx context.Context) {
 	if usage != nil && c.req.ModelInfo != nil {
 		cost, costKnown = c.req.ModelInfo.Prices.Cost(*usage)
 	}
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	st.usage.add(usage, cost, costKnown)
-	h.usage.add(usage, cost, costKnown)
 	if summaryAccepted {
 		st.compactDeclined = 0 // the next crossing offers again
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
+	h.addUsage(usage, cost, costKnown)
 	h.progress(bufnr, Progress{Provider: c.prov.Name(), Model: c.req.Params.Model})
 	end := RequestEvent{Bufnr: bufnr, Provider: c.prov.Name(), Model: c.req.Params.Model, Status: "ok",
 		StopReason: stop, Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
@@ -418,9 +419,9 @@ func (h *Engine) offerCompact(bufnr, tick, tokens int, model string, window int)
 	default:
 		return ""
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if st.compactDeclined >= level {
 		return ""
 	}

@@ -28,12 +28,10 @@ var errBlocked = errors.New("blocked")
 func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
 func (h *Engine) running(bufnr int) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if st := h.bufs[bufnr]; st != nil {
-		return len(st.running)
-	}
-	return 0
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.running)
 }
 
 // evalFrontmatter evaluates (cached) the buffer's frontmatter and remembers
@@ -53,9 +51,10 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 		setup.AutoApprove = list
 	}
 	res := h.fm.Evaluate(src, setup)
-	h.mu.Lock()
-	h.state(bufnr).fm = res
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	st.fm = res
+	st.mu.Unlock()
 	return res
 }
 
@@ -83,10 +82,11 @@ func diagnostics(doc *buffer.Document, fm *frontmatter.Result, notes map[string]
 // notesOf returns a copy of the buffer's notes on calls (shown as
 // diagnostics on their headers until they have a result).
 func (h *Engine) notesOf(bufnr int) map[string]string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	out := map[string]string{}
-	for id, n := range h.state(bufnr).notes {
+	for id, n := range st.notes {
 		out[id] = n
 	}
 	return out
@@ -94,9 +94,9 @@ func (h *Engine) notesOf(bufnr int) map[string]string {
 
 // note attaches a note to a call of the buffer.
 func (h *Engine) note(bufnr int, id, text string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if st.notes == nil {
 		st.notes = map[string]string{}
 	}
@@ -121,14 +121,14 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 		// runs when that step ends: one queued press per buffer, repeats
 		// coalesce. Presses while tools run or a response streams are
 		// answered at once.
-		h.mu.Lock()
-		st := h.state(bufnr)
+		st := h.session(bufnr)
+		st.mu.Lock()
 		if st.cycling && st.streaming == nil && len(st.running) == 0 {
 			st.queued = true
-			h.mu.Unlock()
+			st.mu.Unlock()
 			return reply("queued", "", 0), nil
 		}
-		h.mu.Unlock()
+		st.mu.Unlock()
 	}
 	if busy, release := h.acquire(bufnr); busy != nil {
 		return *busy, nil
@@ -137,10 +137,10 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 	}
 	if !auto {
 		// Only a press that is going to act resets autopilot.
-		h.mu.Lock()
-		st := h.state(bufnr)
+		st := h.session(bufnr)
+		st.mu.Lock()
 		st.turns, st.disarmed = 0, false
-		h.mu.Unlock()
+		st.mu.Unlock()
 	}
 	s, err := h.snapshot(bufnr)
 	if err != nil {
@@ -199,9 +199,10 @@ func (h *Engine) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Res
 	}
 	o := fm.Opts
 	c.Env.Exclusions = o.AutoApproveExclusions
-	h.mu.Lock()
-	c.Env.FrontmatterTrusted = h.trustOf(bufnr).trusted
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	c.Env.FrontmatterTrusted = st.trustOf().trusted
+	st.mu.Unlock()
 	c.Env.FrontmatterReplaces = o.AutoApproveFunc != nil || o.AutoApproveAssigned
 	switch {
 	case o.AutoApproveFunc != nil:
@@ -303,8 +304,8 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	if err != nil {
 		return Reply{}, err
 	}
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	if st.outcomes == nil {
 		st.outcomes = map[string]approval.Outcome{}
 	}
@@ -312,7 +313,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	if parsed {
 		st.pruneCalls(uses)
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 	if p.Pending > 0 {
 		h.event("FlemmaApprovalPending", PendingEvent{Bufnr: bufnr, Pending: p.Pending, First: p.FirstPending, Auto: auto})
 		if msg := journalHeld(doc0, p, !auto); msg != "" {
@@ -404,9 +405,10 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 		}
 		f.Calls[tu.ID] = c
 	}
-	h.mu.Lock()
-	f.Ledger = cloneLedger(h.trustOf(bufnr).ledger)
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	f.Ledger = cloneLedger(st.trustOf().ledger)
+	st.mu.Unlock()
 	return f
 }
 
@@ -499,12 +501,13 @@ func (h *Engine) executeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *
 			f.Off[tu.Name] = true
 		}
 	}
-	h.mu.Lock()
-	for id := range h.state(bufnr).running {
+	st := h.session(bufnr)
+	st.mu.Lock()
+	for id := range st.running {
 		f.Running[id] = true
 	}
-	f.Ledger = cloneLedger(h.trustOf(bufnr).ledger)
-	h.mu.Unlock()
+	f.Ledger = cloneLedger(st.trustOf().ledger)
+	st.mu.Unlock()
 	f.Descends = h.descends(bufnr, s.Tick, doc, f.Ledger)
 	key := journalKey(bufnr, s.Name)
 	for _, tu := range doc.ToolUses() {
@@ -524,8 +527,8 @@ func (h *Engine) executeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *
 func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	eff := h.effective(bufnr, nil)
 	limit, cursorMode := eff.MaxConcurrent, eff.CursorAfterResult
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	ctxs := make([]context.Context, len(jobs))
 	for i, j := range jobs {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -533,7 +536,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		st.running[j.id] = cancel
 	}
 	st.jobsPending++ // until the jobs' goroutine decided whether autopilot goes on
-	h.mu.Unlock()
+	st.mu.Unlock()
 	if limit <= 0 {
 		limit = len(jobs)
 	}
@@ -572,19 +575,19 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		}
 		wg.Wait()
 		close(stop)
-		h.mu.Lock()
+		st.mu.Lock()
 		remaining := len(st.running)
-		h.mu.Unlock()
+		st.mu.Unlock()
 		if remaining == 0 {
 			h.setModifiable(bufnr, true)
 		}
 		// Decided now, not at the start: <C-c> or :Flemma autopilot may have
 		// changed it while the tools ran.
 		autopilot := h.effective(bufnr, nil).Autopilot
-		h.mu.Lock()
+		st.mu.Lock()
 		disarmed := st.disarmed
 		st.jobsPending--
-		h.mu.Unlock()
+		st.mu.Unlock()
 		if continueCycle && autopilot && !disarmed {
 			h.autoCycle(bufnr)
 		}
@@ -592,23 +595,20 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 }
 
 func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string, timeouts tools.Timeouts) {
+	st := h.session(bufnr)
 	defer func() {
-		h.mu.Lock()
-		if st := h.bufs[bufnr]; st != nil {
-			if cancel := st.running[j.id]; cancel != nil {
-				cancel()
-			}
-			delete(st.running, j.id)
-			delete(st.started, j.id)
-			delete(st.ended, j.id)
+		st.mu.Lock()
+		if cancel := st.running[j.id]; cancel != nil {
+			cancel()
 		}
-		h.mu.Unlock()
+		delete(st.running, j.id)
+		delete(st.started, j.id)
+		delete(st.ended, j.id)
+		st.mu.Unlock()
 	}()
-	h.mu.Lock()
-	if st := h.bufs[bufnr]; st != nil {
-		st.started[j.id] = time.Now()
-	}
-	h.mu.Unlock()
+	st.mu.Lock()
+	st.started[j.id] = time.Now()
+	st.mu.Unlock()
 	// The event first: whenever Neovim shows a call as running, it knows
 	// the call runs (a host that goes then leaves it shown interrupted).
 	info := ToolEvent{Bufnr: bufnr, ToolName: j.name, ToolID: j.id, Status: "executing"}
@@ -625,11 +625,9 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	{
 		call.Cwd, call.Buffer = s.Cwd, s.Name
 		var fm *frontmatter.Result
-		h.mu.Lock()
-		if st := h.bufs[bufnr]; st != nil {
-			fm = st.fm
-		}
-		h.mu.Unlock()
+		st.mu.Lock()
+		fm = st.fm
+		st.mu.Unlock()
 		if env, err := h.callEnv(bufnr, fm, s.Cwd, s.Name, !j.byUser); err == nil {
 			call.Env = env
 		} else {
@@ -640,9 +638,9 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		}
 	}
 	h.limitCall(&call, timeouts)
-	h.mu.Lock()
-	ran := h.trustOf(bufnr).ledger.Get(j.id)
-	h.mu.Unlock()
+	st.mu.Lock()
+	ran := st.trustOf().ledger.Get(j.id)
+	st.mu.Unlock()
 	// Known to have started before it starts: a restarted host or a
 	// reloaded buffer must not run it again silently.
 	ran.Ran = true
@@ -654,11 +652,11 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	jid := h.journalStart(bufnr, s.Name, j)
 	// A tool chain's steps need to know whether the user approved it.
 	res := h.exec.Run(context.WithValue(ctx, chainRunKey{}, chainRunInfo{byUser: j.byUser}), call, j.input)
-	h.mu.Lock()
-	if st := h.bufs[bufnr]; st != nil && st.reviewed[j.id] {
+	st.mu.Lock()
+	if st.reviewed[j.id] {
 		res.Content = reviewedNote + res.Content
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 	h.markEnded(bufnr, j.id)
 	h.logf("tool %s (%s) finished in %s, error=%v kind=%s", j.name, j.id, res.Duration, res.IsError, res.Kind)
 	if h.closingNow() {
@@ -668,13 +666,12 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	h.journalFinish(jid, outcomeStatus(ctx, res), res)
 	// How the run ended is kept before the result is written, so that
 	// whoever sees the result (:Flemma tool:list right after) sees it too.
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st.mu.Lock()
 	if st.ran == nil {
 		st.ran = map[string]ranCall{}
 	}
 	st.ran[j.id] = ranCall{duration: res.Duration, isError: res.IsError, kind: res.Kind}
-	h.mu.Unlock()
+	st.mu.Unlock()
 	err = h.writeResult(bufnr, j.id, res, cursorMode)
 	status := "success"
 	if res.IsError {
@@ -686,9 +683,9 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		status = "error"
 	}
 	info.Status = status
-	h.mu.Lock()
-	h.state(bufnr).lastResult = time.Now()
-	h.mu.Unlock()
+	st.mu.Lock()
+	st.lastResult = time.Now()
+	st.mu.Unlock()
 	h.event("FlemmaToolFinished", info)
 }
 
@@ -746,21 +743,22 @@ func (h *Engine) writeResult(bufnr int, id string, res tools.Result, cursorMode 
 			opts.CursorID = id
 			opts.CursorAtEnd = cursorMode == "next"
 		}
-		h.mu.Lock()
-		wrote := h.trustOf(bufnr).ledger.Get(id)
-		h.mu.Unlock()
+		st := h.session(bufnr)
+		st.mu.Lock()
+		wrote := st.trustOf().ledger.Get(id)
+		st.mu.Unlock()
 		wrote.Wrote = true
 		opts.Records = []WireRecord{toWire(wrote)}
 		return []buffer.Edit{e}, opts, nil
 	})
 	if err != nil {
-		h.mu.Lock()
-		st := h.state(bufnr)
+		st := h.session(bufnr)
+		st.mu.Lock()
 		if st.kept == nil {
 			st.kept = map[string]tools.Result{}
 		}
 		st.kept[id] = res
-		h.mu.Unlock()
+		st.mu.Unlock()
 	}
 	return err
 }
@@ -768,9 +766,10 @@ func (h *Engine) writeResult(bufnr int, id string, res tools.Result, cursorMode 
 // markEnded notes that a running call ended: only its result is left to
 // write (an exclusive action waits for that instead of refusing).
 func (h *Engine) markEnded(bufnr int, id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if st := h.bufs[bufnr]; st != nil && st.running[id] != nil {
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.running[id] != nil {
 		if st.ended == nil {
 			st.ended = map[string]bool{}
 		}
@@ -780,9 +779,9 @@ func (h *Engine) markEnded(bufnr int, id string) {
 
 // writeLock is the buffer's result-write mutex.
 func (h *Engine) writeLock(bufnr int) *sync.Mutex {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if st.writeMu == nil {
 		st.writeMu = &sync.Mutex{}
 	}
@@ -801,10 +800,11 @@ func (h *Engine) ExecuteAt(bufnr, line int) (Reply, error) {
 	if err != nil || id == "" {
 		return noBlock(err)
 	}
-	h.mu.Lock()
-	isRunning := h.state(bufnr).running[id] != nil
-	kept, hasKept := h.state(bufnr).kept[id]
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	isRunning := st.running[id] != nil
+	kept, hasKept := st.kept[id]
+	st.mu.Unlock()
 	if isRunning {
 		return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
 	}
@@ -814,9 +814,9 @@ func (h *Engine) ExecuteAt(bufnr, line int) (Reply, error) {
 		if err := h.placeResult(bufnr, id, kept.Content, kept.IsError, kept.Lang); err != nil {
 			return reply("none", fmt.Sprintf("Could not write the kept result of %s: %v", id, err), levelError), nil
 		}
-		h.mu.Lock()
-		delete(h.state(bufnr).kept, id)
-		h.mu.Unlock()
+		st.mu.Lock()
+		delete(st.kept, id)
+		st.mu.Unlock()
 		return reply("result", fmt.Sprintf("Wrote the result %s produced earlier (it was not run again).", id), levelInfo), nil
 	}
 	r := doc.Result(id)
@@ -839,9 +839,10 @@ func (h *Engine) setStatus(bufnr int, id string, st buffer.Status, msg string) e
 	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		var opts ApplyOpts
 		if tu := doc.Use(id); tu != nil {
-			h.mu.Lock()
-			opts.Records = []WireRecord{decided(h.trustOf(bufnr).ledger, tu, st, trust.ByUser)}
-			h.mu.Unlock()
+			sess := h.session(bufnr)
+			sess.mu.Lock()
+			opts.Records = []WireRecord{decided(sess.trustOf().ledger, tu, st, trust.ByUser)}
+			sess.mu.Unlock()
 		}
 		r := doc.Result(id)
 		if r == nil {
@@ -886,9 +887,9 @@ func (h *Engine) SetStatus(bufnr, line int, status, msg string) (Reply, error) {
 
 // Cancel cancels every running tool of the buffer (<C-c>).
 func (h *Engine) Cancel(bufnr int) (Reply, error) {
-	h.mu.Lock()
+	st := h.session(bufnr)
+	st.mu.Lock()
 	n := 0
-	st := h.state(bufnr)
 	for _, cancel := range st.running {
 		cancel()
 		n++
@@ -899,7 +900,7 @@ func (h *Engine) Cancel(bufnr int) (Reply, error) {
 	}
 	wasArmed := !st.disarmed
 	st.disarmed = true // <C-c> also stops autopilot until the next press
-	h.mu.Unlock()
+	st.mu.Unlock()
 	if h.cancelWaiting(bufnr) && n == 0 && !streaming {
 		return reply("cancel", "Cancelled the step that waited for the tool definitions to load.", levelInfo), nil
 	}
@@ -920,9 +921,10 @@ func (h *Engine) CancelAt(bufnr, line int) (Reply, error) {
 	if err != nil {
 		return noBlock(err)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if st := h.bufs[bufnr]; st != nil && st.running[id] != nil {
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.running[id] != nil {
 		st.running[id]()
 		return reply("cancel", fmt.Sprintf("Cancelled %s.", id), levelWarn), nil
 	}
@@ -1067,9 +1069,9 @@ func (h *Engine) acquireOne(bufnr int) (*Reply, func()) {
 const stepWait = 3 * time.Second
 
 func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	// Another step is being planned and written (autopilot's, or a queued
 	// press): wait for it rather than refuse the user's action.
 	// So are calls that ended and are writing their results: a user who
@@ -1083,9 +1085,9 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 		return len(st.running) > 0 || st.jobsPending > 0
 	}
 	for deadline := time.Now().Add(stepWait); (st.cycling && st.streaming == nil || st.streaming != nil && st.streamEnds || exclusive && finishing()) && time.Now().Before(deadline); {
-		h.mu.Unlock()
+		st.mu.Unlock()
 		time.Sleep(2 * time.Millisecond)
-		h.mu.Lock()
+		st.mu.Lock()
 	}
 	switch {
 	case st.streaming != nil:
@@ -1097,12 +1099,12 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 	}
 	st.cycling = true
 	return nil, func() {
-		h.mu.Lock()
+		st.mu.Lock()
 		st.cycling = false
 		queued := st.queued
 		st.queued = false
-		h.idle.Broadcast()
-		h.mu.Unlock()
+		st.cond.Broadcast()
+		st.mu.Unlock()
 		if queued {
 			h.background(bufnr, func() { h.autoCycleAs(bufnr, false) })
 		}
@@ -1122,12 +1124,14 @@ func (h *Engine) gateFacts(bufnr int, key string, tu *buffer.ToolUse) approval.F
 		f.Interrupted = interruptedRule(c, p)
 		h.note(bufnr, tu.ID, "flemma: "+f.Interrupted)
 	}
-	h.mu.Lock()
-	bt := h.trustOf(bufnr)
+	fileCalls := h.config().Tools.AutoApproveFileCalls
+	st := h.session(bufnr)
+	st.mu.Lock()
+	bt := st.trustOf()
 	f.Ran = bt.ledger.Ran(tu.ID)
 	f.FromProvider = bt.ledger.FromProvider(tu)
-	f.FileCallsAllowed = h.cfg.Tools.AutoApproveFileCalls || bt.ledger.VouchedFor(tu)
-	h.mu.Unlock()
+	f.FileCallsAllowed = fileCalls || bt.ledger.VouchedFor(tu)
+	st.mu.Unlock()
 	return f
 }
 

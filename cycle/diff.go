@@ -55,9 +55,10 @@ func (h *Engine) reviewable(name string) bool {
 // the tool's own steps and under the sandbox the call would run in (a
 // deny_read file is refused before it is opened).
 func (h *Engine) propose(bufnr int, tu *buffer.ToolUse, s *Snapshot) (builtin.Proposal, error) {
-	h.mu.Lock()
-	var fm = h.state(bufnr).fm
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	var fm = st.fm
+	st.mu.Unlock()
 	env, err := h.callEnv(bufnr, fm, s.Cwd, s.Name, false)
 	if err != nil {
 		return builtin.Proposal{}, err
@@ -335,21 +336,22 @@ func (h *Engine) Review(bufnr int, id string, lines []string) (Reply, error) {
 			}
 			edits = append(edits, e)
 		}
-		h.mu.Lock()
-		rec := decided(h.trustOf(bufnr).ledger, use, buffer.StatusApproved, trust.ByUser)
-		h.mu.Unlock()
+		st := h.session(bufnr)
+		st.mu.Lock()
+		rec := decided(st.trustOf().ledger, use, buffer.StatusApproved, trust.ByUser)
+		st.mu.Unlock()
 		return edits, ApplyOpts{Records: []WireRecord{rec}}, nil
 	})
 	if err != nil {
 		return reply("none", "Review not applied: "+err.Error(), levelWarn), nil
 	}
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	if st.reviewed == nil {
 		st.reviewed = map[string]bool{}
 	}
 	st.reviewed[id] = modified
-	h.mu.Unlock()
+	st.mu.Unlock()
 	if modified {
 		return reply("status", "Your reviewed version is approved; it runs on the next <C-]>.", levelInfo), nil
 	}

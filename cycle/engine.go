@@ -51,7 +51,7 @@ type Engine struct {
 	setupProblems []options.Problem
 	rt            options.Runtime // :Flemma switch and :Flemma autopilot
 	presets       *approval.Presets
-	bufs          map[int]*bufState // everything the host keeps of each buffer
+	bufs          map[int]*session // everything the host keeps of each buffer
 	// wiped are the buffers Forget dropped. Neovim never reuses a buffer
 	// number, so work that ends after the wipe (a cancelled call, a
 	// response) gets a detached state instead of bringing the buffer's
@@ -83,128 +83,6 @@ type Engine struct {
 	discovered  map[string]*discovery // model lists asked for, per provider (Discover)
 
 	usage usageTotal // every response of this session, all buffers
-
-	idle *sync.Cond // on mu: broadcast when a buffer's work may have ended (WaitIdle)
-}
-
-// bufState is everything the host keeps of one buffer, in one place (Forget
-// drops it in one place). The buffer text is the state of the conversation;
-// this is what the text does not say: the host's copy of it, what was
-// evaluated and decided on it, and the work running on it. Its fields are
-// read and written with Engine.mu held.
-type bufState struct {
-	mirror      *mirror                     // the host's copy of the text, as of a changedtick
-	fm          *frontmatter.Result         // the latest evaluated frontmatter
-	outcomes    map[string]approval.Outcome // tool id -> the decision that categorized it
-	trust       *bufTrust                   // what in the buffer counts as the user's
-	pins        *sandbox.RootPins           // identity of the buffer's writable roots
-	notes       map[string]string           // tool id -> why it waits (a diagnostic on its header)
-	attachDiags bool                        // the last send published diagnostics of its attachments
-	// attachAsk are the files outside the project the last send asked
-	// about; attachAllowed those the user allowed (:Flemma attach:allow).
-	attachAsk     []askFile
-	attachAllowed map[string]bool
-	kept          map[string]tools.Result // finished results whose block changed while they ran
-	ran           map[string]ranCall      // tool id -> how its last run in this session ended
-	reviewed      map[string]bool         // tool id -> approved from a diff view (true: modified by the user)
-
-	// The work on the buffer.
-	running     map[string]context.CancelFunc // tool id -> cancel
-	started     map[string]time.Time          // tool id -> when it left the queue
-	streaming   context.CancelFunc            // the response being received, if any
-	streamEnds  bool                          // the response is all in and being written: a press waits for it
-	turns       int                           // consecutive autopilot sends
-	disarmed    bool                          // <C-c> stopped autopilot until the next press
-	lastUsage   *provider.Usage
-	usage       usageTotal      // the buffer's responses in this session
-	lastFlushes int             // buffer updates of the last response
-	linesRead   int             // lines received from Neovim by snapshots, in all
-	lastResult  time.Time       // when the last tool result was written
-	cycling     bool            // a cycle step is being planned and written
-	queued      bool            // a press came during the step: run it when the step ends
-	writeMu     *sync.Mutex     // one result write at a time
-	background  int             // goroutines working on the buffer (a response, jobs, a queued step)
-	ended       map[string]bool // running calls that ended and are writing their result
-	jobsPending int             // job batches that have not yet decided whether autopilot goes on
-
-	// Compaction (compact.go): the changedtick of the text a send was
-	// held at to offer it, and the level (1: over the threshold, 2: over
-	// the window) the user sent anyway at; attachCompact: the files
-	// :Flemma attach:allow allows were asked about by a compaction.
-	compactOffered, compactDeclined int
-	attachCompact                   bool
-	// waiting is the step the buffer takes once the tool sources are
-	// ready (sourcesGate); waitAuto: it is autopilot's.
-	waiting  waitKind
-	waitAuto bool
-}
-
-// keepCalls is how many of a buffer's latest calls the host keeps facts
-// about for :Flemma tool:list (the decision that categorized each, how its
-// run ended): a conversation of 10,000 calls keeps as much as one of
-// keepCalls (BenchmarkMemoryPerCall).
-const keepCalls = 256
-
-// pruneCalls drops the per-call facts of calls that are no longer in the
-// buffer (uses are its calls, in order) or older than its last keepCalls,
-// and the notes of calls no longer in it. Call with Engine.mu held.
-func (st *bufState) pruneCalls(uses []*buffer.ToolUse) {
-	recent := make(map[string]bool, min(len(uses), keepCalls))
-	for _, u := range uses[max(0, len(uses)-keepCalls):] {
-		recent[u.ID] = true
-	}
-	for id := range st.outcomes {
-		if !recent[id] {
-			delete(st.outcomes, id)
-		}
-	}
-	for id := range st.ran {
-		if !recent[id] && st.running[id] == nil {
-			delete(st.ran, id)
-		}
-	}
-	if len(st.notes) == 0 {
-		return
-	}
-	in := make(map[string]bool, len(uses))
-	for _, u := range uses {
-		in[u.ID] = true
-	}
-	for id := range st.notes {
-		if !in[id] {
-			delete(st.notes, id)
-		}
-	}
-}
-
-// ranCall is how a call's run ended, for :Flemma tool:list.
-type ranCall struct {
-	duration time.Duration
-	isError  bool
-	kind     string // the executor's error kind, when isError
-}
-
-func (r ranCall) String() string {
-	d := r.duration.Round(time.Millisecond)
-	if d >= time.Second {
-		d = r.duration.Round(100 * time.Millisecond)
-	}
-	if r.isError {
-		return fmt.Sprintf("%s after %s", r.kind, d)
-	}
-	return fmt.Sprintf("ran in %s", d)
-}
-
-// state returns the buffer's state, creating it. Call with h.mu held.
-func (h *Engine) state(bufnr int) *bufState {
-	st := h.bufs[bufnr]
-	if st == nil {
-		st = &bufState{running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
-		if !h.wiped[bufnr] {
-			h.bufs[bufnr] = st
-		}
-	}
-	return st
 }
 
 // Deps are what an engine is built from: cmd/flemma-host wires them (the
@@ -250,10 +128,9 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		sleep:     d.Sleep,
 		jitter:    d.Jitter,
 		fm:        frontmatter.NewEvaluator(frontmatter.Limits{}),
-		bufs:      map[int]*bufState{},
+		bufs:      map[int]*session{},
 		wiped:     map[int]bool{},
 	}
-	h.idle = sync.NewCond(&h.mu)
 	h.listModels = d.ListModels
 	if h.listModels == nil {
 		h.listModels = provider.ListModels
@@ -278,16 +155,16 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 
 // background runs fn in a goroutine counted as the buffer's work (Busy).
 func (h *Engine) background(bufnr int, fn func()) {
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	st.background++
-	h.mu.Unlock()
+	st.mu.Unlock()
 	go func() {
 		defer func() {
-			h.mu.Lock()
+			st.mu.Lock()
 			st.background--
-			h.idle.Broadcast()
-			h.mu.Unlock()
+			st.cond.Broadcast()
+			st.mu.Unlock()
 		}()
 		fn()
 	}()
@@ -296,10 +173,18 @@ func (h *Engine) background(bufnr int, fn func()) {
 // Busy reports whether anything works on a buffer: a step, a response,
 // running tools, or the step autopilot or a queued press is about to take.
 func (h *Engine) Busy(bufnr int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.bufs[bufnr]
-	return st != nil && (st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone)
+	st := h.lookup(bufnr)
+	if st == nil {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.busy()
+}
+
+// busy: see Busy. Call with st.mu held.
+func (st *session) busy() bool {
+	return st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone
 }
 
 // WaitIdle blocks until nothing works on a buffer (Busy is false): the
@@ -307,15 +192,29 @@ func (h *Engine) Busy(bufnr int) bool {
 // autopilot chains after them have ended. It is how a caller without an
 // editor waiting on the user (headless runs) knows the cycle stopped.
 func (h *Engine) WaitIdle(bufnr int) {
+	st := h.lookup(bufnr)
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for st.busy() && !st.forgotten {
+		st.cond.Wait()
+	}
+}
+
+// config is the configuration of the latest setup.
+func (h *Engine) config() options.Config {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for {
-		st := h.bufs[bufnr]
-		if st == nil || !(st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone) {
-			return
-		}
-		h.idle.Wait()
-	}
+	return h.cfg
+}
+
+// addUsage counts a response in the session's total, all buffers.
+func (h *Engine) addUsage(u *provider.Usage, cost float64, known bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.usage.add(u, cost, known)
 }
 
 // Logf writes to the host's log (rpc logs through it too).
@@ -584,10 +483,13 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	name, params, pcfg := h.request(eff)
 	info := h.modelInfo(name, params.Model)
 	auto := eff.Autopilot
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	usage, turns := st.lastUsage, st.turns
-	bufTotal, allTotal := st.usage, h.usage
+	bufTotal := st.usage
+	st.mu.Unlock()
+	h.mu.Lock()
+	allTotal := h.usage
 	h.mu.Unlock()
 	var tools []string
 	for _, d := range h.toolDefs(eff) {
@@ -635,9 +537,9 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	if err == nil {
 		out += "\n" + h.estimate(bufnr, parse(s.Lines), eff).String()
 	}
-	h.mu.Lock()
+	st.mu.Lock()
 	flushes, lastResult, read := st.lastFlushes, st.lastResult, st.linesRead
-	h.mu.Unlock()
+	st.mu.Unlock()
 	r := StatusReply{Text: out, LastFlushes: flushes, LinesRead: read, Busy: h.Busy(bufnr)}
 	if !lastResult.IsZero() {
 		r.LastResultUnixNS = lastResult.UnixNano()
@@ -652,17 +554,13 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 	}
 	doc := parse(s.Lines)
 	var b strings.Builder
-	h.mu.Lock()
+	st := h.session(bufnr)
+	st.mu.Lock()
 	running := map[string]bool{}
-	var outcomes map[string]approval.Outcome
-	var ran map[string]ranCall
-	var started map[string]time.Time
-	if st := h.bufs[bufnr]; st != nil {
-		for id := range st.running {
-			running[id] = true
-		}
-		outcomes, ran, started = st.outcomes, st.ran, st.started
+	for id := range st.running {
+		running[id] = true
 	}
+	outcomes, ran, started := st.outcomes, st.ran, st.started
 	for _, tu := range doc.ToolUses() {
 		state := "no result"
 		if r := doc.Result(tu.ID); r != nil {
@@ -683,14 +581,14 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 			state += fmt.Sprintf(" (%s)", time.Since(t).Round(100*time.Millisecond))
 		}
 		prov := ""
-		if rec := h.trustOf(bufnr).ledger.Get(tu.ID); rec.By == trust.ByUser || rec.By == trust.ByUserEdit {
+		if rec := st.trustOf().ledger.Get(tu.ID); rec.By == trust.ByUser || rec.By == trust.ByUserEdit {
 			prov = "  — " + string(rec.Status) + " by you" // not what the policy said before
 		} else if o, ok := outcomes[tu.ID]; ok {
 			prov = "  — " + o.String()
 		}
 		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 	if b.Len() == 0 {
 		return text("no tool calls in this buffer"), nil
 	}
@@ -706,16 +604,13 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 func (h *Engine) Shutdown() {
 	h.mu.Lock()
 	h.closing = true
-	for _, st := range h.bufs {
-		for _, cancel := range st.running {
-			cancel()
-		}
-		if st.streaming != nil {
-			st.streaming()
-		}
-	}
 	jr, decisions := h.jr, h.decisions
 	h.mu.Unlock()
+	for _, st := range h.sessions() {
+		st.mu.Lock()
+		st.stop()
+		st.mu.Unlock()
+	}
 	if decisions != nil {
 		<-decisions // the decisions already made are in the audit log
 	}
@@ -741,20 +636,19 @@ func (h *Engine) closingNow() bool {
 // running tools and its response first.
 func (h *Engine) Forget(bufnr int) {
 	h.mu.Lock()
-	dropped := false
-	if st := h.bufs[bufnr]; st != nil {
-		dropped = st.waiting != waitNone
-		for _, cancel := range st.running {
-			cancel()
-		}
-		if st.streaming != nil {
-			st.streaming()
-		}
-	}
+	st := h.bufs[bufnr]
 	delete(h.bufs, bufnr)
 	h.wiped[bufnr] = true
-	h.idle.Broadcast()
 	h.mu.Unlock()
+	dropped := false
+	if st != nil {
+		st.mu.Lock()
+		dropped = st.waiting != waitNone
+		st.stop()
+		st.forgotten = true
+		st.cond.Broadcast()
+		st.mu.Unlock()
+	}
 	h.reads.Forget(bufnr)
 	if dropped {
 		h.notify(fmt.Sprintf("The step of buffer %d that waited for the tool definitions to load was dropped: the buffer was closed.", bufnr), levelWarn)

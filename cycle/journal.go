@@ -155,9 +155,10 @@ func (h *Engine) pastOf(bufnr int, u *buffer.ToolUse, c journal.Call, ok bool) (
 	if c.Finished() {
 		return c, pastFinished
 	}
-	h.mu.Lock()
-	runningHere := h.state(bufnr).running[u.ID] != nil
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	runningHere := st.running[u.ID] != nil
+	st.mu.Unlock()
 	if c.PID == os.Getpid() {
 		if runningHere {
 			return c, pastElsewhere
@@ -250,10 +251,11 @@ func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []
 	var done []string
 	var cands []*buffer.ToolUse
 	for _, u := range doc.Incomplete() {
-		h.mu.Lock()
-		rec := h.trustOf(bufnr).ledger.Get(u.ID)
-		_, kept := h.state(bufnr).kept[u.ID]
-		h.mu.Unlock()
+		st := h.session(bufnr)
+		st.mu.Lock()
+		rec := st.trustOf().ledger.Get(u.ID)
+		_, kept := st.kept[u.ID]
+		st.mu.Unlock()
 		if rec.Wrote || kept {
 			continue // this session wrote (or keeps) the result: the user removed it, or it waits for <M-CR>
 		}

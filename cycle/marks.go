@@ -25,20 +25,19 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 // set, so they are never duplicated or stale.
 func (h *Engine) marks(bufnr int, s *Snapshot, doc *buffer.Document) []Mark {
 	out := []Mark{}
-	h.mu.Lock()
+	st := h.session(bufnr)
+	st.mu.Lock()
 	var started map[string]time.Time
 	var running map[string]bool
-	if st := h.bufs[bufnr]; st != nil {
-		started = make(map[string]time.Time, len(st.started))
-		for id, t := range st.started {
-			started[id] = t
-		}
-		running = make(map[string]bool, len(st.running))
-		for id := range st.running {
-			running[id] = true
-		}
+	started = make(map[string]time.Time, len(st.started))
+	for id, t := range st.started {
+		started[id] = t
 	}
-	h.mu.Unlock()
+	running = make(map[string]bool, len(st.running))
+	for id := range st.running {
+		running[id] = true
+	}
+	st.mu.Unlock()
 	now := time.Now()
 	var eff *options.Effective // the buffer's options, for the previews' time limits (read once, if needed)
 	for _, tu := range doc.ToolUses() {
@@ -134,9 +133,12 @@ type refresher struct {
 // at every flush, previews do not, and a refresh would read the whole
 // buffer each time (the stream's writes do not update the host's copy).
 func (h *Engine) Refresh(bufnr int) {
-	h.mu.Lock()
-	streaming := h.bufs[bufnr] != nil && h.bufs[bufnr].streaming != nil
-	h.mu.Unlock()
+	streaming := false
+	if st := h.lookup(bufnr); st != nil {
+		st.mu.Lock()
+		streaming = st.streaming != nil
+		st.mu.Unlock()
+	}
 	if streaming {
 		return
 	}

@@ -98,9 +98,10 @@ func BenchmarkMemoryPerCall(b *testing.B) {
 		// The trust ledger (trust/, cycle/trust.go) and its copy in the
 		// editor (lua/flemma/trust.lua; here the fake's records) prune
 		// themselves: what dropping them frees, per call so far.
-		env.h.mu.Lock()
-		env.h.bufs[1].trust = nil
-		env.h.mu.Unlock()
+		st := env.h.session(1)
+		st.mu.Lock()
+		st.trust = nil
+		st.mu.Unlock()
 		env.ed.mu.Lock()
 		env.ed.bufs[1].records = map[string]WireRecord{}
 		env.ed.mu.Unlock()

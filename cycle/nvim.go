@@ -46,11 +46,12 @@ func (h *Engine) parse(bufnr int, s *Snapshot) *buffer.Document {
 		return s.doc
 	}
 	s.doc = buffer.ParseFrom(s.base, s.Lines, s.same)
-	h.mu.Lock()
-	if st := h.bufs[bufnr]; st != nil && st.mirror != nil && st.mirror.tick == s.Tick && sameLines(st.mirror.lines, s.Lines) {
+	st := h.session(bufnr)
+	st.mu.Lock()
+	if st.mirror != nil && st.mirror.tick == s.Tick && sameLines(st.mirror.lines, s.Lines) {
 		st.mirror = &mirror{tick: s.Tick, lines: s.Lines, doc: s.doc}
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 	return s.doc
 }
 
@@ -137,22 +138,22 @@ type mirror struct {
 }
 
 func (h *Engine) remember(bufnr, tick int, lines []string, doc *buffer.Document) {
-	h.mu.Lock()
-	if st := h.state(bufnr); st.mirror == nil || tick >= st.mirror.tick {
+	st := h.session(bufnr)
+	st.mu.Lock()
+	if st.mirror == nil || tick >= st.mirror.tick {
 		st.mirror = &mirror{tick: tick, lines: lines, doc: doc}
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 }
 
 // snapshot reads a buffer. When the host's mirror is current as of the
 // tracker's base, Neovim sends only the changed window.
 func (h *Engine) snapshot(bufnr int) (*Snapshot, error) {
 	var m *mirror
-	h.mu.Lock()
-	if st := h.bufs[bufnr]; st != nil {
-		m = st.mirror
-	}
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	m = st.mirror
+	st.mu.Unlock()
 	have := -1
 	if m != nil {
 		have = m.tick
@@ -165,9 +166,10 @@ func (h *Engine) snapshot(bufnr int) (*Snapshot, error) {
 		if !s.Valid {
 			return nil, fmt.Errorf("buffer %d is no longer valid", bufnr)
 		}
-		h.mu.Lock()
-		h.state(bufnr).linesRead += len(s.Lines)
-		h.mu.Unlock()
+		st := h.session(bufnr)
+		st.mu.Lock()
+		st.linesRead += len(s.Lines)
+		st.mu.Unlock()
 		if s.Delta {
 			if m == nil || s.First > len(m.lines) || s.Tail > len(m.lines)-s.First {
 				have = -1

@@ -12,17 +12,20 @@ import (
 // registry's answer (which may look for programs) is taken first.
 func (h *Engine) effective(bufnr int, fm *frontmatter.Result) options.Effective {
 	usable := h.usableTools()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	if fm == nil {
 		fm = st.fm
 	}
-	b := options.Buffer{Trusted: h.trustOf(bufnr).trusted, Usable: usable}
+	b := options.Buffer{Trusted: st.trustOf().trusted, Usable: usable}
+	st.mu.Unlock()
 	if fm != nil {
 		b.FM = &fm.Opts
 	}
-	return options.Resolve(h.cfg, h.rt, b)
+	h.mu.Lock()
+	cfg, rt := h.cfg, h.rt
+	h.mu.Unlock()
+	return options.Resolve(cfg, rt, b)
 }
 
 // logRefused notes, where the selection is acted on (execute, send), the

@@ -13,7 +13,7 @@ import (
 // forgotten, and of a long conversation only the latest keepCalls are
 // remembered (a running call keeps how it ran until it ends).
 func TestPruneCallsBoundsPerCallState(t *testing.T) {
-	st := &bufState{
+	st := &session{
 		outcomes: map[string]approval.Outcome{}, ran: map[string]ranCall{},
 		notes: map[string]string{}, running: map[string]context.CancelFunc{},
 	}

@@ -92,13 +92,13 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		sc.HiddenExcept = append(sc.HiddenExcept, sandbox.OutputFolder(state, bufferPath))
 		sc.CacheDir = sandbox.CacheFolder(state, cwd, bufferPath)
 	}
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	if st.pins == nil {
 		st.pins = sandbox.NewRootPins()
 	}
 	pins := st.pins
-	h.mu.Unlock()
+	st.mu.Unlock()
 	return sandbox.New(sc, cwd, bufferPath, sandbox.WithRootPins(pins))
 }
 

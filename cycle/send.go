@@ -192,9 +192,10 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d has no result yet. Press <C-]> to categorize it.", tu.Name, tu.ID, tu.HeaderLine), levelError), nil
 		}
 		if r.Status != "" {
-			h.mu.Lock()
-			running := h.state(bufnr).running[tu.ID] != nil
-			h.mu.Unlock()
+			st := h.session(bufnr)
+			st.mu.Lock()
+			running := st.running[tu.ID] != nil
+			st.mu.Unlock()
 			if running {
 				return reply("send", fmt.Sprintf("Cannot send yet: the tool call %s (%s) on line %d is running; its result comes first (<C-c> cancels it).", tu.Name, tu.ID, tu.HeaderLine), levelWarn), nil
 			}
@@ -244,10 +245,10 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	h.noteWeb(name, req.Web)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	if st.streaming != nil {
-		h.mu.Unlock()
+		st.mu.Unlock()
 		cancel()
 		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
 	}
@@ -256,7 +257,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		st.turns = 0
 		st.disarmed = false
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 
 	last := s.Lines
 	if len(last) > 3 {
@@ -466,13 +467,13 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 	if usage != nil && req.ModelInfo != nil {
 		cost, costKnown = req.ModelInfo.Prices.Cost(*usage)
 	}
-	h.mu.Lock()
-	st := h.state(sw.bufnr)
+	st := h.session(sw.bufnr)
+	st.mu.Lock()
 	st.lastUsage = usage
 	st.lastFlushes = flushes + 2
 	st.usage.add(usage, cost, costKnown)
-	h.usage.add(usage, cost, costKnown)
-	h.mu.Unlock()
+	st.mu.Unlock()
+	h.addUsage(usage, cost, costKnown)
 	h.progress(sw.bufnr, Progress{Provider: prov.Name(), Model: sw.model})
 	end := RequestEvent{Bufnr: sw.bufnr, Provider: prov.Name(), Model: req.Params.Model, Status: "ok",
 		StopReason: w.StopReason(), Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
@@ -543,9 +544,10 @@ func (h *Engine) receivedRecords(bufnr int, final []string, ids map[string]bool)
 		return nil
 	}
 	var out []WireRecord
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	l := h.trustOf(bufnr).ledger
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	l := st.trustOf().ledger
 	for _, u := range parse(final).ToolUses() {
 		if ids[u.ID] {
 			r := l.Get(u.ID)
@@ -560,19 +562,19 @@ func (h *Engine) receivedRecords(bufnr int, final []string, ids map[string]bool)
 func (h *Engine) autopilotContinue(bufnr int) {
 	eff := h.effective(bufnr, nil)
 	on, max := eff.Autopilot, eff.MaxTurns
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
 	if !on || st.disarmed {
-		h.mu.Unlock()
+		st.mu.Unlock()
 		return
 	}
 	if st.turns >= max {
-		h.mu.Unlock()
+		st.mu.Unlock()
 		h.notify(fmt.Sprintf("Autopilot stopped after %d consecutive turns (tools.autopilot.max_turns = %d). Press <C-]> to go on.", st.turns, max), levelWarn)
 		return
 	}
 	st.turns++
-	h.mu.Unlock()
+	st.mu.Unlock()
 	h.autoCycle(bufnr)
 }
 
@@ -596,9 +598,9 @@ func (h *Engine) autoCycleAs(bufnr int, auto bool) {
 }
 
 func (h *Engine) cancelStream(bufnr int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.state(bufnr)
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	if st.streaming == nil {
 		return false
 	}
@@ -607,13 +609,14 @@ func (h *Engine) cancelStream(bufnr int) bool {
 }
 
 func (h *Engine) endStream(bufnr int) {
-	h.mu.Lock()
-	if st := h.bufs[bufnr]; st != nil && st.streaming != nil {
+	st := h.session(bufnr)
+	st.mu.Lock()
+	if st.streaming != nil {
 		st.streaming() // release the request's context (a no-op once it ended)
 		st.streaming = nil
 		st.streamEnds = false
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 }
 
 func (h *Engine) Autopilot(action string) (Reply, error) {
@@ -769,8 +772,9 @@ loop:
 	for len(events) > 0 {
 		add(<-events)
 	}
-	h.mu.Lock()
-	h.state(bufnr).streamEnds = true
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	st.streamEnds = true
+	st.mu.Unlock()
 	return streamErr
 }

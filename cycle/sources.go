@@ -27,19 +27,24 @@ const (
 // says it waits. auto: autopilot's step (it stays autopilot's).
 func (h *Engine) sourcesGate(bufnr int, kind waitKind, auto bool) (Reply, bool) {
 	h.ensureMCP()
+	// The session's lock, then the engine's (the lock order): the count is
+	// read and the step remembered at once, so a SourcesPending(0) between
+	// them cannot miss this buffer.
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.luaSources <= 0 {
+	n := h.luaSources
+	h.mu.Unlock()
+	if n <= 0 {
 		return Reply{}, true
 	}
-	st := h.state(bufnr)
 	// A send waiting already stays one; a press adds nothing to a waiting
 	// send (the send runs the cycle's last phase anyway).
 	if st.waiting == waitNone || kind == waitSend {
 		st.waiting = kind
 	}
 	st.waitAuto = st.waitAuto || auto
-	n := h.luaSources
 	return reply("waiting", fmt.Sprintf("Waiting for tool definitions to load (%d source(s) still resolving)… This buffer goes on by itself when they are, wherever you are; <C-c> cancels.", n), levelWarn), false
 }
 
@@ -50,15 +55,17 @@ func (h *Engine) sourcesGate(bufnr int, kind waitKind, auto bool) (Reply, bool) 
 func (h *Engine) SourcesPending(n int) error {
 	h.mu.Lock()
 	h.luaSources = n
+	h.mu.Unlock()
 	var ready []int
 	if n <= 0 {
-		for bufnr, st := range h.bufs {
+		for _, st := range h.sessions() {
+			st.mu.Lock()
 			if st.waiting != waitNone {
-				ready = append(ready, bufnr)
+				ready = append(ready, st.bufnr)
 			}
+			st.mu.Unlock()
 		}
 	}
-	h.mu.Unlock()
 	for _, bufnr := range ready {
 		bufnr := bufnr
 		h.background(bufnr, func() { h.resumeWaiting(bufnr) })
@@ -70,15 +77,19 @@ func (h *Engine) SourcesPending(n int) error {
 // what came of it (they may be elsewhere: the message names the buffer's
 // outcome as the step's own reply does).
 func (h *Engine) resumeWaiting(bufnr int) {
-	h.mu.Lock()
-	st := h.bufs[bufnr]
-	if st == nil || st.waiting == waitNone {
-		h.mu.Unlock()
+	st := h.lookup(bufnr)
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	if st.waiting == waitNone {
+		st.mu.Unlock()
 		return
 	}
 	kind, auto := st.waiting, st.waitAuto
 	st.waiting, st.waitAuto = waitNone, false
-	h.mu.Unlock()
+	st.cond.Broadcast()
+	st.mu.Unlock()
 	if h.closingNow() {
 		return
 	}
@@ -101,12 +112,16 @@ func (h *Engine) resumeWaiting(bufnr int) {
 
 // cancelWaiting drops a buffer's waiting step (<C-c>); true if there was one.
 func (h *Engine) cancelWaiting(bufnr int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := h.bufs[bufnr]
-	if st == nil || st.waiting == waitNone {
+	st := h.lookup(bufnr)
+	if st == nil {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.waiting == waitNone {
 		return false
 	}
 	st.waiting, st.waitAuto = waitNone, false
+	st.cond.Broadcast()
 	return true
 }

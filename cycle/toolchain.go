@@ -161,12 +161,12 @@ func (t *chainTool) Run(ctx context.Context, call tools.Call, raw json.RawMessag
 		return tools.Output{}, &tools.Internal{Err: err}
 	}
 	info, _ := ctx.Value(chainRunKey{}).(chainRunInfo)
-	h.mu.Lock()
 	var fm *frontmatter.Result
-	if st := h.bufs[call.Bufnr]; st != nil {
+	if st := h.lookup(call.Bufnr); st != nil {
+		st.mu.Lock()
 		fm = st.fm
+		st.mu.Unlock()
 	}
-	h.mu.Unlock()
 	r := &stepRunner{h: h, chain: t.spec.Name, call: call, fm: fm, byUser: info.byUser, eff: h.effective(call.Bufnr, fm),
 		budget: h.fm.NewBudget()}
 	// A step whose tool is already known to be missing fails the chain

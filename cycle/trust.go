@@ -103,14 +103,15 @@ func digestOf(calls map[string]string) []DigestCall {
 // records whenever the buffer was (re)loaded, the user vouched anew, or
 // the host has not seen it yet.
 func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
-	h.mu.Lock()
-	bt := h.state(bufnr).trust
+	st := h.session(bufnr)
+	st.mu.Lock()
+	bt := st.trust
 	if bt != nil && bt.gen == s.TrustGen && bt.vouch == s.TrustVouch {
 		bt.trusted = s.Trusted
-		h.mu.Unlock()
+		st.mu.Unlock()
 		return nil
 	}
-	h.mu.Unlock()
+	st.mu.Unlock()
 	p, err := h.ed.TrustPull(bufnr)
 	if err != nil {
 		return fmt.Errorf("read the trust state of buffer %d: %w", bufnr, err)
@@ -151,8 +152,7 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 		l.Put(fromWire(w))
 	}
 	l.AddTombs(trust.DecodeTombs(p.Tombs))
-	h.mu.Lock()
-	st := h.state(bufnr)
+	st.mu.Lock()
 	if old := st.trust; old != nil && old.gen == p.Gen && old.vouch != p.Vouch {
 		// :Flemma trust or untrust since the host last looked: the audit
 		// log has it (recorded before any call of the buffer is decided).
@@ -165,7 +165,7 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 		l.Adopt(old.ledger) // and so are its prunes
 	}
 	st.trust = &bufTrust{gen: p.Gen, vouch: p.Vouch, trusted: p.Trusted, ledger: l}
-	h.mu.Unlock()
+	st.mu.Unlock()
 	if p.Gen > 1 || len(l.Origin.Approved) > 0 || len(l.Vouched) > 0 {
 		h.logf("trust: buffer %d load %d: %d open call(s) and %d approved placeholder(s) in the loaded text, %d call(s) vouched for, trusted=%v",
 			bufnr, p.Gen, len(l.Origin.Calls), len(l.Origin.Approved), len(l.Vouched), p.Trusted)
@@ -174,9 +174,8 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 }
 
 // trustOf returns the buffer's trust view (an empty, untrusted one when
-// the host has not synced it). Call with h.mu held.
-func (h *Engine) trustOf(bufnr int) *bufTrust {
-	st := h.state(bufnr)
+// the host has not synced it). Call with st.mu held.
+func (st *session) trustOf() *bufTrust {
 	if st.trust == nil {
 		st.trust = &bufTrust{gen: -1, ledger: trust.NewLedger()}
 	}
@@ -189,8 +188,10 @@ func (h *Engine) commit(bufnr int, recs []WireRecord, tick, seq int) {
 	if len(recs) == 0 {
 		return
 	}
-	h.mu.Lock()
-	l := h.trustOf(bufnr).ledger
+	st := h.session(bufnr)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	l := st.trustOf().ledger
 	for _, w := range recs {
 		r := fromWire(w)
 		if r.Seq == trust.SeqUnset {
@@ -199,7 +200,6 @@ func (h *Engine) commit(bufnr int, recs []WireRecord, tick, seq int) {
 		r.Tick = tick
 		l.Put(r)
 	}
-	h.mu.Unlock()
 }
 
 // record stores records in the ledger and in Neovim's copy at once, for a
@@ -209,12 +209,14 @@ func (h *Engine) record(bufnr int, recs ...trust.Record) error {
 	for i, r := range recs {
 		wire[i] = toWire(r)
 	}
-	h.mu.Lock()
 	tick := 0
-	if st := h.bufs[bufnr]; st != nil && st.mirror != nil {
-		tick = st.mirror.tick
+	if st := h.lookup(bufnr); st != nil {
+		st.mu.Lock()
+		if st.mirror != nil {
+			tick = st.mirror.tick
+		}
+		st.mu.Unlock()
 	}
-	h.mu.Unlock()
 	h.commit(bufnr, wire, tick, 0)
 	if err := h.ed.TrustRecord(bufnr, wire); err != nil {
 		return fmt.Errorf("keep the record of %s: %w", recs[0].ID, err)
@@ -227,10 +229,10 @@ func (h *Engine) record(bufnr int, recs ...trust.Record) error {
 // trust.Ledger.Prune): a conversation's trust state is as large as its open
 // calls, plus 8 bytes per call it ever ran.
 func (h *Engine) prune(bufnr int, tick int, doc *buffer.Document) {
-	h.mu.Lock()
-	st := h.state(bufnr)
-	ids, tombs := h.trustOf(bufnr).ledger.Prune(doc, tick, func(id string) bool { return st.running[id] != nil })
-	h.mu.Unlock()
+	st := h.session(bufnr)
+	st.mu.Lock()
+	ids, tombs := st.trustOf().ledger.Prune(doc, tick, func(id string) bool { return st.running[id] != nil })
+	st.mu.Unlock()
 	if len(ids) == 0 {
 		return
 	}

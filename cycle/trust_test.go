@@ -279,10 +279,11 @@ func TestLedgerIsPrunedOnceResultsAreIn(t *testing.T) {
 	env.ed.waitIdle(t, env.h, 1)
 	env.as("one more press: the last results are in").reply(env.h.Cycle(1))
 	env.ed.waitIdle(t, env.h, 1)
-	env.h.mu.Lock()
-	l := env.h.trustOf(1).ledger
+	st := env.h.session(1)
+	st.mu.Lock()
+	l := st.trustOf().ledger
 	live, tombs := len(l.Records), l.TombCount()
-	env.h.mu.Unlock()
+	st.mu.Unlock()
 	if live != 0 || tombs != n {
 		t.Errorf("host ledger: %d live records, %d tombs; want 0 and %d", live, tombs, n)
 	}
