@@ -26,77 +26,74 @@ func (h *Engine) SetStatusAll(bufnr, line int, status, msg string) (Reply, error
 	if st != buffer.StatusApproved && st != buffer.StatusRejected {
 		return reply("none", fmt.Sprintf("tool:%s-all: only approve and reject act on a whole message", status), levelError), nil
 	}
-	if busy, release := h.acquire(bufnr); busy != nil {
-		return *busy, nil
-	} else {
-		defer release()
-	}
-	var ids []string
-	var where string
-	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
-		ids, where = nil, ""
-		uses, w := callsOfMessageAt(doc, line)
-		where = w
-		sess := h.session(bufnr)
-		sess.mu.Lock()
-		running := sess.running
-		var opts ApplyOpts
-		var place []buffer.Placement
-		var edits []buffer.Edit
-		for _, tu := range uses {
-			r := doc.Result(tu.ID)
-			if running[tu.ID] != nil || doc.Use(tu.ID) != tu {
-				continue
-			}
-			switch {
-			case r == nil:
-				place = append(place, buffer.Placement{ID: tu.ID, Status: st, Body: msg})
-			case r.Status == buffer.StatusPending && strings.TrimSpace(r.Content) == "":
-				if msg != "" {
-					edits = append(edits, buffer.Edit{Start: r.HeaderLine - 1, End: r.EndLine, Lines: buffer.RenderPlaceholderBody(tu.ID, st, msg)})
-				} else {
-					e, err := buffer.SetStatus(doc, s.Lines, tu.ID, st)
-					if err != nil {
-						sess.mu.Unlock()
-						return nil, ApplyOpts{}, err
-					}
-					edits = append(edits, e)
+	return h.withStep(bufnr, true, func() (Reply, error) {
+		var ids []string
+		var where string
+		err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+			ids, where = nil, ""
+			uses, w := callsOfMessageAt(doc, line)
+			where = w
+			sess := h.session(bufnr)
+			sess.mu.Lock()
+			running := sess.running
+			var opts ApplyOpts
+			var place []buffer.Placement
+			var edits []buffer.Edit
+			for _, tu := range uses {
+				r := doc.Result(tu.ID)
+				if running[tu.ID] != nil || doc.Use(tu.ID) != tu {
+					continue
 				}
-			default:
-				continue
+				switch {
+				case r == nil:
+					place = append(place, buffer.Placement{ID: tu.ID, Status: st, Body: msg})
+				case r.Status == buffer.StatusPending && strings.TrimSpace(r.Content) == "":
+					if msg != "" {
+						edits = append(edits, buffer.Edit{Start: r.HeaderLine - 1, End: r.EndLine, Lines: buffer.RenderPlaceholderBody(tu.ID, st, msg)})
+					} else {
+						e, err := buffer.SetStatus(doc, s.Lines, tu.ID, st)
+						if err != nil {
+							sess.mu.Unlock()
+							return nil, ApplyOpts{}, err
+						}
+						edits = append(edits, e)
+					}
+				default:
+					continue
+				}
+				ids = append(ids, tu.ID)
+				opts.Records = append(opts.Records, decided(sess.trustOf().ledger, tu, st, trust.ByUser))
 			}
-			ids = append(ids, tu.ID)
-			opts.Records = append(opts.Records, decided(sess.trustOf().ledger, tu, st, trust.ByUser))
+			sess.mu.Unlock()
+			if len(place) > 0 {
+				pe, err := buffer.PlacePlaceholders(doc, s.Lines, place)
+				if err != nil {
+					return nil, ApplyOpts{}, err
+				}
+				edits = append(edits, pe...)
+			}
+			if len(ids) == 0 {
+				return nil, ApplyOpts{}, nil
+			}
+			opts.UndoBreak = true
+			return edits, opts, nil
+		})
+		if err != nil {
+			return reply("none", err.Error(), levelError), nil
 		}
-		sess.mu.Unlock()
-		if len(place) > 0 {
-			pe, err := buffer.PlacePlaceholders(doc, s.Lines, place)
-			if err != nil {
-				return nil, ApplyOpts{}, err
-			}
-			edits = append(edits, pe...)
+		if where == "" {
+			return reply("none", "The cursor is not in a message with tool calls.", levelWarn), nil
 		}
 		if len(ids) == 0 {
-			return nil, ApplyOpts{}, nil
+			return reply("none", fmt.Sprintf("No call of %s waits for a decision.", where), levelInfo), nil
 		}
-		opts.UndoBreak = true
-		return edits, opts, nil
+		verb, next := "Approved", "<C-]> runs them."
+		if st == buffer.StatusRejected {
+			verb, next = "Rejected", "<C-]> sends the rejections to the model."
+		}
+		h.logf("tool:%s-all: %s %s by the user", map[bool]string{true: "approve", false: "reject"}[st == buffer.StatusApproved], strings.ToLower(verb), strings.Join(ids, ", "))
+		return reply("status", fmt.Sprintf("%s %d call(s) of %s: %s. %s", verb, len(ids), where, strings.Join(ids, ", "), next), levelInfo), nil
 	})
-	if err != nil {
-		return reply("none", err.Error(), levelError), nil
-	}
-	if where == "" {
-		return reply("none", "The cursor is not in a message with tool calls.", levelWarn), nil
-	}
-	if len(ids) == 0 {
-		return reply("none", fmt.Sprintf("No call of %s waits for a decision.", where), levelInfo), nil
-	}
-	verb, next := "Approved", "<C-]> runs them."
-	if st == buffer.StatusRejected {
-		verb, next = "Rejected", "<C-]> sends the rejections to the model."
-	}
-	h.logf("tool:%s-all: %s %s by the user", map[bool]string{true: "approve", false: "reject"}[st == buffer.StatusApproved], strings.ToLower(verb), strings.Join(ids, ", "))
-	return reply("status", fmt.Sprintf("%s %d call(s) of %s: %s. %s", verb, len(ids), where, strings.Join(ids, ", "), next), levelInfo), nil
 }
 
 // callsOfMessageAt returns the tool calls of the message under line: an

@@ -75,81 +75,79 @@ func compactNote(name, model string) string {
 // result is told when the summary is written.
 func (h *Engine) Compact(bufnr int) (Reply, error) {
 	h.ensureMCP()
-	if busy, release := h.acquire(bufnr); busy != nil {
-		return *busy, nil
-	} else {
-		defer release()
-	}
-	s, err := h.snapshot(bufnr)
-	if err != nil {
-		return Reply{}, err
-	}
-	doc := parse(s.Lines)
-	fm := h.evalFrontmatter(bufnr, doc)
-	if fm.Blocking() {
-		return h.blocked(bufnr, diagnostics(doc, fm, h.notesOf(bufnr)))
-	}
-	place := placeSummary(doc, s.Lines)
-	// The conversation to summarize: everything before the block.
-	before := parse(s.Lines[:place.At])
-	eff := h.effective(bufnr, fm)
-	name, params, pcfg := h.request(eff)
-	system, msgs, err := provider.FromDocument(before, provider.Signer(name, pcfg.Wire))
-	if err != nil {
-		if strings.Contains(err.Error(), "no messages") {
-			return reply("compact", "Nothing to compact: the conversation is empty.", levelWarn), nil
+	return h.withStep(bufnr, true, func() (Reply, error) {
+		s, err := h.snapshot(bufnr)
+		if err != nil {
+			return Reply{}, err
 		}
-		return reply("compact", "Cannot compact: "+err.Error(), levelError), nil
-	}
-	if before.Summary != nil && len(msgs) == 1 && len(msgs[0].Parts) == 1 {
-		return reply("compact", "Nothing to compact: nothing was said since the last summary.", levelInfo), nil
-	}
-	if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.hadAttachDiags(bufnr) {
-		r, stop := h.attach(bufnr, before, fm, s, msgs, work)
-		if stop {
-			st := h.session(bufnr)
-			st.mu.Lock()
-			st.attachCompact = true // :Flemma attach:allow compacts again
+		doc := parse(s.Lines)
+		fm := h.evalFrontmatter(bufnr, doc)
+		if fm.Blocking() {
+			return h.blocked(bufnr, diagnostics(doc, fm, h.notesOf(bufnr)))
+		}
+		place := placeSummary(doc, s.Lines)
+		// The conversation to summarize: everything before the block.
+		before := parse(s.Lines[:place.At])
+		eff := h.effective(bufnr, fm)
+		name, params, pcfg := h.request(eff)
+		system, msgs, err := provider.FromDocument(before, provider.Signer(name, pcfg.Wire))
+		if err != nil {
+			if strings.Contains(err.Error(), "no messages") {
+				return reply("compact", "Nothing to compact: the conversation is empty.", levelWarn), nil
+			}
+			return reply("compact", "Cannot compact: "+err.Error(), levelError), nil
+		}
+		if before.Summary != nil && len(msgs) == 1 && len(msgs[0].Parts) == 1 {
+			return reply("compact", "Nothing to compact: nothing was said since the last summary.", levelInfo), nil
+		}
+		if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.hadAttachDiags(bufnr) {
+			r, stop := h.attach(bufnr, before, fm, s, msgs, work)
+			if stop {
+				st := h.session(bufnr)
+				st.mu.Lock()
+				st.attachCompact = true // :Flemma attach:allow compacts again
+				st.mu.Unlock()
+				r.Phase, r.Message = "compact", strings.Replace(strings.Replace(r.Message, "Cannot send", "Cannot compact", 1), "Nothing was sent.", "Nothing was sent; :Flemma attach:allow allows them and compacts.", 1)
+				return r, nil
+			}
+		}
+		prov, err := h.providers(name, pcfg)
+		if err != nil {
+			return reply("compact", err.Error(), levelError), nil
+		}
+		prov = h.retrying(prov, eff)
+		if ok, src := provider.CredentialStatus(name, pcfg); !ok {
+			return reply("compact", fmt.Sprintf("%s: no credential (%s). Nothing was sent.", name, src), levelError), nil
+		}
+		info := h.modelInfo(name, params.Model)
+		tools := h.toolDefs(eff) // the same as a send's: a history with tool calls needs them, and the cache prefix stays
+		req := provider.Request{System: system, Messages: provider.ForSummary(msgs), Tools: tools, Params: params, ModelInfo: &info}
+		whole := provider.EstimateTokens(system, msgs, tools)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		st := h.session(bufnr)
+		st.mu.Lock()
+		if st.streaming != nil {
 			st.mu.Unlock()
-			r.Phase, r.Message = "compact", strings.Replace(strings.Replace(r.Message, "Cannot send", "Cannot compact", 1), "Nothing was sent.", "Nothing was sent; :Flemma attach:allow allows them and compacts.", 1)
-			return r, nil
+			cancel()
+			return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
 		}
-	}
-	prov, err := h.providers(name, pcfg)
-	if err != nil {
-		return reply("compact", err.Error(), levelError), nil
-	}
-	prov = h.retrying(prov, eff)
-	if ok, src := provider.CredentialStatus(name, pcfg); !ok {
-		return reply("compact", fmt.Sprintf("%s: no credential (%s). Nothing was sent.", name, src), levelError), nil
-	}
-	info := h.modelInfo(name, params.Model)
-	tools := h.toolDefs(eff) // the same as a send's: a history with tool calls needs them, and the cache prefix stays
-	req := provider.Request{System: system, Messages: provider.ForSummary(msgs), Tools: tools, Params: params, ModelInfo: &info}
-	whole := provider.EstimateTokens(system, msgs, tools)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	st := h.session(bufnr)
-	st.mu.Lock()
-	if st.streaming != nil {
+		st.streaming = cancel
+		st.move(evStream)
+		st.attachCompact = false
 		st.mu.Unlock()
-		cancel()
-		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
-	}
-	st.streaming = cancel
-	st.attachCompact = false
-	st.mu.Unlock()
-	h.setModifiable(bufnr, false) // locked from now, as during a response
+		h.setModifiable(bufnr, false) // locked from now, as during a response
 
-	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines[:place.At], tail: append([]string{}, s.Lines[place.At:]...), tick: s.Tick, r: place.At, last: []string{}}
-	model := h.modelName(name, params.Model)
-	job := &compaction{h: h, sw: sw, prov: prov, req: req, place: place, note: compactNote(name, model),
-		model: model, window: info.ContextWindow, whole: whole, messages: len(msgs)}
-	h.logf("compact: buffer %d, %s model=%q, %d messages (about %d tokens) summarized, the block at line %d", bufnr, name, model, len(msgs), whole, place.At+1)
-	h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
-	h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
-	h.background(bufnr, func() { job.run(ctx) })
-	return reply("compact", "Compacting: the model is summarizing the conversation (<C-c> cancels).", levelInfo), nil
+		sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines[:place.At], tail: append([]string{}, s.Lines[place.At:]...), tick: s.Tick, r: place.At, last: []string{}}
+		model := h.modelName(name, params.Model)
+		job := &compaction{h: h, sw: sw, prov: prov, req: req, place: place, note: compactNote(name, model),
+			model: model, window: info.ContextWindow, whole: whole, messages: len(msgs)}
+		h.logf("compact: buffer %d, %s model=%q, %d messages (about %d tokens) summarized, the block at line %d", bufnr, name, model, len(msgs), whole, place.At+1)
+		h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
+		h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
+		h.background(bufnr, func() { job.run(ctx) })
+		return reply("compact", "Compacting: the model is summarizing the conversation (<C-c> cancels).", levelInfo), nil
+	})
 }
 
 // compaction is one summary being received and written.

@@ -123,40 +123,37 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 		// answered at once.
 		st := h.session(bufnr)
 		st.mu.Lock()
-		if st.cycling && st.streaming == nil && len(st.running) == 0 {
+		if st.phase == phaseStepping && len(st.running) == 0 {
 			st.queued = true
 			st.mu.Unlock()
 			return reply("queued", "", 0), nil
 		}
 		st.mu.Unlock()
 	}
-	if busy, release := h.acquire(bufnr); busy != nil {
-		return *busy, nil
-	} else {
-		defer release()
-	}
-	if !auto {
-		// Only a press that is going to act resets autopilot.
-		st := h.session(bufnr)
-		st.mu.Lock()
-		st.turns, st.disarmed = 0, false
-		st.mu.Unlock()
-	}
-	s, err := h.snapshot(bufnr)
-	if err != nil {
-		return Reply{}, err
-	}
-	doc := h.parse(bufnr, s)
-	h.prune(bufnr, s.Tick, doc)
-	if got := h.recoverResults(bufnr, s, doc); len(got) > 0 {
-		// Results recorded by the journal but lost from the buffer: written
-		// back, not run again. This press stops here, so the user sees them.
-		return reply("recovered", fmt.Sprintf("Recovered the result(s) of %s from the crash-recovery journal (they were not run again). Press <C-]> to go on.", strings.Join(got, ", ")), levelInfo), nil
-	}
-	if len(doc.Unresolved()) > 0 {
-		return h.categorize(bufnr, s, doc, auto)
-	}
-	return h.executeFrom(bufnr, "", s, doc, auto, false)
+	return h.withStep(bufnr, true, func() (Reply, error) {
+		if !auto {
+			// Only a press that is going to act resets autopilot.
+			st := h.session(bufnr)
+			st.mu.Lock()
+			st.turns, st.disarmed = 0, false
+			st.mu.Unlock()
+		}
+		s, err := h.snapshot(bufnr)
+		if err != nil {
+			return Reply{}, err
+		}
+		doc := h.parse(bufnr, s)
+		h.prune(bufnr, s.Tick, doc)
+		if got := h.recoverResults(bufnr, s, doc); len(got) > 0 {
+			// Results recorded by the journal but lost from the buffer: written
+			// back, not run again. This press stops here, so the user sees them.
+			return reply("recovered", fmt.Sprintf("Recovered the result(s) of %s from the crash-recovery journal (they were not run again). Press <C-]> to go on.", strings.Join(got, ", ")), levelInfo), nil
+		}
+		if len(doc.Unresolved()) > 0 {
+			return h.categorize(bufnr, s, doc, auto)
+		}
+		return h.executeFrom(bufnr, "", s, doc, auto, false)
+	})
 }
 
 // approvesAny reports whether a step's records approve a call.
@@ -587,6 +584,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		st.mu.Lock()
 		disarmed := st.disarmed
 		st.jobsPending--
+		st.cond.Broadcast()
 		st.mu.Unlock()
 		if continueCycle && autopilot && !disarmed {
 			h.autoCycle(bufnr)
@@ -604,6 +602,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		delete(st.running, j.id)
 		delete(st.started, j.id)
 		delete(st.ended, j.id)
+		st.cond.Broadcast() // a take may wait for the last call to end
 		st.mu.Unlock()
 	}()
 	st.mu.Lock()
@@ -791,45 +790,38 @@ func (h *Engine) writeLock(bufnr int) *sync.Mutex {
 // ExecuteAt executes or resolves the one tool block under the cursor.
 func (h *Engine) ExecuteAt(bufnr, line int) (Reply, error) {
 	// Other calls of the buffer may be running: <M-CR> runs this one too.
-	if busy, release := h.acquireOne(bufnr); busy != nil {
-		return *busy, nil
-	} else {
-		defer release()
-	}
-	doc, id, err := h.blockUnder(bufnr, line)
-	if err != nil || id == "" {
-		return noBlock(err)
-	}
-	st := h.session(bufnr)
-	st.mu.Lock()
-	isRunning := st.running[id] != nil
-	kept, hasKept := st.kept[id]
-	st.mu.Unlock()
-	if isRunning {
-		return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
-	}
-	if hasKept {
-		// The call ran; its result could not be written then. Write it now
-		// rather than run the call again.
-		if err := h.placeResult(bufnr, id, kept.Content, kept.IsError, kept.Lang); err != nil {
-			return reply("none", fmt.Sprintf("Could not write the kept result of %s: %v", id, err), levelError), nil
-		}
+	return h.withBlock(bufnr, line, stepOne, func(doc *buffer.Document, id string) (Reply, error) {
+		st := h.session(bufnr)
 		st.mu.Lock()
-		delete(st.kept, id)
+		isRunning := st.running[id] != nil
+		kept, hasKept := st.kept[id]
 		st.mu.Unlock()
-		return reply("result", fmt.Sprintf("Wrote the result %s produced earlier (it was not run again).", id), levelInfo), nil
-	}
-	r := doc.Result(id)
-	if r != nil && r.Status == "" {
-		return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
-	}
-	if r == nil || (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && strings.TrimSpace(r.Content) == "" {
-		// <M-CR> on an undecided or approved call is the user's approval of it.
-		if err := h.setStatus(bufnr, id, buffer.StatusApproved, ""); err != nil {
-			return Reply{}, err
+		if isRunning {
+			return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
 		}
-	}
-	return h.execute(bufnr, id)
+		if hasKept {
+			// The call ran; its result could not be written then. Write it now
+			// rather than run the call again.
+			if err := h.placeResult(bufnr, id, kept.Content, kept.IsError, kept.Lang); err != nil {
+				return reply("none", fmt.Sprintf("Could not write the kept result of %s: %v", id, err), levelError), nil
+			}
+			st.mu.Lock()
+			delete(st.kept, id)
+			st.mu.Unlock()
+			return reply("result", fmt.Sprintf("Wrote the result %s produced earlier (it was not run again).", id), levelInfo), nil
+		}
+		r := doc.Result(id)
+		if r != nil && r.Status == "" {
+			return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
+		}
+		if r == nil || (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && strings.TrimSpace(r.Content) == "" {
+			// <M-CR> on an undecided or approved call is the user's approval of it.
+			if err := h.setStatus(bufnr, id, buffer.StatusApproved, ""); err != nil {
+				return Reply{}, err
+			}
+		}
+		return h.execute(bufnr, id)
+	})
 }
 
 // setStatus writes a placeholder with status st for id (creating it when the
@@ -870,19 +862,12 @@ func (h *Engine) setStatus(bufnr int, id string, st buffer.Status, msg string) e
 }
 
 func (h *Engine) SetStatus(bufnr, line int, status, msg string) (Reply, error) {
-	if busy, release := h.acquire(bufnr); busy != nil {
-		return *busy, nil
-	} else {
-		defer release()
-	}
-	_, id, err := h.blockUnder(bufnr, line)
-	if err != nil || id == "" {
-		return noBlock(err)
-	}
-	if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
-		return reply("none", err.Error(), levelError), nil
-	}
-	return reply("status", "", 0), nil
+	return h.withBlock(bufnr, line, stepAll, func(_ *buffer.Document, id string) (Reply, error) {
+		if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
+			return reply("none", err.Error(), levelError), nil
+		}
+		return reply("status", "", 0), nil
+	})
 }
 
 // Cancel cancels every running tool of the buffer (<C-c>).
@@ -952,20 +937,17 @@ func (h *Engine) mode() string {
 // SetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.
 func (h *Engine) SetResult(bufnr int, id, text string, isError bool) (Reply, error) {
-	if busy, release := h.acquire(bufnr); busy != nil {
-		return *busy, nil
-	} else {
-		defer release()
-	}
-	if err := h.placeResult(bufnr, id, text, isError, ""); err != nil {
-		return reply("none", err.Error(), levelError), nil
-	}
-	decision := "result given"
-	if isError {
-		decision = "error given"
-	}
-	h.auditUser(bufnr, id, decision, text)
-	return reply("result", "", 0), nil
+	return h.withStep(bufnr, true, func() (Reply, error) {
+		if err := h.placeResult(bufnr, id, text, isError, ""); err != nil {
+			return reply("none", err.Error(), levelError), nil
+		}
+		decision := "result given"
+		if isError {
+			decision = "error given"
+		}
+		h.auditUser(bufnr, id, decision, text)
+		return reply("result", "", 0), nil
+	})
 }
 
 // placeResult writes a result for id whatever its block holds (the user's
@@ -1050,18 +1032,47 @@ func noBlock(err error) (Reply, error) {
 	return reply("none", "No tool block under the cursor.", levelWarn), nil
 }
 
-// acquire gives one cycle (or one <M-CR>, status or result edit) at a time
-// to a buffer, and none while a response streams or tools run: two steps
-// planned on the same text would run the same approved call twice. It
-// returns a "busy" reply, or the release function.
-func (h *Engine) acquire(bufnr int) (*Reply, func()) {
-	return h.take(bufnr, true)
+// withStep runs fn as the buffer's one step, the prologue of every command
+// that changes the buffer's text: one cycle (or one <M-CR>, status or
+// result edit) at a time, and none while a response streams or (when
+// exclusive) tools run — two steps planned on the same text would run the
+// same approved call twice. A step that may not start gets the "busy"
+// reply instead; a step on a single call (<M-CR>, not exclusive) may run
+// while other calls of the buffer do.
+func (h *Engine) withStep(bufnr int, exclusive bool, fn func() (Reply, error)) (Reply, error) {
+	busy, release := h.take(bufnr, exclusive)
+	if busy != nil {
+		return *busy, nil
+	}
+	defer release()
+	return fn()
 }
 
-// acquireOne is acquire for a step on a single call (<M-CR>), which may run
-// while other calls of the buffer do.
-func (h *Engine) acquireOne(bufnr int) (*Reply, func()) {
-	return h.take(bufnr, false)
+// stepKind is how a command on the block under the cursor takes the
+// buffer (withBlock).
+type stepKind uint8
+
+const (
+	noStep  stepKind = iota // reads only
+	stepOne                 // a step on the one call (<M-CR>): other calls may run
+	stepAll                 // an exclusive step
+)
+
+// withBlock is the prologue of the commands on the tool block under the
+// cursor: the step (as kind says), then the block — the id of the call
+// whose use or result block covers line — or the "no block" reply.
+func (h *Engine) withBlock(bufnr, line int, kind stepKind, fn func(doc *buffer.Document, id string) (Reply, error)) (Reply, error) {
+	onBlock := func() (Reply, error) {
+		doc, id, err := h.blockUnder(bufnr, line)
+		if err != nil || id == "" {
+			return noBlock(err)
+		}
+		return fn(doc, id)
+	}
+	if kind == noStep {
+		return onBlock()
+	}
+	return h.withStep(bufnr, kind == stepAll, onBlock)
 }
 
 // stepWait bounds how long a user's action waits for another step of the
@@ -1084,26 +1095,46 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 		}
 		return len(st.running) > 0 || st.jobsPending > 0
 	}
-	for deadline := time.Now().Add(stepWait); (st.cycling && st.streaming == nil || st.streaming != nil && st.streamEnds || exclusive && finishing()) && time.Now().Before(deadline); {
-		st.mu.Unlock()
-		time.Sleep(2 * time.Millisecond)
-		st.mu.Lock()
+	// A step being written, a response all in and being written: the
+	// phases that end by themselves in a moment. The wait is on the
+	// session's condition variable (every phase change, every call that
+	// ends, every background goroutine that ends broadcasts on it), with
+	// a timer that wakes it at the deadline.
+	wait := func() bool {
+		switch st.phase {
+		case phaseStepping, phaseSent, phaseFinishing:
+			return true
+		}
+		return exclusive && finishing()
+	}
+	deadline := time.Now().Add(stepWait)
+	if wait() {
+		timer := time.AfterFunc(stepWait, func() {
+			st.mu.Lock()
+			st.cond.Broadcast()
+			st.mu.Unlock()
+		})
+		defer timer.Stop()
+		for wait() && time.Now().Before(deadline) {
+			st.cond.Wait()
+		}
 	}
 	switch {
-	case st.streaming != nil:
+	case st.phase.responding():
 		return ptr(reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn)), nil
 	case exclusive && len(st.running) > 0:
 		return ptr(reply("busy", fmt.Sprintf("%d tool(s) still running in this buffer: wait, or press <C-c> to cancel them.", len(st.running)), levelWarn)), nil
-	case st.cycling:
+	case st.phase.stepping():
 		return ptr(reply("busy", "flemma is already working on this buffer; try again in a moment.", levelWarn)), nil
 	}
-	st.cycling = true
+	st.move(evTake)
 	return nil, func() {
 		st.mu.Lock()
-		st.cycling = false
+		if !st.move(evRelease) {
+			h.logf("buffer %d: a step ended in phase %s", bufnr, st.phase)
+		}
 		queued := st.queued
 		st.queued = false
-		st.cond.Broadcast()
 		st.mu.Unlock()
 		if queued {
 			h.background(bufnr, func() { h.autoCycleAs(bufnr, false) })

@@ -276,86 +276,83 @@ func countOverlapping(s, sub string) int {
 // approved by the user, in one step. Its result will say the user
 // modified the change. The same version as proposed is a plain approval.
 func (h *Engine) Review(bufnr int, id string, lines []string) (Reply, error) {
-	if busy, release := h.acquire(bufnr); busy != nil {
-		return *busy, nil
-	} else {
-		defer release()
-	}
-	modified := false
-	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
-		tu, r := doc.Use(id), doc.Result(id)
-		if tu == nil || !h.proposes(tu.Name) {
-			return nil, ApplyOpts{}, fmt.Errorf("the write/edit call %s is no longer in the buffer", id)
-		}
-		if r == nil || r.Content != "" || (r.Status != buffer.StatusPending && r.Status != buffer.StatusApproved) {
-			return nil, ApplyOpts{}, fmt.Errorf("%s (%s) is no longer waiting to run", tu.Name, id)
-		}
-		p, err := h.propose(bufnr, tu, s)
-		if err != nil {
-			return nil, ApplyOpts{}, err
-		}
-		reviewed := joinAs(lines, p.New)
-		if reviewed == string(p.Old) && p.Exists {
-			return nil, ApplyOpts{}, errors.New("the reviewed version leaves the file as it is: reject the call instead")
-		}
-		var edits []buffer.Edit
-		use := tu
-		modified = reviewed != string(p.New)
-		if modified {
-			input := map[string]any{}
-			for k, v := range tu.Input {
-				input[k] = v
+	return h.withStep(bufnr, true, func() (Reply, error) {
+		modified := false
+		err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+			tu, r := doc.Use(id), doc.Result(id)
+			if tu == nil || !h.proposes(tu.Name) {
+				return nil, ApplyOpts{}, fmt.Errorf("the write/edit call %s is no longer in the buffer", id)
 			}
-			if t, _ := h.Registry.Get(tu.Name); t != nil && isLua(t) {
-				if input, err = h.reviewLua(bufnr, tu, s, p, reviewed); err != nil {
-					return nil, ApplyOpts{}, err
-				}
-			} else if tu.Name == "write" {
-				input["content"] = reviewed
-			} else if oldText, newText, ok := reviewedEdit(string(p.Old), reviewed); ok {
-				input["oldText"], input["newText"] = oldText, newText
-			} else {
-				return nil, ApplyOpts{}, errors.New("the reviewed version cannot be made an edit of a unique text of the file")
+			if r == nil || r.Content != "" || (r.Status != buffer.StatusPending && r.Status != buffer.StatusApproved) {
+				return nil, ApplyOpts{}, fmt.Errorf("%s (%s) is no longer waiting to run", tu.Name, id)
 			}
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(input); err != nil {
-				return nil, ApplyOpts{}, err
-			}
-			body := strings.TrimSuffix(b.String(), "\n")
-			edits = append(edits, buffer.Edit{Start: tu.FenceLine, End: tu.EndLine - 1, Lines: []string{body}})
-			u := *tu
-			u.Input, u.RawInput = input, body
-			use = &u
-		}
-		if r.Status != buffer.StatusApproved {
-			e, err := buffer.SetStatus(doc, s.Lines, id, buffer.StatusApproved)
+			p, err := h.propose(bufnr, tu, s)
 			if err != nil {
 				return nil, ApplyOpts{}, err
 			}
-			edits = append(edits, e)
+			reviewed := joinAs(lines, p.New)
+			if reviewed == string(p.Old) && p.Exists {
+				return nil, ApplyOpts{}, errors.New("the reviewed version leaves the file as it is: reject the call instead")
+			}
+			var edits []buffer.Edit
+			use := tu
+			modified = reviewed != string(p.New)
+			if modified {
+				input := map[string]any{}
+				for k, v := range tu.Input {
+					input[k] = v
+				}
+				if t, _ := h.Registry.Get(tu.Name); t != nil && isLua(t) {
+					if input, err = h.reviewLua(bufnr, tu, s, p, reviewed); err != nil {
+						return nil, ApplyOpts{}, err
+					}
+				} else if tu.Name == "write" {
+					input["content"] = reviewed
+				} else if oldText, newText, ok := reviewedEdit(string(p.Old), reviewed); ok {
+					input["oldText"], input["newText"] = oldText, newText
+				} else {
+					return nil, ApplyOpts{}, errors.New("the reviewed version cannot be made an edit of a unique text of the file")
+				}
+				var b bytes.Buffer
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(input); err != nil {
+					return nil, ApplyOpts{}, err
+				}
+				body := strings.TrimSuffix(b.String(), "\n")
+				edits = append(edits, buffer.Edit{Start: tu.FenceLine, End: tu.EndLine - 1, Lines: []string{body}})
+				u := *tu
+				u.Input, u.RawInput = input, body
+				use = &u
+			}
+			if r.Status != buffer.StatusApproved {
+				e, err := buffer.SetStatus(doc, s.Lines, id, buffer.StatusApproved)
+				if err != nil {
+					return nil, ApplyOpts{}, err
+				}
+				edits = append(edits, e)
+			}
+			st := h.session(bufnr)
+			st.mu.Lock()
+			rec := decided(st.trustOf().ledger, use, buffer.StatusApproved, trust.ByUser)
+			st.mu.Unlock()
+			return edits, ApplyOpts{Records: []WireRecord{rec}}, nil
+		})
+		if err != nil {
+			return reply("none", "Review not applied: "+err.Error(), levelWarn), nil
 		}
 		st := h.session(bufnr)
 		st.mu.Lock()
-		rec := decided(st.trustOf().ledger, use, buffer.StatusApproved, trust.ByUser)
+		if st.reviewed == nil {
+			st.reviewed = map[string]bool{}
+		}
+		st.reviewed[id] = modified
 		st.mu.Unlock()
-		return edits, ApplyOpts{Records: []WireRecord{rec}}, nil
+		if modified {
+			return reply("status", "Your reviewed version is approved; it runs on the next <C-]>.", levelInfo), nil
+		}
+		return reply("status", "Approved as proposed; it runs on the next <C-]>.", levelInfo), nil
 	})
-	if err != nil {
-		return reply("none", "Review not applied: "+err.Error(), levelWarn), nil
-	}
-	st := h.session(bufnr)
-	st.mu.Lock()
-	if st.reviewed == nil {
-		st.reviewed = map[string]bool{}
-	}
-	st.reviewed[id] = modified
-	st.mu.Unlock()
-	if modified {
-		return reply("status", "Your reviewed version is approved; it runs on the next <C-]>.", levelInfo), nil
-	}
-	return reply("status", "Approved as proposed; it runs on the next <C-]>.", levelInfo), nil
 }
 
 // reviewLua asks a Lua tool's review function for the input that writes
@@ -397,13 +394,10 @@ const reviewedNote = "Note: the user reviewed this change and modified it before
 // SetStatusID is SetStatus for a call named by its id (from a diff view,
 // away from the chat buffer's cursor).
 func (h *Engine) SetStatusID(bufnr int, id, status, msg string) (Reply, error) {
-	if busy, release := h.acquire(bufnr); busy != nil {
-		return *busy, nil
-	} else {
-		defer release()
-	}
-	if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
-		return reply("none", err.Error(), levelError), nil
-	}
-	return reply("status", "", 0), nil
+	return h.withStep(bufnr, true, func() (Reply, error) {
+		if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
+			return reply("none", err.Error(), levelError), nil
+		}
+		return reply("status", "", 0), nil
+	})
 }

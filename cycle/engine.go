@@ -184,7 +184,7 @@ func (h *Engine) Busy(bufnr int) bool {
 
 // busy: see Busy. Call with st.mu held.
 func (st *session) busy() bool {
-	return st.cycling || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone
+	return st.phase != phaseIdle || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone
 }
 
 // WaitIdle blocks until nothing works on a buffer (Busy is false): the

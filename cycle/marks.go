@@ -152,11 +152,12 @@ func (h *Engine) Refresh(bufnr int) {
 	}
 	h.refresh.pending[bufnr] = true
 	h.refresh.mu.Unlock()
-	go func() {
-		time.Sleep(30 * time.Millisecond)
+	// The requests of the next 30 ms coalesce into this one (a timer,
+	// not a sleeping goroutine).
+	time.AfterFunc(30*time.Millisecond, func() {
 		h.refresh.mu.Lock()
 		delete(h.refresh.pending, bufnr)
 		h.refresh.mu.Unlock()
 		h.refreshMarks(bufnr)
-	}()
+	})
 }

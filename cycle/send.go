@@ -253,6 +253,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
 	}
 	st.streaming = cancel
+	st.move(evStream)
 	if !auto {
 		st.turns = 0
 		st.disarmed = false
@@ -614,7 +615,7 @@ func (h *Engine) endStream(bufnr int) {
 	if st.streaming != nil {
 		st.streaming() // release the request's context (a no-op once it ended)
 		st.streaming = nil
-		st.streamEnds = false
+		st.move(evStreamDone)
 	}
 	st.mu.Unlock()
 }
@@ -774,7 +775,7 @@ loop:
 	}
 	st := h.session(bufnr)
 	st.mu.Lock()
-	st.streamEnds = true
+	st.move(evStreamEnds)
 	st.mu.Unlock()
 	return streamErr
 }

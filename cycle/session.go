@@ -50,7 +50,6 @@ type session struct {
 	running     map[string]context.CancelFunc // tool id -> cancel
 	started     map[string]time.Time          // tool id -> when it left the queue
 	streaming   context.CancelFunc            // the response being received, if any
-	streamEnds  bool                          // the response is all in and being written: a press waits for it
 	turns       int                           // consecutive autopilot sends
 	disarmed    bool                          // <C-c> stopped autopilot until the next press
 	lastUsage   *provider.Usage
@@ -58,7 +57,7 @@ type session struct {
 	lastFlushes int             // buffer updates of the last response
 	linesRead   int             // lines received from Neovim by snapshots, in all
 	lastResult  time.Time       // when the last tool result was written
-	cycling     bool            // a cycle step is being planned and written
+	phase       phase           // what the session does with the text (phase.go; only move changes it)
 	queued      bool            // a press came during the step: run it when the step ends
 	writeMu     *sync.Mutex     // one result write at a time
 	background  int             // goroutines working on the buffer (a response, jobs, a queued step)
