@@ -124,9 +124,9 @@ func (h *Engine) Compact(bufnr int) (Reply, error) {
 		req := provider.Request{System: system, Messages: provider.ForSummary(msgs), Tools: tools, Params: params, ModelInfo: &info}
 		whole := provider.EstimateTokens(system, msgs, tools)
 
-		ctx, cancel := context.WithCancel(context.Background())
 		st := h.session(bufnr)
 		st.mu.Lock()
+		ctx, cancel := context.WithCancel(st.ctx)
 		if st.streaming != nil {
 			st.mu.Unlock()
 			cancel()

@@ -528,7 +528,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 	st.mu.Lock()
 	ctxs := make([]context.Context, len(jobs))
 	for i, j := range jobs {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(st.ctx)
 		ctxs[i] = ctx
 		st.running[j.id] = cancel
 	}
@@ -874,15 +874,10 @@ func (h *Engine) SetStatus(bufnr, line int, status, msg string) (Reply, error) {
 func (h *Engine) Cancel(bufnr int) (Reply, error) {
 	st := h.session(bufnr)
 	st.mu.Lock()
-	n := 0
-	for _, cancel := range st.running {
-		cancel()
-		n++
-	}
+	n := len(st.running)
 	streaming := st.streaming != nil
-	if streaming {
-		st.streaming()
-	}
+	st.stop() // the running calls and the response
+	st.renew()
 	wasArmed := !st.disarmed
 	st.disarmed = true // <C-c> also stops autopilot until the next press
 	st.mu.Unlock()

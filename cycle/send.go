@@ -244,9 +244,9 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	}
 	h.noteWeb(name, req.Web)
 
-	ctx, cancel := context.WithCancel(context.Background())
 	st := h.session(bufnr)
 	st.mu.Lock()
+	ctx, cancel := context.WithCancel(st.ctx)
 	if st.streaming != nil {
 		st.mu.Unlock()
 		cancel()

@@ -30,6 +30,12 @@ type session struct {
 	bufnr int
 	// forgotten: the buffer was wiped (Forget); its work was cancelled.
 	forgotten bool
+	// ctx is the session's work: every call it runs and every response it
+	// receives has a context under it. <C-c> (Cancel), a wipe (Forget)
+	// and the host's shutdown cancel it; <C-c> then gives the session a
+	// new one for the work that comes after.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mirror      *mirror                     // the host's copy of the text, as of a changedtick
 	fm          *frontmatter.Result         // the latest evaluated frontmatter
@@ -135,6 +141,7 @@ func (r ranCall) String() string {
 func newSession(bufnr int) *session {
 	s := &session{bufnr: bufnr, running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
 	s.cond = sync.NewCond(&s.mu)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
 
@@ -180,13 +187,14 @@ func (h *Engine) locked(bufnr int, fn func(s *session)) {
 	fn(s)
 }
 
-// stop cancels the session's running calls and its response (<C-c> on
-// every call, a wipe, the host's shutdown). Call with st.mu held.
+// stop cancels the session's context: its running calls and its response
+// (<C-c> on every call, a wipe, the host's shutdown). Call with st.mu held.
 func (st *session) stop() {
-	for _, cancel := range st.running {
-		cancel()
-	}
-	if st.streaming != nil {
-		st.streaming()
-	}
+	st.cancel()
+}
+
+// renew gives a stopped session a new context (<C-c>: the buffer's next
+// work runs). Call with st.mu held.
+func (st *session) renew() {
+	st.ctx, st.cancel = context.WithCancel(context.Background())
 }
