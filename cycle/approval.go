@@ -50,7 +50,7 @@ type ResolverInfo struct {
 	Description string  `msgpack:"description"`
 }
 
-func (h *Engine) ApprovalRegister(r ResolverInfo) error {
+func (h *Engine) onApprovalRegister(r ResolverInfo) error {
 	if err := approval.ValidateLuaName(r.Name); err != nil {
 		return err
 	}
@@ -59,11 +59,11 @@ func (h *Engine) ApprovalRegister(r ResolverInfo) error {
 	return nil
 }
 
-func (h *Engine) ApprovalUnregister(name string) (UnregisterReply, error) {
+func (h *Engine) onApprovalUnregister(name string) (UnregisterReply, error) {
 	return UnregisterReply{Removed: h.chain.Unregister(name)}, nil
 }
 
-func (h *Engine) ApprovalList() ([]ResolverInfo, error) {
+func (h *Engine) onApprovalList() ([]ResolverInfo, error) {
 	out := []ResolverInfo{}
 	for _, r := range h.chain.All() {
 		w := ResolverInfo{Name: r.Name(), Priority: float64(r.Priority())}

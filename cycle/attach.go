@@ -528,11 +528,11 @@ func (h *Engine) sendBudget() sendBudget {
 	return b
 }
 
-// AttachAllow is :Flemma attach:allow: the user allows the files outside
+// onAttachAllow is :Flemma attach:allow: the user allows the files outside
 // the project that the buffer's last send asked about, for this buffer
 // until Neovim exits (the host keeps them; a restarted host asks again),
 // and the send is tried again.
-func (h *Engine) AttachAllow(bufnr int) (Reply, error) {
+func (h *Engine) onAttachAllow(bufnr int) (Reply, error) {
 	st := h.session(bufnr)
 	st.mu.Lock()
 	ask := st.attachAsk
@@ -558,7 +558,7 @@ func (h *Engine) AttachAllow(bufnr int) (Reply, error) {
 	compact := st.attachCompact
 	st.mu.Unlock()
 	if compact {
-		return h.Compact(bufnr) // the action that asked
+		return h.onCompact(bufnr) // the action that asked
 	}
 	return h.Cycle(bufnr)
 }

@@ -246,7 +246,7 @@ func TestAttachOutsideTheProjectAsks(t *testing.T) {
 		t.Errorf("diagnostics = %+v", diags)
 	}
 	// The file's own text never allows anything; the user's command does.
-	reply, err := env.h.AttachAllow(1)
+	reply, err := env.h.onAttachAllow(1)
 	if err != nil || reply.Phase != "send" {
 		t.Fatalf("attach:allow: %+v %v", reply, err)
 	}

@@ -22,13 +22,13 @@ func TestAuditRecordsTheUsersDecisions(t *testing.T) {
 	if _, err := env.h.SetStatus(1, resultLine(env, 1, "toolu_r"), "rejected", "not with my token"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.h.Discard(1, resultLine(env, 1, "toolu_d")); err != nil {
+	if _, err := env.h.onDiscard(1, resultLine(env, 1, "toolu_d")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.h.SetResult(1, "toolu_d", "I ran it myself: ok", false); err != nil {
+	if _, err := env.h.onSetResult(1, "toolu_d", "I ran it myself: ok", false); err != nil {
 		t.Fatal(err)
 	}
-	log, _ := env.h.JournalLog(1, false)
+	log, _ := env.h.onJournalLog(1, false)
 	for _, want := range []string{
 		"toolu_r  bash  rejected, by user\n  detail: not with my token\n  input: {\"command\": \"curl -H [redacted] x\"",
 		"toolu_d  bash  discarded, by user\n  input: {\"command\": \"make\"",

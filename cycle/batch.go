@@ -18,10 +18,10 @@ import (
 // runs what is approved. Calls already decided, running, holding the
 // user's text or with a result are left alone.
 
-// SetStatusAll is :Flemma tool:approve-all (status "approved") and
+// onSetStatusAll is :Flemma tool:approve-all (status "approved") and
 // :Flemma tool:reject-all (status "rejected", msg the optional reason
 // written into each block).
-func (h *Engine) SetStatusAll(bufnr, line int, status, msg string) (Reply, error) {
+func (h *Engine) onSetStatusAll(bufnr, line int, status, msg string) (Reply, error) {
 	st := buffer.Status(status)
 	if st != buffer.StatusApproved && st != buffer.StatusRejected {
 		return reply("none", fmt.Sprintf("tool:%s-all: only approve and reject act on a whole message", status), levelError), nil

@@ -27,12 +27,12 @@ func TestBatchDecisions(t *testing.T) {
 	if strings.Count(text, "status=pending") != 2 {
 		t.Fatalf("want the two bash calls pending:\n%s", text)
 	}
-	r, err := env.h.SetStatusAll(1, 2, "approved", "") // in the @You: above: no calls
+	r, err := env.h.onSetStatusAll(1, 2, "approved", "") // in the @You: above: no calls
 	if err != nil || !strings.Contains(r.Message, "not in a message with tool calls") {
 		t.Fatalf("outside: %+v %v", r, err)
 	}
 	line := len(env.ed.text(1)) // the @You: message with the results
-	r, err = env.h.SetStatusAll(1, line, "approved", "")
+	r, err = env.h.onSetStatusAll(1, line, "approved", "")
 	if err != nil || !strings.Contains(r.Message, "Approved 2 call(s) of the @Assistant: message of line 4: toolu_a, toolu_b") {
 		t.Fatalf("approve-all: %+v %v", r, err)
 	}
@@ -43,7 +43,7 @@ func TestBatchDecisions(t *testing.T) {
 	if ra.By != trust.ByUser || rb.By != trust.ByUser {
 		t.Errorf("records by %q and %q, want the user's", ra.By, rb.By)
 	}
-	r, _ = env.h.SetStatusAll(1, line, "approved", "")
+	r, _ = env.h.onSetStatusAll(1, line, "approved", "")
 	if !strings.Contains(r.Message, "No call of the @Assistant: message of line 4 waits for a decision.") {
 		t.Errorf("again: %+v", r)
 	}
@@ -58,7 +58,7 @@ func TestBatchReject(t *testing.T) {
 	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\ngo\n\n@Assistant:\n"+
 		useBlock(a.id, "bash", compactJSON(a.input))+useBlock(b.id, "bash", compactJSON(b.input)))
 	// Not categorized yet: the cursor on a Tool Use line.
-	r, err := env.h.SetStatusAll(1, 6, "rejected", "not now")
+	r, err := env.h.onSetStatusAll(1, 6, "rejected", "not now")
 	if err != nil || !strings.Contains(r.Message, "Rejected 2 call(s)") {
 		t.Fatalf("reject-all: %+v %v", r, err)
 	}

@@ -42,14 +42,14 @@ func TestLuaToolSchemasAreClosed(t *testing.T) {
 	env := newEnv(t, noSandbox())
 	defs := `[{"name":"closed","input_schema":{"type":"object","properties":{"q":{"type":"string"}}}},
 		{"name":"open","open_schema":true,"input_schema":{"type":"object","properties":{"q":{"type":"string"}}}}]`
-	if r, err := env.h.DefineTools(defs); err != nil || len(r.Errors) > 0 {
+	if r, err := env.h.onDefineTools(defs); err != nil || len(r.Errors) > 0 {
 		t.Fatalf("%v %v", r, err)
 	}
-	r, _ := env.h.BenchRun(1, "closed", `{"q":"x","extra":1}`)
+	r, _ := env.h.onBenchRun(1, "closed", `{"q":"x","extra":1}`)
 	if !r.IsError || !strings.Contains(r.Content, "additional properties 'extra' not allowed") {
 		t.Errorf("closed: %+v", r)
 	}
-	r, _ = env.h.BenchRun(1, "open", `{"q":"x","extra":1}`)
+	r, _ = env.h.onBenchRun(1, "open", `{"q":"x","extra":1}`)
 	if strings.Contains(r.Content, "additional properties") {
 		t.Errorf("open: %+v", r)
 	}

@@ -24,19 +24,19 @@ func TestCommandsOnABlock(t *testing.T) {
 		"**Tool Use:** `bash` (`toolu_c`)\n\n```json\n{\"command\": \"echo c\", \"label\": \"c\"}\n```\n"
 	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, text)
 	env.as("press").reply(env.h.Cycle(1))
-	env.as("<M-CR> on toolu_a").reply(env.h.ExecuteAt(1, resultLine(env, 1, "toolu_a")))
+	env.as("<M-CR> on toolu_a").reply(env.h.onExecuteAt(1, resultLine(env, 1, "toolu_a")))
 	env.ed.waitText(t, 1, "a\n```")
 	env.ed.waitIdle(t, env.h, 1)
-	env.as("<M-CR> on toolu_a again").reply(env.h.ExecuteAt(1, resultLine(env, 1, "toolu_a")))
+	env.as("<M-CR> on toolu_a again").reply(env.h.onExecuteAt(1, resultLine(env, 1, "toolu_a")))
 	env.as(":Flemma tool:reject not now").reply(env.h.SetStatus(1, resultLine(env, 1, "toolu_b"), "rejected", "not now"))
-	env.as(":Flemma tool:result toolu_c it is c").reply(env.h.SetResult(1, "toolu_c", "it is c", false))
-	env.as(":Flemma tool:result toolu_zz").reply(env.h.SetResult(1, "toolu_zz", "x", false))
-	env.as("<M-CR> on no block").reply(env.h.ExecuteAt(1, 1))
-	env.as("tool:cancel on no block").reply(env.h.CancelAt(1, 1))
+	env.as(":Flemma tool:result toolu_c it is c").reply(env.h.onSetResult(1, "toolu_c", "it is c", false))
+	env.as(":Flemma tool:result toolu_zz").reply(env.h.onSetResult(1, "toolu_zz", "x", false))
+	env.as("<M-CR> on no block").reply(env.h.onExecuteAt(1, 1))
+	env.as("tool:cancel on no block").reply(env.h.onCancelAt(1, 1))
 	env.as("<C-c> with nothing running").reply(env.h.Cancel(1))
 	env.as("<C-c> again").reply(env.h.Cancel(1))
 	env.as("press: the rejection becomes a result").reply(env.h.Cycle(1))
-	env.as(":Flemma tool:list").reply(env.h.ToolList(1))
+	env.as(":Flemma tool:list").reply(env.h.onToolList(1))
 	env.show(1, "after the commands")
 	env.golden()
 }
@@ -48,7 +48,7 @@ func TestListings(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	env := newEnv(t, noSandbox())
 	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, "@You:\nhi\n")
-	res, err := env.h.Tools(1, "bash")
+	res, err := env.h.onTools(1, "bash")
 	if err != nil || !strings.Contains(res.Text, "bash  [built-in]") {
 		t.Errorf("tools bash: %q %v", res.Text, err)
 	}
@@ -57,10 +57,10 @@ func TestListings(t *testing.T) {
 			t.Errorf(":Flemma tools does not list the privilege group %q:\n%s", group, res.Text)
 		}
 	}
-	if res, _ := env.h.Tools(1, "no-such-tool"); !strings.Contains(res.Text, "no tools match") {
+	if res, _ := env.h.onTools(1, "no-such-tool"); !strings.Contains(res.Text, "no tools match") {
 		t.Errorf("tools no-such-tool: %q", res.Text)
 	}
-	st, err := env.h.Status(1)
+	st, err := env.h.onStatus(1)
 	if err != nil || !strings.Contains(st.Text, "provider: anthropic") || st.LinesRead == 0 {
 		t.Errorf("status: %+v %v", st, err)
 	}
@@ -68,7 +68,7 @@ func TestListings(t *testing.T) {
 	if !strings.Contains(st.Text, `thinking="high" (the default)`) {
 		t.Errorf("status does not say which thinking is sent:\n%s", st.Text)
 	}
-	hr, err := env.h.Health()
+	hr, err := env.h.onHealth()
 	if err != nil || hr.Version != "test" || len(hr.Lines) < 3 {
 		t.Errorf("health: %+v %v", hr, err)
 	}
@@ -92,17 +92,17 @@ func TestListings(t *testing.T) {
 	if levels["anthropic"] != "warn" || levels["openai"] != "info" {
 		t.Errorf("credential levels %v; health: %+v", levels, hr.Lines)
 	}
-	if v, _ := env.h.VersionInfo(); v.Version != "test" {
+	if v, _ := env.h.onVersionInfo(); v.Version != "test" {
 		t.Errorf("version %q", v.Version)
 	}
-	ss, err := env.h.SandboxStatus(1)
+	ss, err := env.h.onSandboxStatus(1)
 	if err != nil || !strings.Contains(ss.Text, "sandbox: disabled") {
 		t.Errorf("sandbox status: %q %v", ss.Text, err)
 	}
-	if res, _ := env.h.ToolList(1); res.Text != "no tool calls in this buffer" {
+	if res, _ := env.h.onToolList(1); res.Text != "no tool calls in this buffer" {
 		t.Errorf("tool list: %q", res.Text)
 	}
-	if res, _ := env.h.JournalLog(1, false); !strings.Contains(res.Text, "nothing for this buffer") {
+	if res, _ := env.h.onJournalLog(1, false); !strings.Contains(res.Text, "nothing for this buffer") {
 		t.Errorf("journal log: %q", res.Text)
 	}
 }
@@ -111,35 +111,35 @@ func TestListings(t *testing.T) {
 func TestLuaToolHelpers(t *testing.T) {
 	env := newEnv(t, map[string]any{"sandbox": map[string]any{"enabled": true, "backend": "none"}})
 	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, "@You:\nhi\n")
-	if w, err := env.h.SandboxWritable(1, filepath.Join(env.dir, "new.txt")); err != nil || !w.Writable {
+	if w, err := env.h.onSandboxWritable(1, filepath.Join(env.dir, "new.txt")); err != nil || !w.Writable {
 		t.Errorf("inside the project: %+v %v", w, err)
 	}
-	if w, _ := env.h.SandboxWritable(1, "/etc/flemma-test"); w.Writable {
+	if w, _ := env.h.onSandboxWritable(1, "/etc/flemma-test"); w.Writable {
 		t.Error("/etc is writable")
 	}
 	// No sandbox confines commands (backend "none"): wrap_command says so
 	// instead of handing back the bare command (issue 28 item 11).
-	if w, err := env.h.SandboxWrap(1, []string{"true"}); err != nil || len(w.Argv) != 0 || !strings.Contains(w.Error, `no sandbox confines commands: sandbox.backend is "none"`) {
+	if w, err := env.h.onSandboxWrap(1, []string{"true"}); err != nil || len(w.Argv) != 0 || !strings.Contains(w.Error, `no sandbox confines commands: sandbox.backend is "none"`) {
 		t.Errorf("wrap: %+v %v", w, err)
 	}
-	if w, _ := env.h.SandboxWrap(1, nil); w.Error == "" {
+	if w, _ := env.h.onSandboxWrap(1, nil); w.Error == "" {
 		t.Errorf("wrap of nothing: %+v", w)
 	}
 	two := 2
-	tr, err := env.h.Truncate("head", "1\n2\n3\n4\n", TruncateOpts{MaxLines: &two})
+	tr, err := env.h.onTruncate("head", "1\n2\n3\n4\n", TruncateOpts{MaxLines: &two})
 	if err != nil || !tr.Truncated || tr.OutputLines != 2 || tr.TotalLines < 4 {
 		t.Errorf("truncate head: %+v %v", tr, err)
 	}
-	if tr, _ := env.h.Truncate("tail", "1\n2\n3\n4\n", TruncateOpts{MaxLines: &two}); !strings.HasSuffix(strings.TrimSpace(tr.Content), "4") {
+	if tr, _ := env.h.onTruncate("tail", "1\n2\n3\n4\n", TruncateOpts{MaxLines: &two}); !strings.HasSuffix(strings.TrimSpace(tr.Content), "4") {
 		t.Errorf("truncate tail: %+v", tr)
 	}
-	if _, err := env.h.Truncate("middle", "x", TruncateOpts{}); err == nil {
+	if _, err := env.h.onTruncate("middle", "x", TruncateOpts{}); err == nil {
 		t.Error("truncate middle: no error")
 	}
-	if s, _ := env.h.FormatSize(2048); s != "2.0KB" {
+	if s, _ := env.h.onFormatSize(2048); s != "2.0KB" {
 		t.Errorf("format size: %q", s)
 	}
-	if b, err := env.h.BenchRun(1, "calculator_async", `{"expression":"1+1"}`); err != nil || b.Content == "" {
+	if b, err := env.h.onBenchRun(1, "calculator_async", `{"expression":"1+1"}`); err != nil || b.Content == "" {
 		t.Errorf("bench run: %+v %v", b, err)
 	}
 }
@@ -159,14 +159,14 @@ func TestLuaTools(t *testing.T) {
 		map[string]any{"name": "peek", "description": "d", "enabled": true,
 			"input_schema": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"$ref": "file:///etc/passwd"}}}},
 	})
-	res, err := env.h.DefineTools(string(defs))
+	res, err := env.h.onDefineTools(string(defs))
 	if err != nil || len(res.Errors) != 2 || !strings.Contains(strings.Join(res.Errors, "\n"), "register peek: input schema: ") {
 		t.Fatalf("define: %+v %v", res, err)
 	}
 	if _, ok := env.h.Registry.Get("peek"); ok {
 		t.Error("a tool whose schema refers to a file was registered")
 	}
-	if _, err := env.h.DefineTools("not json"); err == nil {
+	if _, err := env.h.onDefineTools("not json"); err == nil {
 		t.Error("bad JSON accepted")
 	}
 	env.lua.previews = map[string]string{"shout": "SHOUT hi"}
@@ -199,7 +199,7 @@ func TestLuaResolvers(t *testing.T) {
 		lua   func(env *testEnv)
 	}{
 		{"registered", nil, func(env *testEnv) {
-			if err := env.h.ApprovalRegister(ResolverInfo{Name: "mine", Priority: 500, Description: "test"}); err != nil {
+			if err := env.h.onApprovalRegister(ResolverInfo{Name: "mine", Priority: 500, Description: "test"}); err != nil {
 				t.Fatal(err)
 			}
 			env.lua.decisions["mine"] = "approve"
@@ -224,21 +224,21 @@ func TestLuaResolvers(t *testing.T) {
 		})
 	}
 	env := newEnv(t, noSandbox())
-	if err := env.h.ApprovalRegister(ResolverInfo{Name: "mine", Priority: 10}); err != nil {
+	if err := env.h.onApprovalRegister(ResolverInfo{Name: "mine", Priority: 10}); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.h.ApprovalRegister(ResolverInfo{Name: "my.module", Priority: 10}); err == nil {
+	if err := env.h.onApprovalRegister(ResolverInfo{Name: "my.module", Priority: 10}); err == nil {
 		t.Error("a resolver name with dots (a module path) was accepted")
 	}
-	list, _ := env.h.ApprovalList()
+	list, _ := env.h.onApprovalList()
 	if len(list) < 2 {
 		t.Errorf("list: %+v", list)
 	}
-	if r, _ := env.h.ApprovalUnregister("mine"); !r.Removed {
+	if r, _ := env.h.onApprovalUnregister("mine"); !r.Removed {
 		t.Error("unregister: not removed")
 	}
 	env.lua.decisions["boom"] = "error:it broke"
-	if err := env.h.ApprovalRegister(ResolverInfo{Name: "boom", Priority: 900}); err != nil {
+	if err := env.h.onApprovalRegister(ResolverInfo{Name: "boom", Priority: 900}); err != nil {
 		t.Fatal(err)
 	}
 	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, fileWithCall("echo hi", ""))
@@ -278,7 +278,7 @@ func TestFrontmatterErrorsBlock(t *testing.T) {
 	if phase != "blocked" || !strings.Contains(msg, "frontmatter") || len(diags) == 0 {
 		t.Fatalf("phase %s %q, diagnostics %+v", phase, msg, diags)
 	}
-	if res, _ := env.h.Send(1); res.Phase == "send" && res.Message == "" {
+	if res, _ := env.h.onSend(1); res.Phase == "send" && res.Message == "" {
 		t.Fatal("sent a buffer whose frontmatter has errors")
 	}
 }
@@ -288,11 +288,11 @@ func TestSendRefusals(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	env := newEnv(t, noSandbox())
 	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, fileWithCall("echo hi", ""))
-	env.as("send with a call without result").reply(env.h.Send(1))
+	env.as("send with a call without result").reply(env.h.onSend(1))
 	env.ed.load(2, filepath.Join(env.dir, "y.chat"), env.dir, "@You:\nhi\n")
-	env.as("send without a credential").reply(env.h.Send(2))
+	env.as("send without a credential").reply(env.h.onSend(2))
 	env.ed.load(3, filepath.Join(env.dir, "z.chat"), env.dir, "\n")
-	env.as("send of an empty buffer").reply(env.h.Send(3))
+	env.as("send of an empty buffer").reply(env.h.onSend(3))
 	env.golden()
 }
 
@@ -300,7 +300,7 @@ func TestSendRefusals(t *testing.T) {
 func TestSwitchAndAutopilot(t *testing.T) {
 	env := newEnv(t, noSandbox())
 	for _, args := range []string{"", "nope", "openai gpt-test max_tokens=100 temperature=0.5 thinking=low cache_retention=short", "openai x max_tokens=lots", "openai x temperature=hot", "openai x color=blue", "openai x noequals", "anthropic 'unclosed"} {
-		env.as(":Flemma switch " + args).reply(env.h.Switch(args))
+		env.as(":Flemma switch " + args).reply(env.h.onSwitch(args))
 	}
 	for _, a := range []string{"disable", "status", "enable", "bogus"} {
 		env.as(":Flemma autopilot:" + a).reply(env.h.Autopilot(a))
@@ -343,7 +343,7 @@ func TestCancelWhileStreaming(t *testing.T) {
 	if phase, _ := env.press(1); phase != "busy" {
 		t.Errorf("a press while streaming: %s", phase)
 	}
-	env.h.Refresh(1) // ignored while streaming
+	env.h.onRefresh(1) // ignored while streaming
 	env.as("<C-c>").reply(env.h.Cancel(1))
 	env.ed.waitIdle(t, env.h, 1)
 	env.ed.wait(t, 1, "the interruption is said", func(*fakeBuf) bool {
@@ -379,7 +379,7 @@ func TestUndoANewFile(t *testing.T) {
 	if _, err := os.Stat(target); err != nil {
 		t.Fatalf("write did not create the file: %v\n%s", err, env.ed.String(1))
 	}
-	res, err := env.h.Undo(1, resultLine(env, 1, "toolu_n"))
+	res, err := env.h.onUndo(1, resultLine(env, 1, "toolu_n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,12 +410,12 @@ func TestUndoAWrite(t *testing.T) {
 	if b, _ := os.ReadFile(target); string(b) != "after\n" {
 		t.Fatalf("write did not write: %q\n%s", b, env.ed.String(1))
 	}
-	env.as(":Flemma tool:undo").reply(env.h.Undo(1, resultLine(env, 1, "toolu_w")))
+	env.as(":Flemma tool:undo").reply(env.h.onUndo(1, resultLine(env, 1, "toolu_w")))
 	if b, _ := os.ReadFile(target); string(b) != "before\n" {
 		t.Fatalf("undo did not restore: %q", b)
 	}
-	env.as(":Flemma tool:undo on no block").reply(env.h.Undo(1, 1))
-	log, _ := env.h.JournalLog(1, false)
+	env.as(":Flemma tool:undo on no block").reply(env.h.onUndo(1, 1))
+	log, _ := env.h.onJournalLog(1, false)
 	if !strings.Contains(log.Text, "toolu_w  write  undone, by user") {
 		t.Errorf("journal log: %s", log.Text)
 	}
@@ -458,7 +458,7 @@ func TestUnusableJournal(t *testing.T) {
 	env.press(1)
 	env.ed.waitText(t, 1, "fine\n```")
 	env.ed.waitIdle(t, env.h, 1)
-	hr, _ := env.h.Health()
+	hr, _ := env.h.onHealth()
 	warned := false
 	for _, l := range hr.Lines {
 		warned = warned || l.Level == "error" && strings.Contains(l.Text, "cannot be opened") && strings.Contains(l.Text, "not a directory")
@@ -475,10 +475,10 @@ func TestUnusableJournal(t *testing.T) {
 	if told != 1 {
 		t.Errorf("told %d times that the journal cannot be opened: %q", told, env.ed.notifications())
 	}
-	if res, _ := env.h.Undo(1, resultLine(env, 1, "toolu_f1")); !strings.Contains(res.Message, "not available") {
+	if res, _ := env.h.onUndo(1, resultLine(env, 1, "toolu_f1")); !strings.Contains(res.Message, "not available") {
 		t.Errorf("undo without a journal: %+v", res)
 	}
-	if res, _ := env.h.JournalLog(1, false); !strings.Contains(res.Text, "no journal") {
+	if res, _ := env.h.onJournalLog(1, false); !strings.Contains(res.Text, "no journal") {
 		t.Errorf("log without a journal: %+v", res)
 	}
 }
@@ -492,7 +492,7 @@ func (env *testEnv) defineLua(names ...string) {
 		defs = append(defs, map[string]any{"name": n, "description": n, "input_schema": map[string]any{"type": "object", "properties": []any{}}, "enabled": true, "open_schema": true})
 	}
 	b, _ := json.Marshal(defs)
-	if res, err := env.h.DefineTools(string(b)); err != nil || len(res.Errors) > 0 {
+	if res, err := env.h.onDefineTools(string(b)); err != nil || len(res.Errors) > 0 {
 		env.t.Fatalf("define: %+v %v", res, err)
 	}
 }
@@ -516,9 +516,9 @@ func TestLuaToolOutcomes(t *testing.T) {
 	// The answer of the async tool arrives (flemma.tool_done); a late or
 	// unknown one is ignored.
 	for _, tk := range env.lua.tokens {
-		env.h.ToolDone(tk, LuaResult{Success: true, Output: []any{"done", 1}})
+		env.h.onToolDone(tk, LuaResult{Success: true, Output: []any{"done", 1}})
 	}
-	env.h.ToolDone("no-such-token", LuaResult{Success: true})
+	env.h.onToolDone("no-such-token", LuaResult{Success: true})
 	env.ed.waitText(t, 1, "ok")
 	env.ed.waitIdle(t, env.h, 1)
 	got := env.ed.String(1)
@@ -577,8 +577,8 @@ func TestCancelOneRunningCall(t *testing.T) {
 		}
 		return false
 	})
-	env.h.Refresh(1)
-	env.as("tool:cancel on the call").reply(env.h.CancelAt(1, resultLine(env, 1, "toolu_f1")))
+	env.h.onRefresh(1)
+	env.as("tool:cancel on the call").reply(env.h.onCancelAt(1, resultLine(env, 1, "toolu_f1")))
 	env.ed.waitText(t, 1, "User aborted tool execution.")
 	env.ed.waitIdle(t, env.h, 1)
 }
@@ -589,7 +589,7 @@ func TestFrontmatterOptions(t *testing.T) {
 	env := newEnv(t, noSandbox())
 	fm := "```lua\nflemma.opt.tools = { \"bash\", \"calculator_async\" }\nflemma.opt.tools.max_concurrent = 1\nflemma.opt.tools.autopilot = { enabled = false, max_turns = 3 }\n```\n@You:\nhi\n"
 	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, fm)
-	st, err := env.h.Status(1)
+	st, err := env.h.onStatus(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +599,7 @@ func TestFrontmatterOptions(t *testing.T) {
 	env.ed.mu.Lock()
 	env.ed.bufs[1].trusted = true
 	env.ed.mu.Unlock()
-	st, _ = env.h.Status(1)
+	st, _ = env.h.onStatus(1)
 	if !strings.Contains(st.Text, "tools in this buffer: bash, calculator_async\n") {
 		t.Errorf("trusted frontmatter:\n%s", st.Text)
 	}
@@ -617,7 +617,7 @@ func TestToolsListingMatchesTheCycle(t *testing.T) {
 	env := newEnv(t, with(script(t, turn{calls: []call{bashCall}}, turn{text: "ok"}),
 		map[string]any{"tools": map[string]any{"autopilot": map[string]any{"enabled": false}}}))
 	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
-	res, err := env.h.Tools(1, "bash")
+	res, err := env.h.onTools(1, "bash")
 	if err != nil {
 		t.Fatal(err)
 	}

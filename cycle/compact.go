@@ -68,12 +68,12 @@ func compactNote(name, model string) string {
 	return "written by " + name + "/" + model + "; the conversation above is not sent, this summary goes in its place"
 }
 
-// Compact is :Flemma compact: the conversation so far goes to the buffer's
+// onCompact is :Flemma compact: the conversation so far goes to the buffer's
 // provider and model with a fixed instruction to summarize it, and the
 // answer streams into a summary block (locked, as a response; <C-c>
 // cancels and leaves the buffer as it was). The reply is at once; the
 // result is told when the summary is written.
-func (h *Engine) Compact(bufnr int) (Reply, error) {
+func (h *Engine) onCompact(bufnr int) (Reply, error) {
 	h.ensureMCP()
 	return h.withStep(bufnr, true, func() (Reply, error) {
 		s, err := h.snapshot(bufnr)
@@ -343,9 +343,9 @@ func (c *compaction) done(summary string) string {
 	return msg + ". u undoes it; deleting the summary block sends the whole conversation again."
 }
 
-// Estimate is flemma.estimate: what the next send of the buffer would cost
+// onEstimate is flemma.estimate: what the next send of the buffer would cost
 // of its model's context window.
-func (h *Engine) Estimate(bufnr int) (Estimate, error) {
+func (h *Engine) onEstimate(bufnr int) (Estimate, error) {
 	s, err := h.snapshot(bufnr)
 	if err != nil {
 		return Estimate{}, err

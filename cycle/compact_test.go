@@ -82,7 +82,7 @@ func compactEnv(t *testing.T, p *answerer, extra ...map[string]any) *testEnv {
 
 func (env *testEnv) compact(bufnr int) (string, string) {
 	env.t.Helper()
-	res, err := env.h.Compact(bufnr)
+	res, err := env.h.onCompact(bufnr)
 	if err != nil {
 		env.t.Fatalf("compact: %v", err)
 	}
@@ -353,7 +353,7 @@ func TestCompactOffer(t *testing.T) {
 	if n := len(p.requests()); n != 1 {
 		t.Errorf("%d requests", n)
 	}
-	est, err := env.h.Estimate(1)
+	est, err := env.h.onEstimate(1)
 	if err != nil || est.Window != 2000 || est.Tokens < 1250 || est.Threshold != DefaultCompactThreshold {
 		t.Errorf("estimate %+v %v", est, err)
 	}
@@ -371,14 +371,14 @@ func TestEstimateCompacted(t *testing.T) {
 	p := &answerer{answer: func(provider.Request) []provider.Event { return answerText("ok") }}
 	env := compactEnv(t, p)
 	env.ed.load(1, "", env.dir, withTools+"<!-- flemma:summary -->\nTests pass.\n<!-- /flemma:summary -->\n")
-	est, err := env.h.Estimate(1)
+	est, err := env.h.onEstimate(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if est.SummaryLine != 22 || est.Omitted != 4 || est.WholeTokens <= est.Tokens || est.Tokens == 0 {
 		t.Errorf("estimate %+v", est)
 	}
-	st, err := env.h.Status(1)
+	st, err := env.h.onStatus(1)
 	if err != nil || !strings.Contains(st.Text, "compacted: the summary on line 22 replaces 4 messages") {
 		t.Errorf("status %q %v", st.Text, err)
 	}
@@ -390,10 +390,10 @@ func TestCompactBlocksAboveAreInert(t *testing.T) {
 	env := compactEnv(t, p)
 	env.ed.load(1, "", env.dir, withTools+"<!-- flemma:summary -->\nTests pass.\n<!-- /flemma:summary -->\n")
 	for name, fn := range map[string]func() (Reply, error){
-		"execute": func() (Reply, error) { return env.h.ExecuteAt(1, 5) },
+		"execute": func() (Reply, error) { return env.h.onExecuteAt(1, 5) },
 		"approve": func() (Reply, error) { return env.h.SetStatus(1, 12, "approved", "") },
-		"cancel":  func() (Reply, error) { return env.h.CancelAt(1, 12) },
-		"undo":    func() (Reply, error) { return env.h.Undo(1, 12) },
+		"cancel":  func() (Reply, error) { return env.h.onCancelAt(1, 12) },
+		"undo":    func() (Reply, error) { return env.h.onUndo(1, 12) },
 	} {
 		res, err := fn()
 		if err != nil || !strings.Contains(res.Message, "above the compaction summary on line 22") {

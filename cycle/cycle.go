@@ -787,8 +787,8 @@ func (h *Engine) writeLock(bufnr int) *sync.Mutex {
 	return st.writeMu
 }
 
-// ExecuteAt executes or resolves the one tool block under the cursor.
-func (h *Engine) ExecuteAt(bufnr, line int) (Reply, error) {
+// onExecuteAt executes or resolves the one tool block under the cursor.
+func (h *Engine) onExecuteAt(bufnr, line int) (Reply, error) {
 	// Other calls of the buffer may be running: <M-CR> runs this one too.
 	return h.withBlock(bufnr, line, stepOne, func(doc *buffer.Document, id string) (Reply, error) {
 		st := h.session(bufnr)
@@ -896,7 +896,7 @@ func (h *Engine) Cancel(bufnr int) (Reply, error) {
 	return reply("cancel", fmt.Sprintf("Cancelled %d running tool(s).", n), levelWarn), nil
 }
 
-func (h *Engine) CancelAt(bufnr, line int) (Reply, error) {
+func (h *Engine) onCancelAt(bufnr, line int) (Reply, error) {
 	_, id, err := h.blockUnder(bufnr, line)
 	if err != nil {
 		return noBlock(err)
@@ -929,9 +929,9 @@ func (h *Engine) mode() string {
 	return h.cfg.Tools.Mode
 }
 
-// SetResult writes a result the user supplies (:Flemma tool:result and
+// onSetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.
-func (h *Engine) SetResult(bufnr int, id, text string, isError bool) (Reply, error) {
+func (h *Engine) onSetResult(bufnr int, id, text string, isError bool) (Reply, error) {
 	return h.withStep(bufnr, true, func() (Reply, error) {
 		if err := h.placeResult(bufnr, id, text, isError, ""); err != nil {
 			return reply("none", err.Error(), levelError), nil

@@ -118,7 +118,7 @@ func TestInjectedResolvers(t *testing.T) {
 	if n != 2 { // the defaults, then setup()
 		t.Errorf("%d setups", n)
 	}
-	list, _ := env.h.ApprovalList()
+	list, _ := env.h.onApprovalList()
 	if len(list) != 1 || list[0].Name != approval.NewCatchAll().Name() {
 		t.Errorf("resolvers %+v", list)
 	}

@@ -178,10 +178,10 @@ type DiffReply struct {
 	New        []string `msgpack:"new"`
 }
 
-// DiffAt answers :Flemma tool:diff (and <CR>) on a block: the proposal of
+// onDiffAt answers :Flemma tool:diff (and <CR>) on a block: the proposal of
 // the write/edit under the cursor, for a pending or approved call that has
 // not run.
-func (h *Engine) DiffAt(bufnr, line int) (DiffReply, error) {
+func (h *Engine) onDiffAt(bufnr, line int) (DiffReply, error) {
 	s, err := h.snapshot(bufnr)
 	if err != nil {
 		return DiffReply{}, err
@@ -270,12 +270,12 @@ func countOverlapping(s, sub string) int {
 	return n
 }
 
-// Review is :w in the proposal of a diff view: the user's reviewed version
+// onReview is :w in the proposal of a diff view: the user's reviewed version
 // of a pending write/edit becomes the call's input (a write's content; an
 // edit's oldText/newText narrowed to what differs) and the call is
 // approved by the user, in one step. Its result will say the user
 // modified the change. The same version as proposed is a plain approval.
-func (h *Engine) Review(bufnr int, id string, lines []string) (Reply, error) {
+func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 	return h.withStep(bufnr, true, func() (Reply, error) {
 		modified := false
 		err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
@@ -391,9 +391,9 @@ func isLua(t tools.Tool) bool {
 // diff view, so the model knows the file has the user's version.
 const reviewedNote = "Note: the user reviewed this change and modified it before it ran; the file now has the user's version, which differs from what you proposed. Read the file before changing it again.\n\n"
 
-// SetStatusID is SetStatus for a call named by its id (from a diff view,
+// onSetStatusID is SetStatus for a call named by its id (from a diff view,
 // away from the chat buffer's cursor).
-func (h *Engine) SetStatusID(bufnr int, id, status, msg string) (Reply, error) {
+func (h *Engine) onSetStatusID(bufnr int, id, status, msg string) (Reply, error) {
 	return h.withStep(bufnr, true, func() (Reply, error) {
 		if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
 			return reply("none", err.Error(), levelError), nil

@@ -83,7 +83,7 @@ func TestLuaToolDiff(t *testing.T) {
 			"capabilities": []any{"diff"}, "has_diff": d.diff, "has_review": d.review})
 	}
 	b, _ := json.Marshal(defs)
-	if res, err := env.h.DefineTools(string(b)); err != nil || len(res.Errors) > 0 {
+	if res, err := env.h.onDefineTools(string(b)); err != nil || len(res.Errors) > 0 {
 		t.Fatalf("define: %+v %v", res, err)
 	}
 	os.WriteFile(filepath.Join(env.dir, "notes.txt"), []byte("a\nb\nc\n"), 0o644)
@@ -147,24 +147,24 @@ func TestLuaToolDiff(t *testing.T) {
 	if got := strings.Join(diffOf("toolu_k"), "\n"); !strings.Contains(got, "deny_read") || strings.Contains(got, "SECRET") {
 		t.Errorf("the key's diff:\n%s", got)
 	}
-	if d, err := env.h.DiffAt(1, lineOf("toolu_k")); err != nil || d.Phase == "diff" || strings.Contains(strings.Join(d.Old, ""), "SECRET") {
+	if d, err := env.h.onDiffAt(1, lineOf("toolu_k")); err != nil || d.Phase == "diff" || strings.Contains(strings.Join(d.Old, ""), "SECRET") {
 		t.Errorf("DiffAt on the key: %+v %v", d, err)
 	}
 
-	d, err := env.h.DiffAt(1, lineOf("toolu_s"))
+	d, err := env.h.onDiffAt(1, lineOf("toolu_s"))
 	if err != nil || d.Phase != "diff" || !d.Reviewable || d.Path != "notes.txt" || strings.Join(d.Old, ",") != "a,b,c" || strings.Join(d.New, ",") != "a,B,c" {
 		t.Fatalf("DiffAt save: %+v %v", d, err)
 	}
-	if v, _ := env.h.DiffAt(1, lineOf("toolu_v")); v.Phase != "diff" || v.Reviewable {
+	if v, _ := env.h.onDiffAt(1, lineOf("toolu_v")); v.Phase != "diff" || v.Reviewable {
 		t.Errorf("DiffAt viewonly: %+v", v)
 	}
-	if r, _ := env.h.Review(1, "toolu_v", []string{"a", "b", "C", "D"}); !strings.Contains(r.Message, "takes no reviewed version") {
+	if r, _ := env.h.onReview(1, "toolu_v", []string{"a", "b", "C", "D"}); !strings.Contains(r.Message, "takes no reviewed version") {
 		t.Errorf("a modified review of a view-only call: %+v", r)
 	}
-	if r, _ := env.h.Review(1, "toolu_l", []string{"A", "b", "c", "d"}); !strings.Contains(r.Message, "does not write your version") {
+	if r, _ := env.h.onReview(1, "toolu_l", []string{"A", "b", "c", "d"}); !strings.Contains(r.Message, "does not write your version") {
 		t.Errorf("a review function that answers another input: %+v", r)
 	}
-	if r, _ := env.h.Review(1, "toolu_s", []string{"a", "B", "c", "d"}); r.Phase != "status" {
+	if r, _ := env.h.onReview(1, "toolu_s", []string{"a", "B", "c", "d"}); r.Phase != "status" {
 		t.Fatalf("review of save: %+v\n%s", r, env.ed.String(1))
 	}
 	got := env.ed.String(1)

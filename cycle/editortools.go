@@ -69,7 +69,7 @@ func (h *Engine) connectEditor(lua Lua) {
 		}
 		return prev == nil || prev(req)
 	}
-	for _, t := range editor.All(h, h.editorOptions) {
+	for _, t := range editor.All(asker{h}, h.editorOptions) {
 		h.Registry.MustAdd(t)
 	}
 }
@@ -115,9 +115,16 @@ func (h *Engine) editorOptions() editor.Options {
 	return o
 }
 
-// Ask is editor.Asker: one question to Neovim, answered at once or later
-// (EditorDone); when ctx ends first, Neovim is told to stop.
-func (h *Engine) Ask(ctx context.Context, q editor.Query) (editor.Answer, error) {
+// asker is the engine as editor.Asker (the editor's tools ask through it).
+type asker struct{ h *Engine }
+
+func (a asker) Ask(ctx context.Context, q editor.Query) (editor.Answer, error) {
+	return a.h.ask(ctx, q)
+}
+
+// ask is one question to Neovim, answered at once or later (EditorDone);
+// when ctx ends first, Neovim is told to stop.
+func (h *Engine) ask(ctx context.Context, q editor.Query) (editor.Answer, error) {
 	if h.editor == nil {
 		return editor.Answer{}, errors.New("no editor")
 	}
@@ -156,8 +163,8 @@ func (h *Engine) Ask(ctx context.Context, q editor.Query) (editor.Answer, error)
 	}
 }
 
-// EditorDone receives a question's late answer (a notification).
-func (h *Engine) EditorDone(token string, a editor.Answer) {
+// onEditorDone receives a question's late answer (a notification).
+func (h *Engine) onEditorDone(token string, a editor.Answer) {
 	if h.editor == nil {
 		return
 	}
@@ -179,6 +186,6 @@ func (h *Engine) afterWrite() func(ctx context.Context, call tools.Call, path st
 		return nil
 	}
 	return func(ctx context.Context, call tools.Call, path string) string {
-		return editor.AfterEdit(ctx, h, h.editorOptions(), call, path)
+		return editor.AfterEdit(ctx, asker{h}, h.editorOptions(), call, path)
 	}
 }

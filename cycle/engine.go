@@ -233,7 +233,7 @@ func (h *Engine) Connect(ed Editor, lua Lua) {
 	h.connectEditor(lua)
 }
 
-func (h *Engine) VersionInfo() (VersionReply, error) {
+func (h *Engine) onVersionInfo() (VersionReply, error) {
 	return VersionReply{Version: h.Version}, nil
 }
 
@@ -342,7 +342,7 @@ func (h *Engine) configure(cfg options.Config) error {
 	return nil
 }
 
-func (h *Engine) Health() (HealthReply, error) {
+func (h *Engine) onHealth() (HealthReply, error) {
 	type line = HealthLine
 	var lines []line
 	names := h.Registry.Names()
@@ -415,7 +415,7 @@ func (h *Engine) resolverNames() string {
 	return strings.Join(parts, ", ")
 }
 
-func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
+func (h *Engine) onTools(bufnr int, filter string) (Reply, error) {
 	// The same answers the cycle uses: the buffer's tools (setup narrowed
 	// by its frontmatter) and the approval chain with the buffer's
 	// frontmatter and sandbox, for a call the model makes in this session
@@ -473,7 +473,7 @@ func (h *Engine) Tools(bufnr int, filter string) (Reply, error) {
 	return text(strings.TrimRight(b.String(), "\n")), nil
 }
 
-func (h *Engine) Status(bufnr int) (StatusReply, error) {
+func (h *Engine) onStatus(bufnr int) (StatusReply, error) {
 	s, err := h.snapshot(bufnr)
 	var fm *frontmatter.Result
 	if err == nil {
@@ -547,7 +547,7 @@ func (h *Engine) Status(bufnr int) (StatusReply, error) {
 	return r, nil
 }
 
-func (h *Engine) ToolList(bufnr int) (Reply, error) {
+func (h *Engine) onToolList(bufnr int) (Reply, error) {
 	s, err := h.snapshot(bufnr)
 	if err != nil {
 		return Reply{}, err

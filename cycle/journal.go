@@ -408,10 +408,10 @@ func (h *Engine) journalFinish(id journal.ID, status string, res tools.Result) {
 	}
 }
 
-// Undo is :Flemma tool:undo: the files the call under the cursor changed
+// onUndo is :Flemma tool:undo: the files the call under the cursor changed
 // go back to what they were, each only while it still holds exactly what
 // the call wrote; the call's result then says so, for the model.
-func (h *Engine) Undo(bufnr, line int) (Reply, error) {
+func (h *Engine) onUndo(bufnr, line int) (Reply, error) {
 	return h.withStep(bufnr, true, func() (Reply, error) {
 		s, err := h.snapshot(bufnr)
 		if err != nil {
@@ -485,20 +485,20 @@ func (h *Engine) Undo(bufnr, line int) (Reply, error) {
 	})
 }
 
-// Resume is :Flemma tool:resume: the interrupted call under the cursor
+// onResume is :Flemma tool:resume: the interrupted call under the cursor
 // runs again, as the user's decision.
-func (h *Engine) Resume(bufnr, line int) (Reply, error) {
+func (h *Engine) onResume(bufnr, line int) (Reply, error) {
 	return h.withBlock(bufnr, line, noStep, func(doc *buffer.Document, id string) (Reply, error) {
 		if r := doc.Result(id); r != nil && r.Status == "" {
 			return reply("none", fmt.Sprintf("Tool %s already has a result.", id), levelInfo), nil
 		}
-		return h.ExecuteAt(bufnr, line)
+		return h.onExecuteAt(bufnr, line)
 	})
 }
 
-// Discard is :Flemma tool:discard: the call under the cursor gets an
+// onDiscard is :Flemma tool:discard: the call under the cursor gets an
 // error result saying it was interrupted, and is resolved in the journal.
-func (h *Engine) Discard(bufnr, line int) (Reply, error) {
+func (h *Engine) onDiscard(bufnr, line int) (Reply, error) {
 	return h.withStep(bufnr, true, func() (Reply, error) {
 		s, err := h.snapshot(bufnr)
 		if err != nil {
@@ -535,11 +535,11 @@ func (h *Engine) Discard(bufnr, line int) (Reply, error) {
 	})
 }
 
-// JournalLog is :Flemma tool:log: this buffer's calls and decisions from
+// onJournalLog is :Flemma tool:log: this buffer's calls and decisions from
 // the journal in the readable form (newest last), with arguments and
 // results; `flemma-host journal --buffer FILE` gives the same as JSON
 // lines.
-func (h *Engine) JournalLog(bufnr int, asJSON bool) (Reply, error) {
+func (h *Engine) onJournalLog(bufnr int, asJSON bool) (Reply, error) {
 	jr := h.journal()
 	if jr == nil {
 		h.mu.Lock()

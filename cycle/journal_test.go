@@ -27,7 +27,7 @@ func TestJournalWriteFailureToldOnce(t *testing.T) {
 			t.Fatalf("after call %d: told %d times: %q", i+1, told, env.ed.notifications())
 		}
 	}
-	hr, _ := env.h.Health()
+	hr, _ := env.h.onHealth()
 	found := false
 	for _, l := range hr.Lines {
 		found = found || l.Level == "warn" && strings.Contains(l.Text, "a write failed") && strings.Contains(l.Text, "journal is closed")

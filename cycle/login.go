@@ -32,12 +32,12 @@ func copilotConfig(data string, ep options.Endpoint) provider.CopilotConfig {
 	return cc
 }
 
-// Login is :Flemma login <provider>: GitHub Copilot's device sign-in. The
+// onLogin is :Flemma login <provider>: GitHub Copilot's device sign-in. The
 // reply carries the code and the page to enter it on (the plugin opens
 // it); the host then waits for GitHub in the background, stores the
 // token owner-only and says when it is done. A new login cancels one that
 // is waiting.
-func (h *Engine) Login(name string) (Reply, error) {
+func (h *Engine) onLogin(name string) (Reply, error) {
 	name = strings.TrimSpace(name)
 	if name != "copilot" {
 		return reply("none", "login: only copilot signs in (:Flemma login copilot); the other providers read a key from api_key_env or api_key_cmd", levelWarn), nil

@@ -310,9 +310,9 @@ func defineFromLua[T any](method, what, defsJSON string, add func(T) error) (Def
 	return DefineReply{Errors: errs}, nil
 }
 
-// DefineTools registers (or re-registers) tools defined in Lua, sent as a
+// onDefineTools registers (or re-registers) tools defined in Lua, sent as a
 // JSON list of definitions (flemma.tools _wire_all).
-func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
+func (h *Engine) onDefineTools(defsJSON string) (DefineReply, error) {
 	return defineFromLua("define_tools", "tool definition", defsJSON, func(d wireDef) error {
 		spec := tools.Spec{
 			Name: d.Name, Description: d.Description, InputSchema: fixSchema(d.InputSchema),
@@ -353,17 +353,17 @@ func (h *Engine) DefineTools(defsJSON string) (DefineReply, error) {
 	})
 }
 
-// ToolDone receives an async Lua tool's answer (a notification).
-func (h *Engine) ToolDone(token string, res LuaResult) {
+// onToolDone receives an async Lua tool's answer (a notification).
+func (h *Engine) onToolDone(token string, res LuaResult) {
 	if !h.luaWait.deliver(token, res) {
 		h.logf("late answer for Lua tool call %s ignored", token)
 	}
 }
 
-// BenchRun runs one tool call through the executor and reports its result
+// onBenchRun runs one tool call through the executor and reports its result
 // and duration, without touching any buffer. It exists for the overhead
 // benchmark (e2e/BenchmarkLuaToolOverhead); it is not a user command.
-func (h *Engine) BenchRun(bufnr int, name, input string) (BenchReply, error) {
+func (h *Engine) onBenchRun(bufnr int, name, input string) (BenchReply, error) {
 	res := h.exec.Run(context.Background(), tools.Call{ID: "bench", Tool: name, Bufnr: bufnr}, json.RawMessage(input))
 	return BenchReply{Content: res.Content, IsError: res.IsError, NS: res.Duration.Nanoseconds()}, nil
 }

@@ -128,11 +128,11 @@ type refresher struct {
 	pending map[int]bool
 }
 
-// Refresh is the flemma.refresh notification (resize, text changed). It
+// onRefresh is the flemma.refresh notification (resize, text changed). It
 // does nothing while a response streams into the buffer: its text changes
 // at every flush, previews do not, and a refresh would read the whole
 // buffer each time (the stream's writes do not update the host's copy).
-func (h *Engine) Refresh(bufnr int) {
+func (h *Engine) onRefresh(bufnr int) {
 	streaming := false
 	if st := h.lookup(bufnr); st != nil {
 		st.mu.Lock()

@@ -14,9 +14,9 @@ func (h *Engine) ensureMCP() {
 	h.mcp.Ensure(context.Background())
 }
 
-// MCP is :Flemma mcp: the servers of setup's mcp_servers, their status and
+// onMCP is :Flemma mcp: the servers of setup's mcp_servers, their status and
 // their tools. It starts the servers that have not been started.
-func (h *Engine) MCP() (Reply, error) {
+func (h *Engine) onMCP() (Reply, error) {
 	h.ensureMCP()
 	st := h.mcp.Status()
 	if len(st) == 0 {

@@ -87,7 +87,7 @@ func TestMCPToolThroughTheCycle(t *testing.T) {
 	if def == nil || !strings.Contains(compactJSON(def.InputSchema), `"text"`) {
 		t.Fatalf("the request's tools lacked mcp:test:echo with its schema: %+v", def)
 	}
-	res, _ := env.h.MCP()
+	res, _ := env.h.onMCP()
 	if !strings.Contains(res.Text, "test  [stdio: unused-in-memory]  ready") || !strings.Contains(res.Text, "mcp:test:echo  Echoes text.") {
 		t.Errorf(":Flemma mcp:\n%s", res.Text)
 	}
@@ -105,7 +105,7 @@ func TestFrontmatterCannotStartMCPServer(t *testing.T) {
 	if !strings.Contains(msg+strings.Join(env.ed.notifications(), "\n"), "can only be set in setup()") && !hasDiag(env, 1, "can only be set in setup()") {
 		t.Errorf("flemma.opt.mcp_servers was not refused: %q %v", msg, diagsOf(env, 1))
 	}
-	res, _ := env.h.MCP()
+	res, _ := env.h.onMCP()
 	if connects.Load() != 0 || !strings.Contains(res.Text, "no MCP servers") {
 		t.Errorf("a frontmatter started a server: %d connects, %s", connects.Load(), res.Text)
 	}

@@ -59,7 +59,7 @@ func TestAutopilotGoesOnAfterExecuteAt(t *testing.T) {
 	}
 	env.ed.waitText(t, 1, "status=pending")
 	env.ed.waitIdle(t, env.h, 1)
-	if _, err := env.h.ExecuteAt(1, resultLine(env, 1, "toolu_c")); err != nil {
+	if _, err := env.h.onExecuteAt(1, resultLine(env, 1, "toolu_c")); err != nil {
 		t.Fatal(err)
 	}
 	env.ed.wait(t, 1, "the result sent by autopilot", func(*fakeBuf) bool {

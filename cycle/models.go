@@ -159,10 +159,10 @@ func modelLabel(cfg options.Config, name, model string) string {
 	return "none (set providers." + name + ".model)"
 }
 
-// Models is what :Flemma switch completes: the providers, and per provider
+// onModels is what :Flemma switch completes: the providers, and per provider
 // the catalogue's model ids of its wire, its configured model, the models
 // setup describes, and the ones its server listed (Discover).
-func (h *Engine) Models() (ModelsReply, error) {
+func (h *Engine) onModels() (ModelsReply, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.modelsLocked(), nil
@@ -200,12 +200,12 @@ type discovery struct {
 	err  string
 }
 
-// Discover asks a provider's server for its models, once per host, in the
+// onDiscover asks a provider's server for its models, once per host, in the
 // background (the plugin asks when :Flemma switch completes or picks that
 // provider's models): the answer comes at once, the list later, with the
 // FlemmaModels event carrying the whole catalogue again. A server that
 // does not answer leaves the catalogue as it was; the log says why.
-func (h *Engine) Discover(name string) (Reply, error) {
+func (h *Engine) onDiscover(name string) (Reply, error) {
 	h.mu.Lock()
 	known := false
 	for _, n := range h.cfg.ProviderNames() {

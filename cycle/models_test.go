@@ -59,7 +59,7 @@ func modelEnv(t *testing.T, setup map[string]any) (*testEnv, *capturing) {
 func sendOnce(t *testing.T, env *testEnv, bufnr int) {
 	t.Helper()
 	env.ed.load(bufnr, filepath.Join(env.dir, "m.chat"), env.dir, "@You:\nhi\n")
-	if res, err := env.h.Send(bufnr); err != nil || res.Phase != "send" || res.Message != "" {
+	if res, err := env.h.onSend(bufnr); err != nil || res.Phase != "send" || res.Message != "" {
 		t.Fatalf("send: %+v %v", res, err)
 	}
 	env.ed.waitText(t, bufnr, "ok")
@@ -102,7 +102,7 @@ func TestModelNotes(t *testing.T) {
 	if info := c.last(t).ModelInfo; info == nil || !info.Family || !info.NoSampling {
 		t.Errorf("request built for %+v", info)
 	}
-	env.as("switch to another unknown model").reply(env.h.Switch("openai my-local-model max_tokens=20000"))
+	env.as("switch to another unknown model").reply(env.h.onSwitch("openai my-local-model max_tokens=20000"))
 	sendOnce(t, env, 3)
 	if n := countNotes(env, "does not know the model my-local-model (openai): it sends max_tokens 20,000"); n != 1 {
 		t.Errorf("no note for the second model: %q", env.ed.notifications())
@@ -153,7 +153,7 @@ func TestSwitchModelNames(t *testing.T) {
 		{"vertex", "Provider vertex, model gemini-3.1-pro-preview (default).", true},
 	}
 	for _, tc := range cases {
-		res, err := env.h.Switch(tc.args)
+		res, err := env.h.onSwitch(tc.args)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,8 +162,8 @@ func TestSwitchModelNames(t *testing.T) {
 		}
 	}
 	// A refused switch changes nothing.
-	env.h.Switch("openai gpt-4o")
-	env.h.Switch("anthropic claude-sonet-4-6")
+	env.h.onSwitch("openai gpt-4o")
+	env.h.onSwitch("anthropic claude-sonet-4-6")
 	if e := env.h.effective(1, nil); e.Provider != "openai" || e.Model != "gpt-4o" {
 		t.Errorf("after a refused switch: %s %s", e.Provider, e.Model)
 	}
@@ -174,20 +174,20 @@ func TestSwitchModelNames(t *testing.T) {
 func TestStatusNamesTheModel(t *testing.T) {
 	env, _ := modelEnv(t, nil)
 	env.ed.load(1, filepath.Join(env.dir, "s.chat"), env.dir, "@You:\nhi\n")
-	st, _ := env.h.Status(1)
+	st, _ := env.h.onStatus(1)
 	for _, want := range []string{"provider: anthropic  model: claude-sonnet-4-6 (default)", "max_tokens=32000 (default)",
 		"model info: context 1,000,000 · output limit 64,000 · thinking adaptive (low, medium, high, max) · $3 in · $15 out · $0.3 cache read · $3.75 cache write per million tokens"} {
 		if !strings.Contains(st.Text, want) {
 			t.Errorf("status lacks %q:\n%s", want, st.Text)
 		}
 	}
-	env.h.Switch("openai gpt-4o max_tokens=64000")
-	st, _ = env.h.Status(1)
+	env.h.onSwitch("openai gpt-4o max_tokens=64000")
+	st, _ = env.h.onStatus(1)
 	if !strings.Contains(st.Text, "model: gpt-4o ") || !strings.Contains(st.Text, "max_tokens=64000 (16384 is sent: the model's limit)") {
 		t.Errorf("status:\n%s", st.Text)
 	}
-	env.h.Switch("openai my-local-model")
-	st, _ = env.h.Status(1)
+	env.h.onSwitch("openai my-local-model")
+	st, _ = env.h.onStatus(1)
 	if !strings.Contains(st.Text, "model info: not in flemma's catalogue: max_tokens 64,000, no thinking parameter") {
 		t.Errorf("status:\n%s", st.Text)
 	}
@@ -197,7 +197,7 @@ func TestStatusNamesTheModel(t *testing.T) {
 // the models setup describes.
 func TestModelsReply(t *testing.T) {
 	env, _ := modelEnv(t, map[string]any{"models": map[string]any{"my-model": map[string]any{"max_output_tokens": 1000}}})
-	r, err := env.h.Models()
+	r, err := env.h.onModels()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestNamedProviderModels(t *testing.T) {
 		"ollama": map[string]any{"wire": "chat_completions", "base_url": "http://127.0.0.1:9/v1", "model": "qwen3"},
 		"proxy":  map[string]any{"wire": "anthropic", "base_url": "http://127.0.0.1:9", "model": "claude-opus-4-8"},
 	}})
-	r, _ := env.h.Models()
+	r, _ := env.h.onModels()
 	if got := strings.Join(r.Models["ollama"], ","); got != "qwen3" {
 		t.Errorf("ollama completes %s", got)
 	}
@@ -230,7 +230,7 @@ func TestNamedProviderModels(t *testing.T) {
 		t.Errorf("proxy completes %s", got)
 	}
 	env.ed.load(1, filepath.Join(env.dir, "n.chat"), env.dir, "@You:\nhi\n")
-	st, _ := env.h.Status(1)
+	st, _ := env.h.onStatus(1)
 	for _, want := range []string{"provider: ollama  model: qwen3", "max_tokens=(not sent: the server's default)", "the server's limits and defaults apply"} {
 		if !strings.Contains(st.Text, want) {
 			t.Errorf("status lacks %q:\n%s", want, st.Text)
@@ -240,14 +240,14 @@ func TestNamedProviderModels(t *testing.T) {
 	if n := countNotes(env, "does not know"); n != 0 {
 		t.Errorf("a note on a Chat Completions model: %q", env.ed.notifications())
 	}
-	if res, _ := env.h.Switch("ollama qwen"); res.Phase != "switch" {
+	if res, _ := env.h.onSwitch("ollama qwen"); res.Phase != "switch" {
 		t.Errorf("a compatible server's name was refused: %q", res.Message)
 	}
-	if res, _ := env.h.Switch("proxy claude-sonet-4-6"); res.Phase == "switch" || !strings.Contains(res.Message, "did you mean claude-sonnet-4-6?") {
+	if res, _ := env.h.onSwitch("proxy claude-sonet-4-6"); res.Phase == "switch" || !strings.Contains(res.Message, "did you mean claude-sonnet-4-6?") {
 		t.Errorf("proxy on the anthropic wire: %q", res.Message)
 	}
-	env.h.Switch("proxy")
-	st, _ = env.h.Status(1)
+	env.h.onSwitch("proxy")
+	st, _ = env.h.onStatus(1)
 	if !strings.Contains(st.Text, "provider: proxy  model: claude-opus-4-8") || !strings.Contains(st.Text, "thinking adaptive") {
 		t.Errorf("status:\n%s", st.Text)
 	}
@@ -278,16 +278,16 @@ func TestDiscoverModels(t *testing.T) {
 	}}
 	env := newEnvWith(t, map[string]any{"providers": map[string]any{"ollama": map[string]any{"base_url": "http://localhost:11434/v1", "model": "qwen3"}}}, deps)
 	for i := 0; i < 3; i++ {
-		if r, err := env.h.Discover("ollama"); err != nil || r.Message != "" {
+		if r, err := env.h.onDiscover("ollama"); err != nil || r.Message != "" {
 			t.Fatalf("Discover: %+v %v", r, err)
 		}
 	}
-	_, _ = env.h.Discover("vertex")
-	_, _ = env.h.Discover("nope") // not a provider: nothing asked
+	_, _ = env.h.onDiscover("vertex")
+	_, _ = env.h.onDiscover("nope") // not a provider: nothing asked
 	var m ModelsReply
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		m, _ = env.h.Models()
+		m, _ = env.h.onModels()
 		if _, done := m.Listed["vertex"]; m.Listed["ollama"] && done || time.Now().After(deadline) {
 			break
 		}

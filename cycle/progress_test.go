@@ -68,7 +68,7 @@ func TestRequestProgressEventsAndTotals(t *testing.T) {
 		*end.Usage != (UsageEvent{InputTokens: 1200, OutputTokens: 30, CacheReadTokens: 5000, ReasoningTokens: 12}) {
 		t.Errorf("end: %+v usage %+v", end, end.Usage)
 	}
-	st, err := env.h.Status(1)
+	st, err := env.h.onStatus(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestResponseCost(t *testing.T) {
 	if !strings.Contains(notes, "1000 input · 2000 output tokens · cache 10000 read, 4000 written · $0.0510") {
 		t.Errorf("notifications:\n%s", notes)
 	}
-	st, err := env.h.Status(1)
+	st, err := env.h.onStatus(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func TestHostDeathDoesNotRunACallTwice(t *testing.T) {
 		t.Fatalf("runs %d, phase %s, message %q", env.runs(), phase, msg)
 	}
 	line := resultLine(env, 1, "toolu_f1")
-	env.as(":Flemma tool:discard").reply(env.h.Discard(1, line))
+	env.as(":Flemma tool:discard").reply(env.h.onDiscard(1, line))
 	if env.runs() != 1 {
 		t.Fatalf("discard ran the call")
 	}
@@ -146,7 +146,7 @@ func TestInterruptedCallWaitsForResume(t *testing.T) {
 	if env.runs() != 1 {
 		t.Fatal("a second press ran the interrupted call")
 	}
-	env.as(":Flemma tool:resume").reply(env.h.Resume(1, resultLine(env, 1, "toolu_f1")))
+	env.as(":Flemma tool:resume").reply(env.h.onResume(1, resultLine(env, 1, "toolu_f1")))
 	env.ed.wait(t, 1, "the call ran again", func(*fakeBuf) bool { return env.runs() == 2 })
 	env.h.Cancel(1)
 	env.ed.waitIdle(t, env.h, 1)
@@ -229,7 +229,7 @@ func TestCommandRightAfterTheResult(t *testing.T) {
 					}
 				}
 				go func() {
-					res, err := env.h.Undo(bufnr, line)
+					res, err := env.h.onUndo(bufnr, line)
 					if err != nil {
 						t.Error(err)
 					}

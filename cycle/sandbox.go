@@ -155,8 +155,8 @@ func (h *Engine) backupDir() string {
 	return h.cfg.Paths.State + "/backups"
 }
 
-// SandboxStatus is :Flemma sandbox:status.
-func (h *Engine) SandboxStatus(bufnr int) (Reply, error) {
+// onSandboxStatus is :Flemma sandbox:status.
+func (h *Engine) onSandboxStatus(bufnr int) (Reply, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
@@ -182,8 +182,8 @@ func (h *Engine) bufferContext(bufnr int) (*frontmatter.Result, string, string) 
 	return h.evalFrontmatter(bufnr, parse(s.Lines)), s.Cwd, s.Name
 }
 
-// SandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
-func (h *Engine) SandboxWritable(bufnr int, path string) (WritableReply, error) {
+// onSandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
+func (h *Engine) onSandboxWritable(bufnr int, path string) (WritableReply, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
@@ -192,12 +192,12 @@ func (h *Engine) SandboxWritable(bufnr int, path string) (WritableReply, error) 
 	return WritableReply{Writable: sb.IsPathWritable(path)}, nil
 }
 
-// SandboxWrap backs ctx.sandbox.wrap_command for Lua tools. Where no
+// onSandboxWrap backs ctx.sandbox.wrap_command for Lua tools. Where no
 // sandbox confines commands (disabled, backend "none", bubblewrap missing
 // or unusable) it answers nil and why, never the bare command: a tool
 // that asked for confinement must not run unconfined believing it is
 // (issue 28 item 11; seed 004: "returns nil + error on failure").
-func (h *Engine) SandboxWrap(bufnr int, argv []string) (WrapReply, error) {
+func (h *Engine) onSandboxWrap(bufnr int, argv []string) (WrapReply, error) {
 	fm, cwd, name := h.bufferContext(bufnr)
 	sb, err := h.sandbox(bufnr, fm, cwd, name)
 	if err != nil {
@@ -221,8 +221,8 @@ func (h *Engine) SandboxWrap(bufnr int, argv []string) (WrapReply, error) {
 	return WrapReply{Argv: out}, nil
 }
 
-// Truncate backs ctx.truncate.truncate_head / truncate_tail.
-func (h *Engine) Truncate(which, content string, opts TruncateOpts) (TruncateReply, error) {
+// onTruncate backs ctx.truncate.truncate_head / truncate_tail.
+func (h *Engine) onTruncate(which, content string, opts TruncateOpts) (TruncateReply, error) {
 	h.mu.Lock()
 	l := tools.Limits{MaxLines: h.cfg.Tools.Truncate.MaxLines, MaxBytes: h.cfg.Tools.Truncate.MaxBytes}
 	h.mu.Unlock()
@@ -245,7 +245,7 @@ func (h *Engine) Truncate(which, content string, opts TruncateOpts) (TruncateRep
 		TotalLines: t.TotalLines, TotalBytes: t.TotalBytes, OutputLines: t.OutputLines, OutputBytes: t.OutputBytes}, nil
 }
 
-func (h *Engine) FormatSize(n float64) (string, error) { return tools.FormatSize(int64(n)), nil }
+func (h *Engine) onFormatSize(n float64) (string, error) { return tools.FormatSize(int64(n)), nil }
 
 // sweepOutputs applies the retention of full outputs (sandbox.SweepOutputs)
 // once per state folder, in the background.

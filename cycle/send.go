@@ -636,8 +636,8 @@ func (h *Engine) Autopilot(action string) (Reply, error) {
 	return reply("autopilot", fmt.Sprintf("Autopilot %s (max_turns %d; a buffer's flemma.opt.tools.autopilot overrides this).", state, e.MaxTurns), levelInfo), nil
 }
 
-// Switch is :Flemma switch <provider> [model] [key=value…].
-func (h *Engine) Switch(args string) (Reply, error) {
+// onSwitch is :Flemma switch <provider> [model] [key=value…].
+func (h *Engine) onSwitch(args string) (Reply, error) {
 	words, err := shlex.Split(args)
 	if err != nil {
 		return reply("none", "switch: "+err.Error(), levelError), nil
@@ -701,8 +701,8 @@ func (h *Engine) Switch(args string) (Reply, error) {
 	return reply("switch", fmt.Sprintf("Provider %s, model %s.", name, modelLabel(h.cfg, name, model)), levelInfo), nil
 }
 
-// Send is phase 3 on the user's word (:Flemma send).
-func (h *Engine) Send(bufnr int) (Reply, error) {
+// onSend is phase 3 on the user's word (:Flemma send).
+func (h *Engine) onSend(bufnr int) (Reply, error) {
 	if r, ok := h.sourcesGate(bufnr, waitSend, false); !ok {
 		return r, nil // it sends when the tool sources are ready (sources.go)
 	}

@@ -28,7 +28,7 @@ func TestSetupOneWrongTypeKeepsTheRest(t *testing.T) {
 	if list, ok := cfg.AutoApproveList(); cfg.Provider != "openai" || !ok || len(list) != 1 || list[0] != "$readonly" {
 		t.Errorf("installed provider %q, auto_approve %v", cfg.Provider, list)
 	}
-	hr, _ := env.h.Health()
+	hr, _ := env.h.onHealth()
 	found := false
 	for _, l := range hr.Lines {
 		found = found || l.Level == "warn" && strings.Contains(l.Text, want)
@@ -41,7 +41,7 @@ func TestSetupOneWrongTypeKeepsTheRest(t *testing.T) {
 	if err := env.h.Setup(string(b)); err != nil {
 		t.Fatal(err)
 	}
-	hr, _ = env.h.Health()
+	hr, _ = env.h.onHealth()
 	for _, l := range hr.Lines {
 		if strings.Contains(l.Text, "max_concurrent") {
 			t.Errorf("still reported after a clean setup: %+v", l)

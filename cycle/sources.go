@@ -48,11 +48,11 @@ func (h *Engine) sourcesGate(bufnr int, kind waitKind, auto bool) (Reply, bool) 
 	return reply("waiting", fmt.Sprintf("Waiting for tool definitions to load (%d source(s) still resolving)… This buffer goes on by itself when they are, wherever you are; <C-c> cancels.", n), levelWarn), false
 }
 
-// SourcesPending is the plugin's count of async Lua tool sources still
+// onSourcesPending is the plugin's count of async Lua tool sources still
 // resolving (flemma.tools: sent when a source is added or done, and when
 // the host starts). Their tools are registered before the count drops. At
 // zero, every buffer that waited goes on, in the background.
-func (h *Engine) SourcesPending(n int) error {
+func (h *Engine) onSourcesPending(n int) error {
 	h.mu.Lock()
 	h.luaSources = n
 	h.mu.Unlock()
@@ -97,7 +97,7 @@ func (h *Engine) resumeWaiting(bufnr int) {
 	var res Reply
 	var err error
 	if kind == waitSend {
-		res, err = h.Send(bufnr)
+		res, err = h.onSend(bufnr)
 	} else {
 		res, err = h.cycle(bufnr, auto)
 	}

@@ -14,7 +14,7 @@ import (
 func TestStepsWaitForToolSources(t *testing.T) {
 	env := newEnv(t, with(noSandbox(), script(t, turn{text: "Hello."}, turn{text: "Again."})))
 	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
-	if err := env.h.SourcesPending(1); err != nil {
+	if err := env.h.onSourcesPending(1); err != nil {
 		t.Fatal(err)
 	}
 	phase, msg := env.press(1)
@@ -27,21 +27,21 @@ func TestStepsWaitForToolSources(t *testing.T) {
 	if strings.Contains(env.ed.String(1), "Hello.") {
 		t.Fatalf("sent while a source was loading")
 	}
-	_ = env.h.SourcesPending(0)
+	_ = env.h.onSourcesPending(0)
 	env.ed.waitText(t, 1, "Hello.")
 	env.ed.waitIdle(t, env.h, 1)
 
 	// :Flemma send waits the same way.
 	_ = env.ed.edit(1, len(env.ed.text(1)), len(env.ed.text(1)), "more")
-	_ = env.h.SourcesPending(2)
-	if r, err := env.h.Send(1); err != nil || r.Phase != "waiting" {
+	_ = env.h.onSourcesPending(2)
+	if r, err := env.h.onSend(1); err != nil || r.Phase != "waiting" {
 		t.Fatalf("send: %+v %v", r, err)
 	}
-	_ = env.h.SourcesPending(1)
+	_ = env.h.onSourcesPending(1)
 	if strings.Contains(env.ed.String(1), "Again.") {
 		t.Fatalf("sent with a source still loading")
 	}
-	_ = env.h.SourcesPending(0)
+	_ = env.h.onSourcesPending(0)
 	env.ed.waitText(t, 1, "Again.")
 	env.ed.waitIdle(t, env.h, 1)
 }
@@ -52,7 +52,7 @@ func TestWaitingStepCancelledOrDropped(t *testing.T) {
 	env := newEnv(t, with(noSandbox(), script(t, turn{text: "Hello."})))
 	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
 	env.ed.load(2, filepath.Join(env.dir, "d.chat"), env.dir, "@You:\nhi\n")
-	_ = env.h.SourcesPending(1)
+	_ = env.h.onSourcesPending(1)
 	env.press(1)
 	env.press(2)
 	r, err := env.h.Cancel(1)
@@ -65,7 +65,7 @@ func TestWaitingStepCancelledOrDropped(t *testing.T) {
 	}) {
 		t.Errorf("notifications: %q", env.ed.notifications())
 	}
-	_ = env.h.SourcesPending(0)
+	_ = env.h.onSourcesPending(0)
 	env.ed.waitIdle(t, env.h, 1)
 	if strings.Contains(env.ed.String(1), "Hello.") {
 		t.Errorf("a cancelled step went on")

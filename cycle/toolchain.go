@@ -55,11 +55,11 @@ type chainRunInfo struct {
 	byUser bool // the user approved the chain call in this session
 }
 
-// RegisterChain registers a tool chain (from Go, or from Lua through
+// onRegisterChain registers a tool chain (from Go, or from Lua through
 // DefineChains), replacing a chain of the same name. The spec is validated
 // (tools.CompileChain); the tools its steps call may register later: an
 // unknown one fails the chain at that step when it runs.
-func (h *Engine) RegisterChain(spec tools.ChainSpec) error {
+func (h *Engine) onRegisterChain(spec tools.ChainSpec) error {
 	if spec.Source == "" {
 		spec.Source = "go"
 	}
@@ -126,9 +126,9 @@ type wireChain struct {
 	Source  string   `json:"source"`
 }
 
-// DefineChains registers (or re-registers) chains declared in Lua, sent as
+// onDefineChains registers (or re-registers) chains declared in Lua, sent as
 // a JSON list (flemma.tools register_chain).
-func (h *Engine) DefineChains(defsJSON string) (DefineReply, error) {
+func (h *Engine) onDefineChains(defsJSON string) (DefineReply, error) {
 	return defineFromLua("define_chains", "tool chain definition", defsJSON, func(d wireChain) error {
 		spec := tools.ChainSpec{Name: d.Name, Description: d.Description, Tags: d.Tags, Timeout: secs(d.Timeout), Source: d.Source}
 		if d.InputSchema != nil {
@@ -144,7 +144,7 @@ func (h *Engine) DefineChains(defsJSON string) (DefineReply, error) {
 			}
 			spec.Steps = append(spec.Steps, tools.ChainStep{Name: st.Name, Tool: st.Tool, Input: in})
 		}
-		if err := h.RegisterChain(spec); err != nil {
+		if err := h.onRegisterChain(spec); err != nil {
 			return errors.New("register_chain: " + err.Error())
 		}
 		return nil

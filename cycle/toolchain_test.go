@@ -40,7 +40,7 @@ func chainEnv(t *testing.T, spec tools.ChainSpec, c call, toolsCfg map[string]an
 		turn{text: "Inspecting.", calls: []call{c}},
 		turn{text: "Done."},
 	), map[string]any{"tools": toolsCfg}))
-	if err := env.h.RegisterChain(spec); err != nil {
+	if err := env.h.onRegisterChain(spec); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(env.dir, "notes.txt"), []byte("a\nb\nc\n"), 0o600); err != nil {
@@ -52,7 +52,7 @@ func chainEnv(t *testing.T, spec tools.ChainSpec, c call, toolsCfg map[string]an
 
 func (env *testEnv) toolList() string {
 	env.t.Helper()
-	r, err := env.h.ToolList(1)
+	r, err := env.h.onToolList(1)
 	if err != nil {
 		env.t.Fatal(err)
 	}
@@ -201,30 +201,30 @@ func TestRegisterChain(t *testing.T) {
 	env := newEnv(t, noSandbox())
 	bad := inspect()
 	bad.Steps[2].Input = map[string]any{"command": "{{ steps.cont.output }}"}
-	err := env.h.RegisterChain(bad)
+	err := env.h.onRegisterChain(bad)
 	if err == nil || err.Error() != "chain 'inspect': step 3 'say': reference {{ steps.cont.output }}: no earlier step named 'cont'" {
 		t.Fatalf("err = %v", err)
 	}
-	if err := env.h.RegisterChain(inspect()); err != nil {
+	if err := env.h.onRegisterChain(inspect()); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.h.RegisterChain(inspect()); err != nil {
+	if err := env.h.onRegisterChain(inspect()); err != nil {
 		t.Fatalf("re-registering: %v", err)
 	}
-	if err := env.h.RegisterChain(tools.ChainSpec{Name: "outer", Steps: []tools.ChainStep{{Name: "a", Tool: "inspect"}}}); err == nil || !strings.Contains(err.Error(), "chains cannot be nested") {
+	if err := env.h.onRegisterChain(tools.ChainSpec{Name: "outer", Steps: []tools.ChainStep{{Name: "a", Tool: "inspect"}}}); err == nil || !strings.Contains(err.Error(), "chains cannot be nested") {
 		t.Fatalf("nested: %v", err)
 	}
-	if err := env.h.RegisterChain(tools.ChainSpec{Name: "read", Steps: []tools.ChainStep{{Name: "a", Tool: "ls"}}}); err == nil || !strings.Contains(err.Error(), "already registered") {
+	if err := env.h.onRegisterChain(tools.ChainSpec{Name: "read", Steps: []tools.ChainStep{{Name: "a", Tool: "ls"}}}); err == nil || !strings.Contains(err.Error(), "already registered") {
 		t.Fatalf("over a built-in: %v", err)
 	}
 	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")
-	r, err := env.h.Tools(1, "inspect")
+	r, err := env.h.onTools(1, "inspect")
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustContain(t, r.Text, "inspect  [chain, go]", "chain steps (each also decided on its own): 1 read (read) {\"label\":\"reading\",\"path\":\"{{ input.path }}\"} → 2 count (bash)")
 	// From Lua: the same validation, reported back.
-	dr, err := env.h.DefineChains(`[{"name":"lua_chain","steps":[{"name":"a","tool":"ls","input":[]}]},{"name":"broken","steps":[]}]`)
+	dr, err := env.h.onDefineChains(`[{"name":"lua_chain","steps":[{"name":"a","tool":"ls","input":[]}]},{"name":"broken","steps":[]}]`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestChainFailedAfterWriteIsUndoable(t *testing.T) {
 	if _, err := os.Stat(out); err != nil {
 		t.Fatal(err)
 	}
-	res, err := env.h.Undo(1, resultLine(env, 1, "toolu_ch"))
+	res, err := env.h.onUndo(1, resultLine(env, 1, "toolu_ch"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,7 +217,7 @@ func TestTruncatedResponseRunsNothing(t *testing.T) {
 			useLine = i + 1
 		}
 	}
-	env.as("<M-CR> on the complete call").reply(env.h.ExecuteAt(1, useLine))
+	env.as("<M-CR> on the complete call").reply(env.h.onExecuteAt(1, useLine))
 	if env.runs() != 0 {
 		t.Fatal("<M-CR> ran a call of a cut response")
 	}

@@ -41,7 +41,7 @@ func TestDisabledToolAndBrokenChainFailAtOnce(t *testing.T) {
 		{Name: "read", Tool: "read", Input: map[string]any{"path": "{{ input.path }}"}},
 		{Name: "wc", Tool: "wordcount", Input: map[string]any{"text": "{{ steps.read.output }}"}},
 	}}
-	if err := env.h.RegisterChain(spec); err != nil {
+	if err := env.h.onRegisterChain(spec); err != nil {
 		t.Fatal(err)
 	}
 	chat := "```lua\nflemma.opt.tools = { \"read\", \"count\", \"bash\" }\n```\n@You:\nGo.\n\n@Assistant:\n" +
@@ -83,7 +83,7 @@ func TestChainRunRefusesAStepWhoseToolIsGone(t *testing.T) {
 			line = i + 1
 		}
 	}
-	if _, err := env.h.ExecuteAt(1, line); err != nil {
+	if _, err := env.h.onExecuteAt(1, line); err != nil {
 		t.Fatal(err)
 	}
 	env.ed.waitText(t, 1, "**Tool Result:** `toolu_ch` (error)")
