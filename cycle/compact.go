@@ -83,7 +83,7 @@ func (h *Engine) onCompact(bufnr int) (Reply, error) {
 		doc := parse(s.Lines)
 		fm := h.evalFrontmatter(bufnr, doc)
 		if fm.Blocking() {
-			return h.blocked(bufnr, diagnostics(doc, fm, h.notesOf(bufnr)))
+			return h.blocked(bufnr, diagnostics(doc, fm, h.session(bufnr).notesCopy()))
 		}
 		place := placeSummary(doc, s.Lines)
 		// The conversation to summarize: everything before the block.
@@ -100,7 +100,7 @@ func (h *Engine) onCompact(bufnr int) (Reply, error) {
 		if before.Summary != nil && len(msgs) == 1 && len(msgs[0].Parts) == 1 {
 			return reply("compact", "Nothing to compact: nothing was said since the last summary.", levelInfo), nil
 		}
-		if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.hadAttachDiags(bufnr) {
+		if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.session(bufnr).hadAttachDiags() {
 			r, stop := h.attach(bufnr, before, fm, s, msgs, work)
 			if stop {
 				st := h.session(bufnr)
@@ -203,7 +203,7 @@ func (c *compaction) run(ctx context.Context) {
 		dirty = false
 		if err := sw.write(c.lines(text.String(), false), false, !written); err != nil {
 			writeErr = err
-			h.cancelStream(bufnr)
+			h.session(bufnr).cancelStream()
 			return
 		}
 		written = true
@@ -314,7 +314,7 @@ func (c *compaction) run(ctx context.Context) {
 	case !summaryAccepted:
 		end.Status = "cut"
 	}
-	h.endStream(bufnr)
+	h.session(bufnr).endStream()
 	h.event("FlemmaRequestEnd", end)
 	h.logf("compact: done in %s, usage %+v, accepted %v (%s)", time.Since(started), usage, summaryAccepted, why)
 	if !summaryAccepted {

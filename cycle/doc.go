@@ -13,4 +13,22 @@
 // tools step by step; each step goes through the approval chain as its own
 // call, when the chain call is categorized and again before it runs
 // (RegisterChain, chainTool).
+//
+// The engine (engine.go) holds what every buffer shares: the session
+// table, the configuration of the latest setup, and the services — the
+// tool registry, the executor, the providers, MCP, the journal, the
+// editor. Each buffer has a session (session.go): its own lock, condition
+// variable and context, its state, and its phase (phase.go), which one
+// transition table changes. Commands take a buffer's step through
+// withStep/withBlock (step.go). The files go by capability:
+//
+//	cycle.go       <C-]>: which phase applies
+//	categorize.go  phase 1: placeholders and the approval chain
+//	jobs.go        phase 2: approved calls run, results written
+//	send.go        phase 3: the request; stream.go writes the response
+//	autopilot.go   the next step after a response or the last result
+//	actions.go     the commands on one call (<M-CR>, status, result, <C-c>)
+//	recovery.go    crash recovery: recovered results, undo, resume, discard
+//	reports.go     :checkhealth, :Flemma status, tools, tool:list
+//	attach.go      @./file references (attachments.go loads them)
 package cycle

@@ -255,7 +255,7 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 		}
 		if opts.Diagnostics != nil && len(edits) > 0 {
 			// Placed on the lines they will be on once the edits are in.
-			opts.Diagnostics = diagnostics(after, opts.fm, h.notesOf(bufnr))
+			opts.Diagnostics = diagnostics(after, opts.fm, h.session(bufnr).notesCopy())
 		}
 		if opts.CursorID != "" {
 			if r := after.Result(opts.CursorID); r != nil {

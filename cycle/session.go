@@ -198,3 +198,53 @@ func (st *session) stop() {
 func (st *session) renew() {
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 }
+
+// background runs fn in a goroutine counted as the buffer's work (Busy).
+func (h *Engine) background(bufnr int, fn func()) {
+	st := h.session(bufnr)
+	st.mu.Lock()
+	st.background++
+	st.mu.Unlock()
+	go func() {
+		defer func() {
+			st.mu.Lock()
+			st.background--
+			st.cond.Broadcast()
+			st.mu.Unlock()
+		}()
+		fn()
+	}()
+}
+
+// Busy reports whether anything works on a buffer: a step, a response,
+// running tools, or the step autopilot or a queued press is about to take.
+func (h *Engine) Busy(bufnr int) bool {
+	st := h.lookup(bufnr)
+	if st == nil {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.busy()
+}
+
+// busy: see Busy. Call with st.mu held.
+func (st *session) busy() bool {
+	return st.phase != phaseIdle || st.streaming != nil || len(st.running) > 0 || st.background > 0 || st.waiting != waitNone
+}
+
+// WaitIdle blocks until nothing works on a buffer (Busy is false): the
+// step in progress, the response, the running calls and every step
+// autopilot chains after them have ended. It is how a caller without an
+// editor waiting on the user (headless runs) knows the cycle stopped.
+func (h *Engine) WaitIdle(bufnr int) {
+	st := h.lookup(bufnr)
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for st.busy() && !st.forgotten {
+		st.cond.Wait()
+	}
+}
