@@ -304,13 +304,23 @@ func TestDiscoverModels(t *testing.T) {
 		t.Errorf("calls %v, want ollama asked once", calls)
 	}
 	mu.Unlock()
-	env.ed.mu.Lock()
-	n := 0
-	for _, e := range env.ed.evs {
-		if strings.HasPrefix(e, "FlemmaModels ") {
-			n++
+	// The event follows the list (it is sent after the catalogue is
+	// updated): wait for both, then count them.
+	count := func() int {
+		n := 0
+		for _, e := range env.ed.evs {
+			if strings.HasPrefix(e, "FlemmaModels ") {
+				n++
+			}
 		}
+		return n
 	}
+	if env.ed.bufs[1] == nil {
+		env.ed.load(1, "", env.dir, "") // a buffer for wait to show if it times out
+	}
+	env.ed.wait(t, 1, "a FlemmaModels event per provider asked", func(*fakeBuf) bool { return count() >= 2 })
+	env.ed.mu.Lock()
+	n := count()
 	env.ed.mu.Unlock()
 	if n != 2 {
 		t.Errorf("%d FlemmaModels events, want one per provider asked", n)
