@@ -12,7 +12,7 @@
 // Tool chains (toolchain.go) are registered tools whose run calls other
 // tools step by step; each step goes through the approval chain as its own
 // call, when the chain call is categorized and again before it runs
-// (RegisterChain, chainTool).
+// (registerChain, chainTool).
 //
 // The engine (engine.go) holds what every buffer shares: the session
 // table, the configuration of the latest setup, and the services — the

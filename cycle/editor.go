@@ -56,7 +56,7 @@ type Lua interface {
 	// flemma.tools.approval), "config" (a setup function) or "module".
 	Resolve(kind, name, tool string, input map[string]any, ctx ResolveContext) (ResolveAnswer, error)
 	// ExecuteTool starts a Lua tool; an async one answers later through
-	// Engine.ToolDone with the same token.
+	// Engine.onToolDone with the same token.
 	ExecuteTool(name, token string, input any, info ToolInfo) (LuaResponse, error)
 	// CancelTool cancels an async Lua tool.
 	CancelTool(token string) error

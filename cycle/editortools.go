@@ -18,7 +18,7 @@ import (
 // these tools nor diagnostics after an edit).
 type EditorLua interface {
 	// EditorQuery asks a question; an answer that needs a language server
-	// comes later through Engine.EditorDone with the same token.
+	// comes later through Engine.onEditorDone with the same token.
 	EditorQuery(token string, q editor.Query) (EditorStart, error)
 	// EditorCancel ends a question the host no longer waits for.
 	EditorCancel(token string) error

@@ -1,6 +1,9 @@
 package cycle
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestPhaseTransitions is the whole transition table: every allowed
 // transition, and every event each phase refuses (the phase stays).
@@ -24,6 +27,22 @@ func TestPhaseTransitions(t *testing.T) {
 				t.Errorf("%s --%s--> %s (allowed %v); want it refused, the phase kept", p, e, to, ok)
 			}
 		}
+	}
+}
+
+// Phases and events have names (the log says them when a step ends in a
+// phase it should not).
+func TestPhaseNames(t *testing.T) {
+	var got []string
+	for p := phaseIdle; p <= phaseFinishing+1; p++ {
+		got = append(got, p.String())
+	}
+	for e := evTake; e <= evStreamDone+1; e++ {
+		got = append(got, e.String())
+	}
+	want := "idle stepping sending sent streaming finishing phase? take release stream stream-ends stream-done event?"
+	if strings.Join(got, " ") != want {
+		t.Errorf("names %q, want %q", strings.Join(got, " "), want)
 	}
 }
 

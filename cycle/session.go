@@ -179,14 +179,6 @@ func (h *Engine) sessions() []*session {
 	return out
 }
 
-// locked runs fn with the buffer's session locked.
-func (h *Engine) locked(bufnr int, fn func(s *session)) {
-	s := h.session(bufnr)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fn(s)
-}
-
 // stop cancels the session's context: its running calls and its response
 // (<C-c> on every call, a wipe, the host's shutdown). Call with st.mu held.
 func (st *session) stop() {

@@ -101,8 +101,12 @@ func TestCancelRenewsTheSessionContext(t *testing.T) {
 		t.Fatalf("press after <C-c>: %s %s", phase, msg)
 	}
 	env.ed.waitText(t, 1, "Seen.")
-	env.ed.waitIdle(t, env.h, 1)
+	env.h.WaitIdle(1) // the headless runs' wait: returns once the response is written
+	if env.h.Busy(1) {
+		t.Error("WaitIdle returned while buffer 1 was busy")
+	}
 	env.h.Forget(2)
+	env.h.WaitIdle(2) // a wiped buffer has nothing to wait for
 	if ctxB.Err() == nil {
 		t.Error("a wipe left buffer 2's context running")
 	}

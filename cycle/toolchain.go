@@ -55,11 +55,11 @@ type chainRunInfo struct {
 	byUser bool // the user approved the chain call in this session
 }
 
-// onRegisterChain registers a tool chain (from Go, or from Lua through
+// registerChain registers a tool chain (from Go, or from Lua through
 // DefineChains), replacing a chain of the same name. The spec is validated
 // (tools.CompileChain); the tools its steps call may register later: an
 // unknown one fails the chain at that step when it runs.
-func (h *Engine) onRegisterChain(spec tools.ChainSpec) error {
+func (h *Engine) registerChain(spec tools.ChainSpec) error {
 	if spec.Source == "" {
 		spec.Source = "go"
 	}
@@ -144,7 +144,7 @@ func (h *Engine) onDefineChains(defsJSON string) (DefineReply, error) {
 			}
 			spec.Steps = append(spec.Steps, tools.ChainStep{Name: st.Name, Tool: st.Tool, Input: in})
 		}
-		if err := h.onRegisterChain(spec); err != nil {
+		if err := h.registerChain(spec); err != nil {
 			return errors.New("register_chain: " + err.Error())
 		}
 		return nil

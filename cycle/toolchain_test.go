@@ -40,7 +40,7 @@ func chainEnv(t *testing.T, spec tools.ChainSpec, c call, toolsCfg map[string]an
 		turn{text: "Inspecting.", calls: []call{c}},
 		turn{text: "Done."},
 	), map[string]any{"tools": toolsCfg}))
-	if err := env.h.onRegisterChain(spec); err != nil {
+	if err := env.h.registerChain(spec); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(env.dir, "notes.txt"), []byte("a\nb\nc\n"), 0o600); err != nil {
@@ -201,20 +201,20 @@ func TestRegisterChain(t *testing.T) {
 	env := newEnv(t, noSandbox())
 	bad := inspect()
 	bad.Steps[2].Input = map[string]any{"command": "{{ steps.cont.output }}"}
-	err := env.h.onRegisterChain(bad)
+	err := env.h.registerChain(bad)
 	if err == nil || err.Error() != "chain 'inspect': step 3 'say': reference {{ steps.cont.output }}: no earlier step named 'cont'" {
 		t.Fatalf("err = %v", err)
 	}
-	if err := env.h.onRegisterChain(inspect()); err != nil {
+	if err := env.h.registerChain(inspect()); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.h.onRegisterChain(inspect()); err != nil {
+	if err := env.h.registerChain(inspect()); err != nil {
 		t.Fatalf("re-registering: %v", err)
 	}
-	if err := env.h.onRegisterChain(tools.ChainSpec{Name: "outer", Steps: []tools.ChainStep{{Name: "a", Tool: "inspect"}}}); err == nil || !strings.Contains(err.Error(), "chains cannot be nested") {
+	if err := env.h.registerChain(tools.ChainSpec{Name: "outer", Steps: []tools.ChainStep{{Name: "a", Tool: "inspect"}}}); err == nil || !strings.Contains(err.Error(), "chains cannot be nested") {
 		t.Fatalf("nested: %v", err)
 	}
-	if err := env.h.onRegisterChain(tools.ChainSpec{Name: "read", Steps: []tools.ChainStep{{Name: "a", Tool: "ls"}}}); err == nil || !strings.Contains(err.Error(), "already registered") {
+	if err := env.h.registerChain(tools.ChainSpec{Name: "read", Steps: []tools.ChainStep{{Name: "a", Tool: "ls"}}}); err == nil || !strings.Contains(err.Error(), "already registered") {
 		t.Fatalf("over a built-in: %v", err)
 	}
 	env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nhi\n")

@@ -41,7 +41,7 @@ func TestDisabledToolAndBrokenChainFailAtOnce(t *testing.T) {
 		{Name: "read", Tool: "read", Input: map[string]any{"path": "{{ input.path }}"}},
 		{Name: "wc", Tool: "wordcount", Input: map[string]any{"text": "{{ steps.read.output }}"}},
 	}}
-	if err := env.h.onRegisterChain(spec); err != nil {
+	if err := env.h.registerChain(spec); err != nil {
 		t.Fatal(err)
 	}
 	chat := "```lua\nflemma.opt.tools = { \"read\", \"count\", \"bash\" }\n```\n@You:\nGo.\n\n@Assistant:\n" +
