@@ -24,7 +24,7 @@ func (h *Engine) onExecuteAt(bufnr, line int) (Reply, error) {
 		if hasKept {
 			// The call ran; its result could not be written then. Write it now
 			// rather than run the call again.
-			if err := h.placeResult(bufnr, id, kept.Content, kept.IsError, kept.Lang); err != nil {
+			if err := h.session(bufnr).placeResult(id, kept.Content, kept.IsError, kept.Lang); err != nil {
 				return reply("none", fmt.Sprintf("Could not write the kept result of %s: %v", id, err), levelError), nil
 			}
 			st.mu.Lock()
@@ -38,19 +38,20 @@ func (h *Engine) onExecuteAt(bufnr, line int) (Reply, error) {
 		}
 		if r == nil || (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && strings.TrimSpace(r.Content) == "" {
 			// <M-CR> on an undecided or approved call is the user's approval of it.
-			if err := h.setStatus(bufnr, id, buffer.StatusApproved, ""); err != nil {
+			if err := h.session(bufnr).setStatus(id, buffer.StatusApproved, ""); err != nil {
 				return Reply{}, err
 			}
 		}
-		return h.execute(bufnr, id)
+		return h.session(bufnr).execute(id)
 	})
 }
 
 // setStatus writes a placeholder with status st for id (creating it when the
 // call has no result block yet); msg, when set, becomes the block's body.
-func (h *Engine) setStatus(bufnr int, id string, st buffer.Status, msg string) error {
+func (sess *session) setStatus(id string, st buffer.Status, msg string) error {
+	h, bufnr := sess.h, sess.bufnr
 	created := false
-	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+	err := sess.step(func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		var opts ApplyOpts
 		if tu := doc.Use(id); tu != nil {
 			sess := h.session(bufnr)
@@ -78,14 +79,14 @@ func (h *Engine) setStatus(bufnr int, id string, st buffer.Status, msg string) e
 		return []buffer.Edit{{Start: r.HeaderLine - 1, End: r.EndLine, Lines: buffer.RenderPlaceholderBody(id, st, msg)}}, opts, nil
 	})
 	if err == nil && created && msg != "" {
-		return h.setStatus(bufnr, id, st, msg)
+		return sess.setStatus(id, st, msg)
 	}
 	return err
 }
 
 func (h *Engine) SetStatus(bufnr, line int, status, msg string) (Reply, error) {
 	return h.withBlock(bufnr, line, stepAll, func(_ *buffer.Document, id string) (Reply, error) {
-		if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
+		if err := h.session(bufnr).setStatus(id, buffer.Status(status), msg); err != nil {
 			return reply("none", err.Error(), levelError), nil
 		}
 		return reply("status", "", 0), nil
@@ -136,25 +137,25 @@ func (h *Engine) onCancelAt(bufnr, line int) (Reply, error) {
 // onSetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.
 func (h *Engine) onSetResult(bufnr int, id, text string, isError bool) (Reply, error) {
-	return h.withStep(bufnr, true, func() (Reply, error) {
-		if err := h.placeResult(bufnr, id, text, isError, ""); err != nil {
+	return h.session(bufnr).withStep(true, func() (Reply, error) {
+		if err := h.session(bufnr).placeResult(id, text, isError, ""); err != nil {
 			return reply("none", err.Error(), levelError), nil
 		}
 		decision := "result given"
 		if isError {
 			decision = "error given"
 		}
-		h.auditUser(bufnr, id, decision, text)
+		h.session(bufnr).auditUser(id, decision, text)
 		return reply("result", "", 0), nil
 	})
 }
 
 // placeResult writes a result for id whatever its block holds (the user's
 // own result, or a kept one), creating the block when the call has none.
-func (h *Engine) placeResult(bufnr int, id, text string, isError bool, lang string) error {
+func (sess *session) placeResult(id, text string, isError bool, lang string) error {
 	for pass := 0; pass < 2; pass++ {
 		created := false
-		err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		err := sess.step(func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 			if doc.Use(id) == nil {
 				return nil, ApplyOpts{}, fmt.Errorf("no tool call with id %s in this buffer", id)
 			}
@@ -177,11 +178,11 @@ func (h *Engine) placeResult(bufnr int, id, text string, isError bool, lang stri
 // blockUnder returns the buffer's document and the id of the tool call whose
 // use or result block covers line ("" when none does).
 func (h *Engine) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
-	s, err := h.snapshot(bufnr)
+	s, err := h.session(bufnr).snapshot()
 	if err != nil {
 		return nil, "", err
 	}
-	doc := h.parse(bufnr, s)
+	doc := h.session(bufnr).parse(s)
 	switch tu, r := doc.BlockAt(line); {
 	case tu != nil:
 		return doc, tu.ID, nil

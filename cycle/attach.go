@@ -35,7 +35,8 @@ func (st *session) hadAttachDiags() bool {
 // attach loads the files and templates of a send (loadAttachments) and
 // publishes their diagnostics with the buffer's others. stop reports that
 // the send is refused; the reply says why.
-func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result, s *Snapshot, msgs []provider.Message, work bool) (Reply, bool) {
+func (sess *session) attach(doc *buffer.Document, fm *frontmatter.Result, s *Snapshot, msgs []provider.Message, work bool) (Reply, bool) {
+	h, bufnr := sess.h, sess.bufnr
 	var p attachPlan
 	if work {
 		sb, err := h.attachSandbox(fm, s.Cwd, s.Name)
@@ -46,7 +47,7 @@ func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result,
 		if fm != nil {
 			vars = fm.Vars
 		}
-		st := h.session(bufnr)
+		st := sess
 		st.mu.Lock()
 		trusted := st.trustOf().trusted
 		allowed := maps.Clone(st.attachAllowed)
@@ -63,12 +64,12 @@ func (h *Engine) attach(bufnr int, doc *buffer.Document, fm *frontmatter.Result,
 		}
 		p = loadAttachments(sb, rules, msgs)
 	}
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	st.attachDiags = len(p.Diags) > 0
 	st.attachAsk = p.Ask
 	st.mu.Unlock()
-	all := append(diagnostics(doc, fm, h.session(bufnr).notesCopy()), p.Diags...)
+	all := append(diagnostics(doc, fm, sess.notesCopy()), p.Diags...)
 	if err := h.ed.SetDiagnostics(bufnr, all); err != nil {
 		h.logf("publish diagnostics: %v", err)
 	}

@@ -12,10 +12,11 @@ import (
 )
 
 // autopilotContinue chains the next cycle after a response with tool calls.
-func (h *Engine) autopilotContinue(bufnr int) {
-	eff := h.effective(bufnr, nil)
+func (sess *session) autopilotContinue() {
+	h, bufnr := sess.h, sess.bufnr
+	eff := sess.effective(nil)
 	on, max := eff.Autopilot, eff.MaxTurns
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	if !on || st.disarmed {
 		st.mu.Unlock()
@@ -32,15 +33,16 @@ func (h *Engine) autopilotContinue(bufnr int) {
 }
 
 // autoCycle runs the next phase on autopilot's behalf and shows its message.
-func (h *Engine) autoCycle(bufnr int) { h.autoCycleAs(bufnr, true) }
+func (h *Engine) autoCycle(bufnr int) { h.session(bufnr).autoCycleAs(true) }
 
 // autoCycleAs runs the next phase in the background (autopilot's, or a
 // queued press of the user's) and shows its message.
-func (h *Engine) autoCycleAs(bufnr int, auto bool) {
+func (sess *session) autoCycleAs(auto bool) {
+	h := sess.h
 	if h.closingNow() {
 		return // a host that is stopping starts nothing new
 	}
-	res, err := h.cycle(bufnr, auto)
+	res, err := sess.cycle(auto)
 	if err != nil {
 		h.notify(err.Error(), levelError)
 		return

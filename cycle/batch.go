@@ -26,10 +26,10 @@ func (h *Engine) onSetStatusAll(bufnr, line int, status, msg string) (Reply, err
 	if st != buffer.StatusApproved && st != buffer.StatusRejected {
 		return reply("none", fmt.Sprintf("tool:%s-all: only approve and reject act on a whole message", status), levelError), nil
 	}
-	return h.withStep(bufnr, true, func() (Reply, error) {
+	return h.session(bufnr).withStep(true, func() (Reply, error) {
 		var ids []string
 		var where string
-		err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		err := h.session(bufnr).step(func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 			ids, where = nil, ""
 			uses, w := callsOfMessageAt(doc, line)
 			where = w

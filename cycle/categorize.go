@@ -17,7 +17,8 @@ import (
 
 // evalFrontmatter evaluates (cached) the buffer's frontmatter and remembers
 // the result for the approval chain.
-func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.Result {
+func (sess *session) evalFrontmatter(doc *buffer.Document) *frontmatter.Result {
+	h := sess.h
 	var src frontmatter.Source
 	if fm := doc.Frontmatter; fm != nil {
 		src = frontmatter.Source{Language: fm.Language, Code: fm.Code, StartLine: fm.StartLine}
@@ -32,7 +33,7 @@ func (h *Engine) evalFrontmatter(bufnr int, doc *buffer.Document) *frontmatter.R
 		setup.AutoApprove = list
 	}
 	res := h.fm.Evaluate(src, setup)
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	st.fm = res
 	st.mu.Unlock()
@@ -103,7 +104,8 @@ func statusFor(d approval.Decision) buffer.Status {
 	}
 }
 
-func (h *Engine) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result) approval.Call {
+func (sess *session) approvalCall(tu *buffer.ToolUse, fm *frontmatter.Result) approval.Call {
+	h, bufnr := sess.h, sess.bufnr
 	c := approval.Call{Tool: h.Registry.ApprovalName(tu.Name), ID: tu.ID, Input: tu.Input, Bufnr: bufnr}
 	if c.Input == nil {
 		c.Input = map[string]any{}
@@ -122,7 +124,7 @@ func (h *Engine) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Res
 	}
 	o := fm.Opts
 	c.Env.Exclusions = o.AutoApproveExclusions
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	c.Env.FrontmatterTrusted = st.trustOf().trusted
 	st.mu.Unlock()
@@ -186,27 +188,28 @@ func blockProblem(doc *buffer.Document) string {
 // categorize is phase 1: a placeholder for every tool use without a result,
 // its status from the approval chain (planCategorize). With nothing
 // pending, phase 2 follows at once.
-func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
+func (sess *session) categorize(s0 *Snapshot, doc0 *buffer.Document, auto bool) (Reply, error) {
+	h, bufnr := sess.h, sess.bufnr
 	var p categorizePlan
 	var diags []Diag
 	var uses []*buffer.ToolUse // the calls of the buffer, for pruneCalls
 	parsed := false            // uses is the buffer's (the step planned on it)
-	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+	err := sess.stepFrom(s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		uses, parsed = doc.ToolUses(), true
-		fm := h.evalFrontmatter(bufnr, doc)
-		diags = diagnostics(doc, fm, h.session(bufnr).notesCopy())
+		fm := sess.evalFrontmatter(doc)
+		diags = diagnostics(doc, fm, sess.notesCopy())
 		opts := ApplyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
 		var err error
-		if p, err = planCategorize(doc, s.Lines, h.categorizeFacts(bufnr, s, doc, fm)); err != nil {
+		if p, err = planCategorize(doc, s.Lines, sess.categorizeFacts(s, doc, fm)); err != nil {
 			return nil, opts, err
 		}
 		h.logAll(p.Log)
 		for id, o := range p.Outcomes {
 			if o.Decision == approval.RequireApproval && (o.Resolver == approval.ReadRootsResolver || o.Resolver == approval.ProtectedResolver) {
-				h.session(bufnr).note(id, "flemma: "+o.Rule) // why it asks, on its header (a diagnostic)
+				sess.note(id, "flemma: "+o.Rule) // why it asks, on its header (a diagnostic)
 			}
 		}
 		opts.Records, opts.CursorID, opts.after = p.Records, p.FirstPending, p.After
@@ -222,12 +225,12 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 		return p.Edits, opts, nil
 	})
 	if errors.Is(err, errBlocked) {
-		return h.blocked(bufnr, diags)
+		return sess.blocked(diags)
 	}
 	if err != nil {
 		return Reply{}, err
 	}
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	if st.outcomes == nil {
 		st.outcomes = map[string]approval.Outcome{}
@@ -256,7 +259,7 @@ func (h *Engine) categorize(bufnr int, s0 *Snapshot, doc0 *buffer.Document, auto
 	}
 	// Calls that could not run got their error results in this step: with
 	// autopilot off the press stops after execute, as when it writes them.
-	return h.executeFrom(bufnr, "", nil, nil, auto, len(p.Failed) > 0)
+	return sess.executeFrom("", nil, nil, auto, len(p.Failed) > 0)
 }
 
 // journalHeld tells about the calls of a categorize that the journal holds
@@ -293,16 +296,17 @@ func autopilotPaused(doc *buffer.Document, p categorizePlan) string {
 // categorizeFacts gathers what planCategorize needs: the chain's decision
 // on each call it decides, and for an approval the gates' inputs (the
 // journal, the ledger, the protected paths).
-func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *frontmatter.Result) categorizeFacts {
+func (sess *session) categorizeFacts(s *Snapshot, doc *buffer.Document, fm *frontmatter.Result) categorizeFacts {
+	h, bufnr := sess.h, sess.bufnr
 	f := categorizeFacts{Mode: h.mode(), Calls: map[string]chainCall{}, Fail: map[string]string{}}
 	key := journalKey(bufnr, s.Name)
-	eff := h.effective(bufnr, fm)
+	eff := sess.effective(fm)
 	// One budget for the frontmatter's approval function over the whole
 	// press: a file with 500 calls and a function that spins costs the
 	// budget, not 500 deadlines (issue 11, class 10). A call the function
 	// could not decide in time asks.
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
-	rules := h.pathRules(bufnr, fm, s.Cwd, s.Name) // the sandbox, built when a call writes or reads a path
+	rules := sess.pathRules(fm, s.Cwd, s.Name) // the sandbox, built when a call writes or reads a path
 	over := overCap(doc, eff.MaxCallsPerResponse)
 	for _, tu := range doc.Unresolved() {
 		if _, _, fixed := fixedStatus(doc, tu, f.Mode); fixed {
@@ -316,9 +320,9 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 			f.Fail[tu.ID] = why // its error result at once: no approval asked
 			continue
 		}
-		c := chainCall{Chain: h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm))}
+		c := chainCall{Chain: h.chain.Decide(ctx, sess.approvalCall(tu, fm))}
 		if c.Chain.Decision == approval.Approve {
-			c.Gate = h.gateFacts(bufnr, key, tu)
+			c.Gate = sess.gateFacts(key, tu)
 			// The sandbox answers only for an approval the other gates let
 			// through (it is built on the first such call).
 			h.pathGates(&c, tu, rules)
@@ -328,7 +332,7 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 		}
 		f.Calls[tu.ID] = c
 	}
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	f.Ledger = cloneLedger(st.trustOf().ledger)
 	st.mu.Unlock()
@@ -337,7 +341,8 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 
 // blocked publishes the diagnostics that stopped a step (no edit carried
 // them) and tells the user.
-func (h *Engine) blocked(bufnr int, diags []Diag) (Reply, error) {
+func (sess *session) blocked(diags []Diag) (Reply, error) {
+	h, bufnr := sess.h, sess.bufnr
 	if err := h.ed.SetDiagnostics(bufnr, diags); err != nil {
 		h.logf("publish diagnostics: %v", err)
 	}
@@ -351,14 +356,15 @@ func (h *Engine) blocked(bufnr int, diags []Diag) (Reply, error) {
 // typed or pasted, or changed since, did not), whether the user lets the
 // policy decide the file's calls, and the path it writes, if any.
 // Protected is left nil (categorizeFacts asks the sandbox).
-func (h *Engine) gateFacts(bufnr int, key string, tu *buffer.ToolUse) approval.Facts {
+func (sess *session) gateFacts(key string, tu *buffer.ToolUse) approval.Facts {
+	h := sess.h
 	f := approval.Facts{Writes: h.writesPath(tu)}
-	if c, p := h.history(bufnr, key, tu); p == pastInterrupted || p == pastElsewhere {
+	if c, p := sess.history(key, tu); p == pastInterrupted || p == pastElsewhere {
 		f.Interrupted = interruptedRule(c, p)
-		h.session(bufnr).note(tu.ID, "flemma: "+f.Interrupted)
+		sess.note(tu.ID, "flemma: "+f.Interrupted)
 	}
 	fileCalls := h.config().Tools.AutoApproveFileCalls
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	bt := st.trustOf()
 	f.Ran = bt.ledger.Ran(tu.ID)

@@ -603,7 +603,7 @@ func TestFrontmatterOptions(t *testing.T) {
 	if !strings.Contains(st.Text, "tools in this buffer: bash, calculator_async\n") {
 		t.Errorf("trusted frontmatter:\n%s", st.Text)
 	}
-	eff := env.h.effective(1, nil)
+	eff := env.h.session(1).effective(nil)
 	conc, turns := eff.MaxConcurrent, eff.MaxTurns
 	if conc != 1 || turns != 3 {
 		t.Errorf("max_concurrent %d, max_turns %d", conc, turns)

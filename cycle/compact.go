@@ -75,20 +75,20 @@ func compactNote(name, model string) string {
 // result is told when the summary is written.
 func (h *Engine) onCompact(bufnr int) (Reply, error) {
 	h.ensureMCP()
-	return h.withStep(bufnr, true, func() (Reply, error) {
-		s, err := h.snapshot(bufnr)
+	return h.session(bufnr).withStep(true, func() (Reply, error) {
+		s, err := h.session(bufnr).snapshot()
 		if err != nil {
 			return Reply{}, err
 		}
 		doc := parse(s.Lines)
-		fm := h.evalFrontmatter(bufnr, doc)
+		fm := h.session(bufnr).evalFrontmatter(doc)
 		if fm.Blocking() {
-			return h.blocked(bufnr, diagnostics(doc, fm, h.session(bufnr).notesCopy()))
+			return h.session(bufnr).blocked(diagnostics(doc, fm, h.session(bufnr).notesCopy()))
 		}
 		place := placeSummary(doc, s.Lines)
 		// The conversation to summarize: everything before the block.
 		before := parse(s.Lines[:place.At])
-		eff := h.effective(bufnr, fm)
+		eff := h.session(bufnr).effective(fm)
 		name, params, pcfg := h.request(eff)
 		system, msgs, err := provider.FromDocument(before, provider.Signer(name, pcfg.Wire))
 		if err != nil {
@@ -101,7 +101,7 @@ func (h *Engine) onCompact(bufnr int) (Reply, error) {
 			return reply("compact", "Nothing to compact: nothing was said since the last summary.", levelInfo), nil
 		}
 		if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.session(bufnr).hadAttachDiags() {
-			r, stop := h.attach(bufnr, before, fm, s, msgs, work)
+			r, stop := h.session(bufnr).attach(before, fm, s, msgs, work)
 			if stop {
 				st := h.session(bufnr)
 				st.mu.Lock()
@@ -136,7 +136,7 @@ func (h *Engine) onCompact(bufnr int) (Reply, error) {
 		st.move(evStream)
 		st.attachCompact = false
 		st.mu.Unlock()
-		h.setModifiable(bufnr, false) // locked from now, as during a response
+		h.session(bufnr).setModifiable(false) // locked from now, as during a response
 
 		sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines[:place.At], tail: append([]string{}, s.Lines[place.At:]...), tick: s.Tick, r: place.At, last: []string{}}
 		model := h.modelName(name, params.Model)
@@ -144,8 +144,8 @@ func (h *Engine) onCompact(bufnr int) (Reply, error) {
 			model: model, window: info.ContextWindow, whole: whole, messages: len(msgs)}
 		h.logf("compact: buffer %d, %s model=%q, %d messages (about %d tokens) summarized, the block at line %d", bufnr, name, model, len(msgs), whole, place.At+1)
 		h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
-		h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
-		h.background(bufnr, func() { job.run(ctx) })
+		h.session(bufnr).progress(Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
+		h.session(bufnr).spawn(func() { job.run(ctx) })
 		return reply("compact", "Compacting: the model is summarizing the conversation (<C-c> cancels).", levelInfo), nil
 	})
 }
@@ -215,7 +215,7 @@ func (c *compaction) run(ctx context.Context) {
 		progSent, progAt = prog, time.Now()
 		p := prog
 		p.ElapsedMS = time.Since(started).Milliseconds()
-		h.progress(bufnr, p)
+		h.session(bufnr).progress(p)
 	}
 	add := func(e provider.Event) {
 		switch e.Kind {
@@ -270,18 +270,18 @@ func (c *compaction) run(ctx context.Context) {
 	switch {
 	case writeErr != nil:
 		// The region could not be found again: nothing more is written.
-		h.setModifiable(bufnr, true)
+		h.session(bufnr).setModifiable(true)
 	case summaryAccepted:
 		err = sw.write(c.lines(text.String(), true), true, !written)
 	case written:
 		err = sw.write(nil, true, false) // the buffer as it was
 	default:
-		h.setModifiable(bufnr, true)
+		h.session(bufnr).setModifiable(true)
 	}
 	left := writeErr != nil && written // lines of the summary may be left in the buffer
 	if err != nil {
 		h.logf("compact: final write: %v", err)
-		h.setModifiable(bufnr, true)
+		h.session(bufnr).setModifiable(true)
 		left = written
 		if summaryAccepted {
 			why, summaryAccepted = "the buffer could not be written: "+err.Error(), false
@@ -300,7 +300,7 @@ func (c *compaction) run(ctx context.Context) {
 	}
 	st.mu.Unlock()
 	h.addUsage(usage, cost, costKnown)
-	h.progress(bufnr, Progress{Provider: c.prov.Name(), Model: c.req.Params.Model})
+	h.session(bufnr).progress(Progress{Provider: c.prov.Name(), Model: c.req.Params.Model})
 	end := RequestEvent{Bufnr: bufnr, Provider: c.prov.Name(), Model: c.req.Params.Model, Status: "ok",
 		StopReason: stop, Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
 	if costKnown {
@@ -346,13 +346,13 @@ func (c *compaction) done(summary string) string {
 // onEstimate is flemma.estimate: what the next send of the buffer would cost
 // of its model's context window.
 func (h *Engine) onEstimate(bufnr int) (Estimate, error) {
-	s, err := h.snapshot(bufnr)
+	s, err := h.session(bufnr).snapshot()
 	if err != nil {
 		return Estimate{}, err
 	}
 	doc := parse(s.Lines)
-	fm := h.evalFrontmatter(bufnr, doc)
-	return h.estimate(bufnr, doc, h.effective(bufnr, fm)), nil
+	fm := h.session(bufnr).evalFrontmatter(doc)
+	return h.estimate(bufnr, doc, h.session(bufnr).effective(fm)), nil
 }
 
 // estimate is Estimate for a parsed buffer and its options.

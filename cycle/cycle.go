@@ -21,14 +21,14 @@ func secs(f float64) time.Duration { return time.Duration(f * float64(time.Secon
 // Cycle runs the next phase of the cycle that applies (<C-]>): the
 // user's press, which resets the autopilot counter.
 func (h *Engine) Cycle(bufnr int) (Reply, error) {
-	return h.cycle(bufnr, false)
+	return h.session(bufnr).cycle(false)
 }
 
-func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
+func (sess *session) cycle(auto bool) (Reply, error) {
 	// The request this press may send, and the calls it categorizes, need
 	// every tool source ready: the MCP servers' tools (the first press
 	// starts them) and the async Lua sources (the step waits for them).
-	if r, ok := h.sourcesGate(bufnr, waitCycle, auto); !ok {
+	if r, ok := sess.sourcesGate(waitCycle, auto); !ok {
 		return r, nil
 	}
 	if !auto {
@@ -36,7 +36,7 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 		// runs when that step ends: one queued press per buffer, repeats
 		// coalesce. Presses while tools run or a response streams are
 		// answered at once.
-		st := h.session(bufnr)
+		st := sess
 		st.mu.Lock()
 		if st.phase == phaseStepping && len(st.running) == 0 {
 			st.queued = true
@@ -45,29 +45,29 @@ func (h *Engine) cycle(bufnr int, auto bool) (Reply, error) {
 		}
 		st.mu.Unlock()
 	}
-	return h.withStep(bufnr, true, func() (Reply, error) {
+	return sess.withStep(true, func() (Reply, error) {
 		if !auto {
 			// Only a press that is going to act resets autopilot.
-			st := h.session(bufnr)
+			st := sess
 			st.mu.Lock()
 			st.turns, st.disarmed = 0, false
 			st.mu.Unlock()
 		}
-		s, err := h.snapshot(bufnr)
+		s, err := sess.snapshot()
 		if err != nil {
 			return Reply{}, err
 		}
-		doc := h.parse(bufnr, s)
-		h.prune(bufnr, s.Tick, doc)
-		if got := h.recoverResults(bufnr, s, doc); len(got) > 0 {
+		doc := sess.parse(s)
+		sess.prune(s.Tick, doc)
+		if got := sess.recoverResults(s, doc); len(got) > 0 {
 			// Results recorded by the journal but lost from the buffer: written
 			// back, not run again. This press stops here, so the user sees them.
 			return reply("recovered", fmt.Sprintf("Recovered the result(s) of %s from the crash-recovery journal (they were not run again). Press <C-]> to go on.", strings.Join(got, ", ")), levelInfo), nil
 		}
 		if len(doc.Unresolved()) > 0 {
-			return h.categorize(bufnr, s, doc, auto)
+			return sess.categorize(s, doc, auto)
 		}
-		return h.executeFrom(bufnr, "", s, doc, auto, false)
+		return sess.executeFrom("", s, doc, auto, false)
 	})
 }
 

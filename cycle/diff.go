@@ -54,12 +54,13 @@ func (h *Engine) reviewable(name string) bool {
 // propose computes what a pending write/edit would leave in its file, by
 // the tool's own steps and under the sandbox the call would run in (a
 // deny_read file is refused before it is opened).
-func (h *Engine) propose(bufnr int, tu *buffer.ToolUse, s *Snapshot) (builtin.Proposal, error) {
-	st := h.session(bufnr)
+func (sess *session) propose(tu *buffer.ToolUse, s *Snapshot) (builtin.Proposal, error) {
+	h, bufnr := sess.h, sess.bufnr
+	st := sess
 	st.mu.Lock()
 	var fm = st.fm
 	st.mu.Unlock()
-	env, err := h.callEnv(bufnr, fm, s.Cwd, s.Name, false)
+	env, err := sess.callEnv(fm, s.Cwd, s.Name, false)
 	if err != nil {
 		return builtin.Proposal{}, err
 	}
@@ -104,11 +105,12 @@ func (h *Engine) proposeLua(call tools.Call, fm *frontmatter.Result, input map[s
 
 // diffLines are the virtual lines of a pending write/edit's diff preview
 // (nil for any other call).
-func (h *Engine) diffLines(bufnr int, tu *buffer.ToolUse, s *Snapshot) []MarkLine {
+func (sess *session) diffLines(tu *buffer.ToolUse, s *Snapshot) []MarkLine {
+	h := sess.h
 	if !h.proposes(tu.Name) {
 		return nil
 	}
-	p, err := h.propose(bufnr, tu, s)
+	p, err := sess.propose(tu, s)
 	if err != nil {
 		e := preview.DiffPreview([]preview.DiffLine{{Kind: '@', Text: "✗ " + err.Error()}}, s.Width, 1, preview.Options{AmbiguousWide: s.Ambiwidth == "double"})
 		return []MarkLine{{Text: e[0].Text, HL: hlDiffError}}
@@ -182,7 +184,7 @@ type DiffReply struct {
 // the write/edit under the cursor, for a pending or approved call that has
 // not run.
 func (h *Engine) onDiffAt(bufnr, line int) (DiffReply, error) {
-	s, err := h.snapshot(bufnr)
+	s, err := h.session(bufnr).snapshot()
 	if err != nil {
 		return DiffReply{}, err
 	}
@@ -203,7 +205,7 @@ func (h *Engine) onDiffAt(bufnr, line int) (DiffReply, error) {
 	if r := doc.Result(tu.ID); r == nil || r.Status == "" || r.Content != "" || (r.Status != buffer.StatusPending && r.Status != buffer.StatusApproved) {
 		return DiffReply{Reply: reply("none", fmt.Sprintf("%s (%s) is not waiting to run: nothing to review.", tu.Name, tu.ID), levelInfo)}, nil
 	}
-	p, err := h.propose(bufnr, tu, s)
+	p, err := h.session(bufnr).propose(tu, s)
 	if err != nil {
 		return DiffReply{Reply: reply("none", fmt.Sprintf("No diff for %s (%s): %v", tu.Name, tu.ID, err), levelWarn)}, nil
 	}
@@ -276,9 +278,9 @@ func countOverlapping(s, sub string) int {
 // approved by the user, in one step. Its result will say the user
 // modified the change. The same version as proposed is a plain approval.
 func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
-	return h.withStep(bufnr, true, func() (Reply, error) {
+	return h.session(bufnr).withStep(true, func() (Reply, error) {
 		modified := false
-		err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		err := h.session(bufnr).step(func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 			tu, r := doc.Use(id), doc.Result(id)
 			if tu == nil || !h.proposes(tu.Name) {
 				return nil, ApplyOpts{}, fmt.Errorf("the write/edit call %s is no longer in the buffer", id)
@@ -286,7 +288,7 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 			if r == nil || r.Content != "" || (r.Status != buffer.StatusPending && r.Status != buffer.StatusApproved) {
 				return nil, ApplyOpts{}, fmt.Errorf("%s (%s) is no longer waiting to run", tu.Name, id)
 			}
-			p, err := h.propose(bufnr, tu, s)
+			p, err := h.session(bufnr).propose(tu, s)
 			if err != nil {
 				return nil, ApplyOpts{}, err
 			}
@@ -303,7 +305,7 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 					input[k] = v
 				}
 				if t, _ := h.Registry.Get(tu.Name); t != nil && isLua(t) {
-					if input, err = h.reviewLua(bufnr, tu, s, p, reviewed); err != nil {
+					if input, err = h.session(bufnr).reviewLua(tu, s, p, reviewed); err != nil {
 						return nil, ApplyOpts{}, err
 					}
 				} else if tu.Name == "write" {
@@ -358,7 +360,8 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 // reviewLua asks a Lua tool's review function for the input that writes
 // the user's version, and checks it does: its diff function, given that
 // input, must name the same file and give that content.
-func (h *Engine) reviewLua(bufnr int, tu *buffer.ToolUse, s *Snapshot, p builtin.Proposal, reviewed string) (map[string]any, error) {
+func (sess *session) reviewLua(tu *buffer.ToolUse, s *Snapshot, p builtin.Proposal, reviewed string) (map[string]any, error) {
+	h := sess.h
 	if !h.reviewable(tu.Name) {
 		return nil, fmt.Errorf("%s takes no reviewed version (it has no review function): approve or reject it as proposed", tu.Name)
 	}
@@ -372,7 +375,7 @@ func (h *Engine) reviewLua(bufnr int, tu *buffer.ToolUse, s *Snapshot, p builtin
 	}
 	check := *tu
 	check.Input = r.Input
-	q, err := h.propose(bufnr, &check, s)
+	q, err := sess.propose(&check, s)
 	if err != nil {
 		return nil, fmt.Errorf("the input from the review function of %s has no diff: %v", tu.Name, err)
 	}
@@ -394,8 +397,8 @@ const reviewedNote = "Note: the user reviewed this change and modified it before
 // onSetStatusID is SetStatus for a call named by its id (from a diff view,
 // away from the chat buffer's cursor).
 func (h *Engine) onSetStatusID(bufnr int, id, status, msg string) (Reply, error) {
-	return h.withStep(bufnr, true, func() (Reply, error) {
-		if err := h.setStatus(bufnr, id, buffer.Status(status), msg); err != nil {
+	return h.session(bufnr).withStep(true, func() (Reply, error) {
+		if err := h.session(bufnr).setStatus(id, buffer.Status(status), msg); err != nil {
 			return reply("none", err.Error(), levelError), nil
 		}
 		return reply("status", "", 0), nil

@@ -32,25 +32,26 @@ type job struct {
 
 // execute is phase 2: every placeholder is handled by its status. only, when
 // set, restricts it to one tool id (<M-CR>).
-func (h *Engine) execute(bufnr int, only string) (Reply, error) {
-	return h.executeFrom(bufnr, only, nil, nil, false, false)
+func (sess *session) execute(only string) (Reply, error) {
+	return sess.executeFrom(only, nil, nil, false, false)
 }
 
 // wrote: the step before (categorize) already wrote results.
-func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.Document, auto, wrote bool) (Reply, error) {
+func (sess *session) executeFrom(only string, s0 *Snapshot, doc0 *buffer.Document, auto, wrote bool) (Reply, error) {
+	h := sess.h
 	var p executePlan
 	var diags []Diag
-	err := h.stepFrom(bufnr, s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
-		fm := h.evalFrontmatter(bufnr, doc)
-		diags = diagnostics(doc, fm, h.session(bufnr).notesCopy())
+	err := sess.stepFrom(s0, doc0, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		fm := sess.evalFrontmatter(doc)
+		diags = diagnostics(doc, fm, sess.notesCopy())
 		opts := ApplyOpts{Diagnostics: diags, UndoBreak: true, fm: fm}
 		if fm.Blocking() {
 			return nil, opts, errBlocked
 		}
-		p = planExecute(doc, s.Lines, h.executeFacts(bufnr, s, doc, fm, only), only)
+		p = planExecute(doc, s.Lines, sess.executeFacts(s, doc, fm, only), only)
 		h.logAll(p.Log)
 		for id, n := range p.Notes {
-			h.session(bufnr).note(id, n) // before the write: its diagnostics show them
+			sess.note(id, n) // before the write: its diagnostics show them
 		}
 		opts.Records = p.Records
 		if len(p.Jobs) > 0 {
@@ -58,7 +59,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 			opts.Modifiable = &locked
 		} else {
 			opts.CursorID = p.FirstPending
-			if h.session(bufnr).runningCount() == 0 {
+			if sess.runningCount() == 0 {
 				// Nothing runs: the buffer is the user's again (categorize
 				// may have locked it for calls that did not start).
 				unlocked := true
@@ -68,7 +69,7 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 		return p.Edits, opts, nil
 	})
 	if errors.Is(err, errBlocked) {
-		return h.blocked(bufnr, diags)
+		return sess.blocked(diags)
 	}
 	if err != nil {
 		return Reply{}, err
@@ -77,32 +78,33 @@ func (h *Engine) executeFrom(bufnr int, only string, s0 *Snapshot, doc0 *buffer.
 		// One call run by the user (<M-CR>, tool:resume) goes on like a press:
 		// with autopilot on, the cycle continues once it is done (issue 27
 		// item 8; the Lua Flemma re-arms a paused autopilot the same way).
-		h.startJobs(bufnr, p.Jobs, true)
+		sess.startJobs(p.Jobs, true)
 	}
 	if r, final := p.reply(only); final {
 		return r, nil
 	}
-	if (len(p.Edits) > 0 || wrote) && !auto && !h.effective(bufnr, nil).Autopilot {
+	if (len(p.Edits) > 0 || wrote) && !auto && !sess.effective(nil).Autopilot {
 		// The results are in: the user may want to add a word before the
 		// conversation goes on (phase 3 is the next press).
 		return reply("resolved", "All tool calls have results. Press <C-]> again to send.", levelInfo), nil
 	}
-	return h.startSend(bufnr, auto)
+	return sess.startSend(auto)
 }
 
 // executeFacts gathers what planExecute needs: the buffer's options, the
 // calls running now, the ledger, and what the journal knows of each
 // approved placeholder still empty.
-func (h *Engine) executeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *frontmatter.Result, only string) executeFacts {
+func (sess *session) executeFacts(s *Snapshot, doc *buffer.Document, fm *frontmatter.Result, only string) executeFacts {
+	h, bufnr := sess.h, sess.bufnr
 	f := executeFacts{Mode: h.mode(), Running: map[string]bool{}, Off: map[string]bool{}, Held: map[string]journalHold{}}
-	eff := h.effective(bufnr, fm)
-	h.logRefused(bufnr, eff)
+	eff := sess.effective(fm)
+	sess.logRefused(eff)
 	for _, tu := range doc.ToolUses() {
 		if _, known := h.Registry.Get(tu.Name); known && !eff.HasTool(tu.Name) {
 			f.Off[tu.Name] = true
 		}
 	}
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	for id := range st.running {
 		f.Running[id] = true
@@ -116,7 +118,7 @@ func (h *Engine) executeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *
 		if r == nil || r.Status != buffer.StatusApproved || r.Content != "" || only != "" && tu.ID != only || f.Running[tu.ID] {
 			continue
 		}
-		if c, p := h.history(bufnr, key, tu); p == pastInterrupted || p == pastElsewhere {
+		if c, p := sess.history(key, tu); p == pastInterrupted || p == pastElsewhere {
 			f.Held[tu.ID] = journalHold{Elsewhere: p == pastElsewhere, Rule: interruptedRule(c, p)}
 		}
 	}
@@ -125,10 +127,11 @@ func (h *Engine) executeFacts(bufnr int, s *Snapshot, doc *buffer.Document, fm *
 
 // startJobs runs approved tools in the background, at most max_concurrent
 // at a time, with the buffer locked until the last one finishes.
-func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
-	eff := h.effective(bufnr, nil)
+func (sess *session) startJobs(jobs []job, continueCycle bool) {
+	h, bufnr := sess.h, sess.bufnr
+	eff := sess.effective(nil)
 	limit, cursorMode := eff.MaxConcurrent, eff.CursorAfterResult
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	ctxs := make([]context.Context, len(jobs))
 	for i, j := range jobs {
@@ -147,7 +150,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		h.notify(fmt.Sprintf("%d calls, %d at a time (tools.max_concurrent): %d queued.", n, limit, n-limit), levelInfo)
 	}
 
-	h.background(bufnr, func() {
+	sess.spawn(func() {
 		sem := make(chan struct{}, limit)
 		var wg sync.WaitGroup
 		stop := make(chan struct{})
@@ -157,7 +160,7 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 			for {
 				select {
 				case <-t.C:
-					h.refreshMarks(bufnr)
+					sess.refreshMarks()
 				case <-stop:
 					return
 				}
@@ -180,11 +183,11 @@ func (h *Engine) startJobs(bufnr int, jobs []job, continueCycle bool) {
 		remaining := len(st.running)
 		st.mu.Unlock()
 		if remaining == 0 {
-			h.setModifiable(bufnr, true)
+			sess.setModifiable(true)
 		}
 		// Decided now, not at the start: <C-c> or :Flemma autopilot may have
 		// changed it while the tools ran.
-		autopilot := h.effective(bufnr, nil).Autopilot
+		autopilot := sess.effective(nil).Autopilot
 		st.mu.Lock()
 		disarmed := st.disarmed
 		st.jobsPending--
@@ -216,13 +219,13 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	// the call runs (a host that goes then leaves it shown interrupted).
 	info := ToolEvent{Bufnr: bufnr, ToolName: j.name, ToolID: j.id, Status: "executing"}
 	h.event("FlemmaToolExecuting", info)
-	h.refreshMarks(bufnr)
-	s, err := h.snapshot(bufnr)
+	h.session(bufnr).refreshMarks()
+	s, err := h.session(bufnr).snapshot()
 	call := tools.Call{ID: j.id, Tool: j.name, Bufnr: bufnr}
 	if err != nil {
 		// Without the buffer there is no sandbox to build: do not run.
 		h.logf("tool %s (%s): %v", j.name, j.id, err)
-		h.writeFailure(bufnr, j.id, "The call could not start: the buffer could not be read.")
+		h.session(bufnr).writeFailure(j.id, "The call could not start: the buffer could not be read.")
 		return
 	}
 	{
@@ -231,12 +234,12 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 		st.mu.Lock()
 		fm = st.fm
 		st.mu.Unlock()
-		if env, err := h.callEnv(bufnr, fm, s.Cwd, s.Name, !j.byUser); err == nil {
+		if env, err := h.session(bufnr).callEnv(fm, s.Cwd, s.Name, !j.byUser); err == nil {
 			call.Env = env
 		} else {
 			// A sandbox that cannot be built must not mean "no sandbox".
 			h.logf("tool %s (%s): sandbox: %v", j.name, j.id, err)
-			h.writeFailure(bufnr, j.id, "The sandbox could not be set up: "+err.Error())
+			h.session(bufnr).writeFailure(j.id, "The sandbox could not be set up: "+err.Error())
 			return
 		}
 	}
@@ -247,12 +250,12 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	// Known to have started before it starts: a restarted host or a
 	// reloaded buffer must not run it again silently.
 	ran.Ran = true
-	if err := h.record(bufnr, ran); err != nil {
+	if err := h.session(bufnr).record(ran); err != nil {
 		h.logf("tool %s (%s): %v; not started", j.name, j.id, err)
-		h.writeFailure(bufnr, j.id, "The call could not start: flemma could not record it.")
+		h.session(bufnr).writeFailure(j.id, "The call could not start: flemma could not record it.")
 		return
 	}
-	jid := h.journalStart(bufnr, s.Name, j)
+	jid := h.session(bufnr).journalStart(s.Name, j)
 	// A tool chain's steps need to know whether the user approved it.
 	res := h.exec.Run(context.WithValue(ctx, chainRunKey{}, chainRunInfo{byUser: j.byUser}), call, j.input)
 	st.mu.Lock()
@@ -275,7 +278,7 @@ func (h *Engine) runOne(ctx context.Context, bufnr int, j job, cursorMode string
 	}
 	st.ran[j.id] = ranCall{duration: res.Duration, isError: res.IsError, kind: res.Kind}
 	st.mu.Unlock()
-	err = h.writeResult(bufnr, j.id, res, cursorMode)
+	err = h.session(bufnr).writeResult(j.id, res, cursorMode)
 	status := "success"
 	if res.IsError {
 		status = "error"
@@ -320,11 +323,11 @@ var errBlockChanged = errors.New("its block was changed while it ran")
 // never dropped: when its block was removed or changed while the call ran
 // (a status edit, text typed in), the result is kept for <M-CR> instead of
 // overwriting the user's text, and the call is not run again.
-func (h *Engine) writeResult(bufnr int, id string, res tools.Result, cursorMode string) error {
-	mu := h.session(bufnr).writeLock()
+func (sess *session) writeResult(id string, res tools.Result, cursorMode string) error {
+	mu := sess.writeLock()
 	mu.Lock()
 	defer mu.Unlock()
-	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+	err := sess.step(func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		r := doc.Result(id)
 		switch {
 		case r == nil:
@@ -340,13 +343,13 @@ func (h *Engine) writeResult(bufnr int, id string, res tools.Result, cursorMode 
 		// unlocks it in the same write, so text the user sees appear can
 		// be typed after at once (the step's own unlock comes a moment
 		// later, after its bookkeeping).
-		modifiable := h.session(bufnr).runningCount() <= 1
+		modifiable := sess.runningCount() <= 1
 		opts := ApplyOpts{Join: true, Modifiable: &modifiable}
 		if cursorMode != "stay" {
 			opts.CursorID = id
 			opts.CursorAtEnd = cursorMode == "next"
 		}
-		st := h.session(bufnr)
+		st := sess
 		st.mu.Lock()
 		wrote := st.trustOf().ledger.Get(id)
 		st.mu.Unlock()
@@ -355,7 +358,7 @@ func (h *Engine) writeResult(bufnr int, id string, res tools.Result, cursorMode 
 		return []buffer.Edit{e}, opts, nil
 	})
 	if err != nil {
-		st := h.session(bufnr)
+		st := sess
 		st.mu.Lock()
 		if st.kept == nil {
 			st.kept = map[string]tools.Result{}
@@ -390,9 +393,10 @@ func (st *session) writeLock() *sync.Mutex {
 }
 
 // writeFailure writes an error result for a call that could not start.
-func (h *Engine) writeFailure(bufnr int, id, msg string) {
-	h.session(bufnr).markEnded(id)
-	err := h.step(bufnr, func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+func (sess *session) writeFailure(id, msg string) {
+	h := sess.h
+	sess.markEnded(id)
+	err := sess.step(func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		if doc.Result(id) == nil {
 			return nil, ApplyOpts{}, fmt.Errorf("result block of %s not found", id)
 		}

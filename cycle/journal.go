@@ -132,7 +132,8 @@ const (
 )
 
 // history looks up the latest run of u in the buffer key.
-func (h *Engine) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call, past) {
+func (sess *session) history(key string, u *buffer.ToolUse) (journal.Call, past) {
+	h := sess.h
 	j := h.journal()
 	if j == nil {
 		return journal.Call{}, pastNone
@@ -142,19 +143,19 @@ func (h *Engine) history(bufnr int, key string, u *buffer.ToolUse) (journal.Call
 		h.journalFailed("look up "+u.ID, err)
 		return journal.Call{}, pastNone
 	}
-	return h.pastOf(bufnr, u, c, ok)
+	return sess.pastOf(u, c, ok)
 }
 
 // pastOf is history for a call whose latest journaled run is c (ok false:
 // none).
-func (h *Engine) pastOf(bufnr int, u *buffer.ToolUse, c journal.Call, ok bool) (journal.Call, past) {
+func (sess *session) pastOf(u *buffer.ToolUse, c journal.Call, ok bool) (journal.Call, past) {
 	if !ok || c.InputHash != trust.CallHash(u) || c.Resolution != "" {
 		return c, pastNone
 	}
 	if c.Finished() {
 		return c, pastFinished
 	}
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	runningHere := st.running[u.ID] != nil
 	st.mu.Unlock()
@@ -193,7 +194,8 @@ func interruptedRule(c journal.Call, p past) string {
 // recordDecisions appends the decisions of a step to the audit log in one
 // commit, each with the call's arguments and, for a rejection, its reason
 // as the block says it in doc (the text the step leaves), redacted.
-func (h *Engine) recordDecisions(bufnr int, key string, doc *buffer.Document, recs []WireRecord) {
+func (sess *session) recordDecisions(key string, doc *buffer.Document, recs []WireRecord) {
+	h := sess.h
 	j := h.journal()
 	if j == nil || len(recs) == 0 {
 		return
@@ -224,7 +226,7 @@ func (h *Engine) recordDecisions(bufnr int, key string, doc *buffer.Document, re
 	done := make(chan struct{})
 	h.decisions = done
 	h.mu.Unlock()
-	h.background(bufnr, func() {
+	sess.spawn(func() {
 		defer close(done)
 		if prev != nil {
 			<-prev
@@ -238,7 +240,8 @@ func (h *Engine) recordDecisions(bufnr int, key string, doc *buffer.Document, re
 
 // journalStart records that a call starts; the row is durable when it
 // returns. A journal that fails is noted and the call runs on.
-func (h *Engine) journalStart(bufnr int, name string, j job) journal.ID {
+func (sess *session) journalStart(name string, j job) journal.ID {
+	h, bufnr := sess.h, sess.bufnr
 	jr := h.journal()
 	if jr == nil {
 		return 0
@@ -282,12 +285,13 @@ func (h *Engine) auditRedactor() func(string) string {
 // auditUser records in the audit log what the user did to call id
 // without a status of its own (a result given with :Flemma tool:result or
 // tool:error), with the call's arguments and detail, redacted.
-func (h *Engine) auditUser(bufnr int, id, decision, detail string) {
+func (sess *session) auditUser(id, decision, detail string) {
+	h, bufnr := sess.h, sess.bufnr
 	j := h.journal()
 	if j == nil {
 		return
 	}
-	s, err := h.snapshot(bufnr)
+	s, err := sess.snapshot()
 	if err != nil {
 		h.logf("audit %s of %s: %v", decision, id, err)
 		return
@@ -359,7 +363,7 @@ func (h *Engine) onJournalLog(bufnr int, asJSON bool) (Reply, error) {
 		h.mu.Unlock()
 		return text(fmt.Sprintf("no journal (%v)", why)), nil
 	}
-	s, err := h.snapshot(bufnr)
+	s, err := h.session(bufnr).snapshot()
 	if err != nil {
 		return Reply{}, err
 	}

@@ -23,9 +23,10 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 // running indicator on the header of each executing call. They are always
 // computed from the text they will be placed on, and replace the previous
 // set, so they are never duplicated or stale.
-func (h *Engine) marks(bufnr int, s *Snapshot, doc *buffer.Document) []Mark {
+func (sess *session) marks(s *Snapshot, doc *buffer.Document) []Mark {
+	h := sess.h
 	out := []Mark{}
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	var started map[string]time.Time
 	var running map[string]bool
@@ -56,10 +57,10 @@ func (h *Engine) marks(bufnr int, s *Snapshot, doc *buffer.Document) []Mark {
 		}
 		if (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && r.Content == "" && r.FenceLine > 0 {
 			if eff == nil {
-				e := h.effective(bufnr, nil)
+				e := sess.effective(nil)
 				eff = &e
 			}
-			out = append(out, Mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s, h.timeoutNote(tu, *eff)), HL: hlPreview, Lines: h.diffLines(bufnr, tu, s)})
+			out = append(out, Mark{Line: r.FenceLine - 1, Kind: "preview", Text: h.previewText(tu, s, h.timeoutNote(tu, *eff)), HL: hlPreview, Lines: sess.diffLines(tu, s)})
 		}
 	}
 	return out
@@ -112,8 +113,9 @@ func (h *Engine) previewText(tu *buffer.ToolUse, s *Snapshot, note string) strin
 
 // refreshMarks recomputes the extmarks of a buffer (after a resize, an edit
 // by the user, or a tick of a running tool's timer).
-func (h *Engine) refreshMarks(bufnr int) {
-	err := h.step(bufnr, func(*Snapshot, *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+func (sess *session) refreshMarks() {
+	h, bufnr := sess.h, sess.bufnr
+	err := sess.step(func(*Snapshot, *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 		return nil, ApplyOpts{}, nil
 	})
 	if err != nil {
@@ -158,6 +160,6 @@ func (h *Engine) onRefresh(bufnr int) {
 		h.refresh.mu.Lock()
 		delete(h.refresh.pending, bufnr)
 		h.refresh.mu.Unlock()
-		h.refreshMarks(bufnr)
+		h.session(bufnr).refreshMarks()
 	})
 }

@@ -164,7 +164,7 @@ func TestSwitchModelNames(t *testing.T) {
 	// A refused switch changes nothing.
 	env.h.onSwitch("openai gpt-4o")
 	env.h.onSwitch("anthropic claude-sonet-4-6")
-	if e := env.h.effective(1, nil); e.Provider != "openai" || e.Model != "gpt-4o" {
+	if e := env.h.session(1).effective(nil); e.Provider != "openai" || e.Model != "gpt-4o" {
 		t.Errorf("after a refused switch: %s %s", e.Provider, e.Model)
 	}
 }

@@ -41,12 +41,12 @@ type Snapshot struct {
 // parse returns the Document of the snapshot's lines, parsed once: only
 // the messages below the lines it shares with the host's mirror are
 // parsed again (buffer.ParseFrom). The mirror keeps it for the next read.
-func (h *Engine) parse(bufnr int, s *Snapshot) *buffer.Document {
+func (sess *session) parse(s *Snapshot) *buffer.Document {
 	if s.doc != nil {
 		return s.doc
 	}
 	s.doc = buffer.ParseFrom(s.base, s.Lines, s.same)
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	if st.mirror != nil && st.mirror.tick == s.Tick && sameLines(st.mirror.lines, s.Lines) {
 		st.mirror = &mirror{tick: s.Tick, lines: s.Lines, doc: s.doc}
@@ -148,9 +148,10 @@ func (h *Engine) remember(bufnr, tick int, lines []string, doc *buffer.Document)
 
 // snapshot reads a buffer. When the host's mirror is current as of the
 // tracker's base, Neovim sends only the changed window.
-func (h *Engine) snapshot(bufnr int) (*Snapshot, error) {
+func (sess *session) snapshot() (*Snapshot, error) {
+	h, bufnr := sess.h, sess.bufnr
 	var m *mirror
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	m = st.mirror
 	st.mu.Unlock()
@@ -166,7 +167,7 @@ func (h *Engine) snapshot(bufnr int) (*Snapshot, error) {
 		if !s.Valid {
 			return nil, fmt.Errorf("buffer %d is no longer valid", bufnr)
 		}
-		st := h.session(bufnr)
+		st := sess
 		st.mu.Lock()
 		st.linesRead += len(s.Lines)
 		st.mu.Unlock()
@@ -190,7 +191,7 @@ func (h *Engine) snapshot(bufnr int) (*Snapshot, error) {
 			s.base, s.same = m.doc, commonPrefix(m.lines, s.Lines)
 		}
 		h.remember(bufnr, s.Tick, s.Lines, nil)
-		if err := h.syncTrust(bufnr, &s); err != nil {
+		if err := sess.syncTrust(&s); err != nil {
 			return nil, err
 		}
 		return &s, nil
@@ -222,20 +223,21 @@ func (h *Engine) apply(bufnr, tick int, edits []buffer.Edit, opts ApplyOpts) (Ap
 // step reads, parses, plans and applies one atomic edit, retrying from a
 // fresh read when the user changed the buffer in between. plan returns the
 // edits and options (no edits: only the extmarks and options are sent).
-func (h *Engine) step(bufnr int, plan func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error)) error {
-	return h.stepFrom(bufnr, nil, nil, plan)
+func (sess *session) step(plan func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error)) error {
+	return sess.stepFrom(nil, nil, plan)
 }
 
 // stepFrom is step whose first attempt uses a snapshot (and its parse) the
 // caller already has.
-func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error)) error {
+func (sess *session) stepFrom(s *Snapshot, doc *buffer.Document, plan func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error)) error {
+	h, bufnr := sess.h, sess.bufnr
 	for attempt := 0; attempt < 8; attempt++ {
 		if s == nil || attempt > 0 {
 			var err error
-			if s, err = h.snapshot(bufnr); err != nil {
+			if s, err = sess.snapshot(); err != nil {
 				return err
 			}
-			doc = h.parse(bufnr, s)
+			doc = sess.parse(s)
 		}
 		edits, opts, err := plan(s, doc)
 		if err != nil {
@@ -255,7 +257,7 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 		}
 		if opts.Diagnostics != nil && len(edits) > 0 {
 			// Placed on the lines they will be on once the edits are in.
-			opts.Diagnostics = diagnostics(after, opts.fm, h.session(bufnr).notesCopy())
+			opts.Diagnostics = diagnostics(after, opts.fm, sess.notesCopy())
 		}
 		if opts.CursorID != "" {
 			if r := after.Result(opts.CursorID); r != nil {
@@ -265,7 +267,7 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 				}
 			}
 		}
-		opts.Marks = h.marks(bufnr, s, after)
+		opts.Marks = sess.marks(s, after)
 		res, err := h.apply(bufnr, s.Tick, edits, opts)
 		if err != nil {
 			return err
@@ -274,8 +276,8 @@ func (h *Engine) stepFrom(bufnr int, s *Snapshot, doc *buffer.Document, plan fun
 			if len(edits) > 0 {
 				h.remember(bufnr, res.Tick, afterLines, after)
 			}
-			h.commit(bufnr, opts.Records, res.Tick, res.Seq)
-			h.recordDecisions(bufnr, journalKey(bufnr, s.Name), after, opts.Records)
+			sess.commit(opts.Records, res.Tick, res.Seq)
+			sess.recordDecisions(journalKey(bufnr, s.Name), after, opts.Records)
 			return nil
 		}
 		h.logf("buffer %d changed during a step (tick %d → %d); re-reading", bufnr, s.Tick, res.Tick)
@@ -296,7 +298,8 @@ func (h *Engine) event(pattern string, data any) {
 	}
 }
 
-func (h *Engine) setModifiable(bufnr int, on bool) {
+func (sess *session) setModifiable(on bool) {
+	h, bufnr := sess.h, sess.bufnr
 	if err := h.ed.SetModifiable(bufnr, on); err != nil {
 		h.logf("set modifiable: %v", err)
 	}

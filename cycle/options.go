@@ -10,9 +10,10 @@ import (
 // can only narrow unless the user trusts the buffer). fm nil: the latest
 // evaluated frontmatter of the buffer. Call without h.mu held: the
 // registry's answer (which may look for programs) is taken first.
-func (h *Engine) effective(bufnr int, fm *frontmatter.Result) options.Effective {
+func (sess *session) effective(fm *frontmatter.Result) options.Effective {
+	h := sess.h
 	usable := h.usableTools()
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	if fm == nil {
 		fm = st.fm
@@ -30,7 +31,8 @@ func (h *Engine) effective(bufnr int, fm *frontmatter.Result) options.Effective 
 
 // logRefused notes, where the selection is acted on (execute, send), the
 // tools an untrusted frontmatter selected and setup leaves disabled.
-func (h *Engine) logRefused(bufnr int, e options.Effective) {
+func (sess *session) logRefused(e options.Effective) {
+	h, bufnr := sess.h, sess.bufnr
 	for _, n := range e.Refused {
 		h.logf("buffer %d: flemma.opt.tools selects %s, which setup leaves disabled; an untrusted file cannot enable it", bufnr, n)
 	}

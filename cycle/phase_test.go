@@ -61,7 +61,7 @@ func TestPhaseRuns(t *testing.T) {
 		{":Flemma send", []event{evStream, evStreamEnds, evStreamDone}, phaseIdle},
 		{"compact in its step", []event{evTake, evStream, evRelease}, phaseStreaming},
 	} {
-		st := newSession(1)
+		st := newSession(nil, 1)
 		for _, e := range tc.events {
 			if !st.move(e) {
 				t.Fatalf("%s: %s refused in %s", tc.name, e, st.phase)
@@ -72,7 +72,7 @@ func TestPhaseRuns(t *testing.T) {
 		}
 	}
 	// Refused: a second step, a release nobody holds, two responses.
-	st := newSession(1)
+	st := newSession(nil, 1)
 	st.move(evTake)
 	if st.move(evTake) || st.phase != phaseStepping {
 		t.Errorf("a second take was allowed: %s", st.phase)

@@ -41,7 +41,8 @@ type pathRules struct {
 	desc  string   // the roots, for the user
 }
 
-func (h *Engine) pathRules(bufnr int, fm *frontmatter.Result, cwd, name string) *pathRules {
+func (sess *session) pathRules(fm *frontmatter.Result, cwd, name string) *pathRules {
+	h, bufnr := sess.h, sess.bufnr
 	return &pathRules{h: h, bufnr: bufnr, fm: fm, cwd: cwd, name: name}
 }
 
@@ -50,7 +51,7 @@ func (r *pathRules) build() {
 		return
 	}
 	r.built = true
-	if r.sb, r.err = r.h.sandbox(r.bufnr, r.fm, r.cwd, r.name); r.err != nil {
+	if r.sb, r.err = r.h.session(r.bufnr).sandbox(r.fm, r.cwd, r.name); r.err != nil {
 		return
 	}
 	if !r.sb.Enabled() {

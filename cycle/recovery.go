@@ -19,7 +19,8 @@ import (
 // before anything else of a press, and returns their ids. It leaves alone a
 // result this session wrote (the user removed it: undo, an edit), a block
 // holding the user's text or decision, and a result kept for <M-CR>.
-func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []string {
+func (sess *session) recoverResults(s *Snapshot, doc *buffer.Document) []string {
+	h, bufnr := sess.h, sess.bufnr
 	j := h.journal()
 	if j == nil {
 		return nil
@@ -28,7 +29,7 @@ func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []
 	var done []string
 	var cands []*buffer.ToolUse
 	for _, u := range doc.Incomplete() {
-		st := h.session(bufnr)
+		st := sess
 		st.mu.Lock()
 		rec := st.trustOf().ledger.Get(u.ID)
 		_, kept := st.kept[u.ID]
@@ -56,7 +57,7 @@ func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []
 	}
 	for _, u := range cands {
 		run, ok := runs[u.ID]
-		c, p := h.pastOf(bufnr, u, run, ok)
+		c, p := sess.pastOf(u, run, ok)
 		if p != pastFinished {
 			continue
 		}
@@ -64,7 +65,7 @@ func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []
 		if c.ResultTruncated {
 			content += "\n\n[flemma: the journal kept only the start of this result]"
 		}
-		if err := h.placeResult(bufnr, u.ID, content, c.IsError, ""); err != nil {
+		if err := sess.placeResult(u.ID, content, c.IsError, ""); err != nil {
 			h.logf("recover the result of %s: %v", u.ID, err)
 			continue
 		}
@@ -78,8 +79,8 @@ func (h *Engine) recoverResults(bufnr int, s *Snapshot, doc *buffer.Document) []
 // go back to what they were, each only while it still holds exactly what
 // the call wrote; the call's result then says so, for the model.
 func (h *Engine) onUndo(bufnr, line int) (Reply, error) {
-	return h.withStep(bufnr, true, func() (Reply, error) {
-		s, err := h.snapshot(bufnr)
+	return h.session(bufnr).withStep(true, func() (Reply, error) {
+		s, err := h.session(bufnr).snapshot()
 		if err != nil {
 			return Reply{}, err
 		}
@@ -132,10 +133,10 @@ func (h *Engine) onUndo(bufnr, line int) (Reply, error) {
 				what = append(what, fmt.Sprintf("%s, which the call created, %s removed", strings.Join(removed, ", "), map[bool]string{true: "was", false: "were"}[len(removed) == 1]))
 			}
 			note := fmt.Sprintf("[The user undid this call's changes on disk: %s.]", strings.Join(what, "; "))
-			if err := h.placeResult(bufnr, tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
+			if err := h.session(bufnr).placeResult(tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
 				h.logf("tool:undo: note in the result of %s: %v", tu.ID, err)
 			}
-			h.recordDecisions(bufnr, journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
+			h.session(bufnr).recordDecisions(journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
 		}
 		if len(failed) > 0 {
 			return reply("undo", fmt.Sprintf("Not undone: %s", strings.Join(failed, "; ")), levelWarn), nil
@@ -165,8 +166,8 @@ func (h *Engine) onResume(bufnr, line int) (Reply, error) {
 // onDiscard is :Flemma tool:discard: the call under the cursor gets an
 // error result saying it was interrupted, and is resolved in the journal.
 func (h *Engine) onDiscard(bufnr, line int) (Reply, error) {
-	return h.withStep(bufnr, true, func() (Reply, error) {
-		s, err := h.snapshot(bufnr)
+	return h.session(bufnr).withStep(true, func() (Reply, error) {
+		s, err := h.session(bufnr).snapshot()
 		if err != nil {
 			return Reply{}, err
 		}
@@ -179,13 +180,13 @@ func (h *Engine) onDiscard(bufnr, line int) (Reply, error) {
 			return reply("none", fmt.Sprintf("Tool %s already has a result.", tu.ID), levelInfo), nil
 		}
 		key := journalKey(bufnr, s.Name)
-		c, p := h.history(bufnr, key, tu)
+		c, p := h.session(bufnr).history(key, tu)
 		msg := "The call was discarded by the user without running."
 		if p == pastInterrupted || p == pastElsewhere {
 			msg = fmt.Sprintf("The call was interrupted: it started %s, and flemma or Neovim stopped before it finished. It may have partly run; check before repeating it.",
 				c.StartedAt.Format(time.RFC3339))
 		}
-		if err := h.placeResult(bufnr, tu.ID, msg, true, ""); err != nil {
+		if err := h.session(bufnr).placeResult(tu.ID, msg, true, ""); err != nil {
 			return reply("none", err.Error(), levelError), nil
 		}
 		if jr := h.journal(); jr != nil && c.ID != 0 && !c.Finished() && c.Resolution == "" {
@@ -195,7 +196,7 @@ func (h *Engine) onDiscard(bufnr, line int) (Reply, error) {
 		} else {
 			// Never journaled as started (the user discards a call that did
 			// not run): the decision is recorded all the same.
-			h.recordDecisions(bufnr, key, doc, []WireRecord{{ID: tu.ID, Status: string(journal.Discarded), By: trust.ByUser, Hash: trust.CallHash(tu)}})
+			h.session(bufnr).recordDecisions(key, doc, []WireRecord{{ID: tu.ID, Status: string(journal.Discarded), By: trust.ByUser, Hash: trust.CallHash(tu)}})
 		}
 		return reply("discard", "", 0), nil
 	})

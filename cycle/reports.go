@@ -97,8 +97,8 @@ func (h *Engine) onTools(bufnr int, filter string) (Reply, error) {
 	// with no input (rules on the input, such as bash(git *) or protected
 	// paths, can still change the decision for a given call).
 	h.ensureMCP()
-	fm, _, _ := h.bufferContext(bufnr)
-	eff := h.effective(bufnr, fm)
+	fm, _, _ := h.session(bufnr).bufferContext()
+	eff := h.session(bufnr).effective(fm)
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
 	var b strings.Builder
 	for _, t := range h.Registry.Search(filter) {
@@ -112,7 +112,7 @@ func (h *Engine) onTools(bufnr int, filter string) (Reply, error) {
 		case !eff.HasTool(s.Name):
 			status = "not selected in this buffer (flemma.opt.tools)"
 		}
-		out := h.chain.Decide(ctx, h.approvalCall(bufnr, &buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
+		out := h.chain.Decide(ctx, h.session(bufnr).approvalCall(&buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
 		limit, from := toolTimeouts(eff).For(s)
 		timeout := tools.FormatTimeout(limit) + " (" + from + ")"
 		if _, isChain := t.(*chainTool); isChain && limit >= chainNoTimeout {
@@ -149,12 +149,12 @@ func (h *Engine) onTools(bufnr int, filter string) (Reply, error) {
 }
 
 func (h *Engine) onStatus(bufnr int) (StatusReply, error) {
-	s, err := h.snapshot(bufnr)
+	s, err := h.session(bufnr).snapshot()
 	var fm *frontmatter.Result
 	if err == nil {
-		fm = h.evalFrontmatter(bufnr, parse(s.Lines))
+		fm = h.session(bufnr).evalFrontmatter(parse(s.Lines))
 	}
-	eff := h.effective(bufnr, fm)
+	eff := h.session(bufnr).effective(fm)
 	name, params, pcfg := h.request(eff)
 	info := h.modelInfo(name, params.Model)
 	auto := eff.Autopilot
@@ -223,7 +223,7 @@ func (h *Engine) onStatus(bufnr int) (StatusReply, error) {
 }
 
 func (h *Engine) onToolList(bufnr int) (Reply, error) {
-	s, err := h.snapshot(bufnr)
+	s, err := h.session(bufnr).snapshot()
 	if err != nil {
 		return Reply{}, err
 	}

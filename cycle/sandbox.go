@@ -81,7 +81,8 @@ func (h *Engine) sandboxConfig(fm *frontmatter.Result) sandbox.Config {
 // sandbox builds the buffer's sandbox for its cwd and file: its writable
 // roots are checked against the buffer's pins (a root swapped for a link
 // elsewhere is refused), and its own .chat file is protected.
-func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath string) (*sandbox.Sandbox, error) {
+func (sess *session) sandbox(fm *frontmatter.Result, cwd, bufferPath string) (*sandbox.Sandbox, error) {
+	h := sess.h
 	sc := h.sandboxConfig(fm)
 	if bufferPath != "" {
 		sc.Protected = append(sc.Protected, bufferPath)
@@ -92,7 +93,7 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 		sc.HiddenExcept = append(sc.HiddenExcept, sandbox.OutputFolder(state, bufferPath))
 		sc.CacheDir = sandbox.CacheFolder(state, cwd, bufferPath)
 	}
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	if st.pins == nil {
 		st.pins = sandbox.NewRootPins()
@@ -104,8 +105,9 @@ func (h *Engine) sandbox(bufnr int, fm *frontmatter.Result, cwd, bufferPath stri
 
 // callEnv is the per-call configuration of the built-ins. protect is set
 // when a policy, not the user, approved the call (tools.Env.Protect).
-func (h *Engine) callEnv(bufnr int, fm *frontmatter.Result, cwd, bufferPath string, protect bool) (*tools.Env, error) {
-	sb, err := h.sandbox(bufnr, fm, cwd, bufferPath)
+func (sess *session) callEnv(fm *frontmatter.Result, cwd, bufferPath string, protect bool) (*tools.Env, error) {
+	h := sess.h
+	sb, err := sess.sandbox(fm, cwd, bufferPath)
 	if err != nil {
 		return nil, err
 	}
@@ -157,12 +159,12 @@ func (h *Engine) backupDir() string {
 
 // onSandboxStatus is :Flemma sandbox:status.
 func (h *Engine) onSandboxStatus(bufnr int) (Reply, error) {
-	fm, cwd, name := h.bufferContext(bufnr)
-	sb, err := h.sandbox(bufnr, fm, cwd, name)
+	fm, cwd, name := h.session(bufnr).bufferContext()
+	sb, err := h.session(bufnr).sandbox(fm, cwd, name)
 	if err != nil {
 		return reply("none", "sandbox: "+err.Error(), levelError), nil
 	}
-	r := h.pathRules(bufnr, fm, cwd, name)
+	r := h.session(bufnr).pathRules(fm, cwd, name)
 	r.build()
 	reads := "reads by policy (read, grep, find, ls): everywhere deny_read allows"
 	if !r.all {
@@ -173,19 +175,19 @@ func (h *Engine) onSandboxStatus(bufnr int) (Reply, error) {
 
 // bufferContext evaluates a buffer's frontmatter and returns it with Neovim's
 // cwd and the buffer's file name.
-func (h *Engine) bufferContext(bufnr int) (*frontmatter.Result, string, string) {
-	s, err := h.snapshot(bufnr)
+func (sess *session) bufferContext() (*frontmatter.Result, string, string) {
+	s, err := sess.snapshot()
 	if err != nil {
 		cwd, _ := os.Getwd()
 		return nil, cwd, ""
 	}
-	return h.evalFrontmatter(bufnr, parse(s.Lines)), s.Cwd, s.Name
+	return sess.evalFrontmatter(parse(s.Lines)), s.Cwd, s.Name
 }
 
 // onSandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
 func (h *Engine) onSandboxWritable(bufnr int, path string) (WritableReply, error) {
-	fm, cwd, name := h.bufferContext(bufnr)
-	sb, err := h.sandbox(bufnr, fm, cwd, name)
+	fm, cwd, name := h.session(bufnr).bufferContext()
+	sb, err := h.session(bufnr).sandbox(fm, cwd, name)
 	if err != nil {
 		return WritableReply{}, fmt.Errorf("sandbox_writable: %w", err)
 	}
@@ -198,8 +200,8 @@ func (h *Engine) onSandboxWritable(bufnr int, path string) (WritableReply, error
 // that asked for confinement must not run unconfined believing it is
 // (issue 28 item 11; seed 004: "returns nil + error on failure").
 func (h *Engine) onSandboxWrap(bufnr int, argv []string) (WrapReply, error) {
-	fm, cwd, name := h.bufferContext(bufnr)
-	sb, err := h.sandbox(bufnr, fm, cwd, name)
+	fm, cwd, name := h.session(bufnr).bufferContext()
+	sb, err := h.session(bufnr).sandbox(fm, cwd, name)
 	if err != nil {
 		return WrapReply{Error: err.Error()}, nil
 	}

@@ -18,7 +18,8 @@ const flushEvery = 16 * time.Millisecond
 const progressEvery = 250 * time.Millisecond
 
 // progress reports a request's progress to the editor.
-func (h *Engine) progress(bufnr int, p Progress) {
+func (sess *session) progress(p Progress) {
+	h, bufnr := sess.h, sess.bufnr
 	if err := h.ed.Progress(bufnr, p); err != nil {
 		h.logf("progress: %v", err)
 	}
@@ -95,19 +96,20 @@ func (h *Engine) toolDefs(e options.Effective) []provider.ToolDef {
 
 // startSend is phase 3: the conversation goes to the provider and the
 // response streams into the buffer. auto is true when autopilot sends.
-func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
-	s, err := h.snapshot(bufnr)
+func (sess *session) startSend(auto bool) (Reply, error) {
+	h, bufnr := sess.h, sess.bufnr
+	s, err := sess.snapshot()
 	if err != nil {
 		return Reply{}, err
 	}
-	doc := h.parse(bufnr, s)
+	doc := sess.parse(s)
 	for _, tu := range doc.ToolUses() {
 		r := doc.Result(tu.ID)
 		if r == nil {
 			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d has no result yet. Press <C-]> to categorize it.", tu.Name, tu.ID, tu.HeaderLine), levelError), nil
 		}
 		if r.Status != "" {
-			st := h.session(bufnr)
+			st := sess
 			st.mu.Lock()
 			running := st.running[tu.ID] != nil
 			st.mu.Unlock()
@@ -117,12 +119,12 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d is still %s.", tu.Name, tu.ID, r.HeaderLine, r.Status), levelError), nil
 		}
 	}
-	fm := h.evalFrontmatter(bufnr, doc)
+	fm := sess.evalFrontmatter(doc)
 	if fm.Blocking() {
-		return h.blocked(bufnr, diagnostics(doc, fm, h.session(bufnr).notesCopy()))
+		return sess.blocked(diagnostics(doc, fm, sess.notesCopy()))
 	}
-	eff := h.effective(bufnr, fm)
-	h.logRefused(bufnr, eff)
+	eff := sess.effective(fm)
+	sess.logRefused(eff)
 	name, params, pcfg := h.request(eff)
 	// Whose thinking signatures the request may carry: the wire's, or the
 	// Chat Completions server's own.
@@ -133,8 +135,8 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	if len(msgs) == 0 {
 		return reply("send", "Nothing to send: write a message under @You: first.", levelWarn), nil
 	}
-	if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.session(bufnr).hadAttachDiags() {
-		r, stop := h.attach(bufnr, doc, fm, s, msgs, work)
+	if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || sess.hadAttachDiags() {
+		r, stop := sess.attach(doc, fm, s, msgs, work)
 		if stop {
 			return r, nil
 		}
@@ -159,7 +161,7 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	}
 	h.noteWeb(name, req.Web)
 
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	ctx, cancel := context.WithCancel(st.ctx)
 	if st.streaming != nil {
@@ -182,23 +184,23 @@ func (h *Engine) startSend(bufnr int, auto bool) (Reply, error) {
 	w := provider.NewWriter(last)
 	sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines, tick: s.Tick, r: len(s.Lines), last: []string{}, model: h.modelName(name, params.Model)}
 	if err := sw.write(w.Lines(), false, true); err != nil {
-		h.session(bufnr).endStream()
+		sess.endStream()
 		return Reply{}, err
 	}
 	h.logf("send: %s model=%q (catalogue: %s, known %v), %d messages, %d tools", name, h.modelName(name, params.Model), info.Name, info.Known, len(msgs), len(req.Tools))
 	h.noteModel(name, params, info)
 	h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
-	h.progress(bufnr, Progress{Phase: "waiting", Provider: prov.Name(), Model: sw.model})
-	h.background(bufnr, func() { h.stream(ctx, prov, req, w, sw) })
+	sess.progress(Progress{Phase: "waiting", Provider: prov.Name(), Model: sw.model})
+	sess.spawn(func() { h.stream(ctx, prov, req, w, sw) })
 	return reply("send", "", 0), nil
 }
 
 // onSend is phase 3 on the user's word (:Flemma send).
 func (h *Engine) onSend(bufnr int) (Reply, error) {
-	if r, ok := h.sourcesGate(bufnr, waitSend, false); !ok {
+	if r, ok := h.session(bufnr).sourcesGate(waitSend, false); !ok {
 		return r, nil // it sends when the tool sources are ready (sources.go)
 	}
-	return h.startSend(bufnr, false)
+	return h.session(bufnr).startSend(false)
 }
 
 // noteWeb says once per provider when web tools are on but its wire has

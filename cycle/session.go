@@ -25,6 +25,7 @@ import (
 // held while Engine.mu is taken (to read the configuration), never the
 // other way round, and no two sessions' locks are held at once.
 type session struct {
+	h     *Engine // the services and the configuration it shares
 	mu    sync.Mutex
 	cond  *sync.Cond // on mu: broadcast when the session's work may have ended (take, WaitIdle)
 	bufnr int
@@ -90,7 +91,7 @@ const keepCalls = 256
 
 // pruneCalls drops the per-call facts of calls that are no longer in the
 // buffer (uses are its calls, in order) or older than its last keepCalls,
-// and the notes of calls no longer in it. Call with Engine.mu held.
+// and the notes of calls no longer in it. Call with st.mu held.
 func (st *session) pruneCalls(uses []*buffer.ToolUse) {
 	recent := make(map[string]bool, min(len(uses), keepCalls))
 	for _, u := range uses[max(0, len(uses)-keepCalls):] {
@@ -138,8 +139,8 @@ func (r ranCall) String() string {
 	return fmt.Sprintf("ran in %s", d)
 }
 
-func newSession(bufnr int) *session {
-	s := &session{bufnr: bufnr, running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
+func newSession(h *Engine, bufnr int) *session {
+	s := &session{h: h, bufnr: bufnr, running: map[string]context.CancelFunc{}, started: map[string]time.Time{}}
 	s.cond = sync.NewCond(&s.mu)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
@@ -153,7 +154,7 @@ func (h *Engine) session(bufnr int) *session {
 	defer h.mu.Unlock()
 	st := h.bufs[bufnr]
 	if st == nil {
-		st = newSession(bufnr)
+		st = newSession(h, bufnr)
 		if !h.wiped[bufnr] {
 			h.bufs[bufnr] = st
 		}
@@ -191,9 +192,9 @@ func (st *session) renew() {
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 }
 
-// background runs fn in a goroutine counted as the buffer's work (Busy).
-func (h *Engine) background(bufnr int, fn func()) {
-	st := h.session(bufnr)
+// spawn runs fn in a goroutine counted as the buffer's work (Busy).
+func (sess *session) spawn(fn func()) {
+	st := sess
 	st.mu.Lock()
 	st.background++
 	st.mu.Unlock()

@@ -25,12 +25,13 @@ const (
 // sourcesGate lets a step of bufnr go on (ok) once the tool sources are
 // ready; otherwise the step is remembered for the buffer and the reply
 // says it waits. auto: autopilot's step (it stays autopilot's).
-func (h *Engine) sourcesGate(bufnr int, kind waitKind, auto bool) (Reply, bool) {
+func (sess *session) sourcesGate(kind waitKind, auto bool) (Reply, bool) {
+	h := sess.h
 	h.ensureMCP()
 	// The session's lock, then the engine's (the lock order): the count is
 	// read and the step remembered at once, so a SourcesPending(0) between
 	// them cannot miss this buffer.
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	h.mu.Lock()
@@ -68,7 +69,7 @@ func (h *Engine) onSourcesPending(n int) error {
 	}
 	for _, bufnr := range ready {
 		bufnr := bufnr
-		h.background(bufnr, func() { h.resumeWaiting(bufnr) })
+		h.session(bufnr).spawn(func() { h.resumeWaiting(bufnr) })
 	}
 	return nil
 }
@@ -99,7 +100,7 @@ func (h *Engine) resumeWaiting(bufnr int) {
 	if kind == waitSend {
 		res, err = h.onSend(bufnr)
 	} else {
-		res, err = h.cycle(bufnr, auto)
+		res, err = h.session(bufnr).cycle(auto)
 	}
 	if err != nil {
 		h.notify(fmt.Sprintf("The step that waited for the tool definitions could not go on: %v", err), levelError)

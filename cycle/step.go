@@ -14,8 +14,8 @@ import (
 // same approved call twice. A step that may not start gets the "busy"
 // reply instead; a step on a single call (<M-CR>, not exclusive) may run
 // while other calls of the buffer do.
-func (h *Engine) withStep(bufnr int, exclusive bool, fn func() (Reply, error)) (Reply, error) {
-	busy, release := h.take(bufnr, exclusive)
+func (sess *session) withStep(exclusive bool, fn func() (Reply, error)) (Reply, error) {
+	busy, release := sess.take(exclusive)
 	if busy != nil {
 		return *busy, nil
 	}
@@ -47,15 +47,16 @@ func (h *Engine) withBlock(bufnr, line int, kind stepKind, fn func(doc *buffer.D
 	if kind == noStep {
 		return onBlock()
 	}
-	return h.withStep(bufnr, kind == stepAll, onBlock)
+	return h.session(bufnr).withStep(kind == stepAll, onBlock)
 }
 
 // stepWait bounds how long a user's action waits for another step of the
 // buffer to be written (a few milliseconds, usually) before it is refused.
 const stepWait = 3 * time.Second
 
-func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
-	st := h.session(bufnr)
+func (sess *session) take(exclusive bool) (*Reply, func()) {
+	h, bufnr := sess.h, sess.bufnr
+	st := sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	// Another step is being planned and written (autopilot's, or a queued
@@ -112,7 +113,7 @@ func (h *Engine) take(bufnr int, exclusive bool) (*Reply, func()) {
 		st.queued = false
 		st.mu.Unlock()
 		if queued {
-			h.background(bufnr, func() { h.autoCycleAs(bufnr, false) })
+			sess.spawn(func() { sess.autoCycleAs(false) })
 		}
 	}
 }

@@ -45,7 +45,7 @@ func (sw *streamWrite) write(lines []string, final, first bool, records ...WireR
 			return err
 		}
 		if res.OK {
-			sw.h.commit(sw.bufnr, records, res.Tick, res.Seq)
+			sw.h.session(sw.bufnr).commit(records, res.Tick, res.Seq)
 			sw.tick, sw.prev, sw.last = res.Tick, len(lines), lines
 			if final {
 				all := append(append(append([]string{}, sw.base...), lines...), sw.tail...)
@@ -56,7 +56,7 @@ func (sw *streamWrite) write(lines []string, final, first bool, records ...WireR
 		// Something changed the buffer although it is locked (another
 		// plugin, :set modifiable): find the response region again rather
 		// than cut the response.
-		s, err := sw.h.snapshot(sw.bufnr)
+		s, err := sw.h.session(sw.bufnr).snapshot()
 		if err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		progSent, progAt = prog, time.Now()
 		p := prog
 		p.ElapsedMS = time.Since(started).Milliseconds()
-		h.progress(sw.bufnr, p)
+		h.session(sw.bufnr).progress(p)
 	}
 	flush := func() {
 		if !dirty || writeErr != nil {
@@ -191,10 +191,10 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 	default:
 		final = w.FinishError(streamErr)
 	}
-	if err := sw.write(final, true, false, h.receivedRecords(sw.bufnr, final, received)...); err != nil {
+	if err := sw.write(final, true, false, h.session(sw.bufnr).receivedRecords(final, received)...); err != nil {
 		h.logf("send: final write: %v", err)
 		h.notify("could not write the end of the response: "+err.Error(), levelError)
-		h.setModifiable(sw.bufnr, true)
+		h.session(sw.bufnr).setModifiable(true)
 	}
 	h.logf("send: done in %s, %d buffer updates, %d tool calls, usage %+v, err %v", time.Since(started), flushes+2, toolUses, usage, streamErr)
 	var cost float64
@@ -209,7 +209,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 	st.usage.add(usage, cost, costKnown)
 	st.mu.Unlock()
 	h.addUsage(usage, cost, costKnown)
-	h.progress(sw.bufnr, Progress{Provider: prov.Name(), Model: sw.model})
+	h.session(sw.bufnr).progress(Progress{Provider: prov.Name(), Model: sw.model})
 	end := RequestEvent{Bufnr: sw.bufnr, Provider: prov.Name(), Model: req.Params.Model, Status: "ok",
 		StopReason: w.StopReason(), Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
 	if costKnown {
@@ -266,7 +266,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		return
 	}
 	if toolUses > 0 {
-		h.autopilotContinue(sw.bufnr)
+		h.session(sw.bufnr).autopilotContinue()
 	}
 }
 
@@ -274,12 +274,12 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 // structured calls: their content as the buffer will show it (the final
 // lines of the response), so that exactly these calls count as the
 // provider's (trust.Ledger.FromProvider).
-func (h *Engine) receivedRecords(bufnr int, final []string, ids map[string]bool) []WireRecord {
+func (sess *session) receivedRecords(final []string, ids map[string]bool) []WireRecord {
 	if len(ids) == 0 {
 		return nil
 	}
 	var out []WireRecord
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	l := st.trustOf().ledger

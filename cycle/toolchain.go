@@ -167,7 +167,7 @@ func (t *chainTool) Run(ctx context.Context, call tools.Call, raw json.RawMessag
 		fm = st.fm
 		st.mu.Unlock()
 	}
-	r := &stepRunner{h: h, chain: t.spec.Name, call: call, fm: fm, byUser: info.byUser, eff: h.effective(call.Bufnr, fm),
+	r := &stepRunner{h: h, chain: t.spec.Name, call: call, fm: fm, byUser: info.byUser, eff: h.session(call.Bufnr).effective(fm),
 		budget: h.fm.NewBudget()}
 	// A step whose tool is already known to be missing fails the chain
 	// before any step runs; a tool that goes missing during the run fails
@@ -219,7 +219,7 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	var input map[string]any
 	_ = json.Unmarshal(in, &input) // not an object: the executor says so
 	tu := &buffer.ToolUse{ID: r.call.ID, Name: st.Tool, Input: input}
-	rules := h.pathRules(r.call.Bufnr, r.fm, r.call.Cwd, r.call.Buffer)
+	rules := h.session(r.call.Bufnr).pathRules(r.fm, r.call.Cwd, r.call.Buffer)
 	// The chain call's origin, journal and re-run gates were applied to
 	// it before it ran: the step is decided on its tool and input.
 	ac := h.stepApproval(frontmatter.WithBudget(ctx, r.budget), r.call.Bufnr, tu, r.fm, approval.Facts{FromProvider: true}, rules)
@@ -245,7 +245,7 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	}
 	// The user's approval covers the step only when they saw its input.
 	byUser := r.byUser && !dependsOnSteps
-	env, err := h.callEnv(r.call.Bufnr, r.fm, r.call.Cwd, r.call.Buffer, !byUser)
+	env, err := h.session(r.call.Bufnr).callEnv(r.fm, r.call.Cwd, r.call.Buffer, !byUser)
 	if err != nil {
 		return fail(tools.StepError, "the sandbox could not be set up: %v", err)
 	}
@@ -282,7 +282,7 @@ func isChainTool(t tools.Tool) bool {
 // call of a chain step's tool with its input, base holding the facts of
 // the chain call (origin, journal) and rules the sandbox's answers.
 func (h *Engine) stepApproval(ctx context.Context, bufnr int, tu *buffer.ToolUse, fm *frontmatter.Result, base approval.Facts, rules *pathRules) chainCall {
-	c := chainCall{Chain: h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm))}
+	c := chainCall{Chain: h.chain.Decide(ctx, h.session(bufnr).approvalCall(tu, fm))}
 	if c.Chain.Decision == approval.Approve {
 		c.Gate = base
 		c.Gate.Writes = h.writesPath(tu)
@@ -299,7 +299,7 @@ func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buff
 	if tu.Input == nil {
 		input = map[string]any{}
 	}
-	base := h.gateFacts(bufnr, key, tu)
+	base := h.session(bufnr).gateFacts(key, tu)
 	var out []chainStepCall
 	for i, st := range ct.chain.Spec.Steps {
 		tm := ct.chain.Template(i)

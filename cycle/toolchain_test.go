@@ -302,7 +302,7 @@ func TestChainCancelWhileDeciding(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := &stepRunner{h: env.h, chain: "inspect", call: tools.Call{ID: "toolu_ch", Tool: "inspect", Bufnr: 1, Cwd: env.dir},
-		eff: env.h.effective(1, nil), budget: frontmatter.NewBudget(0)}
+		eff: env.h.session(1).effective(nil), budget: frontmatter.NewBudget(0)}
 	got := r.run(ctx, 1, inspect().Steps[1], json.RawMessage(`{"command": "echo run >> runs", "label": "counting"}`), false)
 	if got.Status != tools.StepError || got.Output != tools.Aborted {
 		t.Errorf("step = %s %q, want error %q", got.Status, got.Output, tools.Aborted)

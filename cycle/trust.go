@@ -102,8 +102,9 @@ func digestOf(calls map[string]string) []DigestCall {
 // snapshot: the trusted flag always; the origin, the vouched calls and the
 // records whenever the buffer was (re)loaded, the user vouched anew, or
 // the host has not seen it yet.
-func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
-	st := h.session(bufnr)
+func (sess *session) syncTrust(s *Snapshot) error {
+	h, bufnr := sess.h, sess.bufnr
+	st := sess
 	st.mu.Lock()
 	bt := st.trust
 	if bt != nil && bt.gen == s.TrustGen && bt.vouch == s.TrustVouch {
@@ -184,11 +185,11 @@ func (st *session) trustOf() *bufTrust {
 
 // commit stores records in the host's ledger (after the write that carried
 // them to Neovim was applied, at changedtick tick and undo state seq).
-func (h *Engine) commit(bufnr int, recs []WireRecord, tick, seq int) {
+func (sess *session) commit(recs []WireRecord, tick, seq int) {
 	if len(recs) == 0 {
 		return
 	}
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	l := st.trustOf().ledger
@@ -204,7 +205,8 @@ func (h *Engine) commit(bufnr int, recs []WireRecord, tick, seq int) {
 
 // record stores records in the ledger and in Neovim's copy at once, for a
 // fact that comes without an edit (a call is about to start).
-func (h *Engine) record(bufnr int, recs ...trust.Record) error {
+func (sess *session) record(recs ...trust.Record) error {
+	h, bufnr := sess.h, sess.bufnr
 	wire := make([]WireRecord, len(recs))
 	for i, r := range recs {
 		wire[i] = toWire(r)
@@ -217,7 +219,7 @@ func (h *Engine) record(bufnr int, recs ...trust.Record) error {
 		}
 		st.mu.Unlock()
 	}
-	h.commit(bufnr, wire, tick, 0)
+	sess.commit(wire, tick, 0)
 	if err := h.ed.TrustRecord(bufnr, wire); err != nil {
 		return fmt.Errorf("keep the record of %s: %w", recs[0].ID, err)
 	}
@@ -228,8 +230,9 @@ func (h *Engine) record(bufnr int, recs ...trust.Record) error {
 // changedtick tick) is done with, here and in Neovim's copy (see
 // trust.Ledger.Prune): a conversation's trust state is as large as its open
 // calls, plus 8 bytes per call it ever ran.
-func (h *Engine) prune(bufnr int, tick int, doc *buffer.Document) {
-	st := h.session(bufnr)
+func (sess *session) prune(tick int, doc *buffer.Document) {
+	h, bufnr := sess.h, sess.bufnr
+	st := sess
 	st.mu.Lock()
 	ids, tombs := st.trustOf().ledger.Prune(doc, tick, func(id string) bool { return st.running[id] != nil })
 	st.mu.Unlock()
