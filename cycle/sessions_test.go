@@ -1,6 +1,7 @@
 package cycle
 
 import (
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -165,4 +166,25 @@ func BenchmarkTwoBuffers(b *testing.B) {
 	env := twoBufferEnv(b)
 	b.ReportAllocs()
 	pressBuffers(b, env, 1, 2)
+}
+
+// A diff view's :Flemma tool:reject names its call by id, away from the
+// chat buffer's cursor: the placeholder takes the status and the reason,
+// and an id the buffer does not hold is the user's error, nothing written.
+func TestSetStatusByID(t *testing.T) {
+	env := newEnv(t, noSandbox())
+	env.ed.load(1, filepath.Join(env.dir, "x.chat"), env.dir, fileWithCall("echo hi", "pending"))
+	if phase, msg := env.reply(env.h.onSetStatusID(1, "toolu_f1", "rejected", "not now")); phase != "status" {
+		t.Fatalf("set status: %s %s", phase, msg)
+	}
+	if got := env.ed.String(1); !strings.Contains(got, "status=rejected") || !strings.Contains(got, "not now") {
+		t.Fatalf("the placeholder was not rejected with its reason:\n%s", got)
+	}
+	before := env.ed.String(1)
+	if phase, _ := env.reply(env.h.onSetStatusID(1, "toolu_nope", "rejected", "")); phase != "none" {
+		t.Errorf("an unknown id: phase %s", phase)
+	}
+	if env.ed.String(1) != before {
+		t.Errorf("an unknown id changed the buffer:\n%s", env.ed.String(1))
+	}
 }
