@@ -11,25 +11,25 @@ import (
 
 // onExecuteAt executes or resolves the one tool block under the cursor.
 func (h *Engine) onExecuteAt(bufnr, line int) (Reply, error) {
+	sess := h.session(bufnr)
 	// Other calls of the buffer may be running: <M-CR> runs this one too.
 	return h.withBlock(bufnr, line, stepOne, func(doc *buffer.Document, id string) (Reply, error) {
-		st := h.session(bufnr)
-		st.mu.Lock()
-		isRunning := st.running[id] != nil
-		kept, hasKept := st.kept[id]
-		st.mu.Unlock()
+		sess.mu.Lock()
+		isRunning := sess.running[id] != nil
+		kept, hasKept := sess.kept[id]
+		sess.mu.Unlock()
 		if isRunning {
 			return reply("busy", fmt.Sprintf("Tool %s is already executing.", id), levelWarn), nil
 		}
 		if hasKept {
 			// The call ran; its result could not be written then. Write it now
 			// rather than run the call again.
-			if err := h.session(bufnr).placeResult(id, kept.Content, kept.IsError, kept.Lang); err != nil {
+			if err := sess.placeResult(id, kept.Content, kept.IsError, kept.Lang); err != nil {
 				return reply("none", fmt.Sprintf("Could not write the kept result of %s: %v", id, err), levelError), nil
 			}
-			st.mu.Lock()
-			delete(st.kept, id)
-			st.mu.Unlock()
+			sess.mu.Lock()
+			delete(sess.kept, id)
+			sess.mu.Unlock()
 			return reply("result", fmt.Sprintf("Wrote the result %s produced earlier (it was not run again).", id), levelInfo), nil
 		}
 		r := doc.Result(id)
@@ -38,11 +38,11 @@ func (h *Engine) onExecuteAt(bufnr, line int) (Reply, error) {
 		}
 		if r == nil || (r.Status == buffer.StatusPending || r.Status == buffer.StatusApproved) && strings.TrimSpace(r.Content) == "" {
 			// <M-CR> on an undecided or approved call is the user's approval of it.
-			if err := h.session(bufnr).setStatus(id, buffer.StatusApproved, ""); err != nil {
+			if err := sess.setStatus(id, buffer.StatusApproved, ""); err != nil {
 				return Reply{}, err
 			}
 		}
-		return h.session(bufnr).execute(id)
+		return sess.execute(id)
 	})
 }
 
@@ -137,15 +137,16 @@ func (h *Engine) onCancelAt(bufnr, line int) (Reply, error) {
 // onSetResult writes a result the user supplies (:Flemma tool:result and
 // tool:error), creating the block when the call has none.
 func (h *Engine) onSetResult(bufnr int, id, text string, isError bool) (Reply, error) {
-	return h.session(bufnr).withStep(true, func() (Reply, error) {
-		if err := h.session(bufnr).placeResult(id, text, isError, ""); err != nil {
+	sess := h.session(bufnr)
+	return sess.withStep(true, func() (Reply, error) {
+		if err := sess.placeResult(id, text, isError, ""); err != nil {
 			return reply("none", err.Error(), levelError), nil
 		}
 		decision := "result given"
 		if isError {
 			decision = "error given"
 		}
-		h.session(bufnr).auditUser(id, decision, text)
+		sess.auditUser(id, decision, text)
 		return reply("result", "", 0), nil
 	})
 }
@@ -178,11 +179,12 @@ func (sess *session) placeResult(id, text string, isError bool, lang string) err
 // blockUnder returns the buffer's document and the id of the tool call whose
 // use or result block covers line ("" when none does).
 func (h *Engine) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
-	s, err := h.session(bufnr).snapshot()
+	sess := h.session(bufnr)
+	s, err := sess.snapshot()
 	if err != nil {
 		return nil, "", err
 	}
-	doc := h.session(bufnr).parse(s)
+	doc := sess.parse(s)
 	switch tu, r := doc.BlockAt(line); {
 	case tu != nil:
 		return doc, tu.ID, nil

@@ -47,11 +47,10 @@ func (sess *session) attach(doc *buffer.Document, fm *frontmatter.Result, s *Sna
 		if fm != nil {
 			vars = fm.Vars
 		}
-		st := sess
-		st.mu.Lock()
-		trusted := st.trustOf().trusted
-		allowed := maps.Clone(st.attachAllowed)
-		st.mu.Unlock()
+		sess.mu.Lock()
+		trusted := sess.trustOf().trusted
+		allowed := maps.Clone(sess.attachAllowed)
+		sess.mu.Unlock()
 		rules := attachRules{Budget: h.sendBudget(), Allowed: allowed,
 			Expand: func(ctx context.Context, code string) (string, error) { return h.fm.ExpandContext(ctx, vars, code) }}
 		deny := h.sandboxConfig(fm).EnvDeny
@@ -64,11 +63,10 @@ func (sess *session) attach(doc *buffer.Document, fm *frontmatter.Result, s *Sna
 		}
 		p = loadAttachments(sb, rules, msgs)
 	}
-	st := sess
-	st.mu.Lock()
-	st.attachDiags = len(p.Diags) > 0
-	st.attachAsk = p.Ask
-	st.mu.Unlock()
+	sess.mu.Lock()
+	sess.attachDiags = len(p.Diags) > 0
+	sess.attachAsk = p.Ask
+	sess.mu.Unlock()
 	all := append(diagnostics(doc, fm, sess.notesCopy()), p.Diags...)
 	if err := h.ed.SetDiagnostics(bufnr, all); err != nil {
 		h.logf("publish diagnostics: %v", err)

@@ -33,10 +33,9 @@ func (sess *session) evalFrontmatter(doc *buffer.Document) *frontmatter.Result {
 		setup.AutoApprove = list
 	}
 	res := h.fm.Evaluate(src, setup)
-	st := sess
-	st.mu.Lock()
-	st.fm = res
-	st.mu.Unlock()
+	sess.mu.Lock()
+	sess.fm = res
+	sess.mu.Unlock()
 	return res
 }
 
@@ -124,10 +123,9 @@ func (sess *session) approvalCall(tu *buffer.ToolUse, fm *frontmatter.Result) ap
 	}
 	o := fm.Opts
 	c.Env.Exclusions = o.AutoApproveExclusions
-	st := sess
-	st.mu.Lock()
-	c.Env.FrontmatterTrusted = st.trustOf().trusted
-	st.mu.Unlock()
+	sess.mu.Lock()
+	c.Env.FrontmatterTrusted = sess.trustOf().trusted
+	sess.mu.Unlock()
 	c.Env.FrontmatterReplaces = o.AutoApproveFunc != nil || o.AutoApproveAssigned
 	switch {
 	case o.AutoApproveFunc != nil:
@@ -230,16 +228,15 @@ func (sess *session) categorize(s0 *Snapshot, doc0 *buffer.Document, auto bool) 
 	if err != nil {
 		return Reply{}, err
 	}
-	st := sess
-	st.mu.Lock()
-	if st.outcomes == nil {
-		st.outcomes = map[string]approval.Outcome{}
+	sess.mu.Lock()
+	if sess.outcomes == nil {
+		sess.outcomes = map[string]approval.Outcome{}
 	}
-	maps.Copy(st.outcomes, p.Outcomes)
+	maps.Copy(sess.outcomes, p.Outcomes)
 	if parsed {
-		st.pruneCalls(uses)
+		sess.pruneCalls(uses)
 	}
-	st.mu.Unlock()
+	sess.mu.Unlock()
 	if p.Pending > 0 {
 		h.event("FlemmaApprovalPending", PendingEvent{Bufnr: bufnr, Pending: p.Pending, First: p.FirstPending, Auto: auto})
 		if msg := journalHeld(doc0, p, !auto); msg != "" {
@@ -332,10 +329,9 @@ func (sess *session) categorizeFacts(s *Snapshot, doc *buffer.Document, fm *fron
 		}
 		f.Calls[tu.ID] = c
 	}
-	st := sess
-	st.mu.Lock()
-	f.Ledger = cloneLedger(st.trustOf().ledger)
-	st.mu.Unlock()
+	sess.mu.Lock()
+	f.Ledger = cloneLedger(sess.trustOf().ledger)
+	sess.mu.Unlock()
 	return f
 }
 
@@ -364,13 +360,12 @@ func (sess *session) gateFacts(key string, tu *buffer.ToolUse) approval.Facts {
 		sess.note(tu.ID, "flemma: "+f.Interrupted)
 	}
 	fileCalls := h.config().Tools.AutoApproveFileCalls
-	st := sess
-	st.mu.Lock()
-	bt := st.trustOf()
+	sess.mu.Lock()
+	bt := sess.trustOf()
 	f.Ran = bt.ledger.Ran(tu.ID)
 	f.FromProvider = bt.ledger.FromProvider(tu)
 	f.FileCallsAllowed = fileCalls || bt.ledger.VouchedFor(tu)
-	st.mu.Unlock()
+	sess.mu.Unlock()
 	return f
 }
 

@@ -74,21 +74,22 @@ func compactNote(name, model string) string {
 // cancels and leaves the buffer as it was). The reply is at once; the
 // result is told when the summary is written.
 func (h *Engine) onCompact(bufnr int) (Reply, error) {
+	sess := h.session(bufnr)
 	h.ensureMCP()
-	return h.session(bufnr).withStep(true, func() (Reply, error) {
-		s, err := h.session(bufnr).snapshot()
+	return sess.withStep(true, func() (Reply, error) {
+		s, err := sess.snapshot()
 		if err != nil {
 			return Reply{}, err
 		}
 		doc := parse(s.Lines)
-		fm := h.session(bufnr).evalFrontmatter(doc)
+		fm := sess.evalFrontmatter(doc)
 		if fm.Blocking() {
-			return h.session(bufnr).blocked(diagnostics(doc, fm, h.session(bufnr).notesCopy()))
+			return sess.blocked(diagnostics(doc, fm, sess.notesCopy()))
 		}
 		place := placeSummary(doc, s.Lines)
 		// The conversation to summarize: everything before the block.
 		before := parse(s.Lines[:place.At])
-		eff := h.session(bufnr).effective(fm)
+		eff := sess.effective(fm)
 		name, params, pcfg := h.request(eff)
 		system, msgs, err := provider.FromDocument(before, provider.Signer(name, pcfg.Wire))
 		if err != nil {
@@ -100,13 +101,12 @@ func (h *Engine) onCompact(bufnr int) (Reply, error) {
 		if before.Summary != nil && len(msgs) == 1 && len(msgs[0].Parts) == 1 {
 			return reply("compact", "Nothing to compact: nothing was said since the last summary.", levelInfo), nil
 		}
-		if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || h.session(bufnr).hadAttachDiags() {
-			r, stop := h.session(bufnr).attach(before, fm, s, msgs, work)
+		if work := len(provider.Files(msgs)) > 0 || hasExprs(msgs); work || sess.hadAttachDiags() {
+			r, stop := sess.attach(before, fm, s, msgs, work)
 			if stop {
-				st := h.session(bufnr)
-				st.mu.Lock()
-				st.attachCompact = true // :Flemma attach:allow compacts again
-				st.mu.Unlock()
+				sess.mu.Lock()
+				sess.attachCompact = true // :Flemma attach:allow compacts again
+				sess.mu.Unlock()
 				r.Phase, r.Message = "compact", strings.Replace(strings.Replace(r.Message, "Cannot send", "Cannot compact", 1), "Nothing was sent.", "Nothing was sent; :Flemma attach:allow allows them and compacts.", 1)
 				return r, nil
 			}
@@ -123,20 +123,18 @@ func (h *Engine) onCompact(bufnr int) (Reply, error) {
 		tools := h.toolDefs(eff) // the same as a send's: a history with tool calls needs them, and the cache prefix stays
 		req := provider.Request{System: system, Messages: provider.ForSummary(msgs), Tools: tools, Params: params, ModelInfo: &info}
 		whole := provider.EstimateTokens(system, msgs, tools)
-
-		st := h.session(bufnr)
-		st.mu.Lock()
-		ctx, cancel := context.WithCancel(st.ctx)
-		if st.streaming != nil {
-			st.mu.Unlock()
+		sess.mu.Lock()
+		ctx, cancel := context.WithCancel(sess.ctx)
+		if sess.streaming != nil {
+			sess.mu.Unlock()
 			cancel()
 			return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
 		}
-		st.streaming = cancel
-		st.move(evStream)
-		st.attachCompact = false
-		st.mu.Unlock()
-		h.session(bufnr).setModifiable(false) // locked from now, as during a response
+		sess.streaming = cancel
+		sess.move(evStream)
+		sess.attachCompact = false
+		sess.mu.Unlock()
+		sess.setModifiable(false) // locked from now, as during a response
 
 		sw := &streamWrite{h: h, bufnr: bufnr, base: s.Lines[:place.At], tail: append([]string{}, s.Lines[place.At:]...), tick: s.Tick, r: place.At, last: []string{}}
 		model := h.modelName(name, params.Model)
@@ -144,8 +142,8 @@ func (h *Engine) onCompact(bufnr int) (Reply, error) {
 			model: model, window: info.ContextWindow, whole: whole, messages: len(msgs)}
 		h.logf("compact: buffer %d, %s model=%q, %d messages (about %d tokens) summarized, the block at line %d", bufnr, name, model, len(msgs), whole, place.At+1)
 		h.event("FlemmaRequestStart", RequestEvent{Bufnr: bufnr, Provider: prov.Name(), Model: params.Model})
-		h.session(bufnr).progress(Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
-		h.session(bufnr).spawn(func() { job.run(ctx) })
+		sess.progress(Progress{Phase: "waiting", Provider: prov.Name(), Model: params.Model})
+		sess.spawn(func() { job.run(ctx) })
 		return reply("compact", "Compacting: the model is summarizing the conversation (<C-c> cancels).", levelInfo), nil
 	})
 }
@@ -346,13 +344,14 @@ func (c *compaction) done(summary string) string {
 // onEstimate is flemma.estimate: what the next send of the buffer would cost
 // of its model's context window.
 func (h *Engine) onEstimate(bufnr int) (Estimate, error) {
-	s, err := h.session(bufnr).snapshot()
+	sess := h.session(bufnr)
+	s, err := sess.snapshot()
 	if err != nil {
 		return Estimate{}, err
 	}
 	doc := parse(s.Lines)
-	fm := h.session(bufnr).evalFrontmatter(doc)
-	return h.estimate(bufnr, doc, h.session(bufnr).effective(fm)), nil
+	fm := sess.evalFrontmatter(doc)
+	return h.estimate(bufnr, doc, sess.effective(fm)), nil
 }
 
 // estimate is Estimate for a parsed buffer and its options.

@@ -56,10 +56,9 @@ func (h *Engine) reviewable(name string) bool {
 // deny_read file is refused before it is opened).
 func (sess *session) propose(tu *buffer.ToolUse, s *Snapshot) (builtin.Proposal, error) {
 	h, bufnr := sess.h, sess.bufnr
-	st := sess
-	st.mu.Lock()
-	var fm = st.fm
-	st.mu.Unlock()
+	sess.mu.Lock()
+	var fm = sess.fm
+	sess.mu.Unlock()
 	env, err := sess.callEnv(fm, s.Cwd, s.Name, false)
 	if err != nil {
 		return builtin.Proposal{}, err
@@ -184,7 +183,8 @@ type DiffReply struct {
 // the write/edit under the cursor, for a pending or approved call that has
 // not run.
 func (h *Engine) onDiffAt(bufnr, line int) (DiffReply, error) {
-	s, err := h.session(bufnr).snapshot()
+	sess := h.session(bufnr)
+	s, err := sess.snapshot()
 	if err != nil {
 		return DiffReply{}, err
 	}
@@ -205,7 +205,7 @@ func (h *Engine) onDiffAt(bufnr, line int) (DiffReply, error) {
 	if r := doc.Result(tu.ID); r == nil || r.Status == "" || r.Content != "" || (r.Status != buffer.StatusPending && r.Status != buffer.StatusApproved) {
 		return DiffReply{Reply: reply("none", fmt.Sprintf("%s (%s) is not waiting to run: nothing to review.", tu.Name, tu.ID), levelInfo)}, nil
 	}
-	p, err := h.session(bufnr).propose(tu, s)
+	p, err := sess.propose(tu, s)
 	if err != nil {
 		return DiffReply{Reply: reply("none", fmt.Sprintf("No diff for %s (%s): %v", tu.Name, tu.ID, err), levelWarn)}, nil
 	}
@@ -278,9 +278,10 @@ func countOverlapping(s, sub string) int {
 // approved by the user, in one step. Its result will say the user
 // modified the change. The same version as proposed is a plain approval.
 func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
-	return h.session(bufnr).withStep(true, func() (Reply, error) {
+	sess := h.session(bufnr)
+	return sess.withStep(true, func() (Reply, error) {
 		modified := false
-		err := h.session(bufnr).step(func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
+		err := sess.step(func(s *Snapshot, doc *buffer.Document) ([]buffer.Edit, ApplyOpts, error) {
 			tu, r := doc.Use(id), doc.Result(id)
 			if tu == nil || !h.proposes(tu.Name) {
 				return nil, ApplyOpts{}, fmt.Errorf("the write/edit call %s is no longer in the buffer", id)
@@ -288,7 +289,7 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 			if r == nil || r.Content != "" || (r.Status != buffer.StatusPending && r.Status != buffer.StatusApproved) {
 				return nil, ApplyOpts{}, fmt.Errorf("%s (%s) is no longer waiting to run", tu.Name, id)
 			}
-			p, err := h.session(bufnr).propose(tu, s)
+			p, err := sess.propose(tu, s)
 			if err != nil {
 				return nil, ApplyOpts{}, err
 			}
@@ -305,7 +306,7 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 					input[k] = v
 				}
 				if t, _ := h.Registry.Get(tu.Name); t != nil && isLua(t) {
-					if input, err = h.session(bufnr).reviewLua(tu, s, p, reviewed); err != nil {
+					if input, err = sess.reviewLua(tu, s, p, reviewed); err != nil {
 						return nil, ApplyOpts{}, err
 					}
 				} else if tu.Name == "write" {
@@ -334,22 +335,20 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 				}
 				edits = append(edits, e)
 			}
-			st := h.session(bufnr)
-			st.mu.Lock()
-			rec := decided(st.trustOf().ledger, use, buffer.StatusApproved, trust.ByUser)
-			st.mu.Unlock()
+			sess.mu.Lock()
+			rec := decided(sess.trustOf().ledger, use, buffer.StatusApproved, trust.ByUser)
+			sess.mu.Unlock()
 			return edits, ApplyOpts{Records: []WireRecord{rec}}, nil
 		})
 		if err != nil {
 			return reply("none", "Review not applied: "+err.Error(), levelWarn), nil
 		}
-		st := h.session(bufnr)
-		st.mu.Lock()
-		if st.reviewed == nil {
-			st.reviewed = map[string]bool{}
+		sess.mu.Lock()
+		if sess.reviewed == nil {
+			sess.reviewed = map[string]bool{}
 		}
-		st.reviewed[id] = modified
-		st.mu.Unlock()
+		sess.reviewed[id] = modified
+		sess.mu.Unlock()
 		if modified {
 			return reply("status", "Your reviewed version is approved; it runs on the next <C-]>.", levelInfo), nil
 		}
@@ -397,8 +396,9 @@ const reviewedNote = "Note: the user reviewed this change and modified it before
 // onSetStatusID is SetStatus for a call named by its id (from a diff view,
 // away from the chat buffer's cursor).
 func (h *Engine) onSetStatusID(bufnr int, id, status, msg string) (Reply, error) {
-	return h.session(bufnr).withStep(true, func() (Reply, error) {
-		if err := h.session(bufnr).setStatus(id, buffer.Status(status), msg); err != nil {
+	sess := h.session(bufnr)
+	return sess.withStep(true, func() (Reply, error) {
+		if err := sess.setStatus(id, buffer.Status(status), msg); err != nil {
 			return reply("none", err.Error(), levelError), nil
 		}
 		return reply("status", "", 0), nil

@@ -104,13 +104,12 @@ func (sess *session) executeFacts(s *Snapshot, doc *buffer.Document, fm *frontma
 			f.Off[tu.Name] = true
 		}
 	}
-	st := sess
-	st.mu.Lock()
-	for id := range st.running {
+	sess.mu.Lock()
+	for id := range sess.running {
 		f.Running[id] = true
 	}
-	f.Ledger = cloneLedger(st.trustOf().ledger)
-	st.mu.Unlock()
+	f.Ledger = cloneLedger(sess.trustOf().ledger)
+	sess.mu.Unlock()
 	f.Descends = h.descends(bufnr, s.Tick, doc, f.Ledger)
 	key := journalKey(bufnr, s.Name)
 	for _, tu := range doc.ToolUses() {
@@ -131,16 +130,15 @@ func (sess *session) startJobs(jobs []job, continueCycle bool) {
 	h, bufnr := sess.h, sess.bufnr
 	eff := sess.effective(nil)
 	limit, cursorMode := eff.MaxConcurrent, eff.CursorAfterResult
-	st := sess
-	st.mu.Lock()
+	sess.mu.Lock()
 	ctxs := make([]context.Context, len(jobs))
 	for i, j := range jobs {
-		ctx, cancel := context.WithCancel(st.ctx)
+		ctx, cancel := context.WithCancel(sess.ctx)
 		ctxs[i] = ctx
-		st.running[j.id] = cancel
+		sess.running[j.id] = cancel
 	}
-	st.jobsPending++ // until the jobs' goroutine decided whether autopilot goes on
-	st.mu.Unlock()
+	sess.jobsPending++ // until the jobs' goroutine decided whether autopilot goes on
+	sess.mu.Unlock()
 	if limit <= 0 {
 		limit = len(jobs)
 	}
@@ -179,20 +177,20 @@ func (sess *session) startJobs(jobs []job, continueCycle bool) {
 		}
 		wg.Wait()
 		close(stop)
-		st.mu.Lock()
-		remaining := len(st.running)
-		st.mu.Unlock()
+		sess.mu.Lock()
+		remaining := len(sess.running)
+		sess.mu.Unlock()
 		if remaining == 0 {
 			sess.setModifiable(true)
 		}
 		// Decided now, not at the start: <C-c> or :Flemma autopilot may have
 		// changed it while the tools ran.
 		autopilot := sess.effective(nil).Autopilot
-		st.mu.Lock()
-		disarmed := st.disarmed
-		st.jobsPending--
-		st.cond.Broadcast()
-		st.mu.Unlock()
+		sess.mu.Lock()
+		disarmed := sess.disarmed
+		sess.jobsPending--
+		sess.cond.Broadcast()
+		sess.mu.Unlock()
 		if continueCycle && autopilot && !disarmed {
 			h.autoCycle(bufnr)
 		}
@@ -349,22 +347,20 @@ func (sess *session) writeResult(id string, res tools.Result, cursorMode string)
 			opts.CursorID = id
 			opts.CursorAtEnd = cursorMode == "next"
 		}
-		st := sess
-		st.mu.Lock()
-		wrote := st.trustOf().ledger.Get(id)
-		st.mu.Unlock()
+		sess.mu.Lock()
+		wrote := sess.trustOf().ledger.Get(id)
+		sess.mu.Unlock()
 		wrote.Wrote = true
 		opts.Records = []WireRecord{toWire(wrote)}
 		return []buffer.Edit{e}, opts, nil
 	})
 	if err != nil {
-		st := sess
-		st.mu.Lock()
-		if st.kept == nil {
-			st.kept = map[string]tools.Result{}
+		sess.mu.Lock()
+		if sess.kept == nil {
+			sess.kept = map[string]tools.Result{}
 		}
-		st.kept[id] = res
-		st.mu.Unlock()
+		sess.kept[id] = res
+		sess.mu.Unlock()
 	}
 	return err
 }

@@ -155,10 +155,9 @@ func (sess *session) pastOf(u *buffer.ToolUse, c journal.Call, ok bool) (journal
 	if c.Finished() {
 		return c, pastFinished
 	}
-	st := sess
-	st.mu.Lock()
-	runningHere := st.running[u.ID] != nil
-	st.mu.Unlock()
+	sess.mu.Lock()
+	runningHere := sess.running[u.ID] != nil
+	sess.mu.Unlock()
 	if c.PID == os.Getpid() {
 		if runningHere {
 			return c, pastElsewhere

@@ -26,19 +26,18 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 func (sess *session) marks(s *Snapshot, doc *buffer.Document) []Mark {
 	h := sess.h
 	out := []Mark{}
-	st := sess
-	st.mu.Lock()
+	sess.mu.Lock()
 	var started map[string]time.Time
 	var running map[string]bool
-	started = make(map[string]time.Time, len(st.started))
-	for id, t := range st.started {
+	started = make(map[string]time.Time, len(sess.started))
+	for id, t := range sess.started {
 		started[id] = t
 	}
-	running = make(map[string]bool, len(st.running))
-	for id := range st.running {
+	running = make(map[string]bool, len(sess.running))
+	for id := range sess.running {
 		running[id] = true
 	}
-	st.mu.Unlock()
+	sess.mu.Unlock()
 	now := time.Now()
 	var eff *options.Effective // the buffer's options, for the previews' time limits (read once, if needed)
 	for _, tu := range doc.ToolUses() {

@@ -46,12 +46,11 @@ func (sess *session) parse(s *Snapshot) *buffer.Document {
 		return s.doc
 	}
 	s.doc = buffer.ParseFrom(s.base, s.Lines, s.same)
-	st := sess
-	st.mu.Lock()
-	if st.mirror != nil && st.mirror.tick == s.Tick && sameLines(st.mirror.lines, s.Lines) {
-		st.mirror = &mirror{tick: s.Tick, lines: s.Lines, doc: s.doc}
+	sess.mu.Lock()
+	if sess.mirror != nil && sess.mirror.tick == s.Tick && sameLines(sess.mirror.lines, s.Lines) {
+		sess.mirror = &mirror{tick: s.Tick, lines: s.Lines, doc: s.doc}
 	}
-	st.mu.Unlock()
+	sess.mu.Unlock()
 	return s.doc
 }
 
@@ -151,10 +150,9 @@ func (h *Engine) remember(bufnr, tick int, lines []string, doc *buffer.Document)
 func (sess *session) snapshot() (*Snapshot, error) {
 	h, bufnr := sess.h, sess.bufnr
 	var m *mirror
-	st := sess
-	st.mu.Lock()
-	m = st.mirror
-	st.mu.Unlock()
+	sess.mu.Lock()
+	m = sess.mirror
+	sess.mu.Unlock()
 	have := -1
 	if m != nil {
 		have = m.tick
@@ -167,10 +165,9 @@ func (sess *session) snapshot() (*Snapshot, error) {
 		if !s.Valid {
 			return nil, fmt.Errorf("buffer %d is no longer valid", bufnr)
 		}
-		st := sess
-		st.mu.Lock()
-		st.linesRead += len(s.Lines)
-		st.mu.Unlock()
+		sess.mu.Lock()
+		sess.linesRead += len(s.Lines)
+		sess.mu.Unlock()
 		if s.Delta {
 			if m == nil || s.First > len(m.lines) || s.Tail > len(m.lines)-s.First {
 				have = -1

@@ -13,13 +13,12 @@ import (
 func (sess *session) effective(fm *frontmatter.Result) options.Effective {
 	h := sess.h
 	usable := h.usableTools()
-	st := sess
-	st.mu.Lock()
+	sess.mu.Lock()
 	if fm == nil {
-		fm = st.fm
+		fm = sess.fm
 	}
-	b := options.Buffer{Trusted: st.trustOf().trusted, Usable: usable}
-	st.mu.Unlock()
+	b := options.Buffer{Trusted: sess.trustOf().trusted, Usable: usable}
+	sess.mu.Unlock()
 	if fm != nil {
 		b.FM = &fm.Opts
 	}

@@ -29,11 +29,10 @@ func (sess *session) recoverResults(s *Snapshot, doc *buffer.Document) []string 
 	var done []string
 	var cands []*buffer.ToolUse
 	for _, u := range doc.Incomplete() {
-		st := sess
-		st.mu.Lock()
-		rec := st.trustOf().ledger.Get(u.ID)
-		_, kept := st.kept[u.ID]
-		st.mu.Unlock()
+		sess.mu.Lock()
+		rec := sess.trustOf().ledger.Get(u.ID)
+		_, kept := sess.kept[u.ID]
+		sess.mu.Unlock()
 		if rec.Wrote || kept {
 			continue // this session wrote (or keeps) the result: the user removed it, or it waits for <M-CR>
 		}
@@ -79,8 +78,9 @@ func (sess *session) recoverResults(s *Snapshot, doc *buffer.Document) []string 
 // go back to what they were, each only while it still holds exactly what
 // the call wrote; the call's result then says so, for the model.
 func (h *Engine) onUndo(bufnr, line int) (Reply, error) {
-	return h.session(bufnr).withStep(true, func() (Reply, error) {
-		s, err := h.session(bufnr).snapshot()
+	sess := h.session(bufnr)
+	return sess.withStep(true, func() (Reply, error) {
+		s, err := sess.snapshot()
 		if err != nil {
 			return Reply{}, err
 		}
@@ -133,10 +133,10 @@ func (h *Engine) onUndo(bufnr, line int) (Reply, error) {
 				what = append(what, fmt.Sprintf("%s, which the call created, %s removed", strings.Join(removed, ", "), map[bool]string{true: "was", false: "were"}[len(removed) == 1]))
 			}
 			note := fmt.Sprintf("[The user undid this call's changes on disk: %s.]", strings.Join(what, "; "))
-			if err := h.session(bufnr).placeResult(tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
+			if err := sess.placeResult(tu.ID, r.Content+"\n\n"+note, r.IsError, r.Language); err != nil {
 				h.logf("tool:undo: note in the result of %s: %v", tu.ID, err)
 			}
-			h.session(bufnr).recordDecisions(journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
+			sess.recordDecisions(journalKey(bufnr, s.Name), doc, []WireRecord{{ID: tu.ID, Status: "undone", By: trust.ByUser, Hash: c.InputHash}})
 		}
 		if len(failed) > 0 {
 			return reply("undo", fmt.Sprintf("Not undone: %s", strings.Join(failed, "; ")), levelWarn), nil
@@ -166,8 +166,9 @@ func (h *Engine) onResume(bufnr, line int) (Reply, error) {
 // onDiscard is :Flemma tool:discard: the call under the cursor gets an
 // error result saying it was interrupted, and is resolved in the journal.
 func (h *Engine) onDiscard(bufnr, line int) (Reply, error) {
-	return h.session(bufnr).withStep(true, func() (Reply, error) {
-		s, err := h.session(bufnr).snapshot()
+	sess := h.session(bufnr)
+	return sess.withStep(true, func() (Reply, error) {
+		s, err := sess.snapshot()
 		if err != nil {
 			return Reply{}, err
 		}
@@ -180,13 +181,13 @@ func (h *Engine) onDiscard(bufnr, line int) (Reply, error) {
 			return reply("none", fmt.Sprintf("Tool %s already has a result.", tu.ID), levelInfo), nil
 		}
 		key := journalKey(bufnr, s.Name)
-		c, p := h.session(bufnr).history(key, tu)
+		c, p := sess.history(key, tu)
 		msg := "The call was discarded by the user without running."
 		if p == pastInterrupted || p == pastElsewhere {
 			msg = fmt.Sprintf("The call was interrupted: it started %s, and flemma or Neovim stopped before it finished. It may have partly run; check before repeating it.",
 				c.StartedAt.Format(time.RFC3339))
 		}
-		if err := h.session(bufnr).placeResult(tu.ID, msg, true, ""); err != nil {
+		if err := sess.placeResult(tu.ID, msg, true, ""); err != nil {
 			return reply("none", err.Error(), levelError), nil
 		}
 		if jr := h.journal(); jr != nil && c.ID != 0 && !c.Finished() && c.Resolution == "" {
@@ -196,7 +197,7 @@ func (h *Engine) onDiscard(bufnr, line int) (Reply, error) {
 		} else {
 			// Never journaled as started (the user discards a call that did
 			// not run): the decision is recorded all the same.
-			h.session(bufnr).recordDecisions(key, doc, []WireRecord{{ID: tu.ID, Status: string(journal.Discarded), By: trust.ByUser, Hash: trust.CallHash(tu)}})
+			sess.recordDecisions(key, doc, []WireRecord{{ID: tu.ID, Status: string(journal.Discarded), By: trust.ByUser, Hash: trust.CallHash(tu)}})
 		}
 		return reply("discard", "", 0), nil
 	})

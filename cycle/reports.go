@@ -91,14 +91,15 @@ func (h *Engine) resolverNames() string {
 }
 
 func (h *Engine) onTools(bufnr int, filter string) (Reply, error) {
+	sess := h.session(bufnr)
 	// The same answers the cycle uses: the buffer's tools (setup narrowed
 	// by its frontmatter) and the approval chain with the buffer's
 	// frontmatter and sandbox, for a call the model makes in this session
 	// with no input (rules on the input, such as bash(git *) or protected
 	// paths, can still change the decision for a given call).
 	h.ensureMCP()
-	fm, _, _ := h.session(bufnr).bufferContext()
-	eff := h.session(bufnr).effective(fm)
+	fm, _, _ := sess.bufferContext()
+	eff := sess.effective(fm)
 	ctx := frontmatter.WithBudget(context.Background(), h.fm.NewBudget())
 	var b strings.Builder
 	for _, t := range h.Registry.Search(filter) {
@@ -112,7 +113,7 @@ func (h *Engine) onTools(bufnr int, filter string) (Reply, error) {
 		case !eff.HasTool(s.Name):
 			status = "not selected in this buffer (flemma.opt.tools)"
 		}
-		out := h.chain.Decide(ctx, h.session(bufnr).approvalCall(&buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
+		out := h.chain.Decide(ctx, sess.approvalCall(&buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
 		limit, from := toolTimeouts(eff).For(s)
 		timeout := tools.FormatTimeout(limit) + " (" + from + ")"
 		if _, isChain := t.(*chainTool); isChain && limit >= chainNoTimeout {
@@ -149,16 +150,17 @@ func (h *Engine) onTools(bufnr int, filter string) (Reply, error) {
 }
 
 func (h *Engine) onStatus(bufnr int) (StatusReply, error) {
-	s, err := h.session(bufnr).snapshot()
+	sess := h.session(bufnr)
+	s, err := sess.snapshot()
 	var fm *frontmatter.Result
 	if err == nil {
-		fm = h.session(bufnr).evalFrontmatter(parse(s.Lines))
+		fm = sess.evalFrontmatter(parse(s.Lines))
 	}
-	eff := h.session(bufnr).effective(fm)
+	eff := sess.effective(fm)
 	name, params, pcfg := h.request(eff)
 	info := h.modelInfo(name, params.Model)
 	auto := eff.Autopilot
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	usage, turns := st.lastUsage, st.turns
 	bufTotal := st.usage
@@ -223,13 +225,14 @@ func (h *Engine) onStatus(bufnr int) (StatusReply, error) {
 }
 
 func (h *Engine) onToolList(bufnr int) (Reply, error) {
-	s, err := h.session(bufnr).snapshot()
+	sess := h.session(bufnr)
+	s, err := sess.snapshot()
 	if err != nil {
 		return Reply{}, err
 	}
 	doc := parse(s.Lines)
 	var b strings.Builder
-	st := h.session(bufnr)
+	st := sess
 	st.mu.Lock()
 	running := map[string]bool{}
 	for id := range st.running {

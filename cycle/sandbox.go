@@ -93,13 +93,12 @@ func (sess *session) sandbox(fm *frontmatter.Result, cwd, bufferPath string) (*s
 		sc.HiddenExcept = append(sc.HiddenExcept, sandbox.OutputFolder(state, bufferPath))
 		sc.CacheDir = sandbox.CacheFolder(state, cwd, bufferPath)
 	}
-	st := sess
-	st.mu.Lock()
-	if st.pins == nil {
-		st.pins = sandbox.NewRootPins()
+	sess.mu.Lock()
+	if sess.pins == nil {
+		sess.pins = sandbox.NewRootPins()
 	}
-	pins := st.pins
-	st.mu.Unlock()
+	pins := sess.pins
+	sess.mu.Unlock()
 	return sandbox.New(sc, cwd, bufferPath, sandbox.WithRootPins(pins))
 }
 
@@ -159,12 +158,13 @@ func (h *Engine) backupDir() string {
 
 // onSandboxStatus is :Flemma sandbox:status.
 func (h *Engine) onSandboxStatus(bufnr int) (Reply, error) {
-	fm, cwd, name := h.session(bufnr).bufferContext()
-	sb, err := h.session(bufnr).sandbox(fm, cwd, name)
+	sess := h.session(bufnr)
+	fm, cwd, name := sess.bufferContext()
+	sb, err := sess.sandbox(fm, cwd, name)
 	if err != nil {
 		return reply("none", "sandbox: "+err.Error(), levelError), nil
 	}
-	r := h.session(bufnr).pathRules(fm, cwd, name)
+	r := sess.pathRules(fm, cwd, name)
 	r.build()
 	reads := "reads by policy (read, grep, find, ls): everywhere deny_read allows"
 	if !r.all {
@@ -186,8 +186,9 @@ func (sess *session) bufferContext() (*frontmatter.Result, string, string) {
 
 // onSandboxWritable backs ctx.sandbox.is_path_writable for Lua tools.
 func (h *Engine) onSandboxWritable(bufnr int, path string) (WritableReply, error) {
-	fm, cwd, name := h.session(bufnr).bufferContext()
-	sb, err := h.session(bufnr).sandbox(fm, cwd, name)
+	sess := h.session(bufnr)
+	fm, cwd, name := sess.bufferContext()
+	sb, err := sess.sandbox(fm, cwd, name)
 	if err != nil {
 		return WritableReply{}, fmt.Errorf("sandbox_writable: %w", err)
 	}
@@ -200,8 +201,9 @@ func (h *Engine) onSandboxWritable(bufnr int, path string) (WritableReply, error
 // that asked for confinement must not run unconfined believing it is
 // (issue 28 item 11; seed 004: "returns nil + error on failure").
 func (h *Engine) onSandboxWrap(bufnr int, argv []string) (WrapReply, error) {
-	fm, cwd, name := h.session(bufnr).bufferContext()
-	sb, err := h.session(bufnr).sandbox(fm, cwd, name)
+	sess := h.session(bufnr)
+	fm, cwd, name := sess.bufferContext()
+	sb, err := sess.sandbox(fm, cwd, name)
 	if err != nil {
 		return WrapReply{Error: err.Error()}, nil
 	}

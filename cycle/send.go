@@ -109,10 +109,9 @@ func (sess *session) startSend(auto bool) (Reply, error) {
 			return reply("send", fmt.Sprintf("Cannot send: the tool call %s (%s) on line %d has no result yet. Press <C-]> to categorize it.", tu.Name, tu.ID, tu.HeaderLine), levelError), nil
 		}
 		if r.Status != "" {
-			st := sess
-			st.mu.Lock()
-			running := st.running[tu.ID] != nil
-			st.mu.Unlock()
+			sess.mu.Lock()
+			running := sess.running[tu.ID] != nil
+			sess.mu.Unlock()
 			if running {
 				return reply("send", fmt.Sprintf("Cannot send yet: the tool call %s (%s) on line %d is running; its result comes first (<C-c> cancels it).", tu.Name, tu.ID, tu.HeaderLine), levelWarn), nil
 			}
@@ -160,22 +159,20 @@ func (sess *session) startSend(auto bool) (Reply, error) {
 		return reply("offer", offer, levelWarn), nil // told, never done silently: the next press sends
 	}
 	h.noteWeb(name, req.Web)
-
-	st := sess
-	st.mu.Lock()
-	ctx, cancel := context.WithCancel(st.ctx)
-	if st.streaming != nil {
-		st.mu.Unlock()
+	sess.mu.Lock()
+	ctx, cancel := context.WithCancel(sess.ctx)
+	if sess.streaming != nil {
+		sess.mu.Unlock()
 		cancel()
 		return reply("busy", "A request is already in progress. Use <C-c> to cancel it first.", levelWarn), nil
 	}
-	st.streaming = cancel
-	st.move(evStream)
+	sess.streaming = cancel
+	sess.move(evStream)
 	if !auto {
-		st.turns = 0
-		st.disarmed = false
+		sess.turns = 0
+		sess.disarmed = false
 	}
-	st.mu.Unlock()
+	sess.mu.Unlock()
 
 	last := s.Lines
 	if len(last) > 3 {
@@ -197,10 +194,11 @@ func (sess *session) startSend(auto bool) (Reply, error) {
 
 // onSend is phase 3 on the user's word (:Flemma send).
 func (h *Engine) onSend(bufnr int) (Reply, error) {
-	if r, ok := h.session(bufnr).sourcesGate(waitSend, false); !ok {
+	sess := h.session(bufnr)
+	if r, ok := sess.sourcesGate(waitSend, false); !ok {
 		return r, nil // it sends when the tool sources are ready (sources.go)
 	}
-	return h.session(bufnr).startSend(false)
+	return sess.startSend(false)
 }
 
 // noteWeb says once per provider when web tools are on but its wire has

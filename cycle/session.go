@@ -194,16 +194,15 @@ func (st *session) renew() {
 
 // spawn runs fn in a goroutine counted as the buffer's work (Busy).
 func (sess *session) spawn(fn func()) {
-	st := sess
-	st.mu.Lock()
-	st.background++
-	st.mu.Unlock()
+	sess.mu.Lock()
+	sess.background++
+	sess.mu.Unlock()
 	go func() {
 		defer func() {
-			st.mu.Lock()
-			st.background--
-			st.cond.Broadcast()
-			st.mu.Unlock()
+			sess.mu.Lock()
+			sess.background--
+			sess.cond.Broadcast()
+			sess.mu.Unlock()
 		}()
 		fn()
 	}()

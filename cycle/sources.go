@@ -31,9 +31,8 @@ func (sess *session) sourcesGate(kind waitKind, auto bool) (Reply, bool) {
 	// The session's lock, then the engine's (the lock order): the count is
 	// read and the step remembered at once, so a SourcesPending(0) between
 	// them cannot miss this buffer.
-	st := sess
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
 	h.mu.Lock()
 	n := h.luaSources
 	h.mu.Unlock()
@@ -42,10 +41,10 @@ func (sess *session) sourcesGate(kind waitKind, auto bool) (Reply, bool) {
 	}
 	// A send waiting already stays one; a press adds nothing to a waiting
 	// send (the send runs the cycle's last phase anyway).
-	if st.waiting == waitNone || kind == waitSend {
-		st.waiting = kind
+	if sess.waiting == waitNone || kind == waitSend {
+		sess.waiting = kind
 	}
-	st.waitAuto = st.waitAuto || auto
+	sess.waitAuto = sess.waitAuto || auto
 	return reply("waiting", fmt.Sprintf("Waiting for tool definitions to load (%d source(s) still resolving)… This buffer goes on by itself when they are, wherever you are; <C-c> cancels.", n), levelWarn), false
 }
 

@@ -279,10 +279,9 @@ func (sess *session) receivedRecords(final []string, ids map[string]bool) []Wire
 		return nil
 	}
 	var out []WireRecord
-	st := sess
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	l := st.trustOf().ledger
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	l := sess.trustOf().ledger
 	for _, u := range parse(final).ToolUses() {
 		if ids[u.ID] {
 			r := l.Get(u.ID)

@@ -104,15 +104,14 @@ func digestOf(calls map[string]string) []DigestCall {
 // the host has not seen it yet.
 func (sess *session) syncTrust(s *Snapshot) error {
 	h, bufnr := sess.h, sess.bufnr
-	st := sess
-	st.mu.Lock()
-	bt := st.trust
+	sess.mu.Lock()
+	bt := sess.trust
 	if bt != nil && bt.gen == s.TrustGen && bt.vouch == s.TrustVouch {
 		bt.trusted = s.Trusted
-		st.mu.Unlock()
+		sess.mu.Unlock()
 		return nil
 	}
-	st.mu.Unlock()
+	sess.mu.Unlock()
 	p, err := h.ed.TrustPull(bufnr)
 	if err != nil {
 		return fmt.Errorf("read the trust state of buffer %d: %w", bufnr, err)
@@ -153,20 +152,20 @@ func (sess *session) syncTrust(s *Snapshot) error {
 		l.Put(fromWire(w))
 	}
 	l.AddTombs(trust.DecodeTombs(p.Tombs))
-	st.mu.Lock()
-	if old := st.trust; old != nil && old.gen == p.Gen && old.vouch != p.Vouch {
+	sess.mu.Lock()
+	if old := sess.trust; old != nil && old.gen == p.Gen && old.vouch != p.Vouch {
 		// :Flemma trust or untrust since the host last looked: the audit
 		// log has it (recorded before any call of the buffer is decided).
 		defer h.recordTrust(journalKey(bufnr, s.Name), p.Trusted, len(l.Vouched))
 	}
-	if old := st.trust; old != nil {
+	if old := sess.trust; old != nil {
 		for _, r := range old.ledger.Records {
 			l.Put(r) // the host's records are at least as new as the mirror's
 		}
 		l.Adopt(old.ledger) // and so are its prunes
 	}
-	st.trust = &bufTrust{gen: p.Gen, vouch: p.Vouch, trusted: p.Trusted, ledger: l}
-	st.mu.Unlock()
+	sess.trust = &bufTrust{gen: p.Gen, vouch: p.Vouch, trusted: p.Trusted, ledger: l}
+	sess.mu.Unlock()
 	if p.Gen > 1 || len(l.Origin.Approved) > 0 || len(l.Vouched) > 0 {
 		h.logf("trust: buffer %d load %d: %d open call(s) and %d approved placeholder(s) in the loaded text, %d call(s) vouched for, trusted=%v",
 			bufnr, p.Gen, len(l.Origin.Calls), len(l.Origin.Approved), len(l.Vouched), p.Trusted)
@@ -189,10 +188,9 @@ func (sess *session) commit(recs []WireRecord, tick, seq int) {
 	if len(recs) == 0 {
 		return
 	}
-	st := sess
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	l := st.trustOf().ledger
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	l := sess.trustOf().ledger
 	for _, w := range recs {
 		r := fromWire(w)
 		if r.Seq == trust.SeqUnset {
@@ -232,10 +230,9 @@ func (sess *session) record(recs ...trust.Record) error {
 // calls, plus 8 bytes per call it ever ran.
 func (sess *session) prune(tick int, doc *buffer.Document) {
 	h, bufnr := sess.h, sess.bufnr
-	st := sess
-	st.mu.Lock()
-	ids, tombs := st.trustOf().ledger.Prune(doc, tick, func(id string) bool { return st.running[id] != nil })
-	st.mu.Unlock()
+	sess.mu.Lock()
+	ids, tombs := sess.trustOf().ledger.Prune(doc, tick, func(id string) bool { return sess.running[id] != nil })
+	sess.mu.Unlock()
 	if len(ids) == 0 {
 		return
 	}
