@@ -10,8 +10,10 @@ all: build
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "make: Go is required (https://go.dev/dl, 1.25 or newer); it was not found on PATH" >&2; exit 1; }
 
+# Static (no cgo), as the release's hosts (scripts/dist.sh): libc's pages
+# and cgo's threads cost the host ~1.3 MB resident (docs/benchmarks.md).
 build: check-go
-	$(GO) build -o $(BIN) ./cmd/flemma-host
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/flemma-host
 
 # The prebuilt hosts of a release, with SHA256SUMS, in dist/
 # (scripts/dist.sh; .github/workflows/release.yml publishes them).

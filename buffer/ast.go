@@ -150,10 +150,10 @@ func (s *Summary) Content() string { return strings.Join(s.lines, "\n") }
 // ToolUse is a **Tool Use:** block of an @Assistant: message.
 type ToolUse struct {
 	Name, ID string
-	// Input is the decoded JSON object, with keys whose value is JSON null
-	// left out (recursively). nil when the input is valid JSON but not an
-	// object; Parse reports that with a warning.
-	Input    map[string]any
+	// Args is the input of a ToolUse made by hand (a chain's step, a
+	// test), already decoded; Input returns it. Parse leaves it nil: it
+	// checks RawInput and Input decodes it when asked.
+	Args     map[string]any
 	RawInput string // the fence body verbatim (lines joined by "\n")
 	Language string // fence language: "json", "" (read as JSON) or another case of "json"
 	FenceLen int    // number of backticks of the fence
@@ -162,7 +162,30 @@ type ToolUse struct {
 	HeaderLine int // the **Tool Use:** line
 	FenceLine  int // the opening fence
 	EndLine    int // the closing fence
+
+	object bool // Parse found RawInput a JSON object, not refused (see Input)
 }
+
+// Input returns the tool's input: the decoded JSON object of RawInput,
+// with keys whose value is JSON null left out (recursively), or Args for a
+// ToolUse made by hand. It is nil when the input is valid JSON but not an
+// object, or was refused (Parse reports both with a warning).
+//
+// Parse only checks the input; Input decodes it on each call (a few
+// microseconds for a typical input) and returns a map of the caller's
+// own, which it may modify without changing what another reader sees. A
+// press reads the inputs of its few open calls, a send reads each once:
+// decoding every input of every parse cost a tool-heavy buffer a third of
+// its parse (docs/design.md, "Parser").
+func (u *ToolUse) Input() map[string]any {
+	if u.Args != nil || !u.object {
+		return u.Args
+	}
+	return decodeObject(u.RawInput)
+}
+
+// IsObject reports whether Input is not nil, without decoding the input.
+func (u *ToolUse) IsObject() bool { return u.Args != nil || u.object }
 
 // ToolResult is a **Tool Result:** block of a @You: message.
 type ToolResult struct {

@@ -38,7 +38,7 @@ func TestDeepInputRefused(t *testing.T) {
 	text := "@Assistant:\n**Tool Use:** `calc` (`d1`)\n\n```json\n" + deep + "\n```\n"
 	doc := Parse(strings.Split(text, "\n"))
 	u := doc.Use("d1")
-	if u == nil || u.Input != nil || u.RawInput != deep {
+	if u == nil || u.Input() != nil || u.RawInput != deep {
 		t.Fatalf("use %+v", u)
 	}
 	found := false

@@ -39,7 +39,7 @@ func ExampleParse() {
 		if r := doc.Result(u.ID); r != nil {
 			status = "placeholder " + string(r.Status)
 		}
-		fmt.Printf("%s %s (line %d) %v: %s\n", u.Name, u.ID, u.HeaderLine, u.Input["command"], status)
+		fmt.Printf("%s %s (line %d) %v: %s\n", u.Name, u.ID, u.HeaderLine, u.Input()["command"], status)
 	}
 	fmt.Println("unresolved:", len(doc.Unresolved()), "diagnostics:", len(doc.Diagnostics))
 	// Output:

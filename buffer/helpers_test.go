@@ -41,7 +41,7 @@ func sketch(d *Document) string {
 					b.WriteString(" (in force)")
 				}
 			case *ToolUse:
-				fmt.Fprintf(&b, "use %s %s %d-%d %s", s.Name, s.ID, s.HeaderLine, s.EndLine, inputJSON(s.Input))
+				fmt.Fprintf(&b, "use %s %s %d-%d %s", s.Name, s.ID, s.HeaderLine, s.EndLine, inputJSON(s.Input()))
 			case *ToolResult:
 				st := string(s.Status)
 				if st == "" {
@@ -120,7 +120,7 @@ func dump(d *Document) string {
 			case *ToolUse:
 				fmt.Fprintf(&b, "  tool_use %d-%d name=%q id=%q fence=%d len=%d language=%q suffix=%q\n",
 					s.HeaderLine, s.EndLine, s.Name, s.ID, s.FenceLine, s.FenceLen, s.Language, s.Suffix)
-				fmt.Fprintf(&b, "    input %s\n", inputJSON(s.Input))
+				fmt.Fprintf(&b, "    input %s\n", inputJSON(s.Input()))
 			case *ToolResult:
 				fmt.Fprintf(&b, "  tool_result %d-%d id=%q status=%q error=%v header_form=%v fence=%d len=%d language=%q info=%q suffix=%q\n",
 					s.HeaderLine, s.EndLine, s.ToolUseID, s.Status, s.IsError, s.HeaderForm, s.FenceLine, s.FenceLen, s.Language, s.Info, s.Suffix)

@@ -36,6 +36,28 @@ const maxInputDepth = 200
 type jsonDecoder struct {
 	s string
 	i int
+	// skip checks the text as the decoder would read it without building
+	// the value (no maps, slices or strings; numbers still converted, to
+	// fail where decoding fails): see validInput.
+	skip    bool
+	scratch []byte // slowStr's buffer when skipping, reused
+	deepest int    // the deepest object or array so far
+}
+
+// validInput reports whether decodeInput(s) would succeed, and when it
+// would the deepest nesting of arrays and objects (JSONDepth's), without
+// building the value: what Parse checks of a tool input, which is decoded
+// only when asked for (ToolUse.Input). scratch is a buffer to reuse across
+// calls (returned grown).
+func validInput(s string, scratch []byte) (ok bool, depth int, _ []byte) {
+	d := jsonDecoder{s: s, skip: true, scratch: scratch}
+	d.space()
+	_, ok = d.value(0)
+	if !ok {
+		return false, 0, d.scratch
+	}
+	d.space()
+	return d.i == len(s), d.deepest, d.scratch
 }
 
 func (d *jsonDecoder) space() {
@@ -60,6 +82,9 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 		return d.array(depth + 1)
 	case c == '"':
 		s, ok := d.str()
+		if d.skip {
+			return nil, ok // boxing s would allocate
+		}
 		return s, ok
 	case c == '-' || '0' <= c && c <= '9':
 		return d.number()
@@ -83,7 +108,11 @@ func (d *jsonDecoder) word(w string) bool {
 
 func (d *jsonDecoder) object(depth int) (any, bool) {
 	d.i++ // {
-	m := map[string]any{}
+	d.deepest = max(d.deepest, depth)
+	var m map[string]any
+	if !d.skip {
+		m = map[string]any{}
+	}
 	d.space()
 	if d.i < len(d.s) && d.s[d.i] == '}' {
 		d.i++
@@ -107,9 +136,11 @@ func (d *jsonDecoder) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		if v == nil {
+		switch {
+		case d.skip:
+		case v == nil:
 			delete(m, k) // a later duplicate wins, as in encoding/json; then nulls go
-		} else {
+		default:
 			m[k] = v
 		}
 		d.space()
@@ -131,7 +162,11 @@ func (d *jsonDecoder) object(depth int) (any, bool) {
 
 func (d *jsonDecoder) array(depth int) (any, bool) {
 	d.i++ // [
-	a := []any{}
+	d.deepest = max(d.deepest, depth)
+	var a []any
+	if !d.skip {
+		a = []any{}
+	}
 	d.space()
 	if d.i < len(d.s) && d.s[d.i] == ']' {
 		d.i++
@@ -142,7 +177,9 @@ func (d *jsonDecoder) array(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		a = append(a, v)
+		if !d.skip {
+			a = append(a, v)
+		}
 		d.space()
 		if d.i >= len(d.s) {
 			return nil, false
@@ -194,6 +231,9 @@ func (d *jsonDecoder) number() (any, bool) {
 	if err != nil {
 		return nil, false
 	}
+	if d.skip {
+		return nil, true
+	}
 	return f, true
 }
 
@@ -238,13 +278,22 @@ func (d *jsonDecoder) str() (string, bool) {
 // slowStr finishes a string that needs rewriting; d.i is where the plain
 // prefix beginning at start ends.
 func (d *jsonDecoder) slowStr(start int) (string, bool) {
-	b := make([]byte, 0, d.i-start+16)
+	var b []byte
+	if d.skip {
+		b = d.scratch[:0]
+		defer func() { d.scratch = b[:0] }()
+	} else {
+		b = make([]byte, 0, d.i-start+16)
+	}
 	b = append(b, d.s[start:d.i]...)
 	for d.i < len(d.s) {
 		c := d.s[d.i]
 		switch {
 		case c == '"':
 			d.i++
+			if d.skip {
+				return "", true
+			}
 			return string(b), true
 		case c < ' ':
 			return "", false

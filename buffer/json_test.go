@@ -3,6 +3,7 @@ package buffer
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +99,42 @@ func FuzzDecodeInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		v, ok := decodeInput(in)
 		compareInput(t, in, v, ok)
+		// Parse checks an input with validInput and decodes it later
+		// (ToolUse.Input): both must accept the same texts.
+		valid, depth, _ := validInput(in, nil)
+		if valid != ok {
+			t.Fatalf("validInput(%q) = %v, decodeInput ok = %v", in, valid, ok)
+		}
+		if valid && depth != JSONDepth(in, maxInputDepth+1) {
+			t.Fatalf("validInput(%q): depth %d, JSONDepth %d", in, depth, JSONDepth(in, maxInputDepth+1))
+		}
 	})
+}
+
+// TestInputDecodedOnDemand: Parse checks a tool input and Input decodes it
+// when asked, each time into a map of the caller's own.
+func TestInputDecodedOnDemand(t *testing.T) {
+	text := "@Assistant:\n**Tool Use:** `bash` (`a`)\n\n```json\n{\"command\": \"ls\", \"x\": null, \"o\": {\"n\": null, \"k\": [1, null]}}\n```\n" +
+		"**Tool Use:** `bash` (`b`)\n\n```json\n[1, 2]\n```\n"
+	doc := Parse(strings.Split(text, "\n"))
+	a, b := doc.Use("a"), doc.Use("b")
+	if a == nil || b == nil {
+		t.Fatalf("uses: %v", doc.Diagnostics)
+	}
+	want := map[string]any{"command": "ls", "o": map[string]any{"k": []any{1.0, nil}}}
+	first := a.Input()
+	if !reflect.DeepEqual(first, want) || !a.IsObject() {
+		t.Fatalf("Input() = %#v, want %#v", first, want)
+	}
+	first["command"] = "rm -rf /"
+	if got := a.Input(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("a caller's change reached the next reader: %#v", got)
+	}
+	if b.Input() != nil || b.IsObject() {
+		t.Fatalf("an array input: Input() = %#v, IsObject %v", b.Input(), b.IsObject())
+	}
+	hand := &ToolUse{Name: "x", Args: map[string]any{"k": "v"}}
+	if !reflect.DeepEqual(hand.Input(), hand.Args) || !hand.IsObject() {
+		t.Fatal("a hand-made ToolUse's Input is not its Args")
+	}
 }

@@ -128,6 +128,8 @@ type parser struct {
 	// allocations per document instead of a few per node.
 	lineArena []string
 	msgArena  []Message
+	textArena []Text
+	scratch   []byte // validInput's
 }
 
 func (p *parser) line(n int) string { return p.src[n-1] }
@@ -152,7 +154,21 @@ func (p *parser) text(a, b int) *Text {
 	if a > b {
 		return nil
 	}
-	return &Text{lines: p.copyLines(p.src[a-1 : b]), StartLine: a, EndLine: b}
+	t := p.newText()
+	*t = Text{lines: p.copyLines(p.src[a-1 : b]), StartLine: a, EndLine: b}
+	return t
+}
+
+// newText returns a zero Text from memory shared with the other text
+// nodes of the document, as newMessage does for messages (the nodes of
+// a message are kept, or dropped, together).
+func (p *parser) newText() *Text {
+	if len(p.textArena) == 0 {
+		p.textArena = make([]Text, 64)
+	}
+	t := &p.textArena[0]
+	p.textArena = p.textArena[1:]
+	return t
 }
 
 // frontmatter reads a frontmatter opened on line 1 and closed by the first
@@ -442,7 +458,17 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 		p.report(open, 1, SeverityWarning, KindToolUse, "Failed to parse tool input: the fenced block is empty")
 		return nil, 0
 	}
-	if why := InputTooLarge(raw); why != "" {
+	// One pass checks the input and measures its depth; InputTooLarge
+	// (its own pass) only when that pass cannot say it is within bounds.
+	ok, deep := false, 0
+	if len(raw) <= MaxInputBytes {
+		ok, deep, p.scratch = validInput(raw, p.scratch)
+	}
+	why := ""
+	if !ok || deep > MaxInputDepth {
+		why = InputTooLarge(raw)
+	}
+	if why != "" {
 		// Not decoded: no resolver, preview or tool is handed it.
 		p.report(open+1, 1, SeverityWarning, KindToolUse, "Tool input refused: %s", why)
 		return &ToolUse{
@@ -450,9 +476,8 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 			HeaderLine: h, FenceLine: open, EndLine: end,
 		}, end + 1
 	}
-	v, fast := decodeInput(raw) // nulls already left out
-	if !fast {
-		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+	if !ok { // not valid, or an edge the fast path leaves to encoding/json
+		if err := checkJSON(raw); err != nil {
 			line, col := open+1, 1
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
@@ -462,21 +487,51 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 			p.report(line, col, SeverityWarning, KindToolUse, "Failed to parse tool input: JSON parse error: %s", err)
 			return nil, 0
 		}
-		if obj, ok := v.(map[string]any); ok {
-			v = dropNulls(obj)
-		}
 	}
 	u := &ToolUse{
 		Name: name, ID: id, RawInput: raw, Language: lang, FenceLen: n, Suffix: suffix,
 		HeaderLine: h, FenceLine: open, EndLine: end,
 	}
-	if obj, ok := v.(map[string]any); ok {
-		u.Input = obj
+	if isObjectText(raw) {
+		u.object = true
 	} else {
+		var v any
+		_ = json.Unmarshal([]byte(raw), &v) // valid: checked above
 		p.report(open+1, 1, SeverityWarning, KindToolUse,
 			"Tool input must be a JSON object, got %s", jsonType(v))
 	}
 	return u, end + 1
+}
+
+// checkJSON is encoding/json's verdict on a tool input the fast path did
+// not accept (its error words the diagnostic). It is a function of its own
+// so that the value it decodes into is not allocated on Parse's path.
+func checkJSON(raw string) error {
+	var v any
+	return json.Unmarshal([]byte(raw), &v)
+}
+
+// decodeObject decodes a tool input Parse found to be a JSON object, nulls
+// left out (see ToolUse.Input), or returns nil if it is not one.
+func decodeObject(raw string) map[string]any {
+	v, fast := decodeInput(raw) // nulls already left out
+	if !fast {
+		if err := json.Unmarshal([]byte(raw), &v); err != nil {
+			return nil
+		}
+		if obj, ok := v.(map[string]any); ok {
+			v = dropNulls(obj)
+		}
+	}
+	obj, _ := v.(map[string]any)
+	return obj
+}
+
+// isObjectText reports whether valid JSON text is an object (its first
+// token is '{').
+func isObjectText(s string) bool {
+	s = trimLeftSpace(s)
+	return s != "" && s[0] == '{'
 }
 
 // offsetPos converts a byte offset in s to a 0-based line and 1-based

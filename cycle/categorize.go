@@ -105,7 +105,7 @@ func statusFor(d approval.Decision) buffer.Status {
 
 func (sess *session) approvalCall(tu *buffer.ToolUse, fm *frontmatter.Result) approval.Call {
 	h, bufnr := sess.h, sess.bufnr
-	c := approval.Call{Tool: h.Registry.ApprovalName(tu.Name), ID: tu.ID, Input: tu.Input, Bufnr: bufnr}
+	c := approval.Call{Tool: h.Registry.ApprovalName(tu.Name), ID: tu.ID, Input: tu.Input(), Bufnr: bufnr}
 	if c.Input == nil {
 		c.Input = map[string]any{}
 	}
@@ -380,7 +380,7 @@ func (h *Engine) logAll(lines []string) {
 // other tools, and for bash, which the sandbox confines instead: protected
 // paths are read-only in it unless the user approved the call).
 func (h *Engine) writesPath(tu *buffer.ToolUse) string {
-	path, _ := tu.Input["path"].(string)
+	path, _ := tu.Input()["path"].(string)
 	if path == "" {
 		return ""
 	}

@@ -63,7 +63,7 @@ func (sess *session) propose(tu *buffer.ToolUse, s *Snapshot) (builtin.Proposal,
 	if err != nil {
 		return builtin.Proposal{}, err
 	}
-	input := tu.Input
+	input := tu.Input()
 	if input == nil {
 		input = map[string]any{}
 	}
@@ -302,7 +302,7 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 			modified = reviewed != string(p.New)
 			if modified {
 				input := map[string]any{}
-				for k, v := range tu.Input {
+				for k, v := range tu.Input() {
 					input[k] = v
 				}
 				if t, _ := h.Registry.Get(tu.Name); t != nil && isLua(t) {
@@ -325,7 +325,7 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 				body := strings.TrimSuffix(b.String(), "\n")
 				edits = append(edits, buffer.Edit{Start: tu.FenceLine, End: tu.EndLine - 1, Lines: []string{body}})
 				u := *tu
-				u.Input, u.RawInput = input, body
+				u.Args, u.RawInput = input, body
 				use = &u
 			}
 			if r.Status != buffer.StatusApproved {
@@ -364,7 +364,7 @@ func (sess *session) reviewLua(tu *buffer.ToolUse, s *Snapshot, p builtin.Propos
 	if !h.reviewable(tu.Name) {
 		return nil, fmt.Errorf("%s takes no reviewed version (it has no review function): approve or reject it as proposed", tu.Name)
 	}
-	r, err := h.lua.ReviewInput(tu.Name, tu.Input, reviewed)
+	r, err := h.lua.ReviewInput(tu.Name, tu.Input(), reviewed)
 	if err != nil {
 		h.logf("review of %s (%s): %v", tu.Name, tu.ID, err)
 		return nil, fmt.Errorf("the review function of %s could not be called", tu.Name)
@@ -373,7 +373,10 @@ func (sess *session) reviewLua(tu *buffer.ToolUse, s *Snapshot, p builtin.Propos
 		return nil, fmt.Errorf("the review function of %s failed: %s", tu.Name, r.Error)
 	}
 	check := *tu
-	check.Input = r.Input
+	check.Args = r.Input
+	if check.Args == nil {
+		check.Args = map[string]any{} // propose reads none as {}
+	}
 	q, err := sess.propose(&check, s)
 	if err != nil {
 		return nil, fmt.Errorf("the input from the review function of %s has no diff: %v", tu.Name, err)

@@ -87,11 +87,11 @@ func (h *Engine) previewText(tu *buffer.ToolUse, s *Snapshot, note string) strin
 	if t, ok := h.Registry.Get(tu.Name); ok {
 		if ct, ok := t.(*chainTool); ok {
 			o := opts
-			opts.Custom = func(maxLen int) (string, bool) { return ct.chainPreview(tu.Input, maxLen, o), true }
+			opts.Custom = func(maxLen int) (string, bool) { return ct.chainPreview(tu.Input(), maxLen, o), true }
 		}
 		if lt, ok := t.(*luaTool); ok && lt.hasPreview {
 			opts.Custom = func(maxLen int) (string, bool) {
-				input := tu.Input
+				input := tu.Input()
 				if input == nil {
 					input = map[string]any{}
 				}
@@ -107,7 +107,7 @@ func (h *Engine) previewText(tu *buffer.ToolUse, s *Snapshot, note string) strin
 			}
 		}
 	}
-	return preview.Format(tu.Name, tu.Input, width, opts) + note
+	return preview.Format(tu.Name, tu.Input(), width, opts) + note
 }
 
 // refreshMarks recomputes the extmarks of a buffer (after a resize, an edit

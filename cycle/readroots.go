@@ -111,7 +111,7 @@ func (h *Engine) readsOf(tu *buffer.ToolUse) (string, bool) {
 	if !ok || !slices.Contains(t.Spec().Capabilities, tools.CapReadsPath) {
 		return "", false
 	}
-	if p, _ := tu.Input["path"].(string); p != "" {
+	if p, _ := tu.Input()["path"].(string); p != "" {
 		return p, true
 	}
 	return ".", true

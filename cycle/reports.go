@@ -113,7 +113,7 @@ func (h *Engine) onTools(bufnr int, filter string) (Reply, error) {
 		case !eff.HasTool(s.Name):
 			status = "not selected in this buffer (flemma.opt.tools)"
 		}
-		out := h.chain.Decide(ctx, sess.approvalCall(&buffer.ToolUse{Name: s.Name, Input: map[string]any{}}, fm))
+		out := h.chain.Decide(ctx, sess.approvalCall(&buffer.ToolUse{Name: s.Name, Args: map[string]any{}}, fm))
 		limit, from := toolTimeouts(eff).For(s)
 		timeout := tools.FormatTimeout(limit) + " (" + from + ")"
 		if _, isChain := t.(*chainTool); isChain && limit >= chainNoTimeout {

@@ -50,7 +50,7 @@ func (h *Engine) timeoutNote(tu *buffer.ToolUse, e options.Effective) string {
 		}
 		return "timeout " + tools.FormatTimeout(limit)
 	}
-	asked, _ := tu.Input["timeout"].(float64)
+	asked, _ := tu.Input()["timeout"].(float64)
 	got := tools.Asked(limit, asked)
 	switch {
 	case asked > 0 && got < limit:

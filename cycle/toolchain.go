@@ -218,7 +218,7 @@ func (r *stepRunner) run(ctx context.Context, i int, st tools.ChainStep, in json
 	}
 	var input map[string]any
 	_ = json.Unmarshal(in, &input) // not an object: the executor says so
-	tu := &buffer.ToolUse{ID: r.call.ID, Name: st.Tool, Input: input}
+	tu := &buffer.ToolUse{ID: r.call.ID, Name: st.Tool, Args: input}
 	rules := h.session(r.call.Bufnr).pathRules(r.fm, r.call.Cwd, r.call.Buffer)
 	// The chain call's origin, journal and re-run gates were applied to
 	// it before it ran: the step is decided on its tool and input.
@@ -295,10 +295,11 @@ func (h *Engine) stepApproval(ctx context.Context, bufnr int, tu *buffer.ToolUse
 // chain's input alone determines, as a call of its tool with that input.
 // The others are decided when they run.
 func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buffer.ToolUse, fm *frontmatter.Result, ct *chainTool, rules *pathRules) []chainStepCall {
-	var input any = tu.Input
-	if tu.Input == nil {
-		input = map[string]any{}
+	in := tu.Input()
+	if in == nil {
+		in = map[string]any{}
 	}
+	var input any = in
 	base := h.session(bufnr).gateFacts(key, tu)
 	var out []chainStepCall
 	for i, st := range ct.chain.Spec.Steps {
@@ -311,7 +312,7 @@ func (h *Engine) chainSteps(ctx context.Context, bufnr int, key string, tu *buff
 			continue // the chain fails at this step when it runs
 		}
 		m, _ := in.(map[string]any)
-		stu := &buffer.ToolUse{ID: tu.ID, Name: st.Tool, Input: m}
+		stu := &buffer.ToolUse{ID: tu.ID, Name: st.Tool, Args: m}
 		out = append(out, chainStepCall{N: i + 1, Name: st.Name, Tool: st.Tool, Call: h.stepApproval(ctx, bufnr, stu, fm, base, rules)})
 	}
 	return out

@@ -452,7 +452,7 @@ func editedApproved(d *buffer.Document) *buffer.ToolResult {
 
 func pendingOf(f *File, d *buffer.Document, u *buffer.ToolUse) *Pending {
 	p := &Pending{Tool: u.Name, ID: u.ID, Line: u.HeaderLine,
-		Preview: preview.Format(u.Name, u.Input, 100, preview.Options{EOL: "↵"})}
+		Preview: preview.Format(u.Name, u.Input(), 100, preview.Options{EOL: "↵"})}
 	if r := d.Result(u.ID); r != nil {
 		p.Fence = r.FenceLine
 	}

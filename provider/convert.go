@@ -262,7 +262,7 @@ func assistantParts(doc *buffer.Document, m *buffer.Message, provider string) []
 				continue
 			}
 			input := json.RawMessage("{}")
-			if s.Input != nil {
+			if s.IsObject() {
 				input = objectJSON([]byte(s.RawInput))
 			}
 			parts = append(parts, Part{Kind: PartToolUse, ToolUse: &ToolUse{ID: s.ID, Name: s.Name, Input: input}})

@@ -41,8 +41,8 @@ import (
 // parsed from the buffer (canonical JSON), hashed.
 func CallHash(u *buffer.ToolUse) string {
 	input := strings.TrimSpace(u.RawInput)
-	if u.Input != nil {
-		if b, err := json.Marshal(u.Input); err == nil {
+	if in := u.Input(); in != nil {
+		if b, err := json.Marshal(in); err == nil {
 			input = string(b)
 		}
 	}

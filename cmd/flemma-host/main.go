@@ -11,6 +11,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 
@@ -32,6 +33,10 @@ import (
 var version = flemma.Version
 
 func main() {
+	// No heap profile is ever taken of the host: without sampling, the
+	// runtime does not fill its 1.4 MB table of allocation stacks, whose
+	// touched pages stayed resident (~0.25 MB after a categorize).
+	runtime.MemProfileRate = 0
 	if len(os.Args) > 1 && os.Args[1] == "journal" { // `flemma-host journal -h`: print the journal
 		os.Exit(journalMain(os.Args[2:], os.Stdout, os.Stderr))
 	}

@@ -21,11 +21,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Budget is one line of the budgets file.
@@ -310,6 +312,43 @@ func Failed(vs []Verdict) int {
 	return n
 }
 
+// buildTests compiles the test binary of every package the runs name, in
+// one go test -c, into a new temporary directory, and returns each
+// package's binary.
+func buildTests(runs []run) (map[string]string, error) {
+	dir, err := os.MkdirTemp("", "benchcheck-bin-")
+	if err != nil {
+		return nil, err
+	}
+	bins := map[string]string{}
+	args := []string{"test", "-c", "-vet=off", "-o", dir + string(filepath.Separator)}
+	for _, r := range runs {
+		if _, ok := bins[r.pkg]; ok {
+			continue
+		}
+		bins[r.pkg] = filepath.Join(dir, filepath.Base(r.pkg)+".test")
+		args = append(args, "./"+r.pkg)
+	}
+	fmt.Fprintf(os.Stderr, "go %s\n", strings.Join(args, " "))
+	cmd := exec.Command("go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("go %s: %v", strings.Join(args, " "), err)
+	}
+	for pkg, bin := range bins {
+		if _, err := os.Stat(bin); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("the test binary of %s: %v (two packages with the same last element?)", pkg, err)
+		}
+	}
+	return bins, nil
+}
+
+// run is one execution of a package's test binary: the benchmarks of its
+// budgets with one benchtime.
+type run struct{ pkg, benchtime string }
+
 func main() {
 	file := flag.String("budgets", "docs/budgets.txt", "the budgets file")
 	benchtime := flag.String("benchtime", "", "-benchtime for every run (default: each budget's, else the testing package's)")
@@ -330,7 +369,6 @@ func main() {
 	// budgets name (their first element: the budgets' full patterns pick
 	// the figures from the results), so that a package's test binary is
 	// built, and its TestMain run, once.
-	type run struct{ pkg, benchtime string }
 	var runs []run
 	names := map[run][]string{}
 	var selected []Budget
@@ -354,41 +392,55 @@ func main() {
 		}
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].pkg < runs[j].pkg })
+	// Every package's test binary is built first, in one go (the build
+	// then runs in parallel and never while a benchmark measures), and
+	// each run executes its package's binary: e2e, with three runs, was
+	// linked three times (issue 23: the check should take about 30 s).
+	if len(runs) == 0 {
+		fmt.Fprintln(os.Stderr, "no budget selected")
+		os.Exit(2)
+	}
+	start := time.Now()
+	bins, err := buildTests(runs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defer os.RemoveAll(filepath.Dir(bins[runs[0].pkg]))
+	fmt.Fprintf(os.Stderr, "built %d test binaries in %.1f s\n", len(bins), time.Since(start).Seconds())
 	var results []Result
 	var problems []Problem
 	for _, r := range runs {
-		pkg := r.pkg
-		if !strings.HasPrefix(pkg, ".") {
-			pkg = "./" + pkg
-		}
 		bench := strings.Join(names[r], "|")
-		args := []string{"test", "-vet=off", "-run", "^$", "-bench", bench, "-count", "1", "-timeout", "30m"}
+		args := []string{"-test.run", "^$", "-test.bench", bench, "-test.count", "1", "-test.timeout", "30m"}
 		if r.benchtime != "" {
-			args = append(args, "-benchtime", r.benchtime)
+			args = append(args, "-test.benchtime", r.benchtime)
 		}
-		args = append(args, pkg)
 		log, lerr := os.CreateTemp("", "benchcheck-*.txt")
 		if lerr != nil {
 			fmt.Fprintln(os.Stderr, lerr)
 			os.Exit(2)
 		}
-		fmt.Fprintf(os.Stderr, "go %s  (output: %s)\n", strings.Join(args, " "), log.Name())
-		cmd := exec.Command("go", args...)
+		fmt.Fprintf(os.Stderr, "%s: %s %s  (output: %s)\n", r.pkg, filepath.Base(bins[r.pkg]), strings.Join(args, " "), log.Name())
+		t0 := time.Now()
+		cmd := exec.Command(bins[r.pkg], args...)
+		cmd.Dir = r.pkg // as go test runs it: in the package's directory
 		var buf strings.Builder
 		cmd.Stdout = io.MultiWriter(&buf, log)
 		cmd.Stderr = io.MultiWriter(os.Stderr, log)
 		err := cmd.Run()
 		log.Close()
-		out := buf.String()
-		res, probs := ParseOutput(r.pkg, strings.NewReader(string(out)))
+		fmt.Fprintf(os.Stderr, "%s: %.1f s\n", r.pkg, time.Since(t0).Seconds())
+		res, probs := ParseOutput(r.pkg, strings.NewReader(buf.String()))
 		// A run that did not end well may have lost results without a
 		// FAIL line for them (a timeout, a crash): its budgets are not met.
 		if err != nil {
-			probs = append(probs, Problem{Pkg: cleanPkg(r.pkg), Name: bench, Kind: "FAIL", Reason: fmt.Sprintf("go test -bench %s %s: %v (output: %s)", bench, pkg, err, log.Name())})
+			probs = append(probs, Problem{Pkg: cleanPkg(r.pkg), Name: bench, Kind: "FAIL", Reason: fmt.Sprintf("-bench %s ./%s: %v (output: %s)", bench, r.pkg, err, log.Name())})
 		}
 		results = append(results, res...)
 		problems = append(problems, probs...)
 	}
+	fmt.Fprintf(os.Stderr, "bench-check: %.1f s in all\n", time.Since(start).Seconds())
 	vs := Judge(selected, results, problems)
 	fmt.Print(Format(vs))
 	if n := Failed(vs); n > 0 {
