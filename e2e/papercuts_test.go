@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flemma-dev/flemma/internal/nvimtest"
+)
+
+// replayTurn is the Anthropic SSE body of one turn of a replay script: the
+// events given, between message_start and the message's end with stop.
+func replayTurn(stop string, events ...string) string {
+	var b strings.Builder
+	ev := func(v string) { fmt.Fprintf(&b, "event: x\ndata: %s\n\n", v) }
+	ev(`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"replay","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}`)
+	for _, e := range events {
+		ev(e)
+	}
+	ev(`{"type":"message_delta","delta":{"stop_reason":"` + stop + `"},"usage":{"output_tokens":9}}`)
+	ev(`{"type":"message_stop"}`)
+	return b.String()
+}
+
+// Events of a replay turn, by content block index.
+func thinkStart(i int) string {
+	return fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":""}}`, i)
+}
+func thinkDelta(i int, s string) string {
+	return fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%q}}`, i, s)
+}
+func signDelta(i int, sig string) string {
+	return fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"signature_delta","signature":%q}}`, i, sig)
+}
+func textStart(i int) string {
+	return fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i)
+}
+func textDelta(i int, s string) string {
+	return fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%q}}`, i, s)
+}
+func toolStart(i int, id, name string) string {
+	return fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":%q,"name":%q,"input":{}}}`, i, id, name)
+}
+func toolDelta(i int, json string) string {
+	return fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%q}}`, i, json)
+}
+func blockStop(i int) string { return fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i) }
+
+// writeReplay writes a replay script (the format of :help flemma-replay)
+// and returns the setup that answers from it.
+func writeReplay(t *testing.T, delay string, turns ...string) string {
+	t.Helper()
+	var b strings.Builder
+	if delay != "" {
+		b.WriteString("delay: " + delay + "\n")
+	}
+	for _, turn := range turns {
+		b.WriteString("=== turn ===\n" + turn)
+	}
+	file := filepath.Join(t.TempDir(), "script.sse")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return `provider = "replay", providers = { replay = { file = "` + file + `" } }`
+}
+
+// TestThinkingWrittenFirst (issue 27 item 8): the thinking that came first
+// in the stream is written first, before the text and the call it led to.
+func TestThinkingWrittenFirst(t *testing.T) {
+	setup := writeReplay(t, "",
+		replayTurn("tool_use",
+			thinkStart(0), thinkDelta(0, "The user wants 6*7; the calculator says."), signDelta(0, "c2ln"), blockStop(0),
+			textStart(1), textDelta(1, "Computing."), blockStop(1),
+			toolStart(2, "toolu_c1", "calculator"), toolDelta(2, `{"expression": "6*7"}`), blockStop(2)),
+		replayTurn("end_turn", textStart(0), textDelta(0, "It is 42."), blockStop(0)))
+	eachNvim(t, `{ `+setup+`, tools = { auto_approve = { "calculator" } } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "th.chat", "@You:\nWhat is 6*7?\n")
+		press(t, s, "<C-]>")
+		got, err := s.Wait(20*time.Second, func(x string) bool { return strings.Contains(x, "It is 42.") && strings.HasSuffix(x, "@You:\n") })
+		if err != nil {
+			t.Fatalf("the answer did not end:\n%s", got)
+		}
+		want := "@You:\nWhat is 6*7?\n\n@Assistant:\n<thinking anthropic:signature=\"c2ln\">\nThe user wants 6*7; the calculator says.\n</thinking>\n\nComputing.\n\n**Tool Use:** `calculator` (`toolu_c1`)\n"
+		if !strings.HasPrefix(got, want) {
+			t.Errorf("the thinking is not written first:\n%s\nwant it to start:\n%s", got, want)
+		}
+	})
+}
+
+// TestCancelDuringThinkingKeepsIt (issue 27 item 8): <C-c> while the answer
+// is still thinking (Anthropic's stream, no signature yet) keeps the
+// @Assistant: message with what was thought, marked cut as a cancel during
+// the text is.
+func TestCancelDuringThinkingKeepsIt(t *testing.T) {
+	events := []string{thinkStart(0), thinkDelta(0, "First I list the files.")}
+	for range 60 { // a long thought: 60 pieces at 250 ms
+		events = append(events, thinkDelta(0, " More."))
+	}
+	events = append(events, signDelta(0, "c2ln"), blockStop(0), textStart(1), textDelta(1, "Done."), blockStop(1))
+	setup := writeReplay(t, "250ms", replayTurn("end_turn", events...))
+	eachNvim(t, `{ `+setup+` }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "cancel.chat", "@You:\nList them.\n")
+		press(t, s, "<C-]>")
+		waitThinking(t, s)
+		press(t, s, "<C-c>")
+		got, err := s.Wait(10*time.Second, func(x string) bool { return strings.HasSuffix(x, "@You:\n") })
+		if err != nil {
+			t.Fatalf("the cancel did not end the answer:\n%s", got)
+		}
+		want := "@You:\nList them.\n\n@Assistant:\n<thinking>\nFirst I list the files."
+		end := "</thinking>\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"
+		if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, end) || strings.Contains(got, "Done.") {
+			t.Errorf("after <C-c> during thinking:\n%s\nwant it to start:\n%s\nand end:\n%s", got, want, end)
+		}
+	})
+}
