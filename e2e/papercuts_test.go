@@ -117,3 +117,52 @@ func TestCancelDuringThinkingKeepsIt(t *testing.T) {
 		}
 	})
 }
+
+// fakeCommand puts an executable script named name on a new folder and
+// returns the PATH that finds it first.
+func fakeCommand(t *testing.T, name, script string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return "PATH=" + dir + ":" + os.Getenv("PATH")
+}
+
+// TestHealthVertexNeedsAToken (issue 27 item 8): gcloud on $PATH that
+// cannot give a token (not logged in) is not "credentials present" in
+// :checkhealth flemma; one that gives a token is.
+func TestHealthVertexNeedsAToken(t *testing.T) {
+	for _, c := range []struct {
+		name, script, want string
+		present            bool
+	}{
+		{"not logged in", "echo 'ERROR: (gcloud.auth.print-access-token) You do not currently have an active account selected.' >&2; exit 1", "log in with `gcloud auth login`", false},
+		{"logged in", "echo ya29.fake-token", "the command `gcloud`, which gave one", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := []string{fakeCommand(t, "gcloud", c.script), "VERTEX_AI_ACCESS_TOKEN=", "VERTEX_ACCESS_TOKEN="}
+			eachNvimEnv(t, `{ provider = "vertex", providers = { vertex = { project = "p" } } }`, env, func(t *testing.T, s *nvimtest.Session) {
+				if err := s.Nv.Command("checkhealth flemma"); err != nil {
+					t.Fatal(err)
+				}
+				out := text(t, s)
+				var line string
+				for _, l := range strings.Split(out, "\n") {
+					if strings.Contains(l, "vertex credentials") {
+						line = l
+					}
+				}
+				if got := strings.Contains(line, "vertex credentials present"); got != c.present || !strings.Contains(line, c.want) {
+					t.Errorf("checkhealth's vertex line %q: want present %v and %q\n%s", line, c.present, c.want, out)
+				}
+				if !c.present && !strings.Contains(line, "WARNING") {
+					t.Errorf("the active provider's credential is not a warning: %q", line)
+				}
+				if strings.Contains(out, "ya29.fake-token") {
+					t.Errorf("checkhealth shows the token:\n%s", out)
+				}
+			})
+		})
+	}
+}
