@@ -166,3 +166,53 @@ func TestHealthVertexNeedsAToken(t *testing.T) {
 		})
 	}
 }
+
+// messageArea is what the message area (the screen's last line) shows once
+// Neovim has redrawn.
+func messageArea(t *testing.T, s *nvimtest.Session) string {
+	t.Helper()
+	var line string
+	if err := s.Lua(&line, `
+		vim.cmd("redraw")
+		local row, chars = vim.o.lines, {}
+		for c = 1, vim.o.columns do
+			chars[#chars + 1] = vim.fn.nr2char(vim.fn.screenchar(row, c))
+		end
+		return vim.trim(table.concat(chars))`); err != nil {
+		t.Fatal(err)
+	}
+	return line
+}
+
+// TestPausedNoticeGoesOnApproval (issue 27 item 8): "Autopilot paused: …
+// waits for your approval" leaves the message area once the user approved
+// with <M-CR> and the cycle goes on; it does not stay over the answer
+// that follows.
+func TestPausedNoticeGoesOnApproval(t *testing.T) {
+	answer := []string{textStart(0)}
+	for range 30 {
+		answer = append(answer, textDelta(0, "Two. "))
+	}
+	answer = append(answer, blockStop(0))
+	setup := writeReplay(t, "150ms",
+		replayTurn("tool_use", toolStart(0, "toolu_p1", "calculator"), toolDelta(0, `{"expression": "1+1"}`), blockStop(0)),
+		replayTurn("end_turn", answer...))
+	eachNvim(t, `{ `+setup+` }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "pause.chat", "@You:\nWhat is 1+1?\n")
+		press(t, s, "<C-]>")
+		if _, err := s.Wait(20*time.Second, func(string) bool { return strings.Contains(messageArea(t, s), "Autopilot paused: calculator waits for your approval.") }); err != nil {
+			t.Fatalf("no paused notice; message area %q, buffer:\n%s", messageArea(t, s), text(t, s))
+		}
+		press(t, s, "<M-CR>")
+		// The second answer streams: the notice must be gone by now.
+		if _, err := s.Wait(20*time.Second, func(x string) bool { return strings.Contains(x, "Two. ") }); err != nil {
+			t.Fatalf("the cycle did not go on after <M-CR>:\n%s", text(t, s))
+		}
+		if m := messageArea(t, s); strings.Contains(m, "Autopilot paused") {
+			t.Errorf("the paused notice stays after <M-CR>, while the answer streams: %q", m)
+		}
+		if m := s.Messages(); !strings.Contains(m, "Autopilot paused: calculator waits for your approval.") {
+			t.Errorf(":messages lost the notice:\n%s", m)
+		}
+	})
+}

@@ -529,6 +529,15 @@ local function observe(pattern, data)
   end
   local b = state.buffer(data.bufnr)
   M.redraw_status()
+  if pattern == "FlemmaApprovalPending" then
+    -- The notice that follows ("Autopilot paused: … waits for your
+    -- approval") goes once the wait is over: a call runs, or a request
+    -- starts.
+    b.awaiting = notify.seq
+  elseif b.awaiting and (pattern == "FlemmaToolExecuting" or pattern == "FlemmaRequestStart") then
+    notify.take_back(b.awaiting)
+    b.awaiting = nil
+  end
   if pattern == "FlemmaToolExecuting" then
     b.running = b.running or {}
     b.running[data.tool_id or ""] = true
