@@ -626,6 +626,7 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 		return Reply{}, err
 	}
 	doc := parse(s.Lines)
+	decided := h.userDecisions(bufnr, s.Name, doc) // the user's, once the ledger let them go
 	var b strings.Builder
 	h.mu.Lock()
 	running := map[string]bool{}
@@ -660,6 +661,8 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 		prov := ""
 		if rec := h.trustOf(bufnr).ledger.Get(tu.ID); rec.By == trust.ByUser || rec.By == trust.ByUserEdit {
 			prov = "  — " + string(rec.Status) + " by you" // not what the policy said before
+		} else if e, ok := decided[tu.ID]; ok {
+			prov = "  — " + e.Decision + " by you"
 		} else if o, ok := outcomes[tu.ID]; ok {
 			prov = "  — " + o.String()
 		}

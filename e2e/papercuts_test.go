@@ -216,3 +216,47 @@ func TestPausedNoticeGoesOnApproval(t *testing.T) {
 		}
 	})
 }
+
+// TestToolListSaysByYouFromTheJournal (issue 27 item 9): after the calls the
+// user approved and rejected have finished and the answer came (the
+// session no longer holds their decisions), :Flemma tool:list still says
+// the decisions were the user's, read from the journal, not the policy's
+// verdict from before.
+func TestToolListSaysByYouFromTheJournal(t *testing.T) {
+	setup := writeReplay(t, "",
+		replayTurn("tool_use",
+			toolStart(0, "toolu_a", "calculator"), toolDelta(0, `{"expression": "1+1"}`), blockStop(0),
+			toolStart(1, "toolu_b", "calculator"), toolDelta(1, `{"expression": "2+2"}`), blockStop(1)),
+		replayTurn("end_turn", textStart(0), textDelta(0, "Done."), blockStop(0)),
+		replayTurn("end_turn", textStart(0), textDelta(0, "Welcome."), blockStop(0)))
+	eachNvim(t, `{ `+setup+` }`, func(t *testing.T, s *nvimtest.Session) {
+		buf := mustOpen(t, s, "list.chat", "@You:\nCompute.\n")
+		press(t, s, "<C-]>")
+		if got, err := s.Wait(20*time.Second, func(x string) bool { return strings.Count(x, "status=pending") == 2 }); err != nil {
+			t.Fatalf("no pending calls:\n%s", got)
+		}
+		cursorTo(t, s, "status=pending")
+		press(t, s, ":Flemma tool:approve<CR>")
+		cursorTo(t, s, "status=pending")
+		press(t, s, ":Flemma tool:reject not now<CR>")
+		press(t, s, "<C-]>")
+		if got, err := s.Wait(20*time.Second, func(x string) bool { return strings.Contains(x, "Done.") && strings.HasSuffix(x, "@You:\n") }); err != nil {
+			t.Fatalf("the answer did not come:\n%s", got)
+		}
+		waitIdle(t, s)
+		// The next press is done with both calls: the session lets their
+		// records go.
+		appendLines(t, s, "Thanks.")
+		press(t, s, "<C-]>")
+		if got, err := s.Wait(20*time.Second, func(x string) bool { return strings.Contains(x, "Welcome.") && strings.HasSuffix(x, "@You:\n") }); err != nil {
+			t.Fatalf("the second answer did not come:\n%s", got)
+		}
+		waitIdle(t, s)
+		list := hostText(t, s, "flemma.tool_list", buf)
+		for _, want := range []string{"calculator (toolu_a): result (ran in ", "approved by you\n", "calculator (toolu_b): error result  — rejected by you"} {
+			if !strings.Contains(list, want) {
+				t.Errorf(":Flemma tool:list lacks %q:\n%s", want, list)
+			}
+		}
+	})
+}
