@@ -200,7 +200,9 @@ func TestPausedNoticeGoesOnApproval(t *testing.T) {
 	eachNvim(t, `{ `+setup+` }`, func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "pause.chat", "@You:\nWhat is 1+1?\n")
 		press(t, s, "<C-]>")
-		if _, err := s.Wait(20*time.Second, func(string) bool { return strings.Contains(messageArea(t, s), "Autopilot paused: calculator waits for your approval.") }); err != nil {
+		if _, err := s.Wait(20*time.Second, func(string) bool {
+			return strings.Contains(messageArea(t, s), "Autopilot paused: calculator waits for your approval.")
+		}); err != nil {
 			t.Fatalf("no paused notice; message area %q, buffer:\n%s", messageArea(t, s), text(t, s))
 		}
 		press(t, s, "<M-CR>")
