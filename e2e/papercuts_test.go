@@ -262,3 +262,60 @@ func TestToolListSaysByYouFromTheJournal(t *testing.T) {
 		}
 	})
 }
+
+// TestAutoWrite (issue 27, what users of the peers reach for): with
+// editing.auto_write the chat is written to its file once the answer is
+// in, with no prompt; without it the file is left alone. A file changed on
+// disk meanwhile is not overwritten, and that is said once.
+func TestAutoWrite(t *testing.T) {
+	turn := replayTurn("end_turn", textStart(0), textDelta(0, "Hello from the script."), blockStop(0))
+	setup := writeReplay(t, "", turn, turn, turn)
+	// The buffer's text (its last line empty); the file has a newline
+	// after each line.
+	const want = "@You:\nHi\n\n@Assistant:\nHello from the script.\n\n@You:\n"
+	readFile := func(t *testing.T, s *nvimtest.Session, name string) string {
+		b, err := os.ReadFile(filepath.Join(s.Dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	t.Run("on", func(t *testing.T) {
+		eachNvim(t, `{ `+setup+`, editing = { auto_write = true } }`, func(t *testing.T, s *nvimtest.Session) {
+			mustOpen(t, s, "aw.chat", "@You:\nHi\n")
+			press(t, s, "<C-]>")
+			waitText(t, s, want)
+			if _, err := s.Wait(10*time.Second, func(string) bool { return readFile(t, s, "aw.chat") == want+"\n" }); err != nil {
+				t.Fatalf("the file after the answer:\n%s", readFile(t, s, "aw.chat"))
+			}
+			var modified bool
+			if err := s.Lua(&modified, `return vim.bo.modified`); err != nil || modified {
+				t.Errorf("the buffer is still 'modified' after the write (%v)", err)
+			}
+			// Someone else changes the file: the next answer is not written
+			// over it, and the user is told once.
+			path := filepath.Join(s.Dir, "aw.chat")
+			time.Sleep(10 * time.Millisecond) // a later modification time than the write's
+			if err := os.WriteFile(path, []byte("changed elsewhere\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			appendLines(t, s, "Again?")
+			press(t, s, "<C-]>")
+			waitMessage(t, s, "editing.auto_write: aw.chat changed on disk since it was read: not written")
+			if got := readFile(t, s, "aw.chat"); got != "changed elsewhere\n" {
+				t.Errorf("the file changed elsewhere was overwritten:\n%s", got)
+			}
+		})
+	})
+	t.Run("off", func(t *testing.T) {
+		eachNvim(t, `{ `+setup+` }`, func(t *testing.T, s *nvimtest.Session) {
+			mustOpen(t, s, "aw.chat", "@You:\nHi\n")
+			press(t, s, "<C-]>")
+			waitText(t, s, want)
+			waitIdle(t, s)
+			if got := readFile(t, s, "aw.chat"); got != "@You:\nHi\n" {
+				t.Errorf("the file was written without editing.auto_write:\n%s", got)
+			}
+		})
+	})
+}

@@ -543,7 +543,14 @@ local function observe(pattern, data)
     b.running[data.tool_id or ""] = true
   elseif pattern == "FlemmaToolFinished" and b.running then
     b.running[data.tool_id or ""] = nil
-  elseif pattern == "FlemmaRequestEnd" and type(data.usage) == "table" then
+  end
+  if pattern == "FlemmaRequestEnd" and (data.status == "ok" or data.status == "cut") then
+    -- On the main loop: the host's write of the answer is in.
+    vim.schedule(function()
+      require("flemma.autowrite").after_response(data.bufnr)
+    end)
+  end
+  if pattern == "FlemmaRequestEnd" and type(data.usage) == "table" then
     local total = state.usage
     total.responses = total.responses + 1
     for _, k in ipairs({

@@ -273,6 +273,7 @@ function M.attach(bufnr)
       pcall(vim.api.nvim_del_augroup_by_id, group)
     end,
   })
+  require("flemma.autowrite").attach(bufnr, group)
 end
 
 return M
