@@ -319,3 +319,93 @@ func TestAutoWrite(t *testing.T) {
 		})
 	})
 }
+
+// roleLineMarks is, per line of the current buffer with a mark of the
+// rulers' namespace, the mark's id.
+func roleLineMarks(t *testing.T, s *nvimtest.Session) map[int]int {
+	t.Helper()
+	var marks [][]int
+	if err := s.Lua(&marks, `
+		local ns = require("flemma.chatbuf").rulers_namespace
+		local out = {}
+		for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, {})) do
+			out[#out + 1] = { m[2] + 1, m[1] }
+		end
+		return out`); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]int{}
+	for _, m := range marks {
+		got[m[0]] = m[1]
+	}
+	return got
+}
+
+// lineBackground is the background colour Neovim draws past the text of
+// screen line row (1-based; the window starts at the top), -1 for none.
+func lineBackground(t *testing.T, s *nvimtest.Session, row int) int {
+	t.Helper()
+	var bg int
+	if err := s.Lua(&bg, `
+		-- A message wider than the message area scrolls the screen up
+		-- until the next full redraw.
+		vim.cmd("echo ''")
+		vim.cmd("redraw!")
+		local cell = vim.api.nvim__inspect_cell(1, ... - 1, vim.o.columns - 2)
+		return cell[2].background or -1`, row); err != nil {
+		t.Fatal(err)
+	}
+	return bg
+}
+
+// TestRoleBackgrounds (issue 27, what users of the peers reach for):
+// chat.role_backgrounds draws the @You: and @Assistant: lines with the
+// backgrounds of FlemmaRoleLineYou and FlemmaRoleLineAssistant, which the
+// user links or sets; a role line typed gets its own, and typing elsewhere
+// redraws no other role line (the rulers' incremental path). Off by
+// default.
+func TestRoleBackgrounds(t *testing.T) {
+	chat := "@You:\nHi\n\n@Assistant:\nHello.\n\n@You:\nMore\n"
+	setColours := `vim.api.nvim_set_hl(0, "FlemmaRoleLineYou", { bg = "#102030" })
+		vim.api.nvim_set_hl(0, "FlemmaRoleLineAssistant", { bg = "#405060" })`
+	const you, assistant = 0x102030, 0x405060
+	eachNvim(t, `{ chat = { role_backgrounds = true } }`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "bg.chat", chat)
+		if err := s.Lua(nil, setColours); err != nil {
+			t.Fatal(err)
+		}
+		wrong := func() string {
+			var out []string
+			for row, want := range map[int]int{1: you, 2: -1, 4: assistant, 5: -1, 7: you} {
+				if got := lineBackground(t, s, row); got != want {
+					out = append(out, fmt.Sprintf("line %d: background %#x, want %#x", row, got, want))
+				}
+			}
+			return strings.Join(out, "; ")
+		}
+		if _, err := s.Wait(5*time.Second, func(string) bool { return wrong() == "" }); err != nil {
+			t.Errorf("role line backgrounds: %s", wrong())
+		}
+		before := roleLineMarks(t, s)
+		// Type a new role line at the end, as a user would.
+		press(t, s, "Go<CR>@Assistant:<CR>Typed.<Esc>")
+		if _, err := s.Wait(5*time.Second, func(string) bool { return lineBackground(t, s, 10) == assistant }); err != nil {
+			t.Errorf("the typed role line has background %#x, want %#x:\n%s", lineBackground(t, s, 10), assistant, text(t, s))
+		}
+		after := roleLineMarks(t, s)
+		for _, l := range []int{1, 4, 7} {
+			if before[l] == 0 || after[l] != before[l] {
+				t.Errorf("the role line %d was drawn again for a change below it (mark %d, then %d)", l, before[l], after[l])
+			}
+		}
+	})
+	eachNvim(t, `{}`, func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "bg.chat", chat)
+		if err := s.Lua(nil, setColours); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Wait(5*time.Second, func(string) bool { return lineBackground(t, s, 1) == -1 }); err != nil {
+			t.Errorf("a role line has a background %#x without chat.role_backgrounds", lineBackground(t, s, 1))
+		}
+	})
+}

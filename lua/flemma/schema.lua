@@ -149,6 +149,7 @@ M.defaults = {
     markdown = "auto", -- "auto" | "treesitter" | "syntax" | "none"
     conceal_fences = false, -- hide the backticks of code fences
     rulers = true, -- a line after each role line
+    role_backgrounds = false, -- role lines drawn with a background (FlemmaRoleLine*)
   },
   editing = {
     auto_write = false, -- after a response, write the chat to its file (as :write, no prompt)
@@ -250,6 +251,7 @@ M.options = {
   { path = "chat.markdown", types = { "string" }, want = "one of \"auto\", \"treesitter\", \"syntax\", \"none\"", scope = "setup", one_of = { "auto", "treesitter", "syntax", "none" }, lua_only = true },
   { path = "chat.conceal_fences", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
   { path = "chat.rulers", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
+  { path = "chat.role_backgrounds", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
   { path = "editing.auto_write", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
   { path = "fold.enabled", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
   { path = "fold.thinking", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
