@@ -10,7 +10,6 @@ import (
 
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/frontmatter"
-	"github.com/flemma-dev/flemma/options"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
@@ -50,35 +49,10 @@ func (h *Engine) onHealth() (HealthReply, error) {
 		lines = append(lines, line{"ok", "full outputs of truncated results go to " + h.outputDir})
 	}
 	lines = append(lines, h.journalHealth()...)
-	// Each configured provider: where its credential comes from and
-	// whether that source is there (never the value; no command is run).
 	h.mu.Lock()
 	cfg, rt := h.cfg, h.rt
 	h.mu.Unlock()
-	active := options.Resolve(cfg, rt, options.Buffer{}).Provider
-	for _, name := range cfg.ProviderNames() {
-		if name == "replay" {
-			continue
-		}
-		e := options.Resolve(cfg, options.Runtime{Provider: name}, options.Buffer{})
-		_, _, pc := h.request(e)
-		what := name
-		if pc.Wire != "" {
-			what = fmt.Sprintf("%s (%s", name, pc.Wire)
-			if pc.BaseURL != "" {
-				what += " at " + pc.BaseURL
-			}
-			what += ")"
-		}
-		if ok, src := provider.CredentialStatus(name, pc); ok {
-			lines = append(lines, line{"ok", fmt.Sprintf("%s credentials present (%s)", what, src)})
-		} else if name == active {
-			// The provider a press sends to: nothing can be sent.
-			lines = append(lines, line{"warn", fmt.Sprintf("%s credentials not set (%s): the active provider cannot send", what, src)})
-		} else {
-			lines = append(lines, line{"info", fmt.Sprintf("%s credentials not set (%s)", what, src)})
-		}
-	}
+	lines = append(lines, h.credentialHealth(cfg, rt)...)
 	return HealthReply{Version: h.Version, Lines: lines}, nil
 }
 
@@ -231,6 +205,7 @@ func (h *Engine) onToolList(bufnr int) (Reply, error) {
 		return Reply{}, err
 	}
 	doc := parse(s.Lines)
+	decided := h.userDecisions(bufnr, s.Name, doc) // the user's, once the ledger let them go
 	var b strings.Builder
 	st := sess
 	st.mu.Lock()
@@ -261,6 +236,8 @@ func (h *Engine) onToolList(bufnr int) (Reply, error) {
 		prov := ""
 		if rec := st.trustOf().ledger.Get(tu.ID); rec.By == trust.ByUser || rec.By == trust.ByUserEdit {
 			prov = "  — " + string(rec.Status) + " by you" // not what the policy said before
+		} else if e, ok := decided[tu.ID]; ok {
+			prov = "  — " + e.Decision + " by you"
 		} else if o, ok := outcomes[tu.ID]; ok {
 			prov = "  — " + o.String()
 		}

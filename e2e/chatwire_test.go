@@ -75,9 +75,9 @@ func TestMistralContentArrays(t *testing.T) {
 	eachNvimChat(t, f, `, reasoning = "none"`, func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "mistral.chat", question)
 		press(t, s, "<C-]>")
-		want := "@You:\nWhat is 6*7?\n\n@Assistant:\nLet me compute.\n\n**Tool Use:** `calculator` (`Xk2mQ9pLr`)\n\n```json\n{\"expression\": \"6*7\"}\n```\n\n" +
-			"<thinking>\nCompute it with the tool.\n</thinking>\n\n@You:\n\n**Tool Result:** `Xk2mQ9pLr`\n\n```\n42\n```\n\n" +
-			"@Assistant:\n6*7 is 42.\n\n<thinking>\nIt said 42.\n</thinking>\n\n@You:\n"
+		want := "@You:\nWhat is 6*7?\n\n@Assistant:\n<thinking>\nCompute it with the tool.\n</thinking>\n\nLet me compute.\n\n**Tool Use:** `calculator` (`Xk2mQ9pLr`)\n\n```json\n{\"expression\": \"6*7\"}\n```\n\n" +
+			"@You:\n\n**Tool Result:** `Xk2mQ9pLr`\n\n```\n42\n```\n\n" +
+			"@Assistant:\n<thinking>\nIt said 42.\n</thinking>\n\n6*7 is 42.\n\n@You:\n"
 		got, err := s.Wait(20*time.Second, func(x string) bool { return strings.Contains(x, "It said 42.") && strings.HasSuffix(x, "@You:\n") })
 		if err != nil || got != want {
 			t.Fatalf("buffer:\n%s\n\nwant:\n%s\nmessages: %s", got, want, s.Messages())

@@ -273,6 +273,8 @@ var Schema = []Option{
 	enum("chat.markdown", "auto", []string{"auto", "treesitter", "syntax", "none"}, `"auto" | "treesitter" | "syntax" | "none"`).luaOnly(),
 	boolean("chat.conceal_fences", false, "hide the backticks of code fences").luaOnly(),
 	boolean("chat.rulers", true, "a line after each role line").luaOnly(),
+	boolean("chat.role_backgrounds", false, "role lines drawn with a background (FlemmaRoleLine*)").luaOnly(),
+	boolean("editing.auto_write", false, "after a response, write the chat to its file (as :write, no prompt)").luaOnly(),
 	boolean("fold.enabled", true, "'foldmethod' expr in chat windows").luaOnly(),
 	boolean("fold.thinking", true, "thinking blocks start folded").luaOnly(),
 	whole("fold.result_lines", 10, "tool results longer than this start folded (0: none)").luaOnly(),

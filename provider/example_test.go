@@ -28,6 +28,10 @@ func ExampleWriter() {
 	// placeholder: ["" "@Assistant:"]
 	//
 	// @Assistant:
+	// <thinking anthropic:signature="c2ln">
+	// A listing answers it.
+	// </thinking>
+	//
 	// Listing them.
 	//
 	// **Tool Use:** `ls` (`toolu_01`)
@@ -35,10 +39,6 @@ func ExampleWriter() {
 	// ```json
 	// {"path": ".", "label": "listing"}
 	// ```
-	//
-	// <thinking anthropic:signature="c2ln">
-	// A listing answers it.
-	// </thinking>
 	//
 	// @You:
 	//

@@ -26,10 +26,14 @@ const AbortedByUser = "Response interrupted by the user."
 //
 // The lines start with the "@Assistant:" marker (preceded by a blank line
 // when the buffer's last line is not blank). Text is written as it
-// arrives; tool calls as complete blocks; thinking blocks at the end of the
-// response. Lines only grow: between two calls of Lines, every line but the
-// last of the earlier result is unchanged, so a caller can replace the
-// buffer from that last line on. Finish and FinishError end the response
+// arrives; tool calls as complete blocks; a thinking block once it ends
+// (its signature, or the first text, call or search after it), so the
+// blocks stand in stream order, before what they led to. Lines only grow:
+// between two calls of Lines, every line but the last of the earlier result
+// is unchanged, so a caller can replace the buffer from that last line on —
+// except the opening line of a thinking block whose signature came after
+// the answer had begun (Gemini signs at the end of the response), which is
+// rewritten with it. Finish and FinishError end the response
 // (they may remove the marker, and add the abort marker and the "@You:"
 // prompt), so their result replaces the whole region.
 type Writer struct {
@@ -46,6 +50,7 @@ type Writer struct {
 
 	thinking []*thinkBlock // blocks not yet written, in arrival order
 	open     *thinkBlock   // the block receiving thinking deltas
+	late     *lateBlock    // a block written before its signature came
 
 	stop       string   // the stop reason of EventDone
 	incomplete []string // tool calls whose input was cut ("name (id)")
@@ -58,6 +63,14 @@ type thinkBlock struct {
 	content             strings.Builder
 	signature, provider string
 	redacted, closed    bool
+}
+
+// lateBlock is a thinking block written unsigned because the answer it led
+// to began before the block was closed (Gemini signs at the end of the
+// response): a signature that comes later is put into its opening line.
+type lateBlock struct {
+	b        *thinkBlock
+	start, n int // its lines in body
 }
 
 // NewWriter starts a response. existingLastLines are the last lines of the
@@ -73,20 +86,31 @@ func NewWriter(existingLastLines []string) *Writer {
 }
 
 // Add takes one event. Text is written at once; a tool call is written as
-// a block; thinking is kept until the response ends (EventDone or Finish).
+// a block; thinking is kept until its block ends (see Writer).
 func (w *Writer) Add(e Event) {
 	switch e.Kind {
 	case EventText:
-		if w.webOpen && strings.TrimSpace(e.Text) != "" {
+		t := e.Text
+		if strings.TrimSpace(t) != "" {
+			w.flushThinking() // in stream order: the thinking came first
+		}
+		if w.afterTh {
+			if strings.TrimSpace(t) == "" {
+				return // whitespace between thinking and the answer
+			}
+			// The answer goes on in a paragraph of its own.
+			w.emit("\n", false)
+			t = strings.TrimLeft(t, "\r\n")
+			w.afterTh = false
+		}
+		if w.webOpen && strings.TrimSpace(t) != "" {
 			w.emit("\n", false) // the answer goes on in a paragraph of its own
 			w.webOpen = false
 		}
-		w.emit(buffer.Sanitize(e.Text), true)
-		if e.Text != "" {
-			w.afterTh = false
-		}
+		w.emit(buffer.Sanitize(t), true)
 	case EventToolUse:
 		if e.ToolUse != nil {
+			w.flushThinking()
 			w.block(toolUseBlock(e.ToolUse))
 			w.afterTh = false
 			if e.ToolUse.Incomplete {
@@ -97,9 +121,14 @@ func (w *Writer) Add(e Event) {
 		if w.open == nil {
 			w.open = &thinkBlock{}
 			w.thinking = append(w.thinking, w.open)
+			w.late = nil // a signature now closes this block
 		}
 		w.open.content.WriteString(e.Text)
 	case EventThinkingSignature:
+		if w.open == nil && w.late != nil {
+			w.signLate(e.Signature, e.Provider)
+			return
+		}
 		if w.open == nil {
 			w.open = &thinkBlock{}
 			w.thinking = append(w.thinking, w.open)
@@ -107,7 +136,7 @@ func (w *Writer) Add(e Event) {
 		w.open.signature, w.open.provider, w.open.closed = e.Signature, e.Provider, true
 		w.open = nil
 	case EventRedactedThinking:
-		w.open = nil
+		w.open, w.late = nil, nil
 		b := &thinkBlock{redacted: true, closed: true}
 		b.content.WriteString(e.Text)
 		w.thinking = append(w.thinking, b)
@@ -115,6 +144,7 @@ func (w *Writer) Add(e Event) {
 		// A search the provider ran: written where it happened in the
 		// answer, so the file keeps what the model looked at.
 		if line := webLine(e); line != "" {
+			w.flushThinking()
 			w.closeFence()
 			w.emit(w.prefix()+line+"\n", true)
 			w.afterTh, w.webOpen = false, true
@@ -363,7 +393,11 @@ func (w *Writer) emit(s string, text bool) {
 	}
 }
 
-// flushThinking writes the pending thinking blocks.
+// flushThinking writes the pending thinking blocks. It is called when the
+// response goes on with something else (text, a tool call, a search) and at
+// its end, so the blocks stand where they came in the stream. A block still
+// open (no signature yet) is written unsigned and kept as late: a signature
+// that arrives after it is put into its opening line (signLate).
 func (w *Writer) flushThinking() {
 	for _, b := range w.thinking {
 		text := thinkingBlock(b)
@@ -376,8 +410,26 @@ func (w *Writer) flushThinking() {
 			w.block(text)
 		}
 		w.afterTh = true
+		if !b.closed {
+			n := strings.Count(text, "\n")
+			w.late = &lateBlock{b: b, start: len(w.body) - n, n: n}
+		}
 	}
 	w.thinking, w.open = nil, nil
+}
+
+// signLate gives the late block its signature and writes it again in place.
+// This is the one change to lines already written (Lines); the cycle
+// replaces the whole response region at each write, so it shows at the next
+// one.
+func (w *Writer) signLate(sig, prov string) {
+	l := w.late
+	w.late = nil
+	l.b.signature, l.b.provider, l.b.closed = sig, prov, true
+	lines := strings.Split(strings.TrimSuffix(thinkingBlock(l.b), "\n"), "\n")
+	body := append([]string{}, w.body[:l.start]...)
+	body = append(body, lines...)
+	w.body = append(body, w.body[l.start+l.n:]...)
 }
 
 // thinkingBlock renders a block (send.md §4.3); "" when there is nothing

@@ -39,19 +39,23 @@ func TestWriter(t *testing.T) {
 			"\n@Assistant:\n  indented\nnext\n\n@You:\n"},
 		{"leading tool block gets a blank line", you, []Event{tool("t1", "bash", `{"command":"ls","label":"l"}`)}, nil,
 			"\n@Assistant:\n\n**Tool Use:** `bash` (`t1`)\n\n```json\n{\"command\": \"ls\", \"label\": \"l\"}\n```\n\n@You:\n"},
-		{"text, tools, thinking", you, []Event{
-			think("Plan: "), think("read twice."), text("Reading."),
-			tool("t1", "read", `{"path":"a"}`), tool("t2", "read", `{"path":"b"}`),
-			sign("anthropic", "c2ln"), done("tool_use")}, nil,
-			"\n@Assistant:\nReading.\n\n**Tool Use:** `read` (`t1`)\n\n```json\n{\"path\": \"a\"}\n```\n\n**Tool Use:** `read` (`t2`)\n\n```json\n{\"path\": \"b\"}\n```\n\n" +
-				"<thinking anthropic:signature=\"c2ln\">\nPlan: read twice.\n</thinking>\n\n@You:\n"},
+		{"thinking, text, tools in stream order", you, []Event{
+			think("Plan: "), think("read twice."), sign("anthropic", "c2ln"), text("Reading."),
+			tool("t1", "read", `{"path":"a"}`), tool("t2", "read", `{"path":"b"}`), done("tool_use")}, nil,
+			"\n@Assistant:\n<thinking anthropic:signature=\"c2ln\">\nPlan: read twice.\n</thinking>\n\nReading.\n\n**Tool Use:** `read` (`t1`)\n\n```json\n{\"path\": \"a\"}\n```\n\n**Tool Use:** `read` (`t2`)\n\n```json\n{\"path\": \"b\"}\n```\n\n@You:\n"},
+		{"thinking before a call, signed at the end (Gemini)", you, []Event{
+			think("Plan: read."), tool("t1", "read", `{"path":"a"}`), sign("vertex", "c2ln"), done("tool_use")}, nil,
+			"\n@Assistant:\n<thinking vertex:signature=\"c2ln\">\nPlan: read.\n</thinking>\n\n**Tool Use:** `read` (`t1`)\n\n```json\n{\"path\": \"a\"}\n```\n\n@You:\n"},
+		{"whitespace between thinking and text dropped", you, []Event{
+			think("hm"), sign("anthropic", "s"), text("\n\n"), text("\nOk.")}, nil,
+			"\n@Assistant:\n<thinking anthropic:signature=\"s\">\nhm\n</thinking>\n\nOk.\n\n@You:\n"},
 		{"two thinking blocks and redacted stay together", you, []Event{
 			think("one"), sign("anthropic", "s1"), redacted("REDACTED"), think("two"), sign("anthropic", "s2"), text("Answer.")}, nil,
-			"\n@Assistant:\nAnswer.\n\n<thinking anthropic:signature=\"s1\">\none\n</thinking>\n<thinking redacted>\nREDACTED\n</thinking>\n<thinking anthropic:signature=\"s2\">\ntwo\n</thinking>\n\n@You:\n"},
+			"\n@Assistant:\n<thinking anthropic:signature=\"s1\">\none\n</thinking>\n<thinking redacted>\nREDACTED\n</thinking>\n<thinking anthropic:signature=\"s2\">\ntwo\n</thinking>\n\nAnswer.\n\n@You:\n"},
 		{"signature only", you, []Event{text("Ok."), sign("vertex", "c2ln")}, nil,
 			"\n@Assistant:\nOk.\n\n<thinking vertex:signature=\"c2ln\">\n</thinking>\n\n@You:\n"},
 		{"unsigned thinking on completion", you, []Event{think(" pondering "), text("Ok.")}, nil,
-			"\n@Assistant:\nOk.\n\n<thinking>\npondering\n</thinking>\n\n@You:\n"},
+			"\n@Assistant:\n<thinking>\npondering\n</thinking>\n\nOk.\n\n@You:\n"},
 		{"thinking only", you, []Event{think("just thoughts"), sign("openai", "e30=")}, nil,
 			"\n@Assistant:\n<thinking openai:signature=\"e30=\">\njust thoughts\n</thinking>\n\n@You:\n"},
 		{"nothing written: no lines", you, []Event{text("\n"), {Kind: EventUsage, Usage: &Usage{}}, done("end_turn")}, nil, ""},
@@ -63,7 +67,7 @@ func TestWriter(t *testing.T) {
 			"\n@Assistant:\n\n**Tool Use:** `ls` (`t1`)\n\n```json\n{}\n```\nmore\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
 		{"interrupted keeps signed thinking and the open one (billed, marked cut)", you,
 			[]Event{think("done thinking"), sign("anthropic", "s1"), text("Half"), think("half a thou")}, func(w *Writer) []string { return w.Finish(true) },
-			"\n@Assistant:\nHalf\n\n<thinking anthropic:signature=\"s1\">\ndone thinking\n</thinking>\n<thinking>\nhalf a thou\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
+			"\n@Assistant:\n<thinking anthropic:signature=\"s1\">\ndone thinking\n</thinking>\n\nHalf\n\n<thinking>\nhalf a thou\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
 		{"interrupted during unsigned reasoning: the reasoning stays, marked cut", you, []Event{think("unsigned")}, func(w *Writer) []string { return w.Finish(true) },
 			"\n@Assistant:\n<thinking>\nunsigned\n</thinking>\n\n<!-- flemma:aborted: Response interrupted by the user. -->\n\n@You:\n"},
 		{"error during unsigned reasoning: the reasoning stays", you, []Event{think("step one")}, func(w *Writer) []string {
@@ -113,7 +117,7 @@ func TestWriterPlaceholder(t *testing.T) {
 		t.Errorf("after whitespace and thinking = %q", got)
 	}
 	w.Add(text("Yes"))
-	if got := strings.Join(w.Lines(), "|"); got != "|@Assistant:|Yes" {
+	if got := strings.Join(w.Lines(), "|"); got != "|@Assistant:|<thinking>|hmm|</thinking>||Yes" {
 		t.Errorf("after text = %q", got)
 	}
 }

@@ -539,12 +539,28 @@ local function observe(pattern, data)
   end
   local b = state.buffer(data.bufnr)
   M.redraw_status()
+  if pattern == "FlemmaApprovalPending" then
+    -- The notice that follows ("Autopilot paused: … waits for your
+    -- approval") goes once the wait is over: a call runs, or a request
+    -- starts.
+    b.awaiting = notify.seq
+  elseif b.awaiting and (pattern == "FlemmaToolExecuting" or pattern == "FlemmaRequestStart") then
+    notify.take_back(b.awaiting)
+    b.awaiting = nil
+  end
   if pattern == "FlemmaToolExecuting" then
     b.running = b.running or {}
     b.running[data.tool_id or ""] = true
   elseif pattern == "FlemmaToolFinished" and b.running then
     b.running[data.tool_id or ""] = nil
-  elseif pattern == "FlemmaRequestEnd" and type(data.usage) == "table" then
+  end
+  if pattern == "FlemmaRequestEnd" and (data.status == "ok" or data.status == "cut") then
+    -- On the main loop: the host's write of the answer is in.
+    vim.schedule(function()
+      require("flemma.autowrite").after_response(data.bufnr)
+    end)
+  end
+  if pattern == "FlemmaRequestEnd" and type(data.usage) == "table" then
     local total = state.usage
     total.responses = total.responses + 1
     for _, k in ipairs({

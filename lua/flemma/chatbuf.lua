@@ -154,8 +154,13 @@ end
 local ns_rulers = vim.api.nvim_create_namespace("flemma.rulers")
 local ruler = { { " " .. string.rep("─", 240), "FlemmaRuler" } } -- cut at the window's edge
 
+-- The line highlight of each role line (chat.role_backgrounds), by the
+-- role the outline's state after it holds (1 You, 2 Assistant, 3 System).
+local role_lines = { "FlemmaRoleLineYou", "FlemmaRoleLineAssistant", "FlemmaRoleLineSystem" }
+
 --- Draw the rulers of lines first..last (all when not given): one extmark
---- after each role line (chat.rulers), so the text is untouched and copies,
+--- on each role line, with the ruler after it (chat.rulers) and its line
+--- highlight (chat.role_backgrounds), so the text is untouched and copies,
 --- yanks and saves never see them. Extmarks move with the text: after a
 --- change only the lines it touched are drawn again.
 function M.draw_rulers(bufnr, first, last)
@@ -170,19 +175,28 @@ function M.draw_rulers(bufnr, first, last)
   -- Marks of replaced lines end up at the start or just after the end of
   -- the new text (or past the buffer's last line): cleared with the range.
   vim.api.nvim_buf_clear_namespace(bufnr, ns_rulers, first - 1, last >= m.n and -1 or last)
-  if not state.config().chat.rulers then
+  local cfg = state.config().chat
+  local rulers, backgrounds = cfg.rulers, cfg.role_backgrounds
+  if not rulers and not backgrounds then
     return
   end
-  local kd = m.kd
+  local kd, st = m.kd, m.st
   -- The line with the progress note has no ruler (flemma.buf).
   local note = (state.buffers[bufnr] or {}).progress_line
   for l = first, math.min(last, m.n) do
-    if kd[l] == "message" and note ~= l - 1 then
-      pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_rulers, l - 1, 0, {
-        virt_text = ruler,
-        virt_text_pos = "eol",
-        hl_mode = "combine",
-      })
+    if kd[l] == "message" then
+      local opts
+      if rulers and note ~= l - 1 then
+        opts = { virt_text = ruler, virt_text_pos = "eol", hl_mode = "combine" }
+      end
+      local group = backgrounds and role_lines[(st[l] or 0) % 5]
+      if group then
+        opts = opts or {}
+        opts.line_hl_group = group
+      end
+      if opts then
+        pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_rulers, l - 1, 0, opts)
+      end
     end
   end
 end
@@ -273,6 +287,7 @@ function M.attach(bufnr)
       pcall(vim.api.nvim_del_augroup_by_id, group)
     end,
   })
+  require("flemma.autowrite").attach(bufnr, group)
 end
 
 return M

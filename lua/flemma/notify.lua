@@ -15,6 +15,10 @@ local held = { depth = 0, queue = {} }
 
 local show -- (text, level): below
 
+-- seq counts the messages shown; last is the latest one's text.
+M.seq = 0
+M.last = nil
+
 --- Hold messages until release() (calls nest).
 function M.hold()
   held.depth = held.depth + 1
@@ -68,6 +72,8 @@ end
 -- message never blocks: with Neovim's own vim.notify, one too wide for the
 -- message area is shown cut to fit and kept whole in :messages.
 show = function(text, level)
+  M.seq = M.seq + 1
+  M.last = text
   if not text:find("\n") and builtin_notify() then
     local room = vim.v.echospace
     if room > 20 and vim.fn.strdisplaywidth(text) > room then
@@ -80,6 +86,23 @@ show = function(text, level)
     end
   end
   vim.notify(text, level)
+end
+
+--- Take back the latest message when it was shown after message number
+--- since and is still what the message area shows (nothing was said
+--- since: it is the last line of :messages, which keeps it). Only with
+--- Neovim's own vim.notify: a notification plugin's messages go away by
+--- themselves. For a message that says flemma waits for the user, once
+--- the wait is over.
+function M.take_back(since)
+  if M.seq <= since or not M.last or not builtin_notify() then
+    return
+  end
+  local history = vim.split(vim.fn.execute("messages"), "\n", { trimempty = true })
+  local shown = vim.split(M.last, "\n", { trimempty = true })
+  if #history > 0 and #shown > 0 and history[#history] == shown[#shown] then
+    vim.cmd('echo ""')
+  end
 end
 
 --- Show msg now (level: vim.log.levels, INFO by default); see show.

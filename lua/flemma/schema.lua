@@ -149,6 +149,10 @@ M.defaults = {
     markdown = "auto", -- "auto" | "treesitter" | "syntax" | "none"
     conceal_fences = false, -- hide the backticks of code fences
     rulers = true, -- a line after each role line
+    role_backgrounds = false, -- role lines drawn with a background (FlemmaRoleLine*)
+  },
+  editing = {
+    auto_write = false, -- after a response, write the chat to its file (as :write, no prompt)
   },
   fold = {
     enabled = true, -- 'foldmethod' expr in chat windows
@@ -247,6 +251,8 @@ M.options = {
   { path = "chat.markdown", types = { "string" }, want = "one of \"auto\", \"treesitter\", \"syntax\", \"none\"", scope = "setup", one_of = { "auto", "treesitter", "syntax", "none" }, lua_only = true },
   { path = "chat.conceal_fences", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
   { path = "chat.rulers", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
+  { path = "chat.role_backgrounds", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
+  { path = "editing.auto_write", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
   { path = "fold.enabled", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
   { path = "fold.thinking", types = { "boolean" }, want = "a boolean", scope = "setup", lua_only = true },
   { path = "fold.result_lines", types = { "number" }, want = "a whole number (0 or more)", scope = "setup", whole = true, min = 0, lua_only = true },
