@@ -176,6 +176,7 @@ var Schema = []Option{
 	open("parameters.openai", nil, "the provider's own parameters (e.g. reasoning_summary)").scope(Free),
 	open("parameters.vertex", nil, "the provider's own parameters (Vertex and Gemini)").scope(Free),
 	open("models", nil, `what flemma takes a model for, over its built-in catalogue, by model id or prefix: ["my-model"] = { max_output_tokens, context_window, thinking = "adaptive" | "budget" | "effort" | "none", input_price, output_price, cache_read_price, cache_write_price }`),
+	open("presets", nil, `named choices for :Flemma switch $name: ["name"] = { provider, model, parameters = { max_tokens, temperature, thinking, cache_retention } } or "<provider> [model] [key=value…]"`).luaOnly(),
 	open("providers", map[string]any{"anthropic": map[string]any{}, "openai": map[string]any{}, "vertex": map[string]any{},
 		"gemini": map[string]any{}, "copilot": map[string]any{}, "replay": map[string]any{}},
 		"endpoints and credentials per provider; any other name is a named provider (wire, base_url, model, api_key_env, api_key_cmd, …)"),

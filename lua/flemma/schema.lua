@@ -19,6 +19,7 @@ M.defaults = {
     vertex = {}, -- the provider's own parameters (Vertex and Gemini)
   },
   models = {}, -- what flemma takes a model for, over its built-in catalogue, by model id or prefix: ["my-model"] = { max_output_tokens, context_window, thinking = "adaptive" | "budget" | "effort" | "none", input_price, output_price, cache_read_price, cache_write_price }
+  presets = {}, -- named choices for :Flemma switch $name: ["name"] = { provider, model, parameters = { max_tokens, temperature, thinking, cache_retention } } or "<provider> [model] [key=value…]"
   providers = { anthropic = {}, copilot = {}, gemini = {}, openai = {}, replay = {}, vertex = {} }, -- endpoints and credentials per provider; any other name is a named provider (wire, base_url, model, api_key_env, api_key_cmd, …)
   mcp_servers = {}, -- MCP servers whose tools the model may call (mcp__<server>__<tool>): { command, args, env } or { url, headers }; setup only
   send = {
@@ -170,6 +171,7 @@ M.options = {
   { path = "parameters.openai", types = { "table" }, want = "a table", scope = "free", open = true },
   { path = "parameters.vertex", types = { "table" }, want = "a table", scope = "free", open = true },
   { path = "models", types = { "table" }, want = "a table", scope = "setup", open = true },
+  { path = "presets", types = { "table" }, want = "a table", scope = "setup", open = true, lua_only = true },
   { path = "providers", types = { "table" }, want = "a table", scope = "setup", open = true },
   { path = "mcp_servers", types = { "table" }, want = "a table", scope = "setup", open = true },
   { path = "send.retries", types = { "number" }, want = "a whole number", scope = "setup", whole = true },
