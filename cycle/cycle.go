@@ -393,6 +393,7 @@ func (h *Engine) categorizeFacts(bufnr int, s *Snapshot, doc *buffer.Document, f
 			continue
 		}
 		c := chainCall{Chain: h.chain.Decide(ctx, h.approvalCall(bufnr, tu, fm))}
+		c.Chain = h.alwaysOutcome(bufnr, tu, c.Chain) // the user's grants in this chat (always.go)
 		if c.Chain.Decision == approval.Approve {
 			c.Gate = h.gateFacts(bufnr, key, tu)
 			// The sandbox answers only for an approval the other gates let

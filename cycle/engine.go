@@ -691,6 +691,9 @@ func (h *Engine) ToolList(bufnr int) (Reply, error) {
 		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
 	}
 	h.mu.Unlock()
+	if g := h.grantsText(bufnr); g != "" {
+		b.WriteString(g + "\n") // always.go
+	}
 	if b.Len() == 0 {
 		return text("no tool calls in this buffer"), nil
 	}

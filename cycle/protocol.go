@@ -64,6 +64,7 @@ const (
 	MEditorDone         = "flemma.editor_done"
 	MSourcesPending     = "flemma.sources_pending"
 	MSetStatusAll       = "flemma.set_status_all"
+	MAllowAlways        = "flemma.allow_always" // (bufnr, line): :Flemma tool:allow-always (always.go)
 )
 
 // Method is one handler: Fn is a method of the engine, with the arguments
@@ -145,6 +146,7 @@ func (h *Engine) Methods() []Method {
 		{MEditorDone, h.EditorDone, false},
 		{MSourcesPending, h.SourcesPending, false},
 		{MSetStatusAll, h.SetStatusAll, true},
+		{MAllowAlways, h.AllowAlways, true},
 	}
 }
 

@@ -163,6 +163,7 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 			l.Put(r) // the host's records are at least as new as the mirror's
 		}
 		l.Adopt(old.ledger) // and so are its prunes
+		l.Always = old.ledger.Always
 	}
 	st.trust = &bufTrust{gen: p.Gen, vouch: p.Vouch, trusted: p.Trusted, ledger: l}
 	h.mu.Unlock()

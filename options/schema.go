@@ -261,6 +261,8 @@ var Schema = []Option{
 	key("keymaps.tool_execute", "<M-CR>", "execute or resolve the tool block under the cursor"),
 	key("keymaps.cancel", "<C-c>", "cancel what runs"),
 	key("keymaps.tool_diff", "<CR>", "on a pending write/edit: its diff in a new tab"),
+	Option{Path: "keymaps.tool_allow_always", Types: []string{"string", "boolean"}, Default: false, LuaOnly: true,
+		Doc: "on a pending call: approve it and always allow its tool (bash: its command rule) in this chat (unmapped by default)"},
 	key("keymaps.next_message", "]m", "motion: the next message"),
 	key("keymaps.prev_message", "[m", "motion: the previous message"),
 	key("keymaps.next_tool", "]t", "motion: the next Tool Use or Tool Result block"),

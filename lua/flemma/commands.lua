@@ -60,6 +60,11 @@ M.subcommands = {
     end
     host_call(P.set_status, { buf(), line(), "rejected", table.concat(args, " ") })
   end,
+  -- The pending call under the cursor: approve it, and always allow its
+  -- tool (for bash, its command rule) in this buffer for this session.
+  ["tool:allow-always"] = function()
+    actions.allow_always(buf())
+  end,
   ["tool:approve-all"] = function()
     actions.approve_all(buf())
   end,

@@ -194,6 +194,9 @@ function M.attach(bufnr)
   map("n", km.tool_reject_all, function()
     actions.reject_all(bufnr, "")
   end, "reject every waiting call of the message under the cursor")
+  map("n", km.tool_allow_always, function()
+    actions.allow_always(bufnr)
+  end, "approve the pending call under the cursor and always allow its tool in this chat")
   -- <CR> opens the diff of a pending write/edit; elsewhere it stays <CR>
   -- (and it is not mapped at all when another mapping has it).
   if type(km.tool_diff) == "string" and km.tool_diff ~= "" and vim.fn.maparg(km.tool_diff, "n") == "" then
