@@ -550,6 +550,11 @@ local function observe(pattern, data)
       total.cost_usd = total.cost_usd + tonumber(data.cost_usd)
     end
   end
+  if pattern == "FlemmaRequestEnd" and vim.api.nvim_buf_is_valid(data.bufnr) then
+    -- The next send's size for require("flemma").context(): asked once a
+    -- response ends, never while typing.
+    require("flemma.usage").refresh(data.bufnr)
+  end
 end
 
 --- Fire a User autocmd with data. Before 0.8 autocmds carry no data: it is

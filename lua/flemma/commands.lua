@@ -174,6 +174,17 @@ M.subcommands = {
   status = function()
     show(P.status, { buf() }, "status")
   end,
+  -- The estimated size of the next send against the model's window.
+  ["usage:estimate"] = function()
+    local usage = require("flemma.usage")
+    usage.refresh(buf(), function(e, err)
+      if e then
+        notify(usage.describe(e), vim.log.levels.INFO)
+      else
+        notify("usage:estimate: " .. tostring(err or "the host gave no estimate"), vim.log.levels.ERROR)
+      end
+    end)
+  end,
   -- :Flemma login copilot: GitHub's device sign-in. The host answers with
   -- the code (shown) and the page to enter it on (opened where possible),
   -- then waits for GitHub and says when it is done.

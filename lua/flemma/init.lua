@@ -163,10 +163,23 @@ function M.statusline(bufnr)
       string.format("%s in · %s out", short(u.input_tokens + u.cache_read_tokens), short(u.output_tokens))
     )
   end
+  if u.cache_read_tokens > 0 then
+    local prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+    table.insert(parts, string.format("%d%% cached", math.floor(u.cache_read_tokens * 100 / prompt + 0.5)))
+  end
   if u.cost_usd > 0 then
     table.insert(parts, string.format(u.cost_usd < 1 and "$%.4f" or "$%.2f", u.cost_usd))
   end
   return table.concat(parts, " · ")
+end
+
+--- A statusline component: the estimated size of the buffer's next send
+--- against its model's context window ("≈62k/200k 31%"), as estimated
+--- after the last response or by :Flemma usage:estimate; "" before that
+--- and elsewhere. Cheap: it reads flemma.state, never the buffer.
+---   lualine_x = { require("flemma").context, require("flemma").statusline }
+function M.context(bufnr)
+  return require("flemma.usage").component(bufnr)
 end
 
 function M.attach(bufnr)
