@@ -550,10 +550,8 @@ local function observe(pattern, data)
       total.cost_usd = total.cost_usd + tonumber(data.cost_usd)
     end
   end
-  if pattern == "FlemmaRequestEnd" and vim.api.nvim_buf_is_valid(data.bufnr) then
-    -- The next send's size for require("flemma").context(): asked once a
-    -- response ends, never while typing.
-    require("flemma.usage").refresh(data.bufnr)
+  if pattern == "FlemmaRequestEnd" and M.on_request_end and vim.api.nvim_buf_is_valid(data.bufnr) then
+    M.on_request_end(data.bufnr)
   end
 end
 

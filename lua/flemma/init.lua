@@ -11,6 +11,7 @@ local config = require("flemma.config")
 local host = require("flemma.host")
 local state = require("flemma.state")
 local trust = require("flemma.trust")
+local usage = require("flemma.usage")
 local M = {}
 
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
@@ -179,7 +180,13 @@ end
 --- and elsewhere. Cheap: it reads flemma.state, never the buffer.
 ---   lualine_x = { require("flemma").context, require("flemma").statusline }
 function M.context(bufnr)
-  return require("flemma.usage").component(bufnr)
+  return usage.component(bufnr)
+end
+
+-- The next send's size for context(): asked once a response ends, never
+-- while typing (flemma.buf cannot require the host: it is set from here).
+buf.on_request_end = function(bufnr)
+  usage.refresh(bufnr)
 end
 
 function M.attach(bufnr)
