@@ -105,14 +105,15 @@ func TestAllowAlwaysInThisChat(t *testing.T) {
 // For bash the grant is the command rule the approval analyser names:
 // "ls" grants bash(ls *) and bash(ls), so "ls -la" later runs without
 // asking and "rm -rf x" still asks; a command no rule can cover (a pipe)
-// is refused with what to do instead, and nothing is granted.
+// is refused with what to do instead, and nothing is granted. The key of
+// keymaps.tool_allow_always does what the command does.
 func TestAllowAlwaysBashRule(t *testing.T) {
 	f := &fakeAnthropic{turns: []string{
 		sse("", [3]string{"b1", "bash", `{"command": "ls", "label": "t", "timeout": null}`}, [3]string{"b0", "bash", `{"command": "ls | sh", "label": "t", "timeout": null}`}),
 		sse("", [3]string{"b2", "bash", `{"command": "ls -la", "label": "t", "timeout": null}`}),
 		sse("", [3]string{"b3", "bash", `{"command": "rm -rf x", "label": "t", "timeout": null}`}),
 	}}
-	eachNvimSend(t, f, `, tools = { auto_approve_sandboxed = false }`, func(t *testing.T, s *nvimtest.Session) {
+	eachNvimSend(t, f, `, tools = { auto_approve_sandboxed = false }, keymaps = { tool_allow_always = "<M-a>" }`, func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "sh.chat", question)
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "b0", buffer.StatusPending)
@@ -126,7 +127,7 @@ func TestAllowAlwaysBashRule(t *testing.T) {
 		press(t, s, ":Flemma tool:reject<CR>")
 		waitStatus(t, s, "b0", buffer.StatusRejected)
 		cursorOn(t, s, "(`b1`)")
-		press(t, s, ":Flemma tool:allow-always<CR>")
+		press(t, s, "<M-a>") // keymaps.tool_allow_always
 		waitMessage(t, s, "Always allowed in this chat: bash(ls *), bash(ls) (this call is approved;")
 		press(t, s, "<C-]>")
 		waitStatus(t, s, "b3", buffer.StatusPending)
