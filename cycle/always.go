@@ -52,7 +52,13 @@ func (h *Engine) AllowAlways(bufnr, line int) (Reply, error) {
 	h.mu.Lock()
 	l := h.trustOf(bufnr).ledger
 	l.Always = add(l.Always)
+	g := grantsToWire(l.Always)
 	h.mu.Unlock()
+	// Kept in the editor with the ledger's records: a restarted host pulls
+	// it back, as it pulls the user's approvals.
+	if err := h.ed.TrustGrant(bufnr, g); err != nil {
+		h.logf("trust: keep the grants of buffer %d: %v", bufnr, err)
+	}
 	s, err := h.snapshot(bufnr)
 	name := ""
 	if err == nil {
@@ -143,4 +149,27 @@ func (h *Engine) recordGrant(key string, u *buffer.ToolUse, label string) {
 	if err := j.Record(ctx, ev); err != nil {
 		h.journalFailed("record always allowed", err)
 	}
+}
+
+// WireGrants are a buffer's trust.Grants as flemma.trust keeps them.
+type WireGrants struct {
+	Tools    []string `msgpack:"tools"`
+	Commands []string `msgpack:"commands"`
+}
+
+func grantsToWire(g *trust.Grants) WireGrants {
+	return WireGrants{Tools: append([]string{}, g.Tools()...), Commands: append([]string{}, g.Commands()...)}
+}
+
+// grantsFromWire reads what the editor kept (nil: none). Only the host
+// ever gives the editor grants (TrustGrant, after the user's action).
+func grantsFromWire(w *WireGrants) *trust.Grants {
+	if w == nil || len(w.Tools) == 0 && len(w.Commands) == 0 {
+		return nil
+	}
+	var g *trust.Grants
+	for _, t := range w.Tools {
+		g = g.WithTool(t)
+	}
+	return g.WithCommands(w.Commands...)
 }

@@ -71,6 +71,8 @@ type TrustPull struct {
 	Vouched    []DigestCall `msgpack:"vouched"`
 	// Tombs are the compacted records (trust.EncodeTombs).
 	Tombs string `msgpack:"tombs"`
+	// Always are the user's grants in this buffer (always.go).
+	Always *WireGrants `msgpack:"always"`
 }
 
 // Ancestry is the editor's answer to which undo states the buffer's text
@@ -151,6 +153,7 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 		l.Put(fromWire(w))
 	}
 	l.AddTombs(trust.DecodeTombs(p.Tombs))
+	l.Always = grantsFromWire(p.Always) // always.go
 	h.mu.Lock()
 	st := h.state(bufnr)
 	if old := st.trust; old != nil && old.gen == p.Gen && old.vouch != p.Vouch {
@@ -163,7 +166,9 @@ func (h *Engine) syncTrust(bufnr int, s *Snapshot) error {
 			l.Put(r) // the host's records are at least as new as the mirror's
 		}
 		l.Adopt(old.ledger) // and so are its prunes
-		l.Always = old.ledger.Always
+		if old.ledger.Always != nil {
+			l.Always = old.ledger.Always
+		}
 	}
 	st.trust = &bufTrust{gen: p.Gen, vouch: p.Vouch, trusted: p.Trusted, ledger: l}
 	h.mu.Unlock()

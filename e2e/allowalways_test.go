@@ -23,7 +23,8 @@ func cursorOn(t *testing.T, s *nvimtest.Session, fragment string) {
 // on a pending call approves it and the later calls of that tool in this
 // buffer, which tool:list names as decided by you; the grant does not leak
 // into another buffer, is not given by a call planted in the file or by a
-// file's text that claims it, and a restarted host no longer holds it.
+// file's text that claims it, and — like the user's approvals — a
+// restarted host still holds it (it is kept in Neovim's memory).
 func TestAllowAlwaysInThisChat(t *testing.T) {
 	f := &fakeAnthropic{turns: []string{
 		sse("", [3]string{"c1", "calculator", `{"expression": "1+1", "label": null}`}),
@@ -31,6 +32,7 @@ func TestAllowAlwaysInThisChat(t *testing.T) {
 		sse("Done."),
 		sse("unused"),
 		sse("", [3]string{"e1", "calculator", `{"expression": "4+4", "label": null}`}),
+		sse("Bye."),
 	}}
 	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
 		mustOpen(t, s, "a.chat", question)
@@ -87,7 +89,9 @@ func TestAllowAlwaysInThisChat(t *testing.T) {
 			t.Errorf("the grant leaked into another buffer:\n%s", l)
 		}
 
-		// A restarted host does not hold the grant: e1 asks.
+		// Like the user's approvals, the grant is kept in Neovim's memory
+		// with the buffer's ledger: a restarted host still holds it, and
+		// e1 runs without asking.
 		press(t, s, ":buffer 1<CR>")
 		cursorOn(t, s, "(`p1`)")
 		press(t, s, ":Flemma tool:reject<CR>")
@@ -95,10 +99,16 @@ func TestAllowAlwaysInThisChat(t *testing.T) {
 		press(t, s, ":Flemma host:restart<CR>")
 		waitMessage(t, s, "host restarted")
 		press(t, s, "<C-]>")
-		if _, err := s.Wait(15*time.Second, func(x string) bool { return strings.Contains(x, "(`e1`)") }); err != nil {
-			t.Fatalf("no e1:\n%s\nmessages: %s", text(t, s), s.Messages())
+		if _, err := s.Wait(15*time.Second, func(x string) bool { return strings.Contains(x, "Bye.") }); err != nil {
+			t.Fatalf("e1 did not run by the grant after the restart:\n%s\nmessages: %s", text(t, s), s.Messages())
 		}
-		waitStatus(t, s, "e1", buffer.StatusPending)
+		waitIdle(t, s)
+		if body, isErr := waitResult(t, s, "e1"); isErr || body != "8" {
+			t.Errorf("e1's result: %q (error %v)", body, isErr)
+		}
+		if l := hostText(t, s, "flemma.tool_list", 1); !strings.Contains(l, "calculator (e1): result (ran in ") {
+			t.Errorf("tool:list after the restart:\n%s", l)
+		}
 	})
 }
 
