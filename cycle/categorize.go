@@ -318,6 +318,7 @@ func (sess *session) categorizeFacts(s *Snapshot, doc *buffer.Document, fm *fron
 			continue
 		}
 		c := chainCall{Chain: h.chain.Decide(ctx, sess.approvalCall(tu, fm))}
+		c.Chain = sess.alwaysOutcome(tu, c.Chain) // the user's grants in this chat (always.go)
 		if c.Chain.Decision == approval.Approve {
 			c.Gate = sess.gateFacts(key, tu)
 			// The sandbox answers only for an approval the other gates let

@@ -429,7 +429,7 @@ func (h *Engine) offerCompact(bufnr, tick, tokens int, model string, window int)
 	st.compactOffered = tick
 	pct := tokens * 100 / window
 	if level == 2 {
-		return fmt.Sprintf("This send is about %s tokens, more than %s's %s-token window: the provider will likely refuse it. :Flemma compact summarizes the conversation first; <C-]> again sends it as it is.", thousands(tokens), model, thousands(window))
+		return overWindow(tokens, model, window)
 	}
 	return fmt.Sprintf("This send is about %s tokens, %d%% of %s's %s-token window (send.compact_threshold = %g). :Flemma compact summarizes the conversation first; <C-]> again sends it as it is.", thousands(tokens), pct, model, thousands(window), thr)
 }

@@ -40,6 +40,9 @@ type Editor interface {
 	// TrustSetVouched replaces the lines of the buffer at the user's
 	// :Flemma trust number vouch of load gen by the calls they held.
 	TrustSetVouched(bufnr, gen, vouch int, calls []DigestCall) error
+	// TrustGrant keeps the user's "always allow" grants of the buffer
+	// (always.go), as its records are kept: a restarted host pulls them.
+	TrustGrant(bufnr int, g WireGrants) error
 	// TrustPrune drops the records of ids and keeps tombs (trust.EncodeTombs
 	// form) for those that ran or whose result was written.
 	TrustPrune(bufnr int, ids []string, tombs string) error

@@ -71,6 +71,7 @@ type fakeBuf struct {
 	vouch      int
 	vouchLines []string
 	vouched    []DigestCall
+	always     *WireGrants
 	tombs      string
 }
 
@@ -363,7 +364,7 @@ func (f *fakeEditor) TrustPull(bufnr int) (TrustPull, error) {
 	defer f.mu.Unlock()
 	b := f.bufs[bufnr]
 	p := TrustPull{Gen: b.gen, LoadSeq: b.loadSeq, Trusted: b.trusted, Digest: b.digest,
-		Vouch: b.vouch, VouchLines: b.vouchLines, Vouched: b.vouched, Tombs: b.tombs}
+		Vouch: b.vouch, VouchLines: b.vouchLines, Vouched: b.vouched, Tombs: b.tombs, Always: b.always}
 	if b.digest == nil {
 		p.Origin = b.origin
 	}
@@ -371,6 +372,13 @@ func (f *fakeEditor) TrustPull(bufnr int) (TrustPull, error) {
 		p.Records = append(p.Records, r)
 	}
 	return p, nil
+}
+
+func (f *fakeEditor) TrustGrant(bufnr int, g WireGrants) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bufs[bufnr].always = &g
+	return nil
 }
 
 func (f *fakeEditor) TrustSetDigest(bufnr, gen int, d Digest) error {

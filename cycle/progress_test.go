@@ -169,8 +169,8 @@ func TestResponseCost(t *testing.T) {
 		t.Errorf("FlemmaRequestEnd cost = %v, want 0.051", end.CostUSD)
 	}
 	// The cache reads the statusline counts are in the usage line too
-	// (issue 27 item 8).
-	if !strings.Contains(notes, "1000 input · 2000 output tokens · cache 10000 read, 4000 written · $0.0510") {
+	// (issue 27 item 8), with the share of the prompt the cache held.
+	if !strings.Contains(notes, "1000 input · 2000 output tokens · cache 10000 read, 4000 written (67% hit) · $0.0510") {
 		t.Errorf("notifications:\n%s", notes)
 	}
 	st, err := env.h.onStatus(1)

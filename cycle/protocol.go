@@ -34,6 +34,7 @@ const (
 	MDiscard            = "flemma.discard"
 	MUndo               = "flemma.undo"
 	MAttachAllow        = "flemma.attach_allow"
+	MAllowAlways        = "flemma.allow_always" // (bufnr, line): :Flemma tool:allow-always (always.go)
 	MDiff               = "flemma.diff"
 	MReview             = "flemma.review"
 	MSetStatusID        = "flemma.set_status_id"
@@ -118,6 +119,7 @@ func (h *Engine) Methods() []Method {
 		{MDiscard, h.onDiscard, true},
 		{MUndo, h.onUndo, true},
 		{MAttachAllow, h.onAttachAllow, true},
+		{MAllowAlways, h.onAllowAlways, true},
 		{MDiff, h.onDiffAt, true},
 		{MReview, h.onReview, true},
 		{MSetStatusID, h.onSetStatusID, true},

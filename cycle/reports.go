@@ -244,6 +244,9 @@ func (h *Engine) onToolList(bufnr int) (Reply, error) {
 		fmt.Fprintf(&b, "line %d: %s (%s): %s%s\n", tu.HeaderLine, tu.Name, tu.ID, state, prov)
 	}
 	st.mu.Unlock()
+	if g := st.grantsText(); g != "" {
+		b.WriteString(g + "\n") // always.go
+	}
 	if b.Len() == 0 {
 		return text("no tool calls in this buffer"), nil
 	}

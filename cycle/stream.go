@@ -240,13 +240,13 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		msg := fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens)
 		if usage.CacheReadTokens > 0 || usage.CacheWriteTokens > 0 {
 			// The statusline's "in" counts the cache reads too: say them.
-			msg += fmt.Sprintf(" · cache %d read, %d written", usage.CacheReadTokens, usage.CacheWriteTokens)
+			msg += fmt.Sprintf(" · cache %d read, %d written", usage.CacheReadTokens, usage.CacheWriteTokens) + cacheHit(usage)
 		}
 		if usage.WebSearches > 0 {
 			msg += fmt.Sprintf(" · %d web searches", usage.WebSearches)
 		}
 		if costKnown {
-			msg += " · " + dollars(cost)
+			msg += " · " + dollars(cost) + h.sessionCost() // estimate_usage.go
 		}
 		h.notify(msg, levelInfo)
 	}

@@ -71,6 +71,8 @@ type TrustPull struct {
 	Vouched    []DigestCall `msgpack:"vouched"`
 	// Tombs are the compacted records (trust.EncodeTombs).
 	Tombs string `msgpack:"tombs"`
+	// Always are the user's grants in this buffer (always.go).
+	Always *WireGrants `msgpack:"always"`
 }
 
 // Ancestry is the editor's answer to which undo states the buffer's text
@@ -152,6 +154,7 @@ func (sess *session) syncTrust(s *Snapshot) error {
 		l.Put(fromWire(w))
 	}
 	l.AddTombs(trust.DecodeTombs(p.Tombs))
+	l.Always = grantsFromWire(p.Always) // always.go
 	sess.mu.Lock()
 	if old := sess.trust; old != nil && old.gen == p.Gen && old.vouch != p.Vouch {
 		// :Flemma trust or untrust since the host last looked: the audit
@@ -163,6 +166,9 @@ func (sess *session) syncTrust(s *Snapshot) error {
 			l.Put(r) // the host's records are at least as new as the mirror's
 		}
 		l.Adopt(old.ledger) // and so are its prunes
+		if old.ledger.Always != nil {
+			l.Always = old.ledger.Always
+		}
 	}
 	sess.trust = &bufTrust{gen: p.Gen, vouch: p.Vouch, trusted: p.Trusted, ledger: l}
 	sess.mu.Unlock()

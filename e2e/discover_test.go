@@ -91,8 +91,9 @@ func TestSwitchCompletesServerModels(t *testing.T) {
 	})
 }
 
-// :Flemma switch alone opens a picker of providers, then of the models
-// (with the server's), and switches to the choice.
+// :Flemma switch alone opens a picker of presets, models and providers;
+// a provider picked opens one of its models (with the server's), and the
+// choice is switched to.
 func TestSwitchPicker(t *testing.T) {
 	f := &fakeOllama{release: make(chan struct{})}
 	close(f.release)
@@ -104,9 +105,13 @@ func TestSwitchPicker(t *testing.T) {
 		err := s.Lua(nil, `
 			_G.picked = {}
 			vim.ui.select = function(items, opts, cb)
-				table.insert(_G.picked, opts.prompt .. ": " .. table.concat(items, ","))
+				local labels = {}
 				for i, it in ipairs(items) do
-					if it == "ollama" or it == "llama3.1:8b" then
+					labels[i] = opts.format_item and opts.format_item(it) or it
+				end
+				table.insert(_G.picked, opts.prompt .. ": " .. table.concat(labels, ","))
+				for i, it in ipairs(items) do
+					if labels[i]:find("^ollama …") or it == "llama3.1:8b" then
 						return cb(it, i)
 					end
 				end
@@ -123,7 +128,7 @@ func TestSwitchPicker(t *testing.T) {
 		if err := s.Lua(&picked, `return _G.picked`); err != nil {
 			t.Fatal(err)
 		}
-		if len(picked) != 2 || !strings.HasPrefix(picked[0], "Provider: ") || !strings.Contains(picked[1], "ollama model: (its default model),") || !strings.Contains(picked[1], "qwen3:8b") {
+		if len(picked) != 2 || !strings.HasPrefix(picked[0], "Switch to: ") || !strings.Contains(picked[1], "ollama model: (its default model),") || !strings.Contains(picked[1], "qwen3:8b") {
 			t.Errorf("pickers: %q", picked)
 		}
 	})

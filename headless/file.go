@@ -393,6 +393,10 @@ func (f *File) TrustPull(bufnr int) (cycle.TrustPull, error) {
 	return p, nil
 }
 
+// TrustGrant keeps nothing: a headless run has no user to grant, and no
+// host restart to survive.
+func (f *File) TrustGrant(bufnr int, g cycle.WireGrants) error { return nil }
+
 // TrustSetDigest is never needed: the origin is a digest from the start.
 func (f *File) TrustSetDigest(bufnr, gen int, d cycle.Digest) error { return nil }
 

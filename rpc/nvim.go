@@ -53,6 +53,10 @@ func (e editor) TrustSetDigest(bufnr, gen int, d cycle.Digest) error {
 	return e.nv.ExecLua(`require("flemma.trust").set_digest(...)`, nil, bufnr, gen, d)
 }
 
+func (e editor) TrustGrant(bufnr int, g cycle.WireGrants) error {
+	return e.nv.ExecLua(`require("flemma.trust").grant(...)`, nil, bufnr, g)
+}
+
 func (e editor) TrustRecord(bufnr int, recs []cycle.WireRecord) error {
 	return e.nv.ExecLua(`require("flemma.trust").record(...)`, nil, bufnr, recs)
 }

@@ -135,6 +135,9 @@ type Ledger struct {
 	// left it, are kept compacted in tombs (Prune).
 	Records map[string]Record
 	tombs   Tombs
+	// Always are the user's "always allow" grants in this buffer for this
+	// session (see Grants); nil: none. Replaced, never changed in place.
+	Always *Grants
 }
 
 // NewLedger returns an empty ledger with an empty origin.

@@ -89,6 +89,14 @@ function M.reject_all(bufnr, reason)
   M.call(P.set_status_all, { bufnr, vim.api.nvim_win_get_cursor(0)[1], "rejected", reason or "" })
 end
 
+--- Approve the pending call under the cursor and always allow its tool
+--- (bash: its command rule) in this buffer for this session
+--- (:Flemma tool:allow-always, keymaps.tool_allow_always).
+function M.allow_always(bufnr)
+  bufnr = current(bufnr)
+  M.call(P.allow_always, { bufnr, vim.api.nvim_win_get_cursor(0)[1] })
+end
+
 --- Cancel running tools of a buffer (<C-c>).
 function M.cancel(bufnr)
   M.call(P.cancel, { current(bufnr) })

@@ -576,6 +576,9 @@ local function observe(pattern, data)
       total.cost_usd = total.cost_usd + tonumber(data.cost_usd)
     end
   end
+  if pattern == "FlemmaRequestEnd" and M.on_request_end and vim.api.nvim_buf_is_valid(data.bufnr) then
+    M.on_request_end(data.bufnr)
+  end
 end
 
 --- Fire a User autocmd with data. Before 0.8 autocmds carry no data: it is

@@ -4,6 +4,7 @@ local actions = require("flemma.actions")
 local diffview = require("flemma.diffview")
 local host = require("flemma.host")
 local listing = require("flemma.listing")
+local presets = require("flemma.presets")
 local state = require("flemma.state")
 local trust = require("flemma.trust")
 local M = {}
@@ -58,6 +59,11 @@ M.subcommands = {
       return
     end
     host_call(P.set_status, { buf(), line(), "rejected", table.concat(args, " ") })
+  end,
+  -- The pending call under the cursor: approve it, and always allow its
+  -- tool (for bash, its command rule) in this buffer for this session.
+  ["tool:allow-always"] = function()
+    actions.allow_always(buf())
   end,
   ["tool:approve-all"] = function()
     actions.approve_all(buf())
@@ -151,7 +157,14 @@ M.subcommands = {
       M.pick_model()
       return
     end
-    local spec = table.concat(args, " ")
+    -- $name: a preset of setup's presets, expanded into what it stands for
+    -- (the host checks it like any :Flemma switch; nothing changes when
+    -- either refuses it).
+    local spec, err = presets.expand(state.config(), args)
+    if not spec then
+      notify(err, vim.log.levels.ERROR)
+      return
+    end
     host_call(P.switch, { spec }, function(res)
       if res and res.phase == "switch" then
         state.host.runtime.switch = spec -- replayed into a restarted host
@@ -160,6 +173,17 @@ M.subcommands = {
   end,
   status = function()
     show(P.status, { buf() }, "status")
+  end,
+  -- The estimated size of the next send against the model's window.
+  ["usage:estimate"] = function()
+    local usage = require("flemma.usage")
+    usage.refresh(buf(), function(e, err)
+      if e then
+        notify(usage.describe(e), vim.log.levels.INFO)
+      else
+        notify("usage:estimate: " .. tostring(err or "the host gave no estimate"), vim.log.levels.ERROR)
+      end
+    end)
   end,
   -- :Flemma login copilot: GitHub's device sign-in. The host answers with
   -- the code (shown) and the page to enter it on (opened where possible),
@@ -248,40 +272,71 @@ end
 -- the models it knows (the list keeps coming for completion).
 M.pick_wait_ms = 3000
 
---- :Flemma switch without arguments: pick a provider, then one of its
---- models (the catalogue's, setup's and those its server lists). Nothing
---- waits on the host: the model list is asked for when the provider is
---- picked and the second picker opens when it came, or after pick_wait_ms.
+--- :Flemma switch without arguments: one vim.ui.select (so a picker
+--- plugin that replaces it shows it) over setup's presets, the catalogue's
+--- models of each provider and the providers themselves; a provider picked
+--- opens a second picker over its models (the catalogue's, setup's and
+--- those its server lists). Nothing waits on the host: the model list is
+--- asked for when the provider is picked and the second picker opens when
+--- it came, or after pick_wait_ms.
 function M.pick_model()
+  local cfg = state.config()
   local cat = host.catalogue() or {}
   local providers = cat.providers or {}
-  if #providers == 0 then
+  local items = {}
+  for _, name in ipairs(presets.names(cfg)) do
+    table.insert(items, { label = presets.describe(cfg, name:sub(2)), args = { name } })
+  end
+  local models = type(cat.models) == "table" and cat.models or {}
+  for _, p in ipairs(providers) do
+    for _, model in ipairs(type(models[p]) == "table" and models[p] or {}) do
+      table.insert(items, { label = p .. " " .. model, args = { p, model } })
+    end
+  end
+  for _, p in ipairs(providers) do
+    table.insert(items, { label = p .. " …  (its models, or its default)", provider = p })
+  end
+  if #items == 0 then
     notify("no providers: the host is not running (:Flemma host:restart)", vim.log.levels.WARN)
     return
   end
-  vim.ui.select(providers, { prompt = "Provider" }, function(name)
-    if not name then
+  vim.ui.select(items, {
+    prompt = "Switch to",
+    format_item = function(item)
+      return item.label
+    end,
+  }, function(item)
+    if not item then
       return
     end
-    host.discover(name)
-    local waited = 0
-    local function open()
-      if host.listed(name) == nil and waited < M.pick_wait_ms then
-        waited = waited + 100
-        vim.defer_fn(open, 100)
+    if item.args then
+      M.subcommands.switch(item.args)
+    else
+      M.pick_provider_model(item.provider)
+    end
+  end)
+end
+
+--- The second picker of :Flemma switch: the models of one provider.
+function M.pick_provider_model(name)
+  host.discover(name)
+  local waited = 0
+  local function open()
+    if host.listed(name) == nil and waited < M.pick_wait_ms then
+      waited = waited + 100
+      vim.defer_fn(open, 100)
+      return
+    end
+    local models = { "(its default model)" }
+    vim.list_extend(models, ((host.catalogue() or {}).models or {})[name] or {})
+    vim.ui.select(models, { prompt = name .. " model" }, function(model, idx)
+      if not model then
         return
       end
-      local models = { "(its default model)" }
-      vim.list_extend(models, ((host.catalogue() or {}).models or {})[name] or {})
-      vim.ui.select(models, { prompt = name .. " model" }, function(model, idx)
-        if not model then
-          return
-        end
-        M.subcommands.switch(idx == 1 and { name } or { name, model })
-      end)
-    end
-    open()
-  end)
+      M.subcommands.switch(idx == 1 and { name } or { name, model })
+    end)
+  end
+  open()
 end
 
 -- The parameters :Flemma switch takes after the provider and model.
@@ -298,15 +353,24 @@ M.completers = {
   end,
   -- :Flemma switch <provider> [model] [key=value…]: the host's providers
   -- and, for the provider typed, the models of its catalogue and setup's.
+  -- A "$" word completes setup's presets; after one, the models of its
+  -- provider.
   switch = function(args)
     local cat = host.catalogue() or {}
     if #args == 0 then
-      return cat.providers or {}
+      local out = presets.names(state.config())
+      vim.list_extend(out, cat.providers or {})
+      return out
     end
     local out = {}
     if #args == 1 then
-      out = vim.deepcopy((cat.models or {})[args[1]] or {})
-      host.discover(args[1]) -- the server's list, for the next <Tab>
+      local provider = args[1]
+      if provider:sub(1, 1) == "$" then
+        local words = presets.words(state.config(), provider:sub(2))
+        provider = words and words[1] or ""
+      end
+      out = vim.deepcopy((cat.models or {})[provider] or {})
+      host.discover(provider) -- the server's list, for the next <Tab>
     end
     vim.list_extend(out, switch_params)
     return out

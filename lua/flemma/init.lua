@@ -11,6 +11,7 @@ local config = require("flemma.config")
 local host = require("flemma.host")
 local state = require("flemma.state")
 local trust = require("flemma.trust")
+local usage = require("flemma.usage")
 local M = {}
 
 local notify = require("flemma.notify").new(vim.log.levels.INFO)
@@ -163,10 +164,29 @@ function M.statusline(bufnr)
       string.format("%s in · %s out", short(u.input_tokens + u.cache_read_tokens), short(u.output_tokens))
     )
   end
+  if u.cache_read_tokens > 0 then
+    local prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+    table.insert(parts, string.format("%d%% cached", math.floor(u.cache_read_tokens * 100 / prompt + 0.5)))
+  end
   if u.cost_usd > 0 then
     table.insert(parts, string.format(u.cost_usd < 1 and "$%.4f" or "$%.2f", u.cost_usd))
   end
   return table.concat(parts, " · ")
+end
+
+--- A statusline component: the estimated size of the buffer's next send
+--- against its model's context window ("≈62k/200k 31%"), as estimated
+--- after the last response or by :Flemma usage:estimate; "" before that
+--- and elsewhere. Cheap: it reads flemma.state, never the buffer.
+---   lualine_x = { require("flemma").context, require("flemma").statusline }
+function M.context(bufnr)
+  return usage.component(bufnr)
+end
+
+-- The next send's size for context(): asked once a response ends, never
+-- while typing (flemma.buf cannot require the host: it is set from here).
+buf.on_request_end = function(bufnr)
+  usage.refresh(bufnr)
 end
 
 function M.attach(bufnr)
@@ -194,6 +214,9 @@ function M.attach(bufnr)
   map("n", km.tool_reject_all, function()
     actions.reject_all(bufnr, "")
   end, "reject every waiting call of the message under the cursor")
+  map("n", km.tool_allow_always, function()
+    actions.allow_always(bufnr)
+  end, "approve the pending call under the cursor and always allow its tool in this chat")
   -- <CR> opens the diff of a pending write/edit; elsewhere it stays <CR>
   -- (and it is not mapped at all when another mapping has it).
   if type(km.tool_diff) == "string" and km.tool_diff ~= "" and vim.fn.maparg(km.tool_diff, "n") == "" then

@@ -51,4 +51,5 @@ return {
   editor_done = "flemma.editor_done", -- notification (token, answer): lua/flemma/editor.lua
   sources_pending = "flemma.sources_pending", -- (n): async tool sources still resolving; steps wait for 0
   set_status_all = "flemma.set_status_all", -- (bufnr, line, status, message): every waiting call of the message
+  allow_always = "flemma.allow_always", -- (bufnr, line): :Flemma tool:allow-always on the call under the cursor
 }

@@ -19,6 +19,7 @@ M.defaults = {
     vertex = {}, -- the provider's own parameters (Vertex and Gemini)
   },
   models = {}, -- what flemma takes a model for, over its built-in catalogue, by model id or prefix: ["my-model"] = { max_output_tokens, context_window, thinking = "adaptive" | "budget" | "effort" | "none", input_price, output_price, cache_read_price, cache_write_price }
+  presets = {}, -- named choices for :Flemma switch $name: ["name"] = { provider, model, parameters = { max_tokens, temperature, thinking, cache_retention } } or "<provider> [model] [key=value…]"
   providers = { anthropic = {}, copilot = {}, gemini = {}, openai = {}, replay = {}, vertex = {} }, -- endpoints and credentials per provider; any other name is a named provider (wire, base_url, model, api_key_env, api_key_cmd, …)
   mcp_servers = {}, -- MCP servers whose tools the model may call (mcp__<server>__<tool>): { command, args, env } or { url, headers }; setup only
   send = {
@@ -132,6 +133,7 @@ M.defaults = {
     tool_execute = "<M-CR>", -- execute or resolve the tool block under the cursor
     cancel = "<C-c>", -- cancel what runs
     tool_diff = "<CR>", -- on a pending write/edit: its diff in a new tab
+    tool_allow_always = false, -- on a pending call: approve it and always allow its tool (bash: its command rule) in this chat (unmapped by default)
     next_message = "]m", -- motion: the next message
     prev_message = "[m", -- motion: the previous message
     next_tool = "]t", -- motion: the next Tool Use or Tool Result block
@@ -174,6 +176,7 @@ M.options = {
   { path = "parameters.openai", types = { "table" }, want = "a table", scope = "free", open = true },
   { path = "parameters.vertex", types = { "table" }, want = "a table", scope = "free", open = true },
   { path = "models", types = { "table" }, want = "a table", scope = "setup", open = true },
+  { path = "presets", types = { "table" }, want = "a table", scope = "setup", open = true, lua_only = true },
   { path = "providers", types = { "table" }, want = "a table", scope = "setup", open = true },
   { path = "mcp_servers", types = { "table" }, want = "a table", scope = "setup", open = true },
   { path = "send.retries", types = { "number" }, want = "a whole number", scope = "setup", whole = true },
@@ -238,6 +241,7 @@ M.options = {
   { path = "keymaps.tool_execute", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.cancel", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.tool_diff", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
+  { path = "keymaps.tool_allow_always", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.next_message", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.prev_message", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.next_tool", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },

@@ -308,7 +308,15 @@ function M.pull(bufnr)
     vouch_lines = st.vouched == nil and st.vouch_lines or vim.NIL,
     vouched = st.vouched or vim.NIL,
     tombs = table.concat(st.tombs or {}),
+    always = st.always or vim.NIL,
   }
+end
+
+--- Keep the user's "always allow" grants of the buffer ({ tools, commands }),
+--- which only the host gives after the user's :Flemma tool:allow-always;
+--- in memory only, with the records, so a restarted host has them again.
+function M.grant(bufnr, grants)
+  M.get(bufnr).always = grants
 end
 
 --- The host digested the origin of load `gen`: the lines are not needed any more.
