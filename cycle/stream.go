@@ -246,7 +246,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 			msg += fmt.Sprintf(" · %d web searches", usage.WebSearches)
 		}
 		if costKnown {
-			msg += " · " + dollars(cost) + h.sessionCost() // estimate_usage.go
+			msg += " · " + dollars(cost) + h.sessionCost() // usage.go
 		}
 		h.notify(msg, levelInfo)
 	}
