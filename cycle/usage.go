@@ -86,6 +86,7 @@ func usageEvent(u *provider.Usage) *UsageEvent {
 	return &UsageEvent{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
 		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ThinkingTokens, WebSearches: u.WebSearches}
 }
+
 // The usage line after a response says the cache hit rate and the
 // session's cost (issue 27, "usage and context"), and a send that would
 // not fit the model's window says by how much and what to do.
