@@ -223,10 +223,13 @@ func (r *Renderer) chunk(pieces []Piece, env *lua.LTable) (*lua.LFunction, []int
 		var ce *codeError
 		if errors.As(err, &ce) {
 			line := firstLine(pieces)
-			if ce.line > 0 && ce.line <= len(lines) {
+			switch {
+			case ce.line > len(lines): // the end of the chunk: a block left open
+				line = lines[len(lines)-1]
+			case ce.line > 0:
 				line = lines[ce.line-1]
 			}
-			return nil, nil, &RenderError{Line: line, Msg: ce.msg}
+			return nil, nil, &RenderError{Line: line, Msg: strings.Replace(ce.msg, "the end of the frontmatter", "the end of the template (a block not closed?)", 1)}
 		}
 		return nil, nil, &RenderError{Line: firstLine(pieces), Msg: err.Error()}
 	}

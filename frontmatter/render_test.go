@@ -167,6 +167,15 @@ func TestRenderErrorLine(t *testing.T) {
 	if !errors.As(err, &re) || re.Line != 12 {
 		t.Fatalf("error %#v, want one on line 12", err)
 	}
+	// A block left open is reported on the last line, as such.
+	_, err = r.Render(context.Background(), []Piece{
+		{Kind: PieceCode, Text: " x = 1 ", Line: 20},
+		{Kind: PieceText, Text: "a\n", Line: 20},
+		{Kind: PieceCode, Text: " for i = 1, 3 ", Line: 21},
+	})
+	if !errors.As(err, &re) || re.Line != 21 || !strings.Contains(re.Msg, "end of the template") {
+		t.Fatalf("error %#v, want one on line 21 at the end of the template", err)
+	}
 }
 
 // Attacks: a template that writes without end, loops without end or
