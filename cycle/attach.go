@@ -1,7 +1,6 @@
 package cycle
 
 import (
-	"context"
 	"maps"
 	"path/filepath"
 	"strings"
@@ -52,7 +51,9 @@ func (sess *session) attach(doc *buffer.Document, fm *frontmatter.Result, s *Sna
 		allowed := maps.Clone(sess.attachAllowed)
 		sess.mu.Unlock()
 		rules := attachRules{Budget: h.sendBudget(), Allowed: allowed,
-			Expand: func(ctx context.Context, code string) (string, error) { return h.fm.ExpandContext(ctx, vars, code) }}
+			Templates: func(include frontmatter.IncludeFunc, maxBytes int) (*frontmatter.Renderer, error) {
+				return h.fm.NewRenderer(vars, include, maxBytes)
+			}}
 		deny := h.sandboxConfig(fm).EnvDeny
 		if len(deny) == 0 {
 			deny = sandbox.DefaultEnvDeny // as sandbox.New fills it in (flemma-host run without --config)

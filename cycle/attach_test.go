@@ -122,7 +122,9 @@ func TestAttachmentDenyRead(t *testing.T) {
 	env, prov := attachEnv(t, noSandbox())
 	os.Symlink(filepath.Join(home, ".ssh", "id_ed25519"), filepath.Join(env.dir, "innocent.png"))
 
-	for _, ref := range []string{"@~/.ssh/id_ed25519", "@//" + filepath.Join(home, ".ssh/id_ed25519"), "@./innocent.png"} {
+	for _, ref := range []string{"@~/.ssh/id_ed25519", "@//" + filepath.Join(home, ".ssh/id_ed25519"), "@./innocent.png",
+		"{{ include('~/.ssh/id_ed25519') }}", "{{ include('" + filepath.Join(home, ".ssh/id_ed25519") + "') }}", "{{ include('innocent.png') }}",
+		"{% for _, p in ipairs({ '~/.ssh/id_ed25519' }) do %}{{ include(p) }}{% end %}"} {
 		env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "@You:\nsummarize "+ref+"\n")
 		phase, msg := env.press(1)
 		if phase != "send" || !strings.Contains(msg, "refused by the sandbox") || !strings.Contains(msg, "line 2") {

@@ -1,7 +1,6 @@
 package cycle
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/builtin"
@@ -58,8 +58,9 @@ type attachRules struct {
 	// Redact is applied to the text of every file included (secrets by
 	// shape and the values of secret variables).
 	Redact func(string) string
-	// Expand evaluates a {{ expr }} within ctx (the press's time budget).
-	Expand func(ctx context.Context, code string) (string, error)
+	// Templates makes the renderer of a send's templates ({{ }}, {% %},
+	// include()), which may write maxBytes together.
+	Templates func(include frontmatter.IncludeFunc, maxBytes int) (*frontmatter.Renderer, error)
 }
 
 // askFile is a file outside the project of an untrusted buffer that a send
@@ -260,32 +261,7 @@ func loadAttachments(sb *sandbox.Sandbox, r attachRules, msgs []provider.Message
 		return p
 	}
 	// The templates, within one time budget and one output budget.
-	ctx, cancel := context.WithTimeout(context.Background(), r.Budget.TemplateTime)
-	defer cancel()
-	out := 0
-	for mi := range msgs {
-		m := &msgs[mi]
-		for pi := range m.Parts {
-			part := &m.Parts[pi]
-			if part.Kind != provider.PartExpr {
-				continue
-			}
-			if p.Stop != "" {
-				return p // one failure is enough: the rest are not evaluated
-			}
-			v, err := r.Expand(ctx, part.Expr.Code)
-			if err != nil {
-				failAt(part.Expr.Line, fmt.Sprintf("{{%s}}: %v", clipExpr(part.Expr.Code), err))
-				continue
-			}
-			if out += len(v); out > r.Budget.TemplateBytes {
-				failAt(part.Expr.Line, fmt.Sprintf("{{%s}}: the templates of this send write more than %s (send.budget.template_bytes)",
-					clipExpr(part.Expr.Code), tools.FormatSize(int64(r.Budget.TemplateBytes))))
-				continue
-			}
-			*part = provider.Part{Kind: provider.PartText, Text: v}
-		}
-	}
+	renderTemplates(sb, r, msgs, &p, failAt)
 	if p.Stop != "" {
 		return p
 	}
@@ -340,11 +316,11 @@ func clipExpr(code string) string {
 	return " " + code + " "
 }
 
-// hasExprs reports whether msgs hold a {{ }} to evaluate.
+// hasExprs reports whether msgs hold a {{ }} or a {% %} to evaluate.
 func hasExprs(msgs []provider.Message) bool {
 	for _, m := range msgs {
 		for _, p := range m.Parts {
-			if p.Kind == provider.PartExpr {
+			if p.Kind == provider.PartExpr || p.Kind == provider.PartCode {
 				return true
 			}
 		}

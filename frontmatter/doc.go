@@ -15,6 +15,12 @@
 // Globals the chunk creates become template variables (strings, numbers,
 // booleans and tables of those); locals and the chunk's return value do not.
 //
+// Templates of user messages ({{ expr }}, {% statements %}, include()) run
+// in the same sandbox: Expand for one expression, a Renderer for the
+// messages of one send (each message one chunk, one VM for the send, where
+// print writes into the output and include renders a file the caller
+// reads and confines).
+//
 // Every run is bounded:
 //   - time: Limits.Deadline for the evaluation, Limits.CallDeadline for a call
 //     of a stored function. The VM checks it before every instruction, and

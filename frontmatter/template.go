@@ -29,20 +29,7 @@ var ErrTemplateBudget = errors.New("the time for templates in this send is used 
 // deadline (Limits.Deadline) or ctx's, whichever comes first — a press's
 // budget for all its templates travels in ctx. When ctx ends first the
 // error is ErrTemplateBudget.
-func (e *Evaluator) ExpandContext(parent context.Context, vars map[string]any, expr string) (out string, err error) {
-	if parent.Err() != nil {
-		return "", ErrTemplateBudget
-	}
-	defer func() {
-		if err != nil && parent.Err() != nil {
-			out, err = "", ErrTemplateBudget
-		}
-	}()
-	defer func() {
-		if p := recover(); p != nil {
-			out, err = "", fmt.Errorf("internal error: %v", p)
-		}
-	}()
+func (e *Evaluator) ExpandContext(parent context.Context, vars map[string]any, expr string) (string, error) {
 	code := strings.TrimSpace(expr)
 	if code == "" {
 		return "", errors.New("empty expression")
@@ -50,47 +37,33 @@ func (e *Evaluator) ExpandContext(parent context.Context, vars map[string]any, e
 	if len(code) > MaxCodeBytes {
 		return "", fmt.Errorf("expression too large (%d bytes)", len(code))
 	}
-	c, err := e.compiledChunk("return (" + code + "\n)")
+	r, err := e.NewRenderer(vars, nil, math.MaxInt)
 	if err != nil {
-		var ce *codeError
-		if errors.As(err, &ce) {
-			return "", errors.New(ce.msg)
+		return "", err
+	}
+	defer r.Close()
+	outs, err := r.Render(parent, []Piece{{Kind: PieceExpr, Text: code}})
+	if err != nil {
+		if errors.Is(err, ErrTemplateBudget) {
+			return "", ErrTemplateBudget
 		}
 		return "", err
 	}
-	es := newEvalState(Setup{}, "flemma.opt", 0, e.limits)
-	v := newVM(e.limits, 0, es)
-	defer v.L.Close()
-	ctx, cancel := context.WithTimeout(parent, e.limits.Deadline)
-	defer cancel()
-	conv := &toLua{budget: newBudget(e.limits), L: v.L}
-	conv.ctx = ctx
-	for name, val := range vars {
-		lv, err := conv.convert(val, 0)
-		if err != nil {
-			return "", fmt.Errorf("template variable '%s': %s", clip(name), describeConvError(err))
-		}
-		v.env.RawSetString(name, lv)
+	if len(outs) == 0 {
+		return "", nil
 	}
-	fn := v.L.NewFunctionFromProto(c.proto)
-	fn.Env = v.env
-	ret, rerr := v.run1(ctx, e.limits.Deadline, fn)
-	if rerr != nil {
-		return "", errors.New(clipMessage(evalMessage(rerr)))
-	}
-	switch r := ret.(type) {
-	case lua.LString:
-		return string(r), nil
-	case lua.LBool:
-		return strconv.FormatBool(bool(r)), nil
-	case lua.LNumber:
-		f := float64(r)
+	return outs[0].Text, nil
+}
+
+// formatScalar writes a number or a boolean as Lua's tostring would
+// (integers without a fraction).
+func formatScalar(v lua.LValue) string {
+	if n, ok := v.(lua.LNumber); ok {
+		f := float64(n)
 		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-			return strconv.FormatInt(int64(f), 10), nil
+			return strconv.FormatInt(int64(f), 10)
 		}
-		return strconv.FormatFloat(f, 'g', 14, 64), nil
-	case *lua.LNilType:
-		return "", errors.New("the expression is nil")
+		return strconv.FormatFloat(f, 'g', 14, 64)
 	}
-	return "", fmt.Errorf("the expression is a %s; a template writes strings, numbers and booleans", ret.Type().String())
+	return v.String()
 }

@@ -189,7 +189,7 @@ var Schema = []Option{
 	number("send.timeouts.idle", 120, "seconds of silence within a streaming answer (0: no limit)").anySign(),
 	number("send.timeouts.total", 600, "seconds for one whole request (0: no limit)").anySign(),
 	number("send.compact_threshold", 0.8, "share of the context window at which a send offers :Flemma compact (0: never)"),
-	number("send.budget.template_ms", 1000, "milliseconds for all {{ }} of one send"),
+	number("send.budget.template_ms", 1000, "milliseconds for all the templates ({{ }}, {% %}, include()) of one send"),
 	whole("send.budget.template_bytes", 1048576, "bytes they may write together (1 MiB)"),
 	whole("send.budget.references", 100, "@./file references in one send"),
 	whole("send.budget.attachment_bytes", 33554432, "bytes of the files one send attaches (32 MiB)"),

@@ -279,22 +279,29 @@ func vertexFile(f *File) map[string]any {
 // provider never sees one: an unevaluated expression is not sent.
 const PartExpr = "expr"
 
-// Expr is the expression of a {{ }} and the buffer line of its "{{".
+// PartCode is a {% statements %} block of a user message: a fragment of
+// the one Lua chunk the engine runs for the message (loops, conditions,
+// local variables around its text and expressions). Like PartExpr, a
+// provider never sees one.
+const PartCode = "code"
+
+// Expr is the code of a {{ }} or a {% %} and the buffer line of its "{".
 type Expr struct {
 	Code string
 	Line int
 }
 
-// splitUser cuts a user's text into text, expression and file parts: the
-// {{ }} first (an expression's value is text, never a reference), then the
-// file references of the text between them. "\{{" is a literal "{{".
+// splitUser cuts a user's text into text, expression, code and file parts:
+// the templates first (SplitTemplate: an expression's value is text, never
+// a reference), then the file references of the text between them.
 func splitUser(text string, line int) []Part {
 	var parts []Part
-	addText := func(s string, at int) {
-		if s == "" {
-			return
+	for _, t := range splitTemplate(text, line) {
+		if t.Kind != PartText {
+			parts = append(parts, t.Part)
+			continue
 		}
-		for _, p := range splitRefs(s, line+strings.Count(text[:at], "\n")) {
+		for _, p := range splitRefs(t.Text, t.line) {
 			if n := len(parts); n > 0 && p.Kind == PartText && parts[n-1].Kind == PartText {
 				parts[n-1].Text += p.Text
 				continue
@@ -302,33 +309,157 @@ func splitUser(text string, line int) []Part {
 			parts = append(parts, p)
 		}
 	}
-	i, start := 0, 0
+	return parts
+}
+
+// SplitTemplate cuts a template's text (a user message, or a file a
+// template includes) into PartText, PartExpr ({{ expr }}) and PartCode
+// ({% statements %}) parts; line is the buffer line of text's first line
+// (an Expr's Line counts from it). "\{{" and "\{%" are the
+// literal "{{" and "{%"; an opener without its closer is text. A "-" just
+// inside a delimiter ("{{-", "-}}", "{%-", "-%}") trims the text beside it:
+// the blanks on that side up to and including the nearest newline.
+func SplitTemplate(text string, line int) []Part {
+	segs := splitTemplate(text, line)
+	parts := make([]Part, len(segs))
+	for i, s := range segs {
+		parts[i] = s.Part
+	}
+	return parts
+}
+
+// segment is a part of a template and the line its text starts on.
+type segment struct {
+	Part
+	line int
+}
+
+func splitTemplate(text string, line int) []segment {
+	var parts []segment
 	var lit strings.Builder // text of the current run, escapes undone
-	for {
-		j := strings.Index(text[i:], "{{")
+	litStart := 0           // where in text the current run started
+	trimNext := false       // the last tag ended with "-": trim the next text's start
+	flush := func() {
+		s := lit.String()
+		lit.Reset()
+		if trimNext {
+			s = trimStart(s)
+			trimNext = false
+		}
+		if s != "" {
+			parts = append(parts, segment{Part{Kind: PartText, Text: s}, line + strings.Count(text[:litStart], "\n")})
+		}
+	}
+	for i := 0; ; {
+		j := nextOpener(text, i)
 		if j < 0 {
 			lit.WriteString(text[i:])
-			addText(lit.String(), start)
+			flush()
 			return parts
 		}
-		j += i
+		code := text[j+1] == '%'
 		if j > 0 && text[j-1] == '\\' {
-			lit.WriteString(text[i:j-1] + "{{")
+			lit.WriteString(text[i:j-1] + text[j:j+2])
 			i = j + 2
 			continue
 		}
-		end := exprEnd(text, j+2)
+		start := j + 2
+		trimBefore := start < len(text) && text[start] == '-'
+		if trimBefore {
+			start++
+		}
+		var end int
+		if code {
+			end = codeEnd(text, start)
+		} else {
+			end = exprEnd(text, start)
+		}
 		if end < 0 {
 			lit.WriteString(text[i:])
-			addText(lit.String(), start)
+			flush()
 			return parts
 		}
 		lit.WriteString(text[i:j])
-		addText(lit.String(), start)
-		lit.Reset()
-		parts = append(parts, Part{Kind: PartExpr, Expr: &Expr{Code: text[j+2 : end], Line: line + strings.Count(text[:j], "\n")}})
-		i, start = end+2, end+2
+		if trimBefore {
+			s := trimEnd(lit.String())
+			lit.Reset()
+			lit.WriteString(s)
+		}
+		flush()
+		body := text[start:end]
+		trimAfter := strings.HasSuffix(body, "-")
+		if trimAfter {
+			body = body[:len(body)-1]
+		}
+		kind := PartExpr
+		if code {
+			kind = PartCode
+		}
+		at := line + strings.Count(text[:j], "\n")
+		parts = append(parts, segment{Part{Kind: kind, Expr: &Expr{Code: body, Line: at}}, at})
+		trimNext = trimAfter
+		i, litStart = end+2, end+2
 	}
+}
+
+// nextOpener is the index of the next "{{" or "{%" at or after i, or -1.
+func nextOpener(s string, i int) int {
+	for {
+		k := strings.IndexByte(s[i:], '{')
+		if k < 0 || i+k+1 >= len(s) {
+			return -1
+		}
+		if c := s[i+k+1]; c == '{' || c == '%' {
+			return i + k
+		}
+		i += k + 1
+	}
+}
+
+// trimEnd removes the blanks at the end of s up to and including the last
+// newline among them (all of them when there is no newline).
+func trimEnd(s string) string {
+	t := strings.TrimRight(s, " \t")
+	if strings.HasSuffix(t, "\n") {
+		t = strings.TrimSuffix(strings.TrimSuffix(t, "\n"), "\r")
+	}
+	return t
+}
+
+// trimStart removes the blanks at the start of s up to and including the
+// first newline among them.
+func trimStart(s string) string {
+	t := strings.TrimLeft(s, " \t")
+	t = strings.TrimPrefix(t, "\r")
+	return strings.TrimPrefix(t, "\n")
+}
+
+// codeEnd returns the index of the "%}" closing a statement block whose
+// code starts at i, skipping Lua strings and comments; -1 if none.
+func codeEnd(s string, i int) int {
+	for ; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\'':
+			for i++; i < len(s) && s[i] != c; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '-':
+			if i+1 < len(s) && s[i+1] == '-' {
+				if k := strings.IndexByte(s[i:], '\n'); k >= 0 {
+					i += k
+				} else {
+					return -1
+				}
+			}
+		case '%':
+			if i+1 < len(s) && s[i+1] == '}' {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // exprEnd returns the index of the "}}" closing an expression whose code

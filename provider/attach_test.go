@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -261,5 +262,41 @@ func TestSplitUserTemplates(t *testing.T) {
 	want := `T:a |E: x :5|T:` + "\n" + `b {{ y }} |E: t["}}"] :6|T: |F:./f.png:6`
 	if got := strings.Join(kinds, "|"); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestSplitTemplate(t *testing.T) {
+	show := func(parts []Part) string {
+		var b []string
+		for _, p := range parts {
+			switch p.Kind {
+			case PartText:
+				b = append(b, "T:"+p.Text)
+			case PartExpr:
+				b = append(b, fmt.Sprintf("E:%s:%d", p.Expr.Code, p.Expr.Line))
+			case PartCode:
+				b = append(b, fmt.Sprintf("C:%s:%d", p.Expr.Code, p.Expr.Line))
+			}
+		}
+		return strings.Join(b, "|")
+	}
+	for _, c := range []struct{ in, want string }{
+		{"a {{ x }} b", "T:a |E: x :1|T: b"},
+		{"{% for i = 1, 2 do %}i={{ i }};{% end %}", "C: for i = 1, 2 do :1|T:i=|E: i :1|T:;|C: end :1"},
+		{"a\n{% if x then %}\nyes\n{% end %}\nz", "T:a\n|C: if x then :2|T:\nyes\n|C: end :4|T:\nz"},
+		// Trim markers take the blanks beside the tag up to one newline.
+		{"a\n  {%- if x then -%}  \nyes\n{%- end -%}\nz", "T:a|C: if x then :2|T:yes|C: end :4|T:z"},
+		{"x  {{- 1 -}}  y", "T:x|E: 1 :1|T:y"},
+		{"{{-1}}", "E:1:1"}, // as the Lua Flemma: "-" is the trim marker
+		// Escapes and unclosed openers are text.
+		{`\{% raw %} and \{{ y }}`, "T:{% raw %} and {{ y }}"},
+		{"a {% if x", "T:a {% if x"},
+		// A "%}" inside a string or a comment does not close the block.
+		{"{% s = '%}' -- %} here\n%}", "C: s = '%}' -- %} here\n:1"},
+		{"50% {done}", "T:50% {done}"},
+	} {
+		if got := show(SplitTemplate(c.in, 1)); got != c.want {
+			t.Errorf("SplitTemplate(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
 	}
 }

@@ -37,7 +37,8 @@ func (e *BlockError) Error() string {
 //   - the last @System: message is the system prompt (trimmed);
 //   - @You: gives a user message of text, file references (@./path,
 //     @../path, @~/path, @//abs, optionally ;type=MIME; "\@" escapes one)
-//     as PartFile parts, {{ expr }} as PartExpr parts ("\{{" escapes one),
+//     as PartFile parts, {{ expr }} as PartExpr and {% code %} as PartCode
+//     parts ("\{{" and "\{%" escape one),
 //     and completed tool results (in buffer order; the
 //     providers put the results first on the wire); a result of `read` that
 //     is a file reference carries that file (ToolResult.Files). Files are

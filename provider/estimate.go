@@ -84,7 +84,7 @@ func partTokens(p Part) int {
 		}
 	case PartFile:
 		return fileTokens(p.File)
-	case PartExpr:
+	case PartExpr, PartCode:
 		if p.Expr != nil {
 			return textTokens(p.Expr.Code) // its value is not known before the send evaluates it
 		}

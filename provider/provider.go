@@ -33,7 +33,7 @@ const (
 
 // Part is one piece of a Message. Kind says which field is set.
 type Part struct {
-	Kind       string // PartText, PartThinking, PartToolUse, PartToolResult, PartFile or PartExpr
+	Kind       string // PartText, PartThinking, PartToolUse, PartToolResult, PartFile, PartExpr or PartCode
 	Text       string
 	File       *File
 	Expr       *Expr

@@ -33,7 +33,7 @@ M.defaults = {
     },
     compact_threshold = 0.8, -- share of the context window at which a send offers :Flemma compact (0: never)
     budget = {
-      template_ms = 1000, -- milliseconds for all {{ }} of one send
+      template_ms = 1000, -- milliseconds for all the templates ({{ }}, {% %}, include()) of one send
       template_bytes = 1048576, -- bytes they may write together (1 MiB)
       references = 100, -- @./file references in one send
       attachment_bytes = 33554432, -- bytes of the files one send attaches (32 MiB)
