@@ -30,5 +30,10 @@
 //	actions.go     the commands on one call (<M-CR>, status, result, <C-c>)
 //	recovery.go    crash recovery: recovered results, undo, resume, discard
 //	reports.go     :checkhealth, :Flemma status, tools, tool:list
+//	               (credhealth.go asks credential commands, toollist.go
+//	               reads the user's past decisions from the journal)
+//	always.go      :Flemma tool:allow-always, the user's grants in a chat
+//	usage.go       usage accounting, the usage line, the over-window note
 //	attach.go      @./file references (attachments.go loads them)
+//	templates.go   {{ }}, {% %} and include() of user messages
 package cycle
