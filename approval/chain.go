@@ -18,7 +18,10 @@ type Call struct {
 	// Capabilities are the tool definition's capabilities
 	// (e.g. "can_auto_approve_if_sandboxed").
 	Capabilities []string
-	Env          Env
+	// Tags are the tags the tool's definer declared (e.g. "readonly"):
+	// the built-in presets approve by them (PresetDef.Tags).
+	Tags []string
+	Env  Env
 }
 
 // Env holds the per-buffer facts the built-in resolvers need. The caller

@@ -188,6 +188,7 @@ func (h *Engine) approvalCall(bufnr int, tu *buffer.ToolUse, fm *frontmatter.Res
 	if t, ok := h.Registry.Lookup(tu.Name); ok {
 		c.Capabilities = t.Spec().Capabilities
 	}
+	c.Tags = h.Registry.ApprovalTags(tu.Name) // hidden tools too, as a name list approved them
 	sc := h.sandboxConfig(fm)
 	c.Env.SandboxEnabled = sc.Enabled
 	if sc.Enabled {

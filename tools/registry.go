@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +15,9 @@ type Registry struct {
 	// inherited maps a superseding tool to the name whose approval it
 	// inherits (the superseded tool's name, which it also takes over).
 	inherited map[string]string
+	// inheritedTags are the tags a superseding tool inherits with the
+	// approval of the tool it replaced (ApprovalTags).
+	inheritedTags map[string][]string
 	// Have reports whether a requirement ("exe:rg", "feature:bwrap") is
 	// met. Nil means every requirement is met.
 	Have func(req string) bool
@@ -21,7 +25,7 @@ type Registry struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]Tool{}, inherited: map[string]string{}}
+	return &Registry{tools: map[string]Tool{}, inherited: map[string]string{}, inheritedTags: map[string][]string{}}
 }
 
 // Add registers t. A duplicate name is an error unless t declares
@@ -40,7 +44,13 @@ func (r *Registry) Add(t Tool) error {
 		if _, ok := r.tools[s.Supersedes]; !ok {
 			return fmt.Errorf("tool %q supersedes %q, which is not registered", s.Name, s.Supersedes)
 		}
+	}
+	if old, ok := r.tools[s.Supersedes]; ok && s.Supersedes != "" {
+		r.inheritedTags[s.Name] = r.approvalTags(old)
+	}
+	if s.Supersedes != "" && s.Supersedes != s.Name {
 		delete(r.tools, s.Supersedes)
+		delete(r.inheritedTags, s.Supersedes)
 		r.inherited[s.Name] = s.Supersedes
 	}
 	r.tools[s.Name] = t
@@ -59,6 +69,7 @@ func (r *Registry) Remove(name string) {
 	r.mu.Lock()
 	delete(r.tools, name)
 	delete(r.inherited, name)
+	delete(r.inheritedTags, name)
 	r.mu.Unlock()
 }
 
@@ -71,6 +82,42 @@ func (r *Registry) ApprovalName(name string) string {
 		return old
 	}
 	return name
+}
+
+// ApprovalTags are the tags the approval policy sees for a tool (the
+// built-in presets approve by them): its own, and, for a tool that
+// superseded another, that one's, which it inherits with its approval.
+func (r *Registry) ApprovalTags(name string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	if !ok {
+		return nil
+	}
+	return r.approvalTags(t)
+}
+
+func (r *Registry) approvalTags(t Tool) []string {
+	s := t.Spec()
+	out := slices.Clone(s.Tags)
+	for _, tag := range r.inheritedTags[s.Name] {
+		if !slices.Contains(out, tag) {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+// Tagged returns the names of the registered tools, hidden ones included,
+// whose ApprovalTags hold tag, sorted.
+func (r *Registry) Tagged(tag string) []string {
+	var out []string
+	for _, t := range r.All() {
+		if slices.Contains(r.ApprovalTags(t.Spec().Name), tag) {
+			out = append(out, t.Spec().Name)
+		}
+	}
+	return out
 }
 
 // Missing returns the requirements of t that are not met.

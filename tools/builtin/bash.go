@@ -37,7 +37,7 @@ func Bash() tools.Tool {
 			"Commands that wait for input get none (stdin is /dev/null).",
 		Capabilities: []string{tools.CapSandboxed, tools.CapSideEffects},
 		Truncates:    true,
-		Tags:         []string{"shell", "command"},
+		Tags:         []string{"shell", "command", "exec"}, // exec: in $commands (approval.TagExec)
 		Async:        true,
 		Enabled:      true,
 		// bash enforces its own timeout (the input's, else the Env's

@@ -41,7 +41,7 @@ func Write() tools.Tool {
 		Description: "Write content to a file, creating it (and its parent directories) or replacing it entirely. " +
 			"Only paths inside the sandbox's writable directories can be written. Prefer edit for changes to an existing file. " +
 			"A file that changed since you last read it is refused: read it again first.",
-		Tags:    []string{"filesystem"},
+		Tags:    []string{"filesystem", "writes"}, // writes: in $files (approval.TagWrites)
 		Enabled: true,
 	}, runWrite)
 }
@@ -151,7 +151,7 @@ func Edit() tools.Tool {
 		Description: "Edit a file by replacing exact text. oldText must match exactly one place in the file, " +
 			"including whitespace and newlines; add surrounding lines to make it unique. " +
 			"A file that changed since you last read it is refused: read it again first.",
-		Tags:    []string{"filesystem"},
+		Tags:    []string{"filesystem", "writes"}, // writes: in $files (approval.TagWrites)
 		Enabled: true,
 	}, runEdit)
 }
