@@ -141,8 +141,8 @@ func TestLuaToolHelpers(t *testing.T) {
 	if s, _ := env.h.FormatSize(2048); s != "2.0KB" {
 		t.Errorf("format size: %q", s)
 	}
-	if b, err := env.h.BenchRun(1, "calculator_async", `{"expression":"1+1"}`); err != nil || b.Content == "" {
-		t.Errorf("bench run: %+v %v", b, err)
+	if r := env.runTool("calculator_async", `{"expression":"1+1"}`); r.IsError || r.Content == "" {
+		t.Errorf("calculator_async: %+v", r)
 	}
 }
 

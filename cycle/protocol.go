@@ -53,7 +53,6 @@ const (
 	MTruncate           = "flemma.truncate"
 	MFormatSize         = "flemma.format_size"
 	MForget             = "flemma.forget"
-	MBenchRun           = "flemma.bench_run"
 	MRefresh            = "flemma.refresh"
 	MDefineTools        = "flemma.define_tools"
 	MDefineChains       = "flemma.define_chains"
@@ -97,7 +96,7 @@ func (m Method) Ordered() bool { return orderedMethods[m.Name] }
 
 // Methods is the engine's whole protocol (flemma.async itself is rpc's).
 func (h *Engine) Methods() []Method {
-	return []Method{
+	return append([]Method{
 		{MVersion, h.VersionInfo, false},
 		{MPing, func() (string, error) { return "pong", nil }, false},
 		{MSetup, h.Setup, false},
@@ -134,7 +133,6 @@ func (h *Engine) Methods() []Method {
 		{MTruncate, h.Truncate, false},
 		{MFormatSize, h.FormatSize, false},
 		{MForget, h.Forget, false},
-		{MBenchRun, h.BenchRun, false},
 		{MRefresh, h.Refresh, false},
 		{MDefineTools, h.DefineTools, false},
 		{MDefineChains, h.DefineChains, false},
@@ -145,7 +143,7 @@ func (h *Engine) Methods() []Method {
 		{MEditorDone, h.EditorDone, false},
 		{MSourcesPending, h.SourcesPending, false},
 		{MSetStatusAll, h.SetStatusAll, true},
-	}
+	}, benchMethods(h)...)
 }
 
 // Reply answers a user's action (a key, a command). Phase names what
@@ -242,13 +240,6 @@ type DefineReply struct {
 // UnregisterReply says whether a resolver was removed.
 type UnregisterReply struct {
 	Removed bool `msgpack:"removed"`
-}
-
-// BenchReply is one tool call's result and duration (the overhead benchmark).
-type BenchReply struct {
-	Content string `msgpack:"content"`
-	IsError bool   `msgpack:"is_error"`
-	NS      int64  `msgpack:"ns"`
 }
 
 // WritableReply backs ctx.sandbox.is_path_writable.
