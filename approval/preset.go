@@ -82,9 +82,15 @@ func NewPresets(user map[string]PresetDef, tagged func(tag string) []string) (*P
 	return p, errs
 }
 
+// PresetError says that a user preset is left out, and why, in the Lua
+// plugin's words: "Preset '<name>' ignored — <why>".
+type PresetError struct{ Name, Why string }
+
+func (e *PresetError) Error() string { return "Preset '" + e.Name + "' ignored — " + e.Why }
+
 func validatePreset(name string, def PresetDef) error {
 	if !strings.HasPrefix(name, "$") {
-		return fmt.Errorf("Preset '%s' ignored — preset keys must start with '$'", name)
+		return &PresetError{Name: name, Why: "preset keys must start with '$'"}
 	}
 	for _, field := range []struct {
 		key  string
@@ -92,7 +98,7 @@ func validatePreset(name string, def PresetDef) error {
 	}{{"approve", def.Approve}, {"deny", def.Deny}} {
 		for _, e := range field.list {
 			if err := ValidateEntry(e); err != nil {
-				return fmt.Errorf("Preset '%s' ignored — '%s': %v", name, field.key, err)
+				return &PresetError{Name: name, Why: fmt.Sprintf("'%s': %v", field.key, err)}
 			}
 		}
 	}
@@ -150,7 +156,7 @@ func DecodePresets(raw any) (map[string]PresetDef, []error) {
 		var def PresetDef
 		fields, ok := asTable(entries[name])
 		if !ok {
-			errs = append(errs, fmt.Errorf("Preset '%s' ignored — expected table, got %s", name, luaType(entries[name])))
+			errs = append(errs, &PresetError{Name: name, Why: "expected table, got " + luaType(entries[name])})
 			continue
 		}
 		var bad error
@@ -161,7 +167,7 @@ func DecodePresets(raw any) (map[string]PresetDef, []error) {
 			}
 			list, ok := asStrings(v)
 			if !ok {
-				bad = fmt.Errorf("Preset '%s' ignored — '%s' must be a string[], got %s", name, key, luaType(v))
+				bad = &PresetError{Name: name, Why: fmt.Sprintf("'%s' must be a string[], got %s", key, luaType(v))}
 				break
 			}
 			if key == "approve" {

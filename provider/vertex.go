@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -51,7 +52,7 @@ func (v *vertex) endpoint(model string) (string, error) {
 		project = strings.TrimSpace(v.cfg.Getenv("GOOGLE_CLOUD_PROJECT"))
 	}
 	if project == "" {
-		return "", fmt.Errorf("Vertex AI needs a project id: set providers.vertex.project in setup() or $GOOGLE_CLOUD_PROJECT")
+		return "", errors.New("no Vertex AI project id: set providers.vertex.project in setup() or $GOOGLE_CLOUD_PROJECT")
 	}
 	location := strings.TrimSpace(v.cfg.Location)
 	if location == "" {
