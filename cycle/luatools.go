@@ -359,4 +359,3 @@ func (h *Engine) ToolDone(token string, res LuaResult) {
 		h.logf("late answer for Lua tool call %s ignored", token)
 	}
 }
-
