@@ -25,7 +25,7 @@ type Call struct {
 }
 
 // Env holds the per-buffer facts the built-in resolvers need. The caller
-// (rpc) fills it from the buffer's evaluated frontmatter and the sandbox state.
+// (cycle) fills it from the buffer's evaluated frontmatter and the sandbox state.
 type Env struct {
 	// FrontmatterSet reports that the buffer's frontmatter set
 	// tools.auto_approve (list or function, including any ListOption
