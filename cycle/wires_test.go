@@ -1,0 +1,44 @@
+package cycle
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/flemma-dev/flemma/options"
+	"github.com/flemma-dev/flemma/provider"
+)
+
+// The provider package's wire registry (each wire's file registers it) and
+// the option schema agree: the wires providers.<name>.wire accepts, the
+// built-in providers, and the parameters.<section> each wire's requests
+// take. A new wire registered without its option side fails here.
+func TestWiresAgreeWithOptions(t *testing.T) {
+	var enum []string
+	for _, o := range options.Entries["providers"] {
+		if o.Path == "wire" {
+			enum = slices.Clone(o.Enum)
+		}
+	}
+	want := append(provider.Wires(), provider.WireAliases()...)
+	slices.Sort(enum)
+	slices.Sort(want)
+	if !reflect.DeepEqual(enum, want) {
+		t.Errorf("providers.<name>.wire accepts %v; the registered wires are %v", enum, want)
+	}
+	if !reflect.DeepEqual(options.BuiltinProviders, provider.Names()) {
+		t.Errorf("options.BuiltinProviders = %v; provider.Names() = %v", options.BuiltinProviders, provider.Names())
+	}
+	for _, w := range want {
+		var cfg options.Config
+		cfg.Parameters.Anthropic = map[string]any{"section": "anthropic"}
+		cfg.Parameters.OpenAI = map[string]any{"section": "openai"}
+		cfg.Parameters.Vertex = map[string]any{"section": "vertex"}
+		cfg.Providers = map[string]options.ProviderConfig{"mine": {Wire: w}}
+		e := options.Resolve(cfg, options.Runtime{Provider: "mine"}, options.Buffer{})
+		got, _ := e.Extra["section"].(string)
+		if got != provider.WireParams(w) {
+			t.Errorf("a provider of wire %s takes parameters.%s; its registration says %q", w, got, provider.WireParams(w))
+		}
+	}
+}
