@@ -321,11 +321,11 @@ func TestEraPresetRegistry(t *testing.T) {
 		t.Fatal(errs)
 	}
 	ro, _ := p.Get("$readonly")
-	if want := []string{"buffers", "diagnostics", "find", "grep", "ls", "lsp", "read"}; !reflect.DeepEqual(ro.Approve, want) || ro.Deny != nil {
+	if want := []string{"read", "grep", "find", "ls", "diagnostics", "lsp", "buffers"}; !reflect.DeepEqual(ro.Approve, want) || ro.Deny != nil {
 		t.Errorf("$readonly = %+v, want approve %v and no deny", ro, want)
 	}
 	def, _ := p.Get("$default")
-	if want := []string{"buffers", "diagnostics", "find", "grep", "ls", "lsp", "read", "edit", "write"}; !reflect.DeepEqual(def.Approve, want) || def.Deny != nil {
+	if want := []string{"read", "grep", "find", "ls", "diagnostics", "lsp", "buffers", "write", "edit"}; !reflect.DeepEqual(def.Approve, want) || def.Deny != nil {
 		t.Errorf("$default = %+v, want approve %v and no deny", def, want)
 	}
 
@@ -361,7 +361,7 @@ func TestEraPresetRegistry(t *testing.T) {
 
 	got, _ := p.Get("$default")
 	got.Approve[0] = "mutated"
-	if again, _ := p.Get("$default"); again.Approve[0] != "buffers" {
+	if again, _ := p.Get("$default"); again.Approve[0] != "read" {
 		t.Error("Get returned the registry's own slice")
 	}
 }

@@ -3,7 +3,6 @@ package approval
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -54,11 +53,11 @@ var builtinTags = map[string][]string{
 	"calculator": {"math"}, "calculator_async": {"math", "test"}, "fetch": {"web"},
 }
 
-// taggedBuiltins names the built-ins in builtinTags that declare tag,
-// sorted (as the registry lists them).
+// taggedBuiltins names the built-ins in builtinTags that declare tag, in
+// the order the host registers them (as the registry lists them).
 func taggedBuiltins(tag string) []string {
 	var out []string
-	for _, name := range slices.Sorted(maps.Keys(builtinTags)) {
+	for _, name := range []string{"bash", "read", "write", "edit", "grep", "find", "ls", "calculator", "calculator_async", "fetch", "diagnostics", "lsp", "buffers"} {
 		if slices.Contains(builtinTags[name], tag) {
 			out = append(out, name)
 		}

@@ -54,7 +54,7 @@ func TestListings(t *testing.T) {
 	}
 	// The presets list the registered tools of their tags (no editor here:
 	// no diagnostics, lsp, buffers).
-	for _, group := range []string{"  $readonly: find, grep, ls, read", "  $files: find, grep, ls, read, edit, write", "  $commands: find, grep, ls, read, edit, write, bash"} {
+	for _, group := range []string{"  $readonly: read, grep, find, ls", "  $files: read, grep, find, ls, write, edit", "  $commands: read, grep, find, ls, write, edit, bash"} {
 		if !slices.Contains(strings.Split(res.Text, "\n"), group) {
 			t.Errorf(":Flemma tools does not list the privilege group %q:\n%s", group, res.Text)
 		}

@@ -18,6 +18,11 @@ type Registry struct {
 	// inheritedTags are the tags a superseding tool inherits with the
 	// approval of the tool it replaced (ApprovalTags).
 	inheritedTags map[string][]string
+	// order is each tool's place in the order of registration (a
+	// superseding tool takes the place of the one it replaced): Tagged
+	// lists in it.
+	order map[string]int
+	next  int
 	// Have reports whether a requirement ("exe:rg", "feature:bwrap") is
 	// met. Nil means every requirement is met.
 	Have func(req string) bool
@@ -25,7 +30,7 @@ type Registry struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]Tool{}, inherited: map[string]string{}, inheritedTags: map[string][]string{}}
+	return &Registry{tools: map[string]Tool{}, inherited: map[string]string{}, inheritedTags: map[string][]string{}, order: map[string]int{}}
 }
 
 // Add registers t. A duplicate name is an error unless t declares
@@ -52,6 +57,12 @@ func (r *Registry) Add(t Tool) error {
 		delete(r.tools, s.Supersedes)
 		delete(r.inheritedTags, s.Supersedes)
 		r.inherited[s.Name] = s.Supersedes
+		r.order[s.Name] = r.order[s.Supersedes]
+		delete(r.order, s.Supersedes)
+	}
+	if _, placed := r.order[s.Name]; !placed {
+		r.order[s.Name] = r.next
+		r.next++
 	}
 	r.tools[s.Name] = t
 	return nil
@@ -70,6 +81,7 @@ func (r *Registry) Remove(name string) {
 	delete(r.tools, name)
 	delete(r.inherited, name)
 	delete(r.inheritedTags, name)
+	delete(r.order, name)
 	r.mu.Unlock()
 }
 
@@ -109,7 +121,8 @@ func (r *Registry) approvalTags(t Tool) []string {
 }
 
 // Tagged returns the names of the registered tools, hidden ones included,
-// whose ApprovalTags hold tag, sorted.
+// whose ApprovalTags hold tag, in the order they were registered (the
+// built-ins' own order: read, grep, find, ls, …).
 func (r *Registry) Tagged(tag string) []string {
 	var out []string
 	for _, t := range r.All() {
@@ -117,6 +130,9 @@ func (r *Registry) Tagged(tag string) []string {
 			out = append(out, t.Spec().Name)
 		}
 	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	sort.SliceStable(out, func(i, j int) bool { return r.order[out[i]] < r.order[out[j]] })
 	return out
 }
 
