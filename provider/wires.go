@@ -72,18 +72,6 @@ func Wires() []string {
 	return out
 }
 
-// WireAliases lists the other names of the selectable wires, sorted.
-func WireAliases() []string {
-	var out []string
-	for n, w := range wires {
-		if w.Selectable && n != w.Name {
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Names lists the built-in providers, sorted.
 func Names() []string {
 	var out []string
@@ -94,13 +82,6 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// WireParams is the parameters.<section> of a wire (or alias): "" when it
-// has none or is unknown.
-func WireParams(wire string) string {
-	w, _ := wireOf(wire)
-	return w.Params
 }
 
 // WireWeb says which of the provider's own web tools a wire (or alias)

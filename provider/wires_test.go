@@ -14,9 +14,6 @@ func TestWireRegistry(t *testing.T) {
 	if got, want := Names(), []string{"anthropic", "copilot", "gemini", "openai", "replay", "vertex"}; !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
-	if got := WireAliases(); !slices.Equal(got, []string{"responses"}) {
-		t.Errorf("WireAliases() = %v", got)
-	}
 	if k := DefaultKeySource("responses"); len(k.Env) != 0 {
 		t.Errorf("an alias has a built-in's key source: %+v", k)
 	}
