@@ -26,7 +26,7 @@ func init() {
 		New: func(_ string, cfg Config) Provider { return &vertex{cfg: cfg, newID: newVertexID} }})
 	// The Gemini API: the same wire at Google AI Studio (parameters.vertex).
 	// Its credential: an API key, as Google's SDKs read it.
-	registerWire(Wire{Name: "gemini", Selectable: true, Builtin: true, Params: "vertex", Protected: protected, Signs: true, WebSearch: true,
+	registerWire(Wire{Name: "gemini", Selectable: true, Builtin: true, Params: "vertex", Protected: protected, Signs: true, WebSearch: true, List: listGemini,
 		Key: KeySource{Env: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}},
 		New: func(_ string, cfg Config) Provider { return &vertex{cfg: cfg, newID: newVertexID, studio: true} }})
 }

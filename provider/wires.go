@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 )
@@ -35,6 +37,11 @@ type Wire struct {
 	// WebSearch and WebFetch: the wire has the provider's own web tools
 	// (tools.web_search, tools.web_fetch).
 	WebSearch, WebFetch bool
+	// List asks the wire's server for the ids of its models (nil: it has
+	// no listing), with the credential flemma holds ("" for none) unless
+	// ListSignsIn (it signs in by itself: copilot).
+	List        func(ctx context.Context, client *http.Client, name string, cfg Config, key string) ([]string, error)
+	ListSignsIn bool
 	// New makes the wire's client for the configured provider name (cfg
 	// is complete: HTTP client, credential holder).
 	New func(name string, cfg Config) Provider
