@@ -43,7 +43,9 @@ end`); err != nil {
 		}
 		appendLines(t, s, "Now write.")
 		press(t, s, "<C-]>")
-		got, err = s.Wait(20*time.Second, func(x string) bool { return strings.Contains(x, "Writing.") && strings.Contains(x, "toolu_ww") && strings.Contains(x, "pending") })
+		got, err = s.Wait(20*time.Second, func(x string) bool {
+			return strings.Contains(x, "Writing.") && strings.Contains(x, "toolu_ww") && strings.Contains(x, "pending")
+		})
 		if err != nil {
 			t.Fatalf("word_write (no readonly tag) should wait for approval:\n%s\nmessages: %s", got, s.Messages())
 		}
