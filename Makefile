@@ -33,6 +33,7 @@ lint: check-go
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:" $$out >&2; exit 1; fi
 	$(GO) vet ./...
+	@scripts/lint-go.sh
 	@scripts/lint-lua.sh
 	@scripts/lint-doc.sh
 

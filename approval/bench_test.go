@@ -42,7 +42,7 @@ func BenchmarkDecide(b *testing.B) {
 }
 
 func BenchmarkDenyAnalysis(b *testing.B) {
-	p, _ := NewPresets(map[string]PresetDef{"$safety": {Deny: []string{"bash(rm -rf*)", "bash(git push*)"}}})
+	p, _ := NewPresets(map[string]PresetDef{"$safety": {Deny: []string{"bash(rm -rf*)", "bash(git push*)"}}}, nil)
 	pol := p.Expand([]string{"bash", "$safety"}, nil)
 	c := bashCall(`cd src && go test ./... 2>&1 | tee out.log; echo "done: $(date)"`)
 	b.ReportAllocs()
@@ -65,7 +65,7 @@ var typicalCommands = []string{
 }
 
 func BenchmarkDenyTypical(b *testing.B) {
-	p, _ := NewPresets(map[string]PresetDef{"$safety": {Deny: []string{"bash(rm -rf*)", "bash(git push*)"}}})
+	p, _ := NewPresets(map[string]PresetDef{"$safety": {Deny: []string{"bash(rm -rf*)", "bash(git push*)"}}}, nil)
 	pol := p.Expand([]string{"bash", "$safety"}, nil)
 	calls := make([]Call, len(typicalCommands))
 	for i, c := range typicalCommands {

@@ -18,11 +18,14 @@ type Call struct {
 	// Capabilities are the tool definition's capabilities
 	// (e.g. "can_auto_approve_if_sandboxed").
 	Capabilities []string
-	Env          Env
+	// Tags are the tags the tool's definer declared (e.g. "readonly"):
+	// the built-in presets approve by them (PresetDef.Tags).
+	Tags []string
+	Env  Env
 }
 
 // Env holds the per-buffer facts the built-in resolvers need. The caller
-// (rpc) fills it from the buffer's evaluated frontmatter and the sandbox state.
+// (cycle) fills it from the buffer's evaluated frontmatter and the sandbox state.
 type Env struct {
 	// FrontmatterSet reports that the buffer's frontmatter set
 	// tools.auto_approve (list or function, including any ListOption

@@ -4,7 +4,7 @@
 //
 // It is pure: resolvers that live in Neovim (Lua functions, module paths,
 // resolvers registered from Lua) reach the chain as FuncResolvers that the
-// rpc package builds; the frontmatter's auto_approve function arrives the
+// cycle package builds; the frontmatter's auto_approve function arrives the
 // same way through Env.FrontmatterFunc.
 //
 // # The chain

@@ -198,7 +198,7 @@ func TestEraFrontmatterReplacesConfigList(t *testing.T) {
 
 // Item 36: presets in the config list.
 func TestEraConfigPresets(t *testing.T) {
-	extra, errs := NewPresets(map[string]PresetDef{"$extra": {Approve: []string{"bash"}}})
+	extra, errs := NewPresets(map[string]PresetDef{"$extra": {Approve: []string{"bash"}}}, nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -231,7 +231,7 @@ func TestEraDenyWins(t *testing.T) {
 	p, _ := NewPresets(map[string]PresetDef{
 		"$yolo":    {Approve: []string{"bash"}},
 		"$no-bash": {Deny: []string{"bash"}},
-	})
+	}, nil)
 	ch, _ := setupChain(t, Setup{RequireApproval: true, AutoApprove: []string{"$yolo", "$no-bash"}, Presets: p})
 	if o := expect(t, ch, call("bash", Env{}), Deny); o.Rule != "$no-bash" {
 		t.Errorf("outcome = %v, want rule $no-bash", o)
@@ -286,7 +286,7 @@ func TestEraSandboxApproves(t *testing.T) {
 // Item 41: the sandbox resolver stands down.
 func TestEraSandboxStandsDown(t *testing.T) {
 	def := []string{"$default"}
-	noBash, _ := NewPresets(map[string]PresetDef{"$no-bash": {Deny: []string{"bash"}}})
+	noBash, _ := NewPresets(map[string]PresetDef{"$no-bash": {Deny: []string{"bash"}}}, nil)
 	tests := []struct {
 		name  string
 		setup Setup
@@ -316,7 +316,7 @@ func TestEraSandboxStandsDown(t *testing.T) {
 
 // Item 42: the preset registry.
 func TestEraPresetRegistry(t *testing.T) {
-	p, errs := NewPresets(nil)
+	p, errs := NewPresets(nil, taggedBuiltins)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -329,7 +329,7 @@ func TestEraPresetRegistry(t *testing.T) {
 		t.Errorf("$default = %+v, want approve %v and no deny", def, want)
 	}
 
-	over, _ := NewPresets(map[string]PresetDef{"$default": {Approve: []string{"bash"}}, "$yolo": {Approve: []string{"bash"}}})
+	over, _ := NewPresets(map[string]PresetDef{"$default": {Approve: []string{"bash"}}, "$yolo": {Approve: []string{"bash"}}}, nil)
 	if got, _ := over.Get("$default"); !reflect.DeepEqual(got.Approve, []string{"bash"}) {
 		t.Errorf("user $default = %v, want [bash]", got.Approve)
 	}
@@ -344,7 +344,7 @@ func TestEraPresetRegistry(t *testing.T) {
 		"$good": map[string]any{"approve": []any{"read"}, "deny": []any{"bash"}},
 	}
 	defs, errs := DecodePresets(raw)
-	_, errs2 := NewPresets(defs)
+	_, errs2 := NewPresets(defs, nil)
 	errs = append(errs, errs2...)
 	var msgs []string
 	for _, e := range errs {

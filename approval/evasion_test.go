@@ -16,7 +16,7 @@ var evasionDeny = []string{
 
 func evasionPolicy(t testing.TB) *Policy {
 	t.Helper()
-	p, errs := NewPresets(map[string]PresetDef{"$x": {Deny: evasionDeny}})
+	p, errs := NewPresets(map[string]PresetDef{"$x": {Deny: evasionDeny}}, nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -448,7 +448,7 @@ func TestDenyEvasions(t *testing.T) {
 			}
 		})
 	}
-	p, _ := NewPresets(map[string]PresetDef{"$x": {Deny: []string{"bash(rm -rf*)"}}})
+	p, _ := NewPresets(map[string]PresetDef{"$x": {Deny: []string{"bash(rm -rf*)"}}}, nil)
 	flags := p.Expand([]string{"bash", "$x"}, nil)
 	for _, tt := range flagEvasions {
 		t.Run("rm -rf/"+tt.name, func(t *testing.T) {

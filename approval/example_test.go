@@ -11,7 +11,7 @@ func ExampleChain_Decide() {
 	presets, _ := approval.NewPresets(map[string]approval.PresetDef{
 		"$git":    {Approve: []string{"bash(git status*)", "bash(git diff*)"}},
 		"$safety": {Deny: []string{"bash(rm -rf*)", "bash(git push*)"}},
-	})
+	}, nil)
 	chain := approval.NewChain(nil)
 	for _, r := range approval.Builtins(approval.Setup{
 		RequireApproval:      true,
@@ -27,7 +27,7 @@ func ExampleChain_Decide() {
 			Capabilities: []string{approval.CapSandboxed}}
 	}
 	for _, c := range []approval.Call{
-		{Tool: "read", Input: map[string]any{"path": "go.mod"}},
+		{Tool: "read", Input: map[string]any{"path": "go.mod"}, Tags: []string{"filesystem", approval.TagReadonly}},
 		bash("git status --short"),
 		bash("git status && git push"),
 		bash("echo done; rm -rf build"),

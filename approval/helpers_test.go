@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,10 +41,34 @@ func setupChain(t *testing.T, s Setup, extra ...Resolver) (*Chain, *logRecorder)
 	return ch, log
 }
 
-// call builds a Call for tool; bash gets the sandbox capability like the
-// built-in.
+// builtinTags are the tags the built-in tools declare (tools/builtin,
+// tools/editor); cycle's TestBuiltinPresetsByTag checks the registered
+// built-ins declare the same privilege tags.
+var builtinTags = map[string][]string{
+	"read": {"filesystem", TagReadonly}, "grep": {"filesystem", TagReadonly, "search"},
+	"find": {"filesystem", TagReadonly, "search"}, "ls": {"filesystem", TagReadonly},
+	"diagnostics": {"editor", TagReadonly}, "lsp": {"editor", TagReadonly, "lsp"},
+	"buffers": {"editor", TagReadonly}, "write": {"filesystem", TagWrites},
+	"edit": {"filesystem", TagWrites}, "bash": {"shell", "command", TagExec},
+	"calculator": {"math"}, "calculator_async": {"math", "test"}, "fetch": {"web"},
+}
+
+// taggedBuiltins names the built-ins in builtinTags that declare tag, in
+// the order the host registers them (as the registry lists them).
+func taggedBuiltins(tag string) []string {
+	var out []string
+	for _, name := range []string{"bash", "read", "write", "edit", "grep", "find", "ls", "calculator", "calculator_async", "fetch", "diagnostics", "lsp", "buffers"} {
+		if slices.Contains(builtinTags[name], tag) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// call builds a Call for tool, with the tags of the built-in of that name;
+// bash gets the sandbox capability like the built-in.
 func call(tool string, env Env) Call {
-	c := Call{Tool: tool, ID: "toolu_01", Bufnr: 1, Input: map[string]any{}, Env: env}
+	c := Call{Tool: tool, ID: "toolu_01", Bufnr: 1, Input: map[string]any{}, Env: env, Tags: builtinTags[tool]}
 	if tool == BashTool {
 		c.Capabilities = []string{CapSandboxed}
 		c.Input["command"] = "make test"

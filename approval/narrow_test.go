@@ -11,7 +11,7 @@ import (
 // apply; an untrusted frontmatter cannot approve anything the user's
 // resolvers do not approve.
 func TestFrontmatterOnlyNarrows(t *testing.T) {
-	denyRm, errs := NewPresets(map[string]PresetDef{"$safe": {Approve: []string{"read", "grep"}, Deny: []string{"bash(rm *)", "curl"}}})
+	denyRm, errs := NewPresets(map[string]PresetDef{"$safe": {Approve: []string{"read", "grep"}, Deny: []string{"bash(rm *)", "curl"}}}, nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

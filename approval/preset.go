@@ -10,37 +10,45 @@ import (
 )
 
 // PresetDef is one approval preset: tool names (or command rules) to approve
-// and to deny.
+// and to deny, and tags whose tools it approves.
 type PresetDef struct {
 	Approve []string
 	Deny    []string
+	// Tags approve every tool that declares one of them (Call.Tags). The
+	// built-in presets are made of tags, so a tool that declares
+	// TagReadonly is in $readonly without a name list naming it. User
+	// presets (tools.presets) have names and rules only.
+	Tags []string
 }
+
+// The privilege tags: what a tool declares it does. The built-in presets
+// approve tools by them.
+const (
+	TagReadonly = "readonly" // only reads (files, the editor's state)
+	TagWrites   = "writes"   // changes files
+	TagExec     = "exec"     // runs programs
+)
 
 // Built-in preset names. $readonly, $files and $commands are the privilege
 // groups of seed 003, each the one before it plus more.
 const (
-	PresetReadonly = "$readonly" // read, grep, find, ls, and the editor's diagnostics, lsp, buffers
-	PresetFiles    = "$files"    // $readonly plus write, edit
-	PresetCommands = "$commands" // $files plus bash, sandboxed or not
-	PresetDefault  = "$default"  // $readonly plus write, edit
+	PresetReadonly = "$readonly" // tools tagged readonly: read, grep, find, ls, and the editor's diagnostics, lsp, buffers
+	PresetFiles    = "$files"    // $readonly plus the tools tagged writes: write, edit
+	PresetCommands = "$commands" // $files plus the tools tagged exec: bash, sandboxed or not
+	PresetDefault  = "$default"  // $files
 	// PresetStandard is an alias of $default (the name the v0.11 plugin
 	// uses). It follows $default, also a user-defined $default, unless the
 	// user defines $standard itself.
 	PresetStandard = "$standard"
 )
 
-// readonlyTools are the tools that only read: the file tools and the
-// editor's (its diagnostics, language servers and buffers).
-func readonlyTools() []string {
-	return []string{"read", "grep", "find", "ls", "diagnostics", "lsp", "buffers"}
-}
-
+// builtinPresets are the privilege groups, by tag: no preset names a tool.
 func builtinPresets() map[string]PresetDef {
 	return map[string]PresetDef{
-		PresetReadonly: {Approve: readonlyTools()},
-		PresetFiles:    {Approve: append(readonlyTools(), "write", "edit")},
-		PresetCommands: {Approve: append(readonlyTools(), "write", "edit", "bash")},
-		PresetDefault:  {Approve: append(readonlyTools(), "write", "edit")},
+		PresetReadonly: {Tags: []string{TagReadonly}},
+		PresetFiles:    {Tags: []string{TagReadonly, TagWrites}},
+		PresetCommands: {Tags: []string{TagReadonly, TagWrites, TagExec}},
+		PresetDefault:  {Tags: []string{TagReadonly, TagWrites}},
 	}
 }
 
@@ -48,15 +56,20 @@ func builtinPresets() map[string]PresetDef {
 // presets. It is immutable after NewPresets and safe for concurrent use.
 type Presets struct {
 	defs map[string]PresetDef
+	// tagged lists the tools that declare a tag (Get shows a preset's
+	// tags as those tools); nil: none.
+	tagged func(tag string) []string
 }
 
 // NewPresets returns the built-in presets with the valid user presets laid
 // over them (a user preset replaces a built-in of the same name). An invalid
 // user preset is left out and reported, one error per preset, in name order:
 // its key must start with '$' and every entry must be non-empty, and an entry
-// starting with "bash(" must be a well-formed command rule.
-func NewPresets(user map[string]PresetDef) (*Presets, []error) {
-	p := &Presets{defs: builtinPresets()}
+// starting with "bash(" must be a well-formed command rule. tagged, when not
+// nil, names the tools that declare a tag, for Get; deciding needs only the
+// call's own tags.
+func NewPresets(user map[string]PresetDef, tagged func(tag string) []string) (*Presets, []error) {
+	p := &Presets{defs: builtinPresets(), tagged: tagged}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(user)) {
 		def := user[name]
@@ -69,9 +82,15 @@ func NewPresets(user map[string]PresetDef) (*Presets, []error) {
 	return p, errs
 }
 
+// PresetError says that a user preset is left out, and why, in the Lua
+// plugin's words: "Preset '<name>' ignored — <why>".
+type PresetError struct{ Name, Why string }
+
+func (e *PresetError) Error() string { return "Preset '" + e.Name + "' ignored — " + e.Why }
+
 func validatePreset(name string, def PresetDef) error {
 	if !strings.HasPrefix(name, "$") {
-		return fmt.Errorf("Preset '%s' ignored — preset keys must start with '$'", name)
+		return &PresetError{Name: name, Why: "preset keys must start with '$'"}
 	}
 	for _, field := range []struct {
 		key  string
@@ -79,7 +98,7 @@ func validatePreset(name string, def PresetDef) error {
 	}{{"approve", def.Approve}, {"deny", def.Deny}} {
 		for _, e := range field.list {
 			if err := ValidateEntry(e); err != nil {
-				return fmt.Errorf("Preset '%s' ignored — '%s': %v", name, field.key, err)
+				return &PresetError{Name: name, Why: fmt.Sprintf("'%s': %v", field.key, err)}
 			}
 		}
 	}
@@ -137,7 +156,7 @@ func DecodePresets(raw any) (map[string]PresetDef, []error) {
 		var def PresetDef
 		fields, ok := asTable(entries[name])
 		if !ok {
-			errs = append(errs, fmt.Errorf("Preset '%s' ignored — expected table, got %s", name, luaType(entries[name])))
+			errs = append(errs, &PresetError{Name: name, Why: "expected table, got " + luaType(entries[name])})
 			continue
 		}
 		var bad error
@@ -148,7 +167,7 @@ func DecodePresets(raw any) (map[string]PresetDef, []error) {
 			}
 			list, ok := asStrings(v)
 			if !ok {
-				bad = fmt.Errorf("Preset '%s' ignored — '%s' must be a string[], got %s", name, key, luaType(v))
+				bad = &PresetError{Name: name, Why: fmt.Sprintf("'%s' must be a string[], got %s", key, luaType(v))}
 				break
 			}
 			if key == "approve" {
@@ -223,13 +242,26 @@ func luaType(v any) string {
 	return "userdata"
 }
 
-// Get returns a copy of the preset called name (aliases resolved).
+// Get returns a copy of the preset called name (aliases resolved), its
+// tags' tools (as NewPresets' tagged names them, each tag's in its order)
+// first in Approve.
 func (p *Presets) Get(name string) (PresetDef, bool) {
 	def, ok := p.lookup(name)
 	if !ok {
 		return PresetDef{}, false
 	}
-	return PresetDef{Approve: slices.Clone(def.Approve), Deny: slices.Clone(def.Deny)}, true
+	var approve []string
+	if p != nil && p.tagged != nil {
+		for _, tag := range def.Tags {
+			for _, t := range p.tagged(tag) {
+				if !slices.Contains(approve, t) {
+					approve = append(approve, t)
+				}
+			}
+		}
+	}
+	approve = append(approve, def.Approve...)
+	return PresetDef{Approve: approve, Deny: slices.Clone(def.Deny), Tags: slices.Clone(def.Tags)}, true
 }
 
 func (p *Presets) lookup(name string) (PresetDef, bool) {
@@ -271,17 +303,26 @@ type cmdRule struct {
 // *Policy passes on every call.
 type Policy struct {
 	approve      map[string]string // tool -> rule label ("$default" or "read")
+	approveAt    map[string]int    // tool -> position of its entry in the list
+	approveTags  []tagRule         // tags of the presets in the list, in list order
+	excluded     map[string]bool   // tools the exclusions remove (from tag approvals too)
 	deny         map[string]string // tool -> preset name
 	approveRules []cmdRule
 	denyRules    []cmdRule
 	fetchRules   []cmdRule // fetch(<host>) approve rules: pattern is the host
 }
 
+// tagRule approves the tools that declare tag, as the preset label says.
+type tagRule struct {
+	tag, label string
+	at         int // position of the preset in the list
+}
+
 // Expand turns an auto_approve list into a Policy:
 //
 //   - "$name" naming a known preset adds its approve entries to the approve
-//     set and its deny entries to the deny set (union over the list); an
-//     unknown "$name" adds nothing;
+//     set, the tools declaring its tags too, and its deny entries to the
+//     deny set (union over the list); an unknown "$name" adds nothing;
 //   - any other entry is a tool name (or command rule) to approve; plain
 //     entries can never deny;
 //   - exclusions (frontmatter :remove() of something that is not a list
@@ -291,7 +332,8 @@ type Policy struct {
 //
 // When deciding, deny wins over approve (see Policy.Decide).
 func (p *Presets) Expand(list []string, exclusions []string) *Policy {
-	pol := &Policy{approve: map[string]string{}, deny: map[string]string{}}
+	pol := &Policy{approve: map[string]string{}, approveAt: map[string]int{}, excluded: map[string]bool{}, deny: map[string]string{}}
+	at := 0 // the position of the list entry being expanded
 	addRule := func(rules *[]cmdRule, entry, source string) {
 		pattern, ok := ParseRule(entry)
 		if !ok {
@@ -331,9 +373,11 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 				label = entry
 			}
 			pol.approve[entry] = label
+			pol.approveAt[entry] = at
 		}
 	}
-	for _, entry := range list {
+	for i, entry := range list {
+		at = i
 		if !strings.HasPrefix(entry, "$") {
 			approve(entry, "")
 			continue
@@ -345,6 +389,9 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 		for _, a := range def.Approve {
 			approve(a, entry)
 		}
+		for _, tag := range def.Tags {
+			pol.approveTags = append(pol.approveTags, tagRule{tag: tag, label: entry, at: i})
+		}
 		for _, d := range def.Deny {
 			if looksLikeRule(d) {
 				addRule(&pol.denyRules, d, entry)
@@ -355,6 +402,7 @@ func (p *Presets) Expand(list []string, exclusions []string) *Policy {
 	}
 	for _, x := range exclusions {
 		delete(pol.approve, InternalName(x))
+		pol.excluded[InternalName(x)] = true
 		pol.approveRules = slices.DeleteFunc(pol.approveRules, func(r cmdRule) bool {
 			return x == BashTool || r.entry == x
 		})
@@ -418,8 +466,10 @@ const RuleMayMatch = "may match "
 //     (see below) → RequireApproval (rule: RuleUnverifiable);
 //  4. bash when a deny rule may match (see below) → RequireApproval (rule:
 //     RuleMayMatch + "bash(...) from $preset");
-//  5. the tool is in the approve set and not excluded by
-//     call.Env.Exclusions → Approve (rule: the preset or the tool name);
+//  5. the tool is in the approve set or declares a tag (Call.Tags) of a
+//     preset in the list, and is not excluded by call.Env.Exclusions →
+//     Approve (rule: the preset or the tool name, the one earliest in the
+//     list);
 //  6. bash whose command is a plain simple command (see MatchCommand) that
 //     an approve rule matches, rule not excluded → Approve (rule: the rule);
 //     fetch whose URL's host a fetch(<host>) rule covers (see fetch.go) →
@@ -544,7 +594,7 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 		}
 	}
 	excluded := slices.ContainsFunc(c.Env.Exclusions, func(x string) bool { return InternalName(x) == c.Tool })
-	if src, ok := p.approve[c.Tool]; ok && !excluded {
+	if src, ok := p.approvedByEntry(c); ok && !excluded {
 		return Approve, src
 	}
 	if src, ok := matchNamePattern(p.approve, c.Tool); ok && !excluded {
@@ -569,6 +619,22 @@ func (p *Policy) Decide(c Call) (Decision, string) {
 		}
 	}
 	return Pass, ""
+}
+
+// approvedByEntry finds what approves c by its name or its tags: the entry
+// earliest in the list.
+func (p *Policy) approvedByEntry(c Call) (string, bool) {
+	src, ok := p.approve[c.Tool]
+	at := p.approveAt[c.Tool]
+	if p.excluded[c.Tool] {
+		return src, ok
+	}
+	for _, r := range p.approveTags {
+		if (!ok || r.at < at) && slices.Contains(c.Tags, r.tag) {
+			return r.label, true
+		}
+	}
+	return src, ok
 }
 
 // InternalName is a tool name as the registry knows it: the providers send

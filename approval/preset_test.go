@@ -10,7 +10,7 @@ import (
 
 func mustPresets(t *testing.T, user map[string]PresetDef) *Presets {
 	t.Helper()
-	p, errs := NewPresets(user)
+	p, errs := NewPresets(user, nil)
 	if len(errs) > 0 {
 		t.Fatalf("NewPresets: %v", errs)
 	}
@@ -83,7 +83,7 @@ func TestExpand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pol := p.Expand(tt.list, tt.exclusions)
 			for _, c := range tt.checks {
-				in := Call{Tool: c.tool, Env: Env{Exclusions: tt.env}}
+				in := Call{Tool: c.tool, Env: Env{Exclusions: tt.env}, Tags: builtinTags[c.tool]}
 				if c.tool == BashTool {
 					in.Input = map[string]any{"command": c.command}
 				}
@@ -122,7 +122,7 @@ func TestNilPolicy(t *testing.T) {
 func TestPolicyIntrospection(t *testing.T) {
 	p := mustPresets(t, map[string]PresetDef{"$x": {Approve: []string{"bash(ls*)"}, Deny: []string{"bash", "bash(rm *)"}}})
 	pol := p.Expand([]string{"$readonly", "$x", "calculator", "bash(ls*)"}, nil)
-	if got, want := pol.Approved(), []string{"buffers", "calculator", "diagnostics", "find", "grep", "ls", "lsp", "read"}; !reflect.DeepEqual(got, want) {
+	if got, want := pol.Approved(), []string{"calculator"}; !reflect.DeepEqual(got, want) { // $readonly approves by tag
 		t.Errorf("Approved() = %v, want %v", got, want)
 	}
 	if got := pol.Denied(); !reflect.DeepEqual(got, []string{"bash"}) {
@@ -143,7 +143,7 @@ func TestPresetOverrideAndAlias(t *testing.T) {
 	if got, _ := p.Get("$standard"); !reflect.DeepEqual(got.Approve, []string{"ls"}) {
 		t.Errorf("user $standard = %v", got.Approve)
 	}
-	if got, _ := p.Get("$default"); len(got.Approve) != 9 {
+	if got, _ := p.Get("$default"); !reflect.DeepEqual(got.Tags, []string{TagReadonly, TagWrites}) {
 		t.Errorf("$default changed by a user $standard: %v", got.Approve)
 	}
 	if _, ok := p.Get("$nope"); ok {
@@ -162,7 +162,7 @@ func TestNewPresetsValidation(t *testing.T) {
 		"$emptyrul": {Deny: []string{"bash()"}},
 		"$empty":    {Approve: []string{""}},
 		"$ok":       {Approve: []string{"read", "bash(ls *)"}, Deny: []string{"bash(rm *)"}},
-	})
+	}, nil)
 	want := []string{
 		"Preset '$badrule' ignored — 'approve': malformed command rule 'bash(git status' (want bash(<pattern>))",
 		"Preset '$empty' ignored — 'approve': empty entry",
@@ -284,7 +284,7 @@ func TestNameMatch(t *testing.T) {
 }
 
 func TestPolicyNamePatterns(t *testing.T) {
-	p, _ := NewPresets(map[string]PresetDef{"$nogh": {Deny: []string{"mcp__github__delete_*"}}})
+	p, _ := NewPresets(map[string]PresetDef{"$nogh": {Deny: []string{"mcp__github__delete_*"}}}, nil)
 	// Entries may use the wire's spelling of ':' ("__").
 	pol := p.Expand([]string{"mcp__github__*", "mcp:test:*", "$nogh", "*"}, nil)
 	for _, tc := range []struct {
@@ -306,5 +306,51 @@ func TestPolicyNamePatterns(t *testing.T) {
 	}
 	if got, rule := p.Expand([]string{"mcp__test__*"}, nil).Decide(Call{Tool: "mcp:test:echo"}); got != Approve || rule != "mcp:test:*" {
 		t.Errorf("rule %q", rule)
+	}
+}
+
+// The built-in presets approve by tag: a tool nobody listed that declares
+// readonly is in $readonly (and so in $files, $commands, $default), one
+// that declares writes in $files, exec in $commands; the first entry of the
+// list names the approval, and exclusions remove tag approvals too.
+func TestPresetsByTag(t *testing.T) {
+	p := mustPresets(t, nil)
+	newTool := func(tags ...string) Call { return Call{Tool: "my_reader", Tags: tags} }
+	tests := []struct {
+		list       []string
+		exclusions []string
+		c          Call
+		want       Decision
+		rule       string
+	}{
+		{[]string{"$readonly"}, nil, newTool("text", TagReadonly), Approve, "$readonly"},
+		{[]string{"$default"}, nil, newTool(TagReadonly), Approve, "$default"},
+		{[]string{"$standard"}, nil, newTool(TagReadonly), Approve, "$standard"},
+		{[]string{"$commands"}, nil, newTool(TagExec), Approve, "$commands"},
+		{[]string{"$files"}, nil, newTool(TagExec), Pass, ""},
+		{[]string{"$files"}, nil, newTool(TagWrites), Approve, "$files"},
+		{[]string{"$readonly"}, nil, newTool(TagWrites), Pass, ""},
+		{[]string{"$readonly"}, nil, newTool("Readonly", "read-only", "mcp"), Pass, ""},
+		{[]string{"$readonly"}, nil, newTool(), Pass, ""},
+		{[]string{"$readonly"}, []string{"my_reader"}, newTool(TagReadonly), Pass, ""},
+		{[]string{"$readonly", "my_reader"}, nil, newTool(TagReadonly), Approve, "$readonly"},
+		{[]string{"my_reader", "$readonly"}, nil, newTool(TagReadonly), Approve, "my_reader"},
+		{[]string{"my_reader", "$readonly"}, []string{"my_reader"}, newTool(TagReadonly), Pass, ""},
+	}
+	for _, tt := range tests {
+		if d, rule := p.Expand(tt.list, tt.exclusions).Decide(tt.c); d != tt.want || rule != tt.rule {
+			t.Errorf("%v minus %v: Decide(%v) = %q, %q; want %q, %q", tt.list, tt.exclusions, tt.c.Tags, d, rule, tt.want, tt.rule)
+		}
+	}
+	// A user preset of the same name replaces the built-in, tags included.
+	over := mustPresets(t, map[string]PresetDef{"$readonly": {Approve: []string{"read"}}})
+	if d, _ := over.Expand([]string{"$readonly"}, nil).Decide(newTool(TagReadonly)); d != Pass {
+		t.Errorf("a user $readonly still approves by tag: %q", d)
+	}
+	// A call's exclusion removes a tag approval.
+	c := newTool(TagReadonly)
+	c.Env.Exclusions = []string{"my_reader"}
+	if d, _ := p.Expand([]string{"$readonly"}, nil).Decide(c); d != Pass {
+		t.Errorf("Env.Exclusions does not remove a tag approval: %q", d)
 	}
 }

@@ -159,13 +159,6 @@ func splitFile(data string) []string {
 	return strings.Split(strings.TrimSuffix(data, "\n"), "\n")
 }
 
-func joinFile(lines []string) string {
-	if len(lines) == 0 {
-		return ""
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
 // chatFiles lists the .chat files of the repository's testdata folders.
 func chatFiles(t testing.TB) []string {
 	t.Helper()

@@ -106,6 +106,7 @@ func statusFor(d approval.Decision) buffer.Status {
 func (sess *session) approvalCall(tu *buffer.ToolUse, fm *frontmatter.Result) approval.Call {
 	h, bufnr := sess.h, sess.bufnr
 	c := approval.Call{Tool: h.Registry.ApprovalName(tu.Name), ID: tu.ID, Input: tu.Input(), Bufnr: bufnr}
+	c.Tags = h.Registry.ApprovalTags(tu.Name) // hidden tools too, as a name list approved them
 	if c.Input == nil {
 		c.Input = map[string]any{}
 	}

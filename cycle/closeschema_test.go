@@ -45,11 +45,11 @@ func TestLuaToolSchemasAreClosed(t *testing.T) {
 	if r, err := env.h.onDefineTools(defs); err != nil || len(r.Errors) > 0 {
 		t.Fatalf("%v %v", r, err)
 	}
-	r, _ := env.h.onBenchRun(1, "closed", `{"q":"x","extra":1}`)
+	r := env.runTool("closed", `{"q":"x","extra":1}`)
 	if !r.IsError || !strings.Contains(r.Content, "additional properties 'extra' not allowed") {
 		t.Errorf("closed: %+v", r)
 	}
-	r, _ = env.h.onBenchRun(1, "open", `{"q":"x","extra":1}`)
+	r = env.runTool("open", `{"q":"x","extra":1}`)
 	if strings.Contains(r.Content, "additional properties") {
 		t.Errorf("open: %+v", r)
 	}

@@ -216,7 +216,7 @@ func (h *Engine) configure(cfg options.Config) error {
 	for name, p := range cfg.Tools.Presets {
 		user[name] = approval.PresetDef{Approve: p.Approve, Deny: p.Deny}
 	}
-	presets, errs := approval.NewPresets(user)
+	presets, errs := approval.NewPresets(user, h.Registry.Tagged)
 	var msgs []string
 	for _, e := range errs {
 		msgs = append(msgs, e.Error())

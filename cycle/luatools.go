@@ -86,7 +86,7 @@ func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage)
 	if why := buffer.InputTooLarge(string(raw)); why != "" {
 		// The executor refuses it first; this keeps Neovim's channel safe
 		// from any other way in.
-		return tools.Output{}, fmt.Errorf("Invalid input for tool '%s': %s.", t.spec.Name, why)
+		return tools.Output{}, tools.Failf("Invalid input for tool '%s': %s.", t.spec.Name, why)
 	}
 	var input any
 	if err := json.Unmarshal(raw, &input); err != nil {
@@ -108,7 +108,7 @@ func (t *luaTool) Run(ctx context.Context, call tools.Call, raw json.RawMessage)
 	switch resp.Status {
 	case "done":
 		if resp.Result == nil {
-			return tools.Output{}, &tools.Internal{Err: errors.New("Lua tool returned no result")}
+			return tools.Output{}, &tools.Internal{Err: tools.Failf("Lua tool returned no result")}
 		}
 		res = *resp.Result
 	case "started":
@@ -358,12 +358,4 @@ func (h *Engine) onToolDone(token string, res LuaResult) {
 	if !h.luaWait.deliver(token, res) {
 		h.logf("late answer for Lua tool call %s ignored", token)
 	}
-}
-
-// onBenchRun runs one tool call through the executor and reports its result
-// and duration, without touching any buffer. It exists for the overhead
-// benchmark (e2e/BenchmarkLuaToolOverhead); it is not a user command.
-func (h *Engine) onBenchRun(bufnr int, name, input string) (BenchReply, error) {
-	res := h.exec.Run(context.Background(), tools.Call{ID: "bench", Tool: name, Bufnr: bufnr}, json.RawMessage(input))
-	return BenchReply{Content: res.Content, IsError: res.IsError, NS: res.Duration.Nanoseconds()}, nil
 }

@@ -14,13 +14,6 @@ import (
 // (provider.LookupModel with setup's models = {…}), the notes a user gets
 // once per model, and what :Flemma status and :Flemma switch say of it.
 
-// modelOverrides are setup's models = {…}, in the provider's type.
-func (h *Engine) modelOverrides() map[string]provider.ModelOverride {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return toOverrides(h.cfg.Models)
-}
-
 func toOverrides(in map[string]options.ModelOverride) map[string]provider.ModelOverride {
 	if len(in) == 0 {
 		return nil

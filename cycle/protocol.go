@@ -54,7 +54,6 @@ const (
 	MTruncate           = "flemma.truncate"
 	MFormatSize         = "flemma.format_size"
 	MForget             = "flemma.forget"
-	MBenchRun           = "flemma.bench_run"
 	MRefresh            = "flemma.refresh"
 	MDefineTools        = "flemma.define_tools"
 	MDefineChains       = "flemma.define_chains"
@@ -101,7 +100,7 @@ func (m Method) Ordered() bool { return orderedMethods[m.Name] }
 // table; the few the host's other callers need (headless runs, rpc) are
 // the engine's exported methods.
 func (h *Engine) Methods() []Method {
-	return []Method{
+	return append([]Method{
 		{MVersion, h.onVersionInfo, false},
 		{MPing, func() (string, error) { return "pong", nil }, false},
 		{MSetup, h.Setup, false},
@@ -139,7 +138,6 @@ func (h *Engine) Methods() []Method {
 		{MTruncate, h.onTruncate, false},
 		{MFormatSize, h.onFormatSize, false},
 		{MForget, h.Forget, false},
-		{MBenchRun, h.onBenchRun, false},
 		{MRefresh, h.onRefresh, false},
 		{MDefineTools, h.onDefineTools, false},
 		{MDefineChains, h.onDefineChains, false},
@@ -150,7 +148,7 @@ func (h *Engine) Methods() []Method {
 		{MEditorDone, h.onEditorDone, false},
 		{MSourcesPending, h.onSourcesPending, false},
 		{MSetStatusAll, h.onSetStatusAll, true},
-	}
+	}, benchMethods(h)...)
 }
 
 // Reply answers a user's action (a key, a command). Phase names what
@@ -247,13 +245,6 @@ type DefineReply struct {
 // UnregisterReply says whether a resolver was removed.
 type UnregisterReply struct {
 	Removed bool `msgpack:"removed"`
-}
-
-// BenchReply is one tool call's result and duration (the overhead benchmark).
-type BenchReply struct {
-	Content string `msgpack:"content"`
-	IsError bool   `msgpack:"is_error"`
-	NS      int64  `msgpack:"ns"`
 }
 
 // WritableReply backs ctx.sandbox.is_path_writable.

@@ -208,8 +208,8 @@ func (h *Engine) noteWeb(name string, w provider.WebTools) {
 		return
 	}
 	wire := h.wire(name)
-	if wire == "anthropic" || wire == "openai" || wire == "responses" || wire == "vertex" || wire == "gemini" {
-		if w.Fetch && wire != "anthropic" && !w.Search {
+	if search, fetch := provider.WireWeb(wire); search {
+		if w.Fetch && !fetch && !w.Search {
 			h.noteOnce("webfetch "+name, name+": tools.web_fetch is Anthropic's only (flemma's fetch tool works with every provider).")
 		}
 		return

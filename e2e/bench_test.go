@@ -124,9 +124,14 @@ func BenchmarkLuaToolOverhead(b *testing.B) {
 	if len(found) == 0 {
 		b.Skip("no Neovim available")
 	}
+	// flemma.bench_run is served only by a host built for benchmarks.
+	host, err := nvimtest.BuildBenchHost(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, bin := range found {
 		b.Run("nvim-"+nvimtest.Version(bin), func(b *testing.B) {
-			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir()})
+			s, err := nvimtest.Start(nvimtest.Options{Nvim: bin, Dir: b.TempDir(), Setup: fmt.Sprintf("{ host = { cmd = %q } }", host)})
 			if err != nil {
 				b.Fatal(err)
 			}

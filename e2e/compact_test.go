@@ -33,7 +33,7 @@ type compactServer struct {
 func (c *compactServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	if r.Header.Get("x-api-key") != "test-key" {
-		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`, 401)
+		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`, http.StatusUnauthorized)
 		return
 	}
 	c.mu.Lock()

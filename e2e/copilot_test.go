@@ -23,7 +23,6 @@ type copilotStandIn struct {
 	revoked  bool
 	chatAuth []string
 	chatIntg []string
-	models   []string
 }
 
 func (g *copilotStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -40,7 +40,7 @@ var answerWords = strings.Fields("the quick brown fox jumps over a lazy dog whil
 
 func (e *endlessAnswer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("x-api-key") != "test-key" {
-		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, 401)
+		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, http.StatusUnauthorized)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

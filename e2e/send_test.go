@@ -52,7 +52,7 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.times = append(f.times, time.Now())
 	f.mu.Unlock()
 	if r.Header.Get("x-api-key") != "test-key" {
-		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, 401)
+		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, http.StatusUnauthorized)
 		return
 	}
 	if f.status != 0 {

@@ -114,7 +114,6 @@ func TestFuncInputConversion(t *testing.T) {
   if table.concat(parts, " ") == ctx.want then return true end
   error(table.concat(parts, " "))
 end`)
-	type point struct{ X int }
 	n := 7
 	input := map[string]any{
 		"i": 1, "i64": int64(2), "u": uint64(3), "f32": float32(0.5), "num": json.Number("4"),

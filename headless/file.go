@@ -203,10 +203,10 @@ func (f *File) Record(id string) (cycle.WireRecord, bool) {
 // Conflict returns the error of the first write refused because the file
 // changed on disk (nil when none was), and where the run's own text was
 // saved instead ("" when it could not be).
-func (f *File) Conflict() (error, string) {
+func (f *File) Conflict() (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.conflict, f.saved
+	return f.saved, f.conflict
 }
 
 // Changed is closed when a write is refused because the file changed on

@@ -117,7 +117,7 @@ func TestFileChangedOnDiskIsNotOverwritten(t *testing.T) {
 	if got := readFile(t, path); got != user {
 		t.Errorf("file = %q, want the user's %q", got, user)
 	}
-	err, saved := f.Conflict()
+	saved, err := f.Conflict()
 	if !errors.Is(err, ErrChanged) || saved == "" || !strings.Contains(err.Error(), saved) {
 		t.Fatalf("conflict = %v, saved %q", err, saved)
 	}

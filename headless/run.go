@@ -282,7 +282,7 @@ func run(ctx context.Context, o Options, deps cycle.Deps, st *runState) Result {
 		}
 		logger.Printf("run: %s approved by the user (--approve-call)", id)
 	}
-	if conflict, _ := f.Conflict(); conflict != nil {
+	if _, conflict := f.Conflict(); conflict != nil {
 		return fail(ExitError, "error", "%v", conflict)
 	}
 	if d := buffer.Parse(f.Lines()); done(d) {
@@ -306,7 +306,7 @@ func run(ctx context.Context, o Options, deps cycle.Deps, st *runState) Result {
 		if rep.Message != "" {
 			st.notify(rep.Message, rep.Level)
 		}
-		if conflict, _ := f.Conflict(); conflict != nil {
+		if _, conflict := f.Conflict(); conflict != nil {
 			return fail(ExitError, "error", "%v", conflict)
 		}
 		d := buffer.Parse(f.Lines())

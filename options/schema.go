@@ -461,7 +461,7 @@ func (o Option) checkType(t string, v any) bool {
 		switch x := v.(type) {
 		case []any:
 			if !o.List {
-				return o.Open == false && len(x) == 0
+				return !o.Open && len(x) == 0
 			}
 			for _, e := range x {
 				if _, ok := e.(string); !ok {

@@ -92,21 +92,6 @@ func span(start, stop int) string {
 	return fmt.Sprintf("%d,%d", start+1, n)
 }
 
-// Unified is a whole unified diff as text, with ---/+++ headers naming
-// path.
-func Unified(path string, lines []DiffLine) string {
-	if len(lines) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "--- a/%s\n+++ b/%s\n", path, path)
-	for _, l := range lines {
-		b.WriteString(l.String())
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 // DiffPreview is the inline form of a diff under a pending placeholder: at
 // most max lines, each cleaned of controls (tabs shown as spaces) and cut
 // to width cells; when the diff is longer, its last line is replaced by

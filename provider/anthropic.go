@@ -10,6 +10,13 @@ import (
 
 // anthropic is the Anthropic Messages API client (send.md §2.1, §3.2). The
 // replay provider is the same client with a scripted transport.
+func init() {
+	registerWire(Wire{Name: "anthropic", Selectable: true, Builtin: true, Params: "anthropic",
+		Key: KeySource{Env: []string{"ANTHROPIC_API_KEY"}}, Signs: true, WebSearch: true, WebFetch: true, List: listAnthropic,
+		Protected: []string{"messages", "model", "stream", "system", "tool_choice", "tools"},
+		New:       func(_ string, cfg Config) Provider { return &anthropic{cfg: cfg, name: "anthropic"} }})
+}
+
 type anthropic struct {
 	cfg     Config
 	name    string // "anthropic", or "replay"

@@ -15,6 +15,12 @@ import (
 // OpenRouter, LiteLLM, DeepSeek, Mistral, Azure OpenAI…). The base URL
 // includes the version ("http://localhost:11434/v1"); the request goes to
 // <base>/chat/completions.
+func init() {
+	registerWire(Wire{Name: "chat_completions", Selectable: true, List: listChat,
+		Protected: []string{"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
+		New:       func(name string, cfg Config) Provider { return &chat{cfg: cfg, name: name} }})
+}
+
 type chat struct {
 	cfg  Config
 	name string // the configured name, e.g. "ollama"

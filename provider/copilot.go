@@ -371,6 +371,14 @@ func copilotHeaders(h http.Header) {
 
 // copilot is the provider: the Chat Completions client with the API token
 // as its key and the token's endpoint as its base.
+func init() {
+	registerWire(Wire{Name: "copilot", Builtin: true, List: listCopilot, ListSignsIn: true,
+		Protected: []string{"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
+		New: func(name string, cfg Config) Provider {
+			return &copilot{chat: &chat{cfg: cfg, name: name}, cc: cfg.Copilot}
+		}})
+}
+
 type copilot struct {
 	chat *chat
 	cc   CopilotConfig

@@ -70,13 +70,13 @@ func (g *ghStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/user":
 		if r.Header.Get("Authorization") != "token gho_standinOAuthToken0123456789" {
-			http.Error(w, `{"message":"Bad credentials"}`, 401)
+			http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
 			return
 		}
 		fmt.Fprint(w, `{"login":"octocat","id":1}`)
 	case "/copilot_internal/v2/token":
 		if g.revoked || !strings.HasPrefix(r.Header.Get("Authorization"), "token gho_") {
-			http.Error(w, `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`, 401)
+			http.Error(w, `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`, http.StatusUnauthorized)
 			return
 		}
 		g.exchanges++
@@ -86,7 +86,7 @@ func (g *ghStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.chatAuth = append(g.chatAuth, r.Header.Get("Authorization"))
 		g.chatHdr = append(g.chatHdr, r.Header.Get("Copilot-Integration-Id"))
 		if !strings.HasPrefix(r.Header.Get("Authorization"), fmt.Sprintf("Bearer tid=standin%d;", g.exchanges)) {
-			http.Error(w, `{"error":{"message":"unauthorized: token expired"}}`, 401)
+			http.Error(w, `{"error":{"message":"unauthorized: token expired"}}`, http.StatusUnauthorized)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,23 +60,16 @@ const (
 // gcloudToken is the command that prints a fresh Vertex AI access token.
 var gcloudToken = []string{"gcloud", "auth", "print-access-token"}
 
-// DefaultKeySource is the credential source of a built-in provider.
+// DefaultKeySource is the credential source of a built-in provider (its
+// wire's Key).
 func DefaultKeySource(name string) KeySource {
-	switch name {
-	case "anthropic":
-		return KeySource{Env: []string{"ANTHROPIC_API_KEY"}}
-	case "openai":
-		return KeySource{Env: []string{"OPENAI_API_KEY"}}
-	case "gemini":
-		// The Gemini API (AI Studio): an API key, as Google's SDKs read it.
-		return KeySource{Env: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}}
-	case "vertex":
-		// Access tokens expire after an hour: the environment's is used
-		// first, gcloud gives a fresh one (cached 55 minutes) when it is
-		// unset or refused.
-		return KeySource{Env: []string{"VERTEX_AI_ACCESS_TOKEN", "VERTEX_ACCESS_TOKEN"}, Cmd: gcloudToken, CacheTTL: 55 * time.Minute}
+	w, ok := wireOf(name)
+	if !ok || w.Name != name {
+		return KeySource{}
 	}
-	return KeySource{}
+	k := w.Key
+	k.Env, k.Cmd = slices.Clone(k.Env), slices.Clone(k.Cmd)
+	return k
 }
 
 // Credential is a resolved credential and where it came from.

@@ -80,17 +80,6 @@ func authHint(name string, src KeySource, used Credential) string {
 	return fmt.Sprintf(" — the key came from %s: check its value, or choose another source with providers.%s.api_key_env or api_key_cmd (Neovim's environment is fixed when it starts)", used.Source, name)
 }
 
-// protectedBody are the body keys flemma builds itself, per wire: extra_body
-// may add any other key or replace a parameter, never these.
-var protectedBody = map[string][]string{
-	"anthropic":        {"messages", "model", "stream", "system", "tool_choice", "tools"},
-	"openai":           {"input", "model", "stream", "tool_choice", "tools"},
-	"chat_completions": {"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
-	"copilot":          {"messages", "model", "stream", "stream_options", "tool_choice", "tools"},
-	"vertex":           {"contents", "systemInstruction", "toolConfig", "tools"},
-	"gemini":           {"contents", "systemInstruction", "toolConfig", "tools"},
-}
-
 // protectedHeaders carry the credential or the protocol: headers may not
 // replace them.
 var protectedHeaders = []string{"accept", "api-key", "authorization", "content-length", "content-type", "copilot-integration-id", "host", "x-api-key", "x-goog-api-key"}
@@ -104,7 +93,7 @@ func checkCustom(name, wire string, cfg Config) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		for _, p := range protectedBody[wire] {
+		for _, p := range protectedKeys(wire) { // the body keys flemma builds itself (Wire.Protected)
 			if k == p {
 				return fmt.Errorf("providers.%s.extra_body.%s: flemma sets %q itself (use model, parameters or the buffer for it); remove it from extra_body", name, k, k)
 			}

@@ -62,11 +62,8 @@ func dialectOf(base, reasoning string) chatDialect {
 // the configured name for a Chat Completions server, reduced to the
 // letters and digits a thinking tag can hold.
 func Signer(name, wire string) string {
-	switch wire {
-	case "anthropic", "openai", "vertex", "gemini":
-		return wire
-	case "responses":
-		return "openai"
+	if w, ok := wireOf(wire); ok && w.Signs {
+		return w.Name
 	}
 	var b strings.Builder
 	for _, c := range []byte(name) {

@@ -64,63 +64,72 @@ func ListModels(ctx context.Context, name string, cfg Config) ([]string, error) 
 	if keys == nil {
 		keys = DefaultKeyring
 	}
-	switch wire {
-	case "copilot":
-		ctx, cancel := context.WithTimeout(ctx, listTimeout)
-		defer cancel()
-		ids, err := copilotModels(ctx, client, cfg.Copilot, cfg.BaseURL)
-		sort.Strings(ids)
-		return ids, err
-	case "chat_completions", "openai", "responses", "anthropic", "gemini":
-	default:
+	w, ok := wireOf(wire)
+	if !ok || w.List == nil {
 		return nil, ErrNoListing
 	}
-	src := cfg.keySource(name)
-	key := keys.Held(src, cfg.Getenv)
-	if key == "" && !src.None() {
-		// Asking without the key the server needs would only be refused
-		// (and a request nobody meant to send).
-		return nil, ErrNoCredential
+	key := ""
+	if !w.ListSignsIn {
+		src := cfg.keySource(name)
+		key = keys.Held(src, cfg.Getenv)
+		if key == "" && !src.None() {
+			// Asking without the key the server needs would only be refused
+			// (and a request nobody meant to send).
+			return nil, ErrNoCredential
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	h := http.Header{}
-	var ids []string
-	var err error
-	switch wire {
-	case "chat_completions":
-		cfg.setKey(h, key, "Authorization", "Bearer ")
-		base, q, _ := strings.Cut(cmpOr(cfg.BaseURL, chatBase), "?")
-		base = strings.TrimRight(base, "/")
-		u := base + "/models"
-		if q != "" {
-			u += "?" + q
-		}
-		ids, err = getIDs(ctx, client, name, u, h)
-		if err != nil {
-			// Ollama's own list, beside its OpenAI-compatible /v1.
-			if tags, terr := getIDs(ctx, client, name, strings.TrimSuffix(base, "/v1")+"/api/tags", h); terr == nil {
-				ids, err = tags, nil
-			}
-		}
-	case "openai", "responses":
-		cfg.setKey(h, key, "Authorization", "Bearer ")
-		ids, err = getIDs(ctx, client, name, baseURL(cfg.BaseURL, openaiBase, "/v1/models"), h)
-	case "anthropic":
-		cfg.setKey(h, key, "x-api-key", "")
-		h.Set("anthropic-version", anthropicVersion)
-		ids, err = getIDs(ctx, client, name, baseURL(cfg.BaseURL, anthropicBase, "/v1/models?limit=1000"), h)
-	case "gemini":
-		cfg.setKey(h, key, "x-goog-api-key", "")
-		ids, err = getIDs(ctx, client, name, baseURL(cfg.BaseURL, geminiBase, "/v1beta/models?pageSize=1000"), h)
-	default:
-		return nil, ErrNoListing
-	}
+	ids, err := w.List(ctx, client, name, cfg, key)
 	if err != nil {
 		return nil, redact(err, key)
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// listChat asks a Chat Completions server: <base>/models, then Ollama's
+// /api/tags beside the /v1 base.
+func listChat(ctx context.Context, client *http.Client, name string, cfg Config, key string) ([]string, error) {
+	h := http.Header{}
+	cfg.setKey(h, key, "Authorization", "Bearer ")
+	base, q, _ := strings.Cut(cmpOr(cfg.BaseURL, chatBase), "?")
+	base = strings.TrimRight(base, "/")
+	u := base + "/models"
+	if q != "" {
+		u += "?" + q
+	}
+	ids, err := getIDs(ctx, client, name, u, h)
+	if err != nil {
+		// Ollama's own list, beside its OpenAI-compatible /v1.
+		if tags, terr := getIDs(ctx, client, name, strings.TrimSuffix(base, "/v1")+"/api/tags", h); terr == nil {
+			return tags, nil
+		}
+	}
+	return ids, err
+}
+
+func listOpenAI(ctx context.Context, client *http.Client, name string, cfg Config, key string) ([]string, error) {
+	h := http.Header{}
+	cfg.setKey(h, key, "Authorization", "Bearer ")
+	return getIDs(ctx, client, name, baseURL(cfg.BaseURL, openaiBase, "/v1/models"), h)
+}
+
+func listAnthropic(ctx context.Context, client *http.Client, name string, cfg Config, key string) ([]string, error) {
+	h := http.Header{}
+	cfg.setKey(h, key, "x-api-key", "")
+	h.Set("anthropic-version", anthropicVersion)
+	return getIDs(ctx, client, name, baseURL(cfg.BaseURL, anthropicBase, "/v1/models?limit=1000"), h)
+}
+
+func listGemini(ctx context.Context, client *http.Client, name string, cfg Config, key string) ([]string, error) {
+	h := http.Header{}
+	cfg.setKey(h, key, "x-goog-api-key", "")
+	return getIDs(ctx, client, name, baseURL(cfg.BaseURL, geminiBase, "/v1beta/models?pageSize=1000"), h)
+}
+
+func listCopilot(ctx context.Context, client *http.Client, _ string, cfg Config, _ string) ([]string, error) {
+	return copilotModels(ctx, client, cfg.Copilot, cfg.BaseURL)
 }
 
 func cmpOr(a, b string) string {

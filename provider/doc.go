@@ -19,7 +19,7 @@
 //     (send.md §4): "@Assistant:", the text, Tool Use blocks, thinking blocks
 //     with their signatures at the end, then the "@You:" prompt.
 //
-// # Applying the Writer to the buffer (for the rpc package)
+// # Applying the Writer to the buffer (for the cycle package)
 //
 // At send start, record R = the buffer's line count and call
 // NewWriter(last line(s) of the buffer). Show w.Lines() at once (the

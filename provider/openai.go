@@ -10,6 +10,13 @@ import (
 )
 
 // openai is the OpenAI Responses API client (send.md §2.2, §3.3).
+func init() {
+	registerWire(Wire{Name: "openai", Aliases: []string{"responses"}, Selectable: true, Builtin: true, Params: "openai",
+		Key: KeySource{Env: []string{"OPENAI_API_KEY"}}, Signs: true, WebSearch: true, List: listOpenAI,
+		Protected: []string{"input", "model", "stream", "tool_choice", "tools"},
+		New:       func(_ string, cfg Config) Provider { return &openai{cfg: cfg} }})
+}
+
 type openai struct{ cfg Config }
 
 const (

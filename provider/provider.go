@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -266,11 +267,6 @@ type Config struct {
 	cred *credHolder // set by New: the credential the client used last
 }
 
-// Names lists the providers New knows, sorted.
-func Names() []string {
-	return []string{"anthropic", "copilot", "gemini", "openai", "replay", "vertex"}
-}
-
 // New returns the named provider: "anthropic", "openai", "vertex" or
 // "replay".
 func New(name string, cfg Config) (Provider, error) {
@@ -297,9 +293,14 @@ func New(name string, cfg Config) (Provider, error) {
 	if wire == "" {
 		wire = name
 	}
-	if wire == "responses" {
-		wire = "openai"
+	w, known := wireOf(wire)
+	if !known {
+		if cfg.Wire != "" {
+			return nil, fmt.Errorf("provider %s: unknown wire %q (known: %s)", name, cfg.Wire, strings.Join(Wires(), ", "))
+		}
+		return nil, fmt.Errorf("unknown provider %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
+	wire = w.Name
 	if wire == "replay" {
 		if cfg.ReplayFile == "" {
 			return nil, fmt.Errorf("provider replay: no replay file configured")
@@ -321,31 +322,8 @@ func New(name string, cfg Config) (Provider, error) {
 	if cfg.Key == nil && name != wire {
 		cfg.Key = &KeySource{}
 	}
-	var inner Provider
-	switch wire {
-	case "anthropic":
-		inner = &anthropic{cfg: cfg, name: "anthropic"}
-	case "openai":
-		inner = &openai{cfg: cfg}
-	case "chat_completions":
-		inner = &chat{cfg: cfg, name: name}
-	case "vertex":
-		inner = &vertex{cfg: cfg, newID: newVertexID}
-	case "gemini":
-		inner = &vertex{cfg: cfg, newID: newVertexID, studio: true}
-	case "copilot":
-		inner = &copilot{chat: &chat{cfg: cfg, name: name}, cc: cfg.Copilot}
-	default:
-		if cfg.Wire != "" {
-			return nil, fmt.Errorf("provider %s: unknown wire %q (known: %s)", name, cfg.Wire, strings.Join(Wires(), ", "))
-		}
-		return nil, fmt.Errorf("unknown provider %q (known: %s)", name, strings.Join(Names(), ", "))
-	}
-	return &configured{inner: inner, name: name, cfg: cfg}, nil
+	return &configured{inner: w.New(name, cfg), name: name, cfg: cfg}, nil
 }
-
-// Wires lists the wire formats a named provider may speak.
-func Wires() []string { return []string{"anthropic", "chat_completions", "gemini", "openai", "vertex"} }
 
 var osGetenv = os.Getenv
 
@@ -353,9 +331,7 @@ var osGetenv = os.Getenv
 // source is usable and names it, for :checkhealth. It never returns the
 // value. CredentialStatus does the same for a configured provider.
 func Credentials(name string, getenv func(string) string) (present bool, source string) {
-	switch name {
-	case "anthropic", "copilot", "gemini", "openai", "vertex", "replay":
-	default:
+	if !slices.Contains(Names(), name) {
 		return false, ""
 	}
 	present, source = CredentialStatus(name, Config{Getenv: getenv})

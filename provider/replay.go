@@ -36,6 +36,11 @@ import (
 // buffer replays the same turn. The only setting is delay, a pause before
 // each SSE event (Go duration syntax, default 0) that makes the stream
 // visibly stream.
+func init() {
+	// New makes a replay itself (no credential, no custom client).
+	registerWire(Wire{Name: "replay", Builtin: true, New: func(_ string, cfg Config) Provider { return newReplay(cfg) }})
+}
+
 func newReplay(cfg Config) Provider {
 	c := cfg
 	c.HTTPClient = &http.Client{Transport: &replayTransport{file: cfg.ReplayFile}}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -15,6 +16,21 @@ import (
 // (send.md §2.3, §3.4), of Vertex AI (a project, an OAuth access token)
 // or, with studio, of the Gemini API (AI Studio: the same wire at
 // generativelanguage.googleapis.com, an API key in x-goog-api-key).
+func init() {
+	protected := []string{"contents", "systemInstruction", "toolConfig", "tools"}
+	// Access tokens expire after an hour: the environment's is used first,
+	// gcloud gives a fresh one (cached 55 minutes) when it is unset or
+	// refused.
+	registerWire(Wire{Name: "vertex", Selectable: true, Builtin: true, Params: "vertex", Protected: protected, Signs: true, WebSearch: true,
+		Key: KeySource{Env: []string{"VERTEX_AI_ACCESS_TOKEN", "VERTEX_ACCESS_TOKEN"}, Cmd: gcloudToken, CacheTTL: 55 * time.Minute},
+		New: func(_ string, cfg Config) Provider { return &vertex{cfg: cfg, newID: newVertexID} }})
+	// The Gemini API: the same wire at Google AI Studio (parameters.vertex).
+	// Its credential: an API key, as Google's SDKs read it.
+	registerWire(Wire{Name: "gemini", Selectable: true, Builtin: true, Params: "vertex", Protected: protected, Signs: true, WebSearch: true, List: listGemini,
+		Key: KeySource{Env: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}},
+		New: func(_ string, cfg Config) Provider { return &vertex{cfg: cfg, newID: newVertexID, studio: true} }})
+}
+
 type vertex struct {
 	cfg    Config
 	newID  func(name string) string // tool call ids: Gemini sends none
@@ -51,7 +67,7 @@ func (v *vertex) endpoint(model string) (string, error) {
 		project = strings.TrimSpace(v.cfg.Getenv("GOOGLE_CLOUD_PROJECT"))
 	}
 	if project == "" {
-		return "", fmt.Errorf("Vertex AI needs a project id: set providers.vertex.project in setup() or $GOOGLE_CLOUD_PROJECT")
+		return "", errors.New("no Vertex AI project id: set providers.vertex.project in setup() or $GOOGLE_CLOUD_PROJECT")
 	}
 	location := strings.TrimSpace(v.cfg.Location)
 	if location == "" {

@@ -170,7 +170,7 @@ func (e *Executor) run(ctx context.Context, call Call, rawInput json.RawMessage)
 		var v any
 		if err := json.Unmarshal([]byte(r.out.Text), &v); err != nil {
 			e.logf("tool %s (%s): text output is not JSON: %v", spec.Name, call.ID, err)
-			return e.failure(spec, call, fmt.Errorf("Tool '%s' returned text that is not the JSON its output_schema describes (%v).\nThe output was discarded. This is a fault of the tool, not of your input; retrying the same call will likely fail the same way.", spec.Name, err))
+			return e.failure(spec, call, Failf("Tool '%s' returned text that is not the JSON its output_schema describes (%v).\nThe output was discarded. This is a fault of the tool, not of your input; retrying the same call will likely fail the same way.", spec.Name, err))
 		}
 		r.out.JSON = v
 	}
@@ -337,7 +337,7 @@ func (e *Executor) validateOutput(spec Spec, v any) error {
 		return &Internal{Err: fmt.Errorf("output_schema does not compile: %w", err)}
 	}
 	if err := s.Validate(inst); err != nil {
-		return fmt.Errorf("Tool '%s' returned output that does not match its output_schema:\n%s\nThe output was discarded. This is a fault of the tool, not of your input; retrying the same call will likely fail the same way.", spec.Name, describe(err))
+		return Failf("Tool '%s' returned output that does not match its output_schema:\n%s\nThe output was discarded. This is a fault of the tool, not of your input; retrying the same call will likely fail the same way.", spec.Name, describe(err))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +15,14 @@ type Registry struct {
 	// inherited maps a superseding tool to the name whose approval it
 	// inherits (the superseded tool's name, which it also takes over).
 	inherited map[string]string
+	// inheritedTags are the tags a superseding tool inherits with the
+	// approval of the tool it replaced (ApprovalTags).
+	inheritedTags map[string][]string
+	// order is each tool's place in the order of registration (a
+	// superseding tool takes the place of the one it replaced): Tagged
+	// lists in it.
+	order map[string]int
+	next  int
 	// Have reports whether a requirement ("exe:rg", "feature:bwrap") is
 	// met. Nil means every requirement is met.
 	Have func(req string) bool
@@ -21,7 +30,7 @@ type Registry struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]Tool{}, inherited: map[string]string{}}
+	return &Registry{tools: map[string]Tool{}, inherited: map[string]string{}, inheritedTags: map[string][]string{}, order: map[string]int{}}
 }
 
 // Add registers t. A duplicate name is an error unless t declares
@@ -40,8 +49,20 @@ func (r *Registry) Add(t Tool) error {
 		if _, ok := r.tools[s.Supersedes]; !ok {
 			return fmt.Errorf("tool %q supersedes %q, which is not registered", s.Name, s.Supersedes)
 		}
+	}
+	if old, ok := r.tools[s.Supersedes]; ok && s.Supersedes != "" {
+		r.inheritedTags[s.Name] = r.approvalTags(old)
+	}
+	if s.Supersedes != "" && s.Supersedes != s.Name {
 		delete(r.tools, s.Supersedes)
+		delete(r.inheritedTags, s.Supersedes)
 		r.inherited[s.Name] = s.Supersedes
+		r.order[s.Name] = r.order[s.Supersedes]
+		delete(r.order, s.Supersedes)
+	}
+	if _, placed := r.order[s.Name]; !placed {
+		r.order[s.Name] = r.next
+		r.next++
 	}
 	r.tools[s.Name] = t
 	return nil
@@ -59,6 +80,8 @@ func (r *Registry) Remove(name string) {
 	r.mu.Lock()
 	delete(r.tools, name)
 	delete(r.inherited, name)
+	delete(r.inheritedTags, name)
+	delete(r.order, name)
 	r.mu.Unlock()
 }
 
@@ -71,6 +94,46 @@ func (r *Registry) ApprovalName(name string) string {
 		return old
 	}
 	return name
+}
+
+// ApprovalTags are the tags the approval policy sees for a tool (the
+// built-in presets approve by them): its own, and, for a tool that
+// superseded another, that one's, which it inherits with its approval.
+func (r *Registry) ApprovalTags(name string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	if !ok {
+		return nil
+	}
+	return r.approvalTags(t)
+}
+
+func (r *Registry) approvalTags(t Tool) []string {
+	s := t.Spec()
+	out := slices.Clone(s.Tags)
+	for _, tag := range r.inheritedTags[s.Name] {
+		if !slices.Contains(out, tag) {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+// Tagged returns the names of the registered tools, hidden ones included,
+// whose ApprovalTags hold tag, in the order they were registered (the
+// built-ins' own order: read, grep, find, ls, …).
+func (r *Registry) Tagged(tag string) []string {
+	var out []string
+	for _, t := range r.All() {
+		if slices.Contains(r.ApprovalTags(t.Spec().Name), tag) {
+			out = append(out, t.Spec().Name)
+		}
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	sort.SliceStable(out, func(i, j int) bool { return r.order[out[i]] < r.order[out[j]] })
+	return out
 }
 
 // Missing returns the requirements of t that are not met.

@@ -83,7 +83,7 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	turns := f.turns
 	f.mu.Unlock()
 	if r.Header.Get("x-api-key") != "test-key" {
-		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, 401)
+		http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, http.StatusUnauthorized)
 		return
 	}
 	n := 0

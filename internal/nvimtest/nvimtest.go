@@ -50,6 +50,20 @@ func BuildHost() (string, error) {
 	return bin, nil
 }
 
+// BuildBenchHost compiles cmd/flemma-host with the build tag flemmabench
+// into dir and returns its path: a host with the methods only benchmarks
+// use (cycle/benchrun.go: flemma.bench_run), which the host users run does
+// not have. Point the plugin at it with host = { cmd = path }.
+func BuildBenchHost(dir string) (string, error) {
+	bin := filepath.Join(dir, "flemma-host-bench")
+	cmd := exec.Command("go", "build", "-tags", "flemmabench", "-o", bin, "./cmd/flemma-host")
+	cmd.Dir = RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build -tags flemmabench flemma-host: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
 // Neovims returns the Neovim binaries to test against: $FLEMMA_NVIM
 // (colon-separated) if set, else Debian's /usr/bin/nvim (0.7.2) and the
 // 0.10.4 copy that scripts/provision-nvim.sh unpacks under .cache/. missing

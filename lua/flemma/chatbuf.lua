@@ -240,7 +240,9 @@ local function display_later(bufnr)
 end
 
 --- Called by flemma.attach for every chat buffer (FileType chat).
-function M.attach(bufnr)
+--- group: the chat buffers' augroup (flemma.attach), where the buffer's
+--- autocommands go; their BufWipeout is flemma.attach's.
+function M.attach(bufnr, group)
   apply_template(bufnr)
   keymaps(bufnr)
   if M.markdown_mode(bufnr) == "treesitter" and not vim.b[bufnr].flemma_ts then
@@ -263,7 +265,6 @@ function M.attach(bufnr)
   for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
     setup_window(bufnr, win)
   end
-  local group = vim.api.nvim_create_augroup("flemma.chatbuf." .. bufnr, { clear = true })
   vim.api.nvim_create_autocmd("BufWinEnter", {
     group = group,
     buffer = bufnr,
@@ -278,13 +279,6 @@ function M.attach(bufnr)
     desc = "flemma: fold the thinking blocks and long tool results typed in Insert mode",
     callback = function()
       display_later(bufnr)
-    end,
-  })
-  vim.api.nvim_create_autocmd("BufWipeout", {
-    group = group,
-    buffer = bufnr,
-    callback = function()
-      pcall(vim.api.nvim_del_augroup_by_id, group)
     end,
   })
   require("flemma.autowrite").attach(bufnr, group)

@@ -189,6 +189,55 @@ buf.on_request_end = function(bufnr)
   usage.refresh(bufnr)
 end
 
+--- The chat buffers attached (M.attach), until they are wiped.
+local attached = {}
+local group_id
+
+--- The one group of every chat buffer's autocommands, made with the three
+--- that are not buffer-local: :read fires FileReadPre/Post for the file
+--- read (the buffer read into is the current one), and a resize concerns
+--- every chat buffer shown.
+local function chat_group()
+  if group_id then
+    return group_id
+  end
+  group_id = vim.api.nvim_create_augroup("flemma.chat", { clear = true })
+  vim.api.nvim_create_autocmd("FileReadPre", {
+    group = group_id,
+    desc = "flemma: note the frontmatter before a :read",
+    callback = function()
+      local b = vim.api.nvim_get_current_buf()
+      if attached[b] then
+        trust.before_read(b)
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd("FileReadPost", {
+    group = group_id,
+    desc = "flemma: a :read that changes a trusted frontmatter untrusts it",
+    callback = function()
+      local b = vim.api.nvim_get_current_buf()
+      if attached[b] then
+        trust.after_read(b)
+      end
+    end,
+  })
+  local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" }
+    or { "VimResized", "WinScrolled" }
+  vim.api.nvim_create_autocmd(resize, {
+    group = group_id,
+    desc = "flemma: re-cut tool previews to the window width",
+    callback = function()
+      for b in pairs(attached) do
+        if vim.api.nvim_buf_is_valid(b) and #vim.fn.win_findbuf(b) > 0 then
+          channel.notify(P.refresh, b)
+        end
+      end
+    end,
+  })
+  return group_id
+end
+
 function M.attach(bufnr)
   -- The text the buffer holds now is its origin (once: a later FileType
   -- event is not a load; reloads are seen by plugin/flemma.lua).
@@ -228,12 +277,17 @@ function M.attach(bufnr)
       end)
     end, "review the diff of the write/edit under the cursor")
   end
+  -- Every autocommand of a chat buffer is buffer-local, in the one group
+  -- (a FileType event again replaces them); the few that are not are made
+  -- once for all chat buffers (chat_group).
+  local group = chat_group()
+  vim.api.nvim_clear_autocmds({ group = group, buffer = bufnr })
+  attached[bufnr] = true
   -- The template of a new chat, folds, Markdown, motions and text objects.
-  chatbuf.attach(bufnr)
+  chatbuf.attach(bufnr, group)
 
   -- Previews follow the text and the window width. Only a running host is
   -- asked: typing never starts one.
-  local group = vim.api.nvim_create_augroup("flemma.buffer." .. bufnr, { clear = true })
   local function refresh()
     channel.notify(P.refresh, bufnr)
   end
@@ -242,9 +296,8 @@ function M.attach(bufnr)
     buffer = bufnr,
     desc = "flemma: forget the buffer's host state",
     callback = function()
-      -- The buffer's autocommands go with it, and so does its group (the
-      -- resize autocommand in it is not buffer-local).
-      pcall(vim.api.nvim_del_augroup_by_id, group)
+      -- Its buffer-local autocommands go with the buffer.
+      attached[bufnr] = nil
       state.forget_buffer(bufnr)
       channel.notify(P.forget, bufnr)
     end,
@@ -264,37 +317,6 @@ function M.attach(bufnr)
     callback = function()
       -- Not after the host's own write that carried the previews.
       if state.buffer(bufnr).marks_tick ~= vim.api.nvim_buf_get_changedtick(bufnr) then
-        refresh()
-      end
-    end,
-  })
-  -- :read fires these for the file read, not as buffer-local events: the
-  -- buffer read into is the current one.
-  vim.api.nvim_create_autocmd("FileReadPre", {
-    group = group,
-    desc = "flemma: note the frontmatter before a :read",
-    callback = function()
-      if vim.api.nvim_get_current_buf() == bufnr then
-        trust.before_read(bufnr)
-      end
-    end,
-  })
-  vim.api.nvim_create_autocmd("FileReadPost", {
-    group = group,
-    desc = "flemma: a :read that changes a trusted frontmatter untrusts it",
-    callback = function()
-      if vim.api.nvim_get_current_buf() == bufnr then
-        trust.after_read(bufnr)
-      end
-    end,
-  })
-  local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" }
-    or { "VimResized", "WinScrolled" }
-  vim.api.nvim_create_autocmd(resize, {
-    group = group,
-    desc = "flemma: re-cut tool previews to the window width",
-    callback = function()
-      if vim.api.nvim_buf_is_valid(bufnr) and #vim.fn.win_findbuf(bufnr) > 0 then
         refresh()
       end
     end,

@@ -40,7 +40,6 @@ return {
   truncate = "flemma.truncate",
   format_size = "flemma.format_size",
   forget = "flemma.forget",
-  bench_run = "flemma.bench_run",
   refresh = "flemma.refresh",
   define_tools = "flemma.define_tools", -- one argument: the definitions as JSON
   define_chains = "flemma.define_chains", -- one argument: the tool chains as JSON

@@ -492,7 +492,7 @@ func backupRefusal(path string, err error) error {
 			}
 		}
 	}
-	return fmt.Errorf("Cannot keep a backup of %s before changing it (%s), so nothing was changed. Tell the user: the backups of flemma's tools (the backup directory or its size limit) need attention", path, reason)
+	return tools.Failf("Cannot keep a backup of %s before changing it (%s), so nothing was changed. Tell the user: the backups of flemma's tools (the backup directory or its size limit) need attention", path, reason)
 }
 
 // ErrUndoChanged: the file no longer holds what the tool wrote (someone

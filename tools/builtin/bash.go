@@ -37,7 +37,7 @@ func Bash() tools.Tool {
 			"Commands that wait for input get none (stdin is /dev/null).",
 		Capabilities: []string{tools.CapSandboxed, tools.CapSideEffects},
 		Truncates:    true,
-		Tags:         []string{"shell", "command"},
+		Tags:         []string{"shell", "command", "exec"}, // exec: in $commands (approval.TagExec)
 		Async:        true,
 		Enabled:      true,
 		// bash enforces its own timeout (the input's, else the Env's
@@ -66,7 +66,7 @@ const (
 
 func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, error) {
 	if strings.TrimSpace(in.Command) == "" {
-		return tools.Output{}, errors.New("No command provided")
+		return tools.Output{}, tools.Failf("No command provided")
 	}
 	env := call.Env
 	def, max := env.Timeouts()
@@ -78,7 +78,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 
 	sb, err := env.SandboxFor(call)
 	if err != nil {
-		return tools.Output{}, fmt.Errorf("Sandbox error: %v", err)
+		return tools.Output{}, tools.Failf("Sandbox error: %v", err)
 	}
 	// The writable roots are bound by descriptor when bubblewrap can: a
 	// root replaced after the check (by a command running meanwhile)
@@ -87,7 +87,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	// instead).
 	argv, files, err := sb.WrapCommandAt([]string{env.ShellOrDefault(), "-c", in.Command}, env.WorkDir(call))
 	if err != nil {
-		return tools.Output{}, fmt.Errorf("Sandbox error: %v", err)
+		return tools.Output{}, tools.Failf("Sandbox error: %v", err)
 	}
 	closeFiles := func() {
 		for _, f := range files {
@@ -176,7 +176,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		if reason == "" {
 			return tools.Output{}, &tools.Internal{Err: err}
 		}
-		return tools.Output{}, fmt.Errorf("Failed to start command: %s", reason)
+		return tools.Output{}, tools.Failf("Failed to start command: %s", reason)
 	}
 
 	// Everything the command writes is counted and saved (up to a cap)

@@ -3,7 +3,6 @@ package builtin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -77,7 +76,7 @@ func CalculatorAsync() tools.Tool {
 // bounds the time it may take.
 func Evaluate(ctx context.Context, expr string) (string, error) {
 	if strings.TrimSpace(expr) == "" {
-		return "", errors.New("No expression provided")
+		return "", tools.Failf("No expression provided")
 	}
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024 * 16})
 	defer L.Close()
@@ -86,12 +85,12 @@ func Evaluate(ctx context.Context, expr string) (string, error) {
 	// load, ...) is never opened.
 	fn, err := L.LoadString("return " + expr)
 	if err != nil {
-		return "", fmt.Errorf("Invalid expression: %s", cleanLuaErr(err))
+		return "", tools.Failf("Invalid expression: %s", cleanLuaErr(err))
 	}
 	if len(fn.Proto.FunctionPrototypes) > 0 {
 		// A function literal is the only way to get loops and statements
 		// into an expression; a calculator needs neither.
-		return "", errors.New("Invalid expression: function definitions are not allowed")
+		return "", tools.Failf("Invalid expression: function definitions are not allowed")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -99,20 +98,20 @@ func Evaluate(ctx context.Context, expr string) (string, error) {
 	L.Push(fn)
 	if err := L.PCall(0, 1, nil); err != nil {
 		if ctx.Err() != nil {
-			return "", errors.New("Evaluation failed: the expression took too long")
+			return "", tools.Failf("Evaluation failed: the expression took too long")
 		}
-		return "", fmt.Errorf("Evaluation failed: %s", cleanLuaErr(err))
+		return "", tools.Failf("Evaluation failed: %s", cleanLuaErr(err))
 	}
 	ret := L.Get(-1)
 	switch ret.Type() {
 	case lua.LTNumber:
 		return lua.LVAsString(ret), nil
 	case lua.LTNil:
-		return "", errors.New("Evaluation failed: the expression has no value (unknown name? functions live in math, e.g. math.sqrt)")
+		return "", tools.Failf("Evaluation failed: the expression has no value (unknown name? functions live in math, e.g. math.sqrt)")
 	case lua.LTBool, lua.LTString:
 		return ret.String(), nil
 	default:
-		return "", fmt.Errorf("Evaluation failed: the result is a %s, not a number", ret.Type())
+		return "", tools.Failf("Evaluation failed: the result is a %s, not a number", ret.Type())
 	}
 }
 

@@ -16,7 +16,7 @@
 //     link ever followed, bounded by size and age: backup.go); a change
 //     whose backup cannot be kept is refused. Undo puts a file back only
 //     while it holds exactly what the tool wrote;
-//   - bash runs `<shell> -c` through sandbox.StartTree, wrapped by
+//   - bash runs `<shell> -c` through sandbox.StartTreeLimited, wrapped by
 //     bubblewrap when the sandbox is enabled and works;
 //   - grep, find and ls walk with sandbox's descriptor-based directory
 //     access, honour .gitignore/.ignore, and never descend into

@@ -19,7 +19,7 @@ import (
 func checkedWrite(call tools.Call, verb, input string) (resolved string, root sandbox.RootRef, err error) {
 	sb, err := call.Env.SandboxFor(call)
 	if err != nil {
-		return "", sandbox.RootRef{}, fmt.Errorf("Sandbox error: %v", err)
+		return "", sandbox.RootRef{}, tools.Failf("Sandbox error: %v", err)
 	}
 	abs := sandbox.ResolvePath(input, call.Env.WorkDir(call))
 	resolved, err = sb.CheckWrite(abs)
@@ -28,7 +28,7 @@ func checkedWrite(call tools.Call, verb, input string) (resolved string, root sa
 	}
 	if sb.Protecting() {
 		if rule, ok := sb.Protected(abs); ok {
-			return "", sandbox.RootRef{}, fmt.Errorf("Sandbox: %s denied – %s is a protected path (rule %q): a change there can make code run later, so only the user may approve it; ask the user to approve this call", verb, input, rule)
+			return "", sandbox.RootRef{}, tools.Failf("Sandbox: %s denied – %s is a protected path (rule %q): a change there can make code run later, so only the user may approve it; ask the user to approve this call", verb, input, rule)
 		}
 	}
 	root, _ = sb.WriteRoot(resolved)
@@ -39,7 +39,7 @@ func checkedWrite(call tools.Call, verb, input string) (resolved string, root sa
 func checkedRead(call tools.Call, input string) (string, error) {
 	sb, err := call.Env.SandboxFor(call)
 	if err != nil {
-		return "", fmt.Errorf("Sandbox error: %v", err)
+		return "", tools.Failf("Sandbox error: %v", err)
 	}
 	abs := sandbox.ResolvePath(input, call.Env.WorkDir(call))
 	resolved, err := sb.CheckRead(abs)
@@ -67,10 +67,10 @@ func pathError(err error, verb, input string, sb *sandbox.Sandbox) error {
 		return errors.New(msg)
 	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return fmt.Errorf("File not found: %s", input)
+		return tools.Failf("File not found: %s", input)
 	}
 	if r := sandbox.FSReason(err); r != "" {
-		return fmt.Errorf("Cannot resolve path %s: %s", input, r)
+		return tools.Failf("Cannot resolve path %s: %s", input, r)
 	}
 	return &tools.Internal{Err: err}
 }
@@ -79,7 +79,7 @@ func pathError(err error, verb, input string, sb *sandbox.Sandbox) error {
 // sandbox: "Cannot <what> file: <reason>".
 func ioError(what string, err error) error {
 	if r := sandbox.FSReason(err); r != "" {
-		return fmt.Errorf("Cannot %s file: %s", what, r)
+		return tools.Failf("Cannot %s file: %s", what, r)
 	}
 	return &tools.Internal{Err: err}
 }

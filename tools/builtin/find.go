@@ -44,10 +44,10 @@ func runFind(ctx context.Context, call tools.Call, in FindInput) (tools.Output, 
 	started := time.Now()
 	pattern := strings.TrimPrefix(strings.TrimSpace(in.Pattern), "./")
 	if pattern == "" {
-		return tools.Output{}, errors.New("No pattern provided")
+		return tools.Output{}, tools.Failf("No pattern provided")
 	}
 	if !doublestar.ValidatePattern(pattern) {
-		return tools.Output{}, fmt.Errorf("Invalid pattern: %s is not a valid glob (check its brackets and braces)", in.Pattern)
+		return tools.Output{}, tools.Failf("Invalid pattern: %s is not a valid glob (check its brackets and braces)", in.Pattern)
 	}
 	limit := 500
 	if in.Limit != nil {
@@ -58,7 +58,7 @@ func runFind(ctx context.Context, call tools.Call, in FindInput) (tools.Output, 
 		return tools.Output{}, err
 	}
 	if !isDir {
-		return tools.Output{}, fmt.Errorf("Not a directory: %s (find searches directories; use read for a file)", *in.Path)
+		return tools.Output{}, tools.Failf("Not a directory: %s (find searches directories; use read for a file)", *in.Path)
 	}
 	sb, _ := call.Env.SandboxFor(call)
 	byPath := strings.Contains(pattern, "/")

@@ -56,7 +56,7 @@ type grepMatch struct {
 func runGrep(ctx context.Context, call tools.Call, in GrepInput) (tools.Output, error) {
 	started := time.Now()
 	if in.Pattern == "" {
-		return tools.Output{}, errors.New("No pattern provided")
+		return tools.Output{}, tools.Failf("No pattern provided")
 	}
 	m, err := newMatcher(in.Pattern)
 	if err != nil {
@@ -70,7 +70,7 @@ func runGrep(ctx context.Context, call tools.Call, in GrepInput) (tools.Output, 
 	if in.Glob != nil {
 		var bad string
 		if globs, bad = newFileGlobs(*in.Glob); bad != "" {
-			return tools.Output{}, fmt.Errorf("Invalid glob: %s", *in.Glob)
+			return tools.Output{}, tools.Failf("Invalid glob: %s", *in.Glob)
 		}
 	}
 	input, root, isDir, err := searchRoot(call, in.Path)
@@ -138,10 +138,10 @@ func timedOut(what, partial string, started time.Time, ctx context.Context) erro
 // searchError words a search root that could not be opened.
 func searchError(input string, err error) error {
 	if errors.Is(err, errRootChanged) || errors.Is(err, sandbox.ErrNotFile) {
-		return fmt.Errorf("Cannot search %s: %v", input, err)
+		return tools.Failf("Cannot search %s: %v", input, err)
 	}
 	if r := sandbox.FSReason(err); r != "" {
-		return fmt.Errorf("Cannot search %s: %s", input, r)
+		return tools.Failf("Cannot search %s: %s", input, r)
 	}
 	return &tools.Internal{Err: err}
 }
@@ -306,7 +306,7 @@ type matcher struct {
 func newMatcher(pattern string) (*matcher, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("Invalid pattern: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		return nil, tools.Failf("Invalid pattern: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	m := &matcher{re: re, pattern: pattern}
 	ast, err := syntax.Parse(pattern, syntax.Perl)

@@ -38,12 +38,12 @@ func Ls() tools.Tool {
 
 func runLs(ctx context.Context, call tools.Call, in LsInput) (tools.Output, error) {
 	if in.Path == "" {
-		return tools.Output{}, errors.New("No path provided")
+		return tools.Output{}, tools.Failf("No path provided")
 	}
 	resolved, err := checkedRead(call, in.Path)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "File not found") {
-			return tools.Output{}, fmt.Errorf("Directory not found: %s", in.Path)
+			return tools.Output{}, tools.Failf("Directory not found: %s", in.Path)
 		}
 		return tools.Output{}, err
 	}
@@ -55,10 +55,10 @@ func runLs(ctx context.Context, call tools.Call, in LsInput) (tools.Output, erro
 	root, err := sandbox.OpenRootDir(resolved)
 	if err != nil {
 		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrNotExist) {
-			return tools.Output{}, fmt.Errorf("Directory not found: %s", in.Path)
+			return tools.Output{}, tools.Failf("Directory not found: %s", in.Path)
 		}
 		if errors.Is(walkOpenError(err), errRootChanged) {
-			return tools.Output{}, fmt.Errorf("Cannot list %s: %v", in.Path, errRootChanged)
+			return tools.Output{}, tools.Failf("Cannot list %s: %v", in.Path, errRootChanged)
 		}
 		return tools.Output{}, ioError("list", err)
 	}

@@ -83,8 +83,6 @@ func TestGrepLongLineBounded(t *testing.T) {
 	}
 }
 
-var sink []byte
-
 // rssBytes is this process's resident set size (Linux), or 0.
 func rssBytes() uint64 {
 	b, err := os.ReadFile("/proc/self/status")

@@ -41,22 +41,22 @@ func Propose(call tools.Call, name string, input json.RawMessage) (Proposal, err
 	switch name {
 	case "write":
 		if err := json.Unmarshal(input, &write); err != nil {
-			return p, fmt.Errorf("Invalid input: %v", err)
+			return p, tools.Failf("Invalid input: %v", err)
 		}
 		path = write.Path
 	case "edit":
 		if err := json.Unmarshal(input, &edit); err != nil {
-			return p, fmt.Errorf("Invalid input: %v", err)
+			return p, tools.Failf("Invalid input: %v", err)
 		}
 		if edit.Path != "" && edit.OldText == "" {
-			return p, errors.New("No oldText provided")
+			return p, tools.Failf("No oldText provided")
 		}
 		path = edit.Path
 	default:
 		return p, fmt.Errorf("%s has no diff preview", name)
 	}
 	if path == "" {
-		return p, errors.New("No path provided")
+		return p, tools.Failf("No path provided")
 	}
 	resolved, root, err := checkedWrite(call, name, path)
 	if err != nil {
@@ -70,7 +70,7 @@ func Propose(call tools.Call, name string, input json.RawMessage) (Proposal, err
 		p.New = []byte(write.Content)
 		return p, nil
 	case name == "edit" && (errors.Is(err, os.ErrNotExist) || errors.Is(err, sandbox.ErrNotRegular) || errors.Is(err, sandbox.ErrIsDir)):
-		return p, fmt.Errorf("File not found: %s", path)
+		return p, tools.Failf("File not found: %s", path)
 	default:
 		return p, ioError(name, err)
 	}

@@ -42,7 +42,7 @@ func Read() tools.Tool {
 
 func runRead(ctx context.Context, call tools.Call, in ReadInput) (tools.Output, error) {
 	if in.Path == "" {
-		return tools.Output{}, errors.New("No path provided")
+		return tools.Output{}, tools.Failf("No path provided")
 	}
 	resolved, err := checkedRead(call, in.Path)
 	if err != nil {
@@ -52,9 +52,9 @@ func runRead(ctx context.Context, call tools.Call, in ReadInput) (tools.Output, 
 	if err != nil {
 		switch {
 		case errors.Is(err, os.ErrNotExist), errors.Is(err, sandbox.ErrNotRegular):
-			return tools.Output{}, fmt.Errorf("File not found: %s", in.Path)
+			return tools.Output{}, tools.Failf("File not found: %s", in.Path)
 		case errors.Is(err, sandbox.ErrIsDir):
-			return tools.Output{}, fmt.Errorf("File not found: %s is a directory (use ls to list it)", in.Path)
+			return tools.Output{}, tools.Failf("File not found: %s is a directory (use ls to list it)", in.Path)
 		}
 		return tools.Output{}, ioError("read", err)
 	}
@@ -92,7 +92,7 @@ func runRead(ctx context.Context, call tools.Call, in ReadInput) (tools.Output, 
 		return tools.Output{Text: "(empty file)"}, nil
 	}
 	if start > r.total {
-		return tools.Output{}, fmt.Errorf("Offset %d is beyond end of file (%d lines total)", start, r.total)
+		return tools.Output{}, tools.Failf("Offset %d is beyond end of file (%d lines total)", start, r.total)
 	}
 	limitText := tools.FormatSize(int64(lim.MaxBytes))
 	if r.stop == stopFirstTooBig {

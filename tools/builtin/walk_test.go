@@ -54,11 +54,6 @@ func (s *swapTree) swap(t *testing.T, target string) {
 	}
 }
 
-func (s *swapTree) restore() {
-	os.Remove(s.a)
-	os.Rename(s.a+".orig", s.a)
-}
-
 // hookOnce installs testHookBeforeOpen to run fn once, when the walk is
 // about to open path.
 func hookOnce(t *testing.T, path string, fn func()) {

@@ -41,14 +41,14 @@ func Write() tools.Tool {
 		Description: "Write content to a file, creating it (and its parent directories) or replacing it entirely. " +
 			"Only paths inside the sandbox's writable directories can be written. Prefer edit for changes to an existing file. " +
 			"A file that changed since you last read it is refused: read it again first.",
-		Tags:    []string{"filesystem"},
+		Tags:    []string{"filesystem", "writes"}, // writes: in $files (approval.TagWrites)
 		Enabled: true,
 	}, runWrite)
 }
 
 func runWrite(ctx context.Context, call tools.Call, in WriteInput) (tools.Output, error) {
 	if in.Path == "" {
-		return tools.Output{}, errors.New("No path provided")
+		return tools.Output{}, tools.Failf("No path provided")
 	}
 	resolved, root, err := checkedWrite(call, "write", in.Path)
 	if err != nil {
@@ -133,9 +133,9 @@ func staleRefusal(call tools.Call, reads *tools.ReadLog, resolved string, sum [s
 	seen, ok := reads.Lookup(call.Bufnr, resolved)
 	switch {
 	case ok && seen != sum:
-		return fmt.Errorf("File changed since you last read it: %s. It was modified after your last read (outside this conversation, or by a command). Read it again, then retry the %s.", input, verb)
+		return tools.Failf("File changed since you last read it: %s. It was modified after your last read (outside this conversation, or by a command). Read it again, then retry the %s.", input, verb)
 	case !ok && call.Env != nil && call.Env.RequireRead:
-		return fmt.Errorf("Read %s before %s it: %s only changes files read in this conversation.", input, gerund, verb)
+		return tools.Failf("Read %s before %s it: %s only changes files read in this conversation.", input, gerund, verb)
 	}
 	return nil
 }
@@ -151,17 +151,17 @@ func Edit() tools.Tool {
 		Description: "Edit a file by replacing exact text. oldText must match exactly one place in the file, " +
 			"including whitespace and newlines; add surrounding lines to make it unique. " +
 			"A file that changed since you last read it is refused: read it again first.",
-		Tags:    []string{"filesystem"},
+		Tags:    []string{"filesystem", "writes"}, // writes: in $files (approval.TagWrites)
 		Enabled: true,
 	}, runEdit)
 }
 
 func runEdit(ctx context.Context, call tools.Call, in EditInput) (tools.Output, error) {
 	if in.Path == "" {
-		return tools.Output{}, errors.New("No path provided")
+		return tools.Output{}, tools.Failf("No path provided")
 	}
 	if in.OldText == "" {
-		return tools.Output{}, errors.New("No oldText provided")
+		return tools.Output{}, tools.Failf("No oldText provided")
 	}
 	resolved, root, err := checkedWrite(call, "edit", in.Path)
 	if err != nil {
@@ -171,7 +171,7 @@ func runEdit(ctx context.Context, call tools.Call, in EditInput) (tools.Output, 
 	if err != nil {
 		switch {
 		case errors.Is(err, os.ErrNotExist), errors.Is(err, sandbox.ErrNotRegular), errors.Is(err, sandbox.ErrIsDir):
-			return tools.Output{}, fmt.Errorf("File not found: %s", in.Path)
+			return tools.Output{}, tools.Failf("File not found: %s", in.Path)
 		}
 		return tools.Output{}, ioError("read", err)
 	}
@@ -224,15 +224,15 @@ func editContent(data []byte, in EditInput) ([]byte, error) {
 	}
 	switch {
 	case n == 0:
-		return nil, fmt.Errorf("Could not find the exact text in %s. The old text must match exactly including all whitespace and newlines.", in.Path)
+		return nil, tools.Failf("Could not find the exact text in %s. The old text must match exactly including all whitespace and newlines.", in.Path)
 	case n > 1:
-		return nil, fmt.Errorf("Found %d occurrences of the text in %s. The text must be unique. Please provide more context to make it unique.", n, in.Path)
+		return nil, tools.Failf("Found %d occurrences of the text in %s. The text must be unique. Please provide more context to make it unique.", n, in.Path)
 	}
 	i := bytes.Index(data, oldText)
 	out := make([]byte, 0, len(data)-len(oldText)+len(newText))
 	out = append(append(append(out, data[:i]...), newText...), data[i+len(oldText):]...)
 	if bytes.Equal(out, data) {
-		return nil, fmt.Errorf("No changes made to %s. The replacement produced identical content.", in.Path)
+		return nil, tools.Failf("No changes made to %s. The replacement produced identical content.", in.Path)
 	}
 	return out, nil
 }

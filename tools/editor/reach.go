@@ -34,13 +34,13 @@ type checkedPath struct {
 func newReach(call tools.Call) (*reach, error) {
 	sb, err := call.Env.SandboxFor(call)
 	if err != nil {
-		return nil, fmt.Errorf("Sandbox error: %v", err)
+		return nil, tools.Failf("Sandbox error: %v", err)
 	}
 	if !sb.Enabled() {
 		cfg := sb.Config()
 		cfg.Enabled = true
 		if sb, err = sandbox.New(cfg, call.Cwd, call.Buffer); err != nil {
-			return nil, fmt.Errorf("Sandbox error: %v", err)
+			return nil, tools.Failf("Sandbox error: %v", err)
 		}
 	}
 	r := &reach{sb: sb, work: call.Env.WorkDir(call), cwd: call.Cwd, checked: map[string]checkedPath{}, lines: map[string][]string{}}
@@ -66,16 +66,16 @@ func (r *reach) checkInput(p string) (string, error) {
 		var de *sandbox.DenyError
 		switch {
 		case errors.As(err, &de):
-			return "", fmt.Errorf("Sandbox: read denied – %s: %s", de.Rule, p)
+			return "", tools.Failf("Sandbox: read denied – %s: %s", de.Rule, p)
 		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
-			return "", fmt.Errorf("File not found: %s", p)
+			return "", tools.Failf("File not found: %s", p)
 		case sandbox.FSReason(err) != "":
-			return "", fmt.Errorf("Cannot resolve path %s: %s", p, sandbox.FSReason(err))
+			return "", tools.Failf("Cannot resolve path %s: %s", p, sandbox.FSReason(err))
 		}
 		return "", &tools.Internal{Err: err}
 	}
 	if st, err := os.Stat(resolved); err != nil || st.IsDir() {
-		return "", fmt.Errorf("File not found: %s", p)
+		return "", tools.Failf("File not found: %s", p)
 	}
 	r.checked[resolved] = checkedPath{resolved, true}
 	return resolved, nil

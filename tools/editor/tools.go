@@ -92,7 +92,7 @@ func All(a Asker, opts OptionsFunc) []tools.Tool {
 func answerError(a Answer) error {
 	switch {
 	case a.TimedOut:
-		return fmt.Errorf("The editor gave no answer in time: %s", a.Error)
+		return tools.Failf("The editor gave no answer in time: %s", a.Error)
 	case a.Internal:
 		return &tools.Internal{Err: errors.New(a.Error)}
 	case a.Error != "":
@@ -103,7 +103,7 @@ func answerError(a Answer) error {
 
 func askErr(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return errors.New("The editor gave no answer in time")
+		return tools.Failf("The editor gave no answer in time")
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
@@ -120,7 +120,7 @@ func runDiagnostics(ctx context.Context, a Asker, o Options, call tools.Call, in
 	if in.Severity != nil && *in.Severity != "" {
 		s := strings.ToLower(*in.Severity)
 		if severityRank[s] == 0 {
-			return tools.Output{}, fmt.Errorf("Unknown severity %q: use error, warning, info or hint", *in.Severity)
+			return tools.Output{}, tools.Failf("Unknown severity %q: use error, warning, info or hint", *in.Severity)
 		}
 		q.Severity = s
 	}
@@ -216,7 +216,7 @@ var lspOps = map[string]bool{"definition": true, "references": true, "hover": tr
 func runLSP(ctx context.Context, a Asker, o Options, call tools.Call, in LSPInput) (tools.Output, error) {
 	op := strings.ToLower(strings.TrimSpace(in.Operation))
 	if !lspOps[op] {
-		return tools.Output{}, fmt.Errorf("Unknown operation %q: use definition, references, hover, document_symbols or workspace_symbols", in.Operation)
+		return tools.Output{}, tools.Failf("Unknown operation %q: use definition, references, hover, document_symbols or workspace_symbols", in.Operation)
 	}
 	r, err := newReach(call)
 	if err != nil {
@@ -259,9 +259,9 @@ func runLSP(ctx context.Context, a Asker, o Options, call tools.Call, in LSPInpu
 	}
 	if ans.Unavailable != "" {
 		if shown == "" {
-			return tools.Output{}, errors.New("No running language server covers the project folder")
+			return tools.Output{}, tools.Failf("No running language server covers the project folder")
 		}
-		return tools.Output{}, fmt.Errorf("No running language server serves %s (flemma uses the servers running in the editor; it starts none)", shown)
+		return tools.Output{}, tools.Failf("No running language server serves %s (flemma uses the servers running in the editor; it starts none)", shown)
 	}
 	if err := answerError(ans); err != nil {
 		return tools.Output{}, err
@@ -272,7 +272,7 @@ func runLSP(ctx context.Context, a Asker, o Options, call tools.Call, in LSPInpu
 	case "hover":
 		for _, d := range ans.Definitions {
 			if _, ok := r.check(d.Path); !ok {
-				return tools.Output{}, fmt.Errorf("Sandbox: hover denied – %s is defined in a file the sandbox does not let tools read", symbolName(q))
+				return tools.Output{}, tools.Failf("Sandbox: hover denied – %s is defined in a file the sandbox does not let tools read", symbolName(q))
 			}
 		}
 		text := strings.TrimSpace(ans.Hover)

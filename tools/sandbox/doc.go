@@ -19,7 +19,7 @@
 //     the verified directory and is renamed into place after the directory
 //     is verified again, and only while the file is still the one expected
 //     (Prior);
-//   - commands: StartTree runs a command under a supervisor (Linux) that
+//   - commands: StartTreeLimited runs a command under a supervisor (Linux) that
 //     kills every process it started — detached ones included — when it
 //     ends, times out or is cancelled, or when the host dies (KillAll at
 //     shutdown); ScrubEnv removes env_deny variables and SocketEnv the

@@ -121,17 +121,12 @@ var ErrShuttingDown = errors.New("the host is shutting down")
 // to signalling what it can reach directly.
 var killWait = 3 * time.Second
 
-// StartTree starts argv (argv[0] is looked up in PATH) in dir with env,
-// stdin /dev/null and stdout and stderr on out, and files as its
-// descriptors 3, 4, … in this order (the caller closes them once StartTree
-// returned).
-func StartTree(argv []string, dir string, env []string, out *os.File, files []*os.File) (*Tree, error) {
-	return StartTreeLimited(argv, dir, env, out, files, Limits{})
-}
-
-// StartTreeLimited is StartTree under limits: the command runs with them
-// as rlimits, and (supervised) its tree is killed when its processes or
-// their resident memory go beyond them (LimitHit says which).
+// StartTreeLimited starts argv (argv[0] is looked up in PATH) in dir with
+// env, stdin /dev/null and stdout and stderr on out, and files as its
+// descriptors 3, 4, … in this order (the caller closes them once it
+// returned), under limits: the command runs with them as rlimits, and
+// (supervised) its tree is killed when its processes or their resident
+// memory go beyond them (LimitHit says which).
 func StartTreeLimited(argv []string, dir string, env []string, out *os.File, files []*os.File, lim Limits) (*Tree, error) {
 	path, err := exec.LookPath(argv[0])
 	if err != nil {

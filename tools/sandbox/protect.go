@@ -272,18 +272,6 @@ func repositoryOf(p string) (top, gitDir string) {
 	}
 }
 
-// hooksPathOf finds the git repository holding p (the nearest ancestor
-// with a .git) and returns its core.hooksPath made absolute, with the
-// repository's top folder; "" when there is none. (Only the repository's
-// own configuration: effectiveGit reads all of it.)
-func hooksPathOf(p string) (hooksPath, top string) {
-	top, gitDir := repositoryOf(p)
-	if top == "" {
-		return "", ""
-	}
-	return readHooksPath(filepath.Join(gitDir, "config"), top), top
-}
-
 // gitfileTarget reads a `gitdir: PATH` file (worktrees, submodules).
 func gitfileTarget(file, dir string) string {
 	b, err := readSmall(file, 4096)
@@ -299,24 +287,6 @@ func gitfileTarget(file, dir string) string {
 		t = filepath.Join(dir, t)
 	}
 	return filepath.Clean(t)
-}
-
-// readHooksPath returns core.hooksPath of a git config file, absolute
-// (relative values are relative to the repository's top folder, `~/`
-// to the home directory), resolved; "" when unset.
-func readHooksPath(config, top string) string {
-	hooks, _, ok := readGitConfig(config)
-	if !ok || len(hooks) == 0 {
-		return ""
-	}
-	value := hooks[len(hooks)-1]
-	if home, err := os.UserHomeDir(); err == nil {
-		value = expandHome(value, home)
-	}
-	if !filepath.IsAbs(value) {
-		value = filepath.Join(top, value)
-	}
-	return CanonicalOr(filepath.Clean(value))
 }
 
 // readGitConfig reads the core.hooksPath values and the include paths
