@@ -238,17 +238,6 @@ func (r *Renderer) chunk(pieces []Piece, env *lua.LTable) (*lua.LFunction, []int
 	return fn, lines, nil
 }
 
-// templatePieces counts the expressions and blocks of pieces.
-func templatePieces(pieces []Piece) int {
-	n := 0
-	for _, p := range pieces {
-		if p.Kind == PieceExpr || p.Kind == PieceCode {
-			n++
-		}
-	}
-	return n
-}
-
 func firstLine(pieces []Piece) int {
 	if len(pieces) == 0 {
 		return 0
