@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -202,6 +203,43 @@ func TestHelpListsEveryOption(t *testing.T) {
 			t.Errorf("doc/flemma.txt does not list %s (a line starting with it)", o.Path)
 		}
 	}
+}
+
+// TestHelpOptionsAreInTheSchema is the other direction: every option the
+// help's tables list with a default (a line "a.b.c `default` …") is one the
+// schema declares, so setup accepts what the help documents (the keys
+// keymaps.tool_approve_all and tool_reject_all were documented and
+// refused as unknown).
+func TestHelpOptionsAreInTheSchema(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "doc", "flemma.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^([a-z_]+(?:\\.[a-z_0-9]+)+)\\s+`")
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		m := row.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		n++
+		if !declared(m[1]) {
+			t.Errorf("doc/flemma.txt lists %s, which the schema does not declare (setup would call it unknown)", m[1])
+		}
+	}
+	if n < 50 {
+		t.Fatalf("found only %d option rows in the help: the pattern is broken", n)
+	}
+}
+
+// declared reports whether path is a schema option or lies under an open one.
+func declared(path string) bool {
+	for _, o := range Schema {
+		if o.Path == path || o.Open && strings.HasPrefix(path, o.Path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Config (what the host decodes) and the schema's options the host reads

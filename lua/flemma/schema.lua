@@ -134,6 +134,8 @@ M.defaults = {
     cancel = "<C-c>", -- cancel what runs
     tool_diff = "<CR>", -- on a pending write/edit: its diff in a new tab
     tool_allow_always = false, -- on a pending call: approve it and always allow its tool (bash: its command rule) in this chat (unmapped by default)
+    tool_approve_all = false, -- :Flemma tool:approve-all: every call of the message under the cursor (unmapped by default)
+    tool_reject_all = false, -- :Flemma tool:reject-all: every call of the message under the cursor (unmapped by default)
     next_message = "]m", -- motion: the next message
     prev_message = "[m", -- motion: the previous message
     next_tool = "]t", -- motion: the next Tool Use or Tool Result block
@@ -242,6 +244,8 @@ M.options = {
   { path = "keymaps.cancel", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.tool_diff", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.tool_allow_always", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
+  { path = "keymaps.tool_approve_all", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
+  { path = "keymaps.tool_reject_all", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.next_message", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.prev_message", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
   { path = "keymaps.next_tool", types = { "string", "boolean" }, want = "a string or a boolean", scope = "setup", lua_only = true },
