@@ -14,7 +14,6 @@ import (
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/provider"
 	"github.com/flemma-dev/flemma/tools"
-	"github.com/flemma-dev/flemma/tools/builtin"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
@@ -376,7 +375,7 @@ func readAttachment(resolved string, size int64) (data []byte, mime string, bina
 	if err != nil {
 		return nil, "", false, readError(err)
 	}
-	mime, binary = builtin.DetectMIME(resolved, data[:min(len(data), 8192)])
+	mime, binary = tools.DetectMIME(resolved, data[:min(len(data), 8192)])
 	return data, mime, binary, nil
 }
 

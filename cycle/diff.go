@@ -13,7 +13,7 @@ import (
 	"github.com/flemma-dev/flemma/frontmatter"
 	"github.com/flemma-dev/flemma/preview"
 	"github.com/flemma-dev/flemma/tools"
-	"github.com/flemma-dev/flemma/tools/builtin"
+	"github.com/flemma-dev/flemma/tools/sandbox"
 	"github.com/flemma-dev/flemma/trust"
 )
 
@@ -38,7 +38,7 @@ func (h *Engine) proposes(name string) bool {
 	if lt, lua := t.(*luaTool); lua {
 		return lt.hasDiff
 	}
-	return builtin.Proposes(name)
+	return h.proposer.Proposes(name)
 }
 
 // reviewable reports whether the user's version of a proposal can become
@@ -48,20 +48,20 @@ func (h *Engine) reviewable(name string) bool {
 	if lt, lua := t.(*luaTool); ok && lua {
 		return lt.hasReview
 	}
-	return ok && builtin.Proposes(name)
+	return ok && h.proposer.Proposes(name)
 }
 
 // propose computes what a pending write/edit would leave in its file, by
 // the tool's own steps and under the sandbox the call would run in (a
 // deny_read file is refused before it is opened).
-func (sess *session) propose(tu *buffer.ToolUse, s *Snapshot) (builtin.Proposal, error) {
+func (sess *session) propose(tu *buffer.ToolUse, s *Snapshot) (tools.Proposal, error) {
 	h, bufnr := sess.h, sess.bufnr
 	sess.mu.Lock()
 	var fm = sess.fm
 	sess.mu.Unlock()
 	env, err := sess.callEnv(fm, s.Cwd, s.Name, false)
 	if err != nil {
-		return builtin.Proposal{}, err
+		return tools.Proposal{}, err
 	}
 	input := tu.Input()
 	if input == nil {
@@ -69,37 +69,37 @@ func (sess *session) propose(tu *buffer.ToolUse, s *Snapshot) (builtin.Proposal,
 	}
 	raw, err := json.Marshal(input)
 	if err != nil {
-		return builtin.Proposal{}, err
+		return tools.Proposal{}, err
 	}
 	call := tools.Call{ID: tu.ID, Tool: tu.Name, Bufnr: bufnr, Cwd: s.Cwd, Buffer: s.Name, Env: env}
 	if t, _ := h.Registry.Get(tu.Name); t != nil && isLua(t) {
 		return h.proposeLua(call, fm, input)
 	}
-	return builtin.Propose(call, tu.Name, raw)
+	return h.proposer.Propose(call, tu.Name, raw)
 }
 
 // proposeLua asks a Lua tool's diff function what it would write, and
 // reads the file as it is. The path is the model's to choose, so the file
 // is read after the read check that attachments get: deny_read applies
 // even with the sandbox disabled for tools.
-func (h *Engine) proposeLua(call tools.Call, fm *frontmatter.Result, input map[string]any) (builtin.Proposal, error) {
+func (h *Engine) proposeLua(call tools.Call, fm *frontmatter.Result, input map[string]any) (tools.Proposal, error) {
 	d, err := h.lua.Diff(call.Tool, input, ToolInfo{Bufnr: call.Bufnr, Cwd: call.Cwd, Buffer: call.Buffer, ToolID: call.ID})
 	switch {
 	case err != nil:
 		h.logf("diff of %s (%s): %v", call.Tool, call.ID, err)
-		return builtin.Proposal{}, errors.New("its diff function could not be called")
+		return tools.Proposal{}, errors.New("its diff function could not be called")
 	case d == nil:
-		return builtin.Proposal{}, errors.New("its diff function declined this call")
+		return tools.Proposal{}, errors.New("its diff function declined this call")
 	case d.Error != "":
-		return builtin.Proposal{}, fmt.Errorf("its diff function failed: %s", d.Error)
+		return tools.Proposal{}, fmt.Errorf("its diff function failed: %s", d.Error)
 	case !filepath.IsAbs(d.Path):
-		return builtin.Proposal{}, fmt.Errorf("its diff function named no absolute path (%q)", d.Path)
+		return tools.Proposal{}, fmt.Errorf("its diff function named no absolute path (%q)", d.Path)
 	}
 	sb, err := h.attachSandbox(fm, call.Cwd, call.Buffer)
 	if err != nil {
-		return builtin.Proposal{}, err
+		return tools.Proposal{}, err
 	}
-	return builtin.ProposeContent(sb, d.Path, d.Input, []byte(d.Content))
+	return h.proposer.ProposeContent(sb, d.Path, d.Input, []byte(d.Content))
 }
 
 // diffLines are the virtual lines of a pending write/edit's diff preview
@@ -133,7 +133,7 @@ func (sess *session) diffLines(tu *buffer.ToolUse, s *Snapshot) []MarkLine {
 
 // diffKey identifies a diff preview by what it is computed from: the
 // contents on both sides and the window's width and ambiwidth.
-func diffKey(p builtin.Proposal, s *Snapshot) [sha256.Size]byte {
+func diffKey(p tools.Proposal, s *Snapshot) [sha256.Size]byte {
 	hs := sha256.New()
 	old, new := sha256.Sum256(p.Old), sha256.Sum256(p.New)
 	hs.Write(old[:])
@@ -144,7 +144,7 @@ func diffKey(p builtin.Proposal, s *Snapshot) [sha256.Size]byte {
 	return k
 }
 
-func (h *Engine) diffMarkLines(p builtin.Proposal, s *Snapshot) []MarkLine {
+func (h *Engine) diffMarkLines(p tools.Proposal, s *Snapshot) []MarkLine {
 	d := preview.Diff(string(p.Old), string(p.New), 1)
 	if len(d) == 0 {
 		return []MarkLine{{Text: "(no change)", HL: hlPreview}}
@@ -359,7 +359,7 @@ func (h *Engine) onReview(bufnr int, id string, lines []string) (Reply, error) {
 // reviewLua asks a Lua tool's review function for the input that writes
 // the user's version, and checks it does: its diff function, given that
 // input, must name the same file and give that content.
-func (sess *session) reviewLua(tu *buffer.ToolUse, s *Snapshot, p builtin.Proposal, reviewed string) (map[string]any, error) {
+func (sess *session) reviewLua(tu *buffer.ToolUse, s *Snapshot, p tools.Proposal, reviewed string) (map[string]any, error) {
 	h := sess.h
 	if !h.reviewable(tu.Name) {
 		return nil, fmt.Errorf("%s takes no reviewed version (it has no review function): approve or reject it as proposed", tu.Name)
@@ -406,4 +406,19 @@ func (h *Engine) onSetStatusID(bufnr int, id, status, msg string) (Reply, error)
 		}
 		return reply("status", "", 0), nil
 	})
+}
+
+// noProposer is the Proposer of an engine given none: no tool proposes,
+// nothing can be undone.
+type noProposer struct{}
+
+func (noProposer) Proposes(string) bool { return false }
+func (noProposer) Propose(tools.Call, string, json.RawMessage) (tools.Proposal, error) {
+	return tools.Proposal{}, errors.New("no proposer")
+}
+func (noProposer) ProposeContent(*sandbox.Sandbox, string, string, []byte) (tools.Proposal, error) {
+	return tools.Proposal{}, errors.New("no proposer")
+}
+func (noProposer) Undo(tools.Change, string) error {
+	return errors.New("this host cannot undo changes (it has no built-in write and edit)")
 }

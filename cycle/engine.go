@@ -75,6 +75,7 @@ type Engine struct {
 	luaSources int
 
 	listModels  func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
+	proposer    tools.Proposer        // the file-changing tools' proposals and undo (Deps.Proposer)
 	loginCancel context.CancelFunc    // the sign-in waiting for GitHub (Login)
 	discovered  map[string]*discovery // model lists asked for, per provider (Discover)
 
@@ -106,6 +107,11 @@ type Deps struct {
 	// ListModels asks a provider's server for its models (Discover);
 	// nil = provider.ListModels.
 	ListModels func(ctx context.Context, name string, cfg provider.Config) ([]string, error)
+	// Proposer computes what a pending write or edit would leave in its
+	// file (the diff review) and undoes a change (:Flemma undo): the
+	// built-ins' (tools/builtin.Proposer), which the engine never imports.
+	// nil: no call is previewed as a diff and nothing can be undone.
+	Proposer tools.Proposer
 }
 
 // NewEngine returns an engine with default configuration; Connect gives it
@@ -126,6 +132,10 @@ func NewEngine(version string, logger *log.Logger, d Deps) *Engine {
 		fm:        frontmatter.NewEvaluator(frontmatter.Limits{}),
 		bufs:      map[int]*session{},
 		wiped:     map[int]bool{},
+	}
+	h.proposer = d.Proposer
+	if h.proposer == nil {
+		h.proposer = noProposer{}
 	}
 	h.listModels = d.ListModels
 	if h.listModels == nil {

@@ -546,7 +546,7 @@ func newEnv(t testing.TB, setup map[string]any) *testEnv {
 
 // newEnvWith is newEnv with some of the engine's dependencies replaced;
 // the others are what cmd/flemma-host wires (the built-in tools,
-// provider.New, approval.Builtins).
+// provider.New, approval.Builtins, builtin.Proposer).
 func newEnvWith(t testing.TB, setup map[string]any, deps Deps) *testEnv {
 	t.Helper()
 	// What the tests see does not depend on the machine's credentials.
@@ -565,6 +565,9 @@ func newEnvWith(t testing.TB, setup map[string]any, deps Deps) *testEnv {
 	}
 	if deps.Resolvers == nil {
 		deps.Resolvers = approval.Builtins
+	}
+	if deps.Proposer == nil {
+		deps.Proposer = builtin.Proposer
 	}
 	logw := io.Discard
 	if testing.Verbose() {

@@ -10,7 +10,6 @@ import (
 	"github.com/flemma-dev/flemma/buffer"
 	"github.com/flemma-dev/flemma/journal"
 	"github.com/flemma-dev/flemma/tools"
-	"github.com/flemma-dev/flemma/tools/builtin"
 	"github.com/flemma-dev/flemma/trust"
 )
 
@@ -112,7 +111,7 @@ func (h *Engine) onUndo(bufnr, line int) (Reply, error) {
 		var done, restored, removed, failed []string
 		for i := len(changes) - 1; i >= 0; i-- {
 			ch := changes[i]
-			if err := builtin.Undo(ch, h.backupDir()); err != nil {
+			if err := h.proposer.Undo(ch, h.backupDir()); err != nil {
 				failed = append(failed, fmt.Sprintf("%s: %v", ch.Path, err))
 				continue
 			}

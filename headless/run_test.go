@@ -79,7 +79,7 @@ func deps() cycle.Deps {
 	for _, t := range builtin.All() {
 		reg.MustAdd(t)
 	}
-	return cycle.Deps{Registry: reg, Providers: provider.New, Resolvers: approval.Builtins}
+	return cycle.Deps{Registry: reg, Providers: provider.New, Resolvers: approval.Builtins, Proposer: builtin.Proposer}
 }
 
 // run runs the conversation with the replay provider and the sandbox off

@@ -57,7 +57,7 @@ func deps(logf func(string, ...any)) cycle.Deps {
 	// setup's mcp_servers: started at the first request that needs the
 	// tool list, stopped (their processes killed) at Shutdown.
 	servers := mcp.New(reg, logf)
-	return cycle.Deps{Registry: reg, Providers: provider.New, Resolvers: approval.Builtins, MCP: servers}
+	return cycle.Deps{Registry: reg, Providers: provider.New, Resolvers: approval.Builtins, MCP: servers, Proposer: builtin.Proposer}
 }
 
 func run() int {

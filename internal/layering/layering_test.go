@@ -125,7 +125,7 @@ var layers = map[string][]string{
 	"tools/builtin":           {"internal/size", "tools", "tools/sandbox", "tools/internal/testhook"},
 	"tools/editor":            {"tools", "tools/sandbox"},
 	"mcp":                     {"tools", "tools/sandbox"},
-	"cycle":                   {"approval", "buffer", "frontmatter", "internal/editdist", "internal/secrets", "journal", "mcp", "options", "preview", "provider", "tools", "tools/builtin", "tools/editor", "tools/sandbox", "trust"},
+	"cycle":                   {"approval", "buffer", "frontmatter", "internal/editdist", "internal/secrets", "journal", "mcp", "options", "preview", "provider", "tools", "tools/editor", "tools/sandbox", "trust"}, // never tools/builtin: the built-ins come in through Deps (Registry, Proposer)
 	"rpc":                     {"cycle", "tools/editor", "tools/sandbox"},
 	"headless":                {"buffer", "cycle", "options", "preview", "trust"},
 	"cmd/flemma-host":         {".", "approval", "cycle", "headless", "internal/secrets", "journal", "mcp", "provider", "rpc", "tools", "tools/builtin", "tools/sandbox"},

@@ -16,16 +16,24 @@ import (
 // previewed (the call itself is not affected).
 const MaxProposeBytes = 8 << 20
 
-// Proposal is what a pending write or edit would leave in its file,
-// computed in memory by the same steps as the call (sandbox check, stale
-// file check, edit's exact-match rules) without writing anything.
-type Proposal struct {
-	Path   string // the resolved path
-	Input  string // the path as the call gave it
-	Exists bool   // the file exists (Old is its content)
-	Old    []byte
-	New    []byte
+// Proposal is tools.Proposal: what a pending write or edit would leave in
+// its file.
+type Proposal = tools.Proposal
+
+// Proposer is the built-in write and edit as the engine asks them for
+// proposals and undo (tools.Proposer).
+var Proposer tools.Proposer = proposer{}
+
+type proposer struct{}
+
+func (proposer) Proposes(name string) bool { return Proposes(name) }
+func (proposer) Propose(call tools.Call, name string, input json.RawMessage) (Proposal, error) {
+	return Propose(call, name, input)
 }
+func (proposer) ProposeContent(sb *sandbox.Sandbox, path, input string, content []byte) (Proposal, error) {
+	return ProposeContent(sb, path, input, content)
+}
+func (proposer) Undo(rec tools.Change, backupDir string) error { return Undo(rec, backupDir) }
 
 // Proposes reports whether Propose knows the tool.
 func Proposes(name string) bool { return name == "write" || name == "edit" }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/flemma-dev/flemma/tools"
@@ -66,7 +65,7 @@ func runRead(ctx context.Context, call tools.Call, in ReadInput) (tools.Output, 
 		return tools.Output{}, ioError("read", err)
 	}
 	head = head[:n]
-	if mime, binary := detectMIME(resolved, head); binary {
+	if mime, binary := tools.DetectMIME(resolved, head); binary {
 		return tools.Output{Text: "@" + fileRef(in.Path) + ";type=" + mime}, nil
 	}
 
@@ -230,63 +229,6 @@ func readLines(ctx context.Context, r io.Reader, start, limit int, lim tools.Lim
 	return res, nil
 }
 
-// textMIME maps extensions to MIME types (reference §7.2); anything else is
-// sniffed.
-var textMIME = map[string]string{
-	".txt": "text/plain", ".md": "text/markdown", ".json": "application/json", ".yaml": "application/yaml",
-	".yml": "application/yaml", ".toml": "application/toml", ".xml": "application/xml", ".csv": "text/csv",
-	".sql": "application/sql", ".html": "text/html", ".htm": "text/html", ".css": "text/css",
-	".js": "application/javascript", ".mjs": "application/javascript", ".ts": "application/typescript",
-	".py": "text/x-python", ".go": "text/x-go", ".rs": "text/x-rust", ".c": "text/x-c", ".h": "text/x-c",
-	".lua": "text/x-lua", ".sh": "text/x-shellscript",
-	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
-	".svg": "image/svg+xml", ".webp": "image/webp", ".bmp": "image/bmp", ".pdf": "application/pdf",
-}
-
-var magicMIME = []struct {
-	prefix string
-	mime   string
-}{
-	{"\x89PNG\r\n\x1a\n", "image/png"}, {"\xff\xd8\xff", "image/jpeg"}, {"GIF87a", "image/gif"}, {"GIF89a", "image/gif"},
-	{"%PDF-", "application/pdf"}, {"PK\x03\x04", "application/zip"}, {"\x1f\x8b", "application/gzip"},
-	{"\x7fELF", "application/x-executable"},
-}
-
-// detectMIME returns the MIME type of a file and whether it is binary: by
-// extension first, else by magic number, else binary iff its first 8KB hold
-// a NUL byte (as ripgrep and git decide). Text is text/*, or an
-// application type that is text (json, javascript, typescript, xml, yaml,
-// toml, sql).
-func detectMIME(path string, head []byte) (string, bool) {
-	mime, ok := textMIME[strings.ToLower(filepath.Ext(path))]
-	if !ok {
-		for _, m := range magicMIME {
-			if bytes.HasPrefix(head, []byte(m.prefix)) {
-				mime, ok = m.mime, true
-				break
-			}
-		}
-		if len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP" {
-			mime, ok = "image/webp", true
-		}
-	}
-	if !ok {
-		if bytes.IndexByte(head, 0) >= 0 {
-			return "application/octet-stream", true
-		}
-		return "text/plain", false
-	}
-	if strings.HasPrefix(mime, "text/") {
-		return mime, false
-	}
-	switch mime {
-	case "application/json", "application/javascript", "application/typescript", "application/xml",
-		"application/yaml", "application/toml", "application/sql":
-		return mime, false
-	}
-	return mime, true
-}
-
 // fileRef is the file reference of a binary file, built from the path as
 // the model wrote it (reference §7.2): /abs → //abs, ~/… and ./… kept,
 // anything else gets ./; whitespace, #, %, ? and ; are percent-encoded.
@@ -320,6 +262,3 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// DetectMIME returns the MIME type of a file from its name and its first
-// bytes, and whether it is binary (the rules read uses).
-func DetectMIME(path string, head []byte) (mime string, binary bool) { return detectMIME(path, head) }
