@@ -209,6 +209,13 @@ func loadAttachments(sb *sandbox.Sandbox, r attachRules, msgs []provider.Message
 			a.data, a.mime, a.binary, a.err = readAttachment(a.resolved, a.size)
 		}
 	}
+	// The templates, within one time budget and one output budget, before
+	// the files go in: a reference a {% %} loop repeats or a branch drops
+	// is attached where the template put it, and "the same file as above"
+	// names only a file that is above.
+	if renderTemplates(sb, r, msgs, &p, failAt); p.Stop != "" {
+		return p
+	}
 	for mi := range msgs {
 		m := &msgs[mi]
 		for pi := range m.Parts {
@@ -256,11 +263,6 @@ func loadAttachments(sb *sandbox.Sandbox, r attachRules, msgs []provider.Message
 			}
 		}
 	}
-	if p.Stop != "" {
-		return p
-	}
-	// The templates, within one time budget and one output budget.
-	renderTemplates(sb, r, msgs, &p, failAt)
 	if p.Stop != "" {
 		return p
 	}
