@@ -188,9 +188,7 @@ func (c *compaction) run(ctx context.Context) {
 		stop            string
 		usage           *provider.Usage
 		started         = time.Now()
-		prog            = Progress{Phase: "waiting", Provider: c.prov.Name(), Model: c.req.Params.Model}
-		progSent        = prog
-		progAt          = started
+		prog            = newProgressMeter(h.session(bufnr), c.prov.Name(), c.req.Params.Model, started)
 		streamErr       error
 		summaryAccepted bool
 	)
@@ -206,27 +204,14 @@ func (c *compaction) run(ctx context.Context) {
 		}
 		written = true
 	}
-	report := func() {
-		if prog == progSent || (prog.Phase == progSent.Phase && time.Since(progAt) < progressEvery) {
-			return
-		}
-		progSent, progAt = prog, time.Now()
-		p := prog
-		p.ElapsedMS = time.Since(started).Milliseconds()
-		h.session(bufnr).progress(p)
-	}
 	add := func(e provider.Event) {
 		switch e.Kind {
 		case provider.EventText:
 			text.WriteString(e.Text)
 			dirty = true
-			prog.Phase = "answering"
-			prog.TextChars += len([]rune(e.Text))
+			prog.answering(e.Text)
 		case provider.EventThinking:
-			if prog.Phase == "waiting" {
-				prog.Phase = "thinking"
-			}
-			prog.ThinkingChars += len([]rune(e.Text))
+			prog.thinking(e.Text)
 		case provider.EventToolUse:
 			calls++
 		case provider.EventUnreadable:
@@ -238,7 +223,7 @@ func (c *compaction) run(ctx context.Context) {
 			stop = e.StopReason
 		}
 	}
-	streamErr = h.pump(ctx, bufnr, c.prov, c.req, add, func() { flush(); report() })
+	streamErr = h.pump(ctx, bufnr, c.prov, c.req, add, func() { flush(); prog.report() })
 
 	summary := strings.TrimSpace(text.String())
 	why := ""

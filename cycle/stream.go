@@ -120,21 +120,8 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		flushes    int
 		started    = time.Now()
 		received   = map[string]bool{} // ids of the structured tool calls of this response
-		prog       = Progress{Phase: "waiting", Provider: prov.Name(), Model: sw.model}
-		progSent   = prog
-		progAt     = started
+		prog       = newProgressMeter(h.session(sw.bufnr), prov.Name(), sw.model, started)
 	)
-	// report sends the progress when its phase changed, or when its
-	// counts did and progressEvery passed.
-	report := func() {
-		if prog == progSent || (prog.Phase == progSent.Phase && time.Since(progAt) < progressEvery) {
-			return
-		}
-		progSent, progAt = prog, time.Now()
-		p := prog
-		p.ElapsedMS = time.Since(started).Milliseconds()
-		h.session(sw.bufnr).progress(p)
-	}
 	flush := func() {
 		if !dirty || writeErr != nil {
 			return
@@ -151,13 +138,9 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		dirty = true
 		switch e.Kind {
 		case provider.EventThinking:
-			prog.ThinkingChars += len([]rune(e.Text))
-			if prog.Phase == "waiting" {
-				prog.Phase = "thinking"
-			}
+			prog.thinking(e.Text)
 		case provider.EventText, provider.EventToolUse:
-			prog.TextChars += len([]rune(e.Text))
-			prog.Phase = "answering"
+			prog.answering(e.Text)
 		}
 		switch e.Kind {
 		case provider.EventToolUse:
@@ -178,7 +161,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 			}
 		}
 	}
-	streamErr := h.pump(ctx, sw.bufnr, prov, req, add, func() { flush(); report() })
+	streamErr := h.pump(ctx, sw.bufnr, prov, req, add, func() { flush(); prog.report() })
 	var final []string
 	switch {
 	case writeErr != nil:
@@ -290,6 +273,45 @@ func (sess *session) receivedRecords(final []string, ids map[string]bool) []Wire
 		}
 	}
 	return out
+}
+
+// progressMeter is a response's progress as it streams: what the events
+// add, and when to tell the user (report).
+type progressMeter struct {
+	sess        *session
+	started, at time.Time
+	now, sent   Progress
+}
+
+func newProgressMeter(sess *session, provider, model string, started time.Time) *progressMeter {
+	p := Progress{Phase: "waiting", Provider: provider, Model: model}
+	return &progressMeter{sess: sess, started: started, at: started, now: p, sent: p}
+}
+
+// thinking counts reasoning text; the first makes the phase "thinking".
+func (m *progressMeter) thinking(text string) {
+	m.now.ThinkingChars += len([]rune(text))
+	if m.now.Phase == "waiting" {
+		m.now.Phase = "thinking"
+	}
+}
+
+// answering counts answer text (or a call's); the phase is "answering".
+func (m *progressMeter) answering(text string) {
+	m.now.TextChars += len([]rune(text))
+	m.now.Phase = "answering"
+}
+
+// report sends the progress when its phase changed, or when its counts
+// did and progressEvery passed.
+func (m *progressMeter) report() {
+	if m.now == m.sent || (m.now.Phase == m.sent.Phase && time.Since(m.at) < progressEvery) {
+		return
+	}
+	m.sent, m.at = m.now, time.Now()
+	p := m.now
+	p.ElapsedMS = time.Since(m.started).Milliseconds()
+	m.sess.progress(p)
 }
 
 // cancelStream cancels the response being received, if any.
