@@ -307,6 +307,20 @@ func (sess *session) auditUser(id, decision, detail string) {
 	}
 }
 
+// waitDecisions waits, until ctx ends, for the decisions of the latest
+// step: they are written after it (recordDecisions).
+func (h *Engine) waitDecisions(ctx context.Context) {
+	h.mu.Lock()
+	pending := h.decisions
+	h.mu.Unlock()
+	if pending != nil {
+		select {
+		case <-pending:
+		case <-ctx.Done():
+		}
+	}
+}
+
 // recordTrust notes in the audit log that the user trusted or untrusted
 // the buffer (:Flemma trust, :Flemma untrust), as the host learns it.
 func (h *Engine) recordTrust(key string, trusted bool, vouched int) {
@@ -369,17 +383,7 @@ func (h *Engine) onJournalLog(bufnr int, asJSON bool) (Reply, error) {
 	var b strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	// The decisions of the latest step are written after it
-	// (recordDecisions): the log shows them.
-	h.mu.Lock()
-	pending := h.decisions
-	h.mu.Unlock()
-	if pending != nil {
-		select {
-		case <-pending:
-		case <-ctx.Done():
-		}
-	}
+	h.waitDecisions(ctx) // the log shows the latest step's
 	if err := jr.Export(ctx, &b, journal.Filter{Buffer: journalKey(bufnr, s.Name), Limit: 500, Results: true, Text: !asJSON}); err != nil {
 		return Reply{}, fmt.Errorf("tool:log: %w", err)
 	}

@@ -24,15 +24,7 @@ func (h *Engine) userDecisions(bufnr int, name string, doc *buffer.Document) map
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	h.mu.Lock()
-	pending := h.decisions
-	h.mu.Unlock()
-	if pending != nil {
-		select {
-		case <-pending:
-		case <-ctx.Done():
-		}
-	}
+	h.waitDecisions(ctx)
 	ids := make([]string, len(uses))
 	for i, tu := range uses {
 		ids[i] = tu.ID
