@@ -202,26 +202,21 @@ local function chat_group()
     return group_id
   end
   group_id = vim.api.nvim_create_augroup("flemma.chat", { clear = true })
-  vim.api.nvim_create_autocmd("FileReadPre", {
-    group = group_id,
-    desc = "flemma: note the frontmatter before a :read",
-    callback = function()
-      local b = vim.api.nvim_get_current_buf()
-      if attached[b] then
-        trust.before_read(b)
-      end
-    end,
-  })
-  vim.api.nvim_create_autocmd("FileReadPost", {
-    group = group_id,
-    desc = "flemma: a :read that changes a trusted frontmatter untrusts it",
-    callback = function()
-      local b = vim.api.nvim_get_current_buf()
-      if attached[b] then
-        trust.after_read(b)
-      end
-    end,
-  })
+  for event, hook in pairs({
+    FileReadPre = { "flemma: note the frontmatter before a :read", trust.before_read },
+    FileReadPost = { "flemma: a :read that changes a trusted frontmatter untrusts it", trust.after_read },
+  }) do
+    vim.api.nvim_create_autocmd(event, {
+      group = group_id,
+      desc = hook[1],
+      callback = function()
+        local b = vim.api.nvim_get_current_buf()
+        if attached[b] then
+          hook[2](b)
+        end
+      end,
+    })
+  end
   local resize = vim.fn.exists("##WinResized") == 1 and { "VimResized", "WinResized" }
     or { "VimResized", "WinScrolled" }
   vim.api.nvim_create_autocmd(resize, {
