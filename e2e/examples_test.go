@@ -31,10 +31,30 @@ func luaExamples(t *testing.T) []docExample {
 		line := strings.Count(string(readme[:m[0]]), "\n") + 1
 		out = append(out, docExample{"README.md:" + itoa(line), string(readme[m[2]:m[3]])})
 	}
-	help, err := os.ReadFile(filepath.Join(root, "doc", "flemma.txt"))
+	for _, ex := range docBlocks(t) {
+		// Chat text, tool output and SSE scripts are examples too, but not
+		// Lua. (A message template, "{%"/"{{", is run by
+		// TestHelpTemplateExample.)
+		code := ex.code
+		if strings.HasPrefix(code, "@") || strings.HasPrefix(code, "**") || strings.HasPrefix(code, "```") ||
+			strings.HasPrefix(code, "{%") || strings.HasPrefix(code, "{{") ||
+			strings.HasPrefix(code, "delay:") || !strings.ContainsAny(code, "=(") || strings.Contains(code, "LSP diagnostics") {
+			continue
+		}
+		out = append(out, ex)
+	}
+	return out
+}
+
+// docBlocks returns the example blocks of the help (">" or ">lua" to "<"),
+// dedented.
+func docBlocks(t *testing.T) []docExample {
+	t.Helper()
+	help, err := os.ReadFile(filepath.Join(nvimtest.RepoRoot(), "doc", "flemma.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []docExample
 	lines := strings.Split(string(help), "\n")
 	for i := 0; i < len(lines); i++ {
 		if !strings.HasSuffix(lines[i], ">") && !strings.HasSuffix(lines[i], ">lua") {
@@ -45,15 +65,7 @@ func luaExamples(t *testing.T) []docExample {
 		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "<") && (lines[i] == "" || strings.HasPrefix(lines[i], " ") || strings.HasPrefix(lines[i], "\t")); i++ {
 			block = append(block, lines[i])
 		}
-		code := dedent(block)
-		// Chat text, tool output and SSE scripts are examples too, but not Lua.
-		// (A message template, "{%"/"{{", is covered by TestTemplateStatementsAndInclude.)
-		if strings.HasPrefix(code, "@") || strings.HasPrefix(code, "**") || strings.HasPrefix(code, "```") ||
-			strings.HasPrefix(code, "{%") || strings.HasPrefix(code, "{{") ||
-			strings.HasPrefix(code, "delay:") || !strings.ContainsAny(code, "=(") || strings.Contains(code, "LSP diagnostics") {
-			continue
-		}
-		out = append(out, docExample{"doc/flemma.txt:" + itoa(start), code})
+		out = append(out, docExample{"doc/flemma.txt:" + itoa(start), dedent(block)})
 	}
 	return out
 }

@@ -97,3 +97,31 @@ func TestTemplateIncludeConfined(t *testing.T) {
 		}
 	})
 }
+
+// The help's {% %} example, as written (its block in doc/flemma.txt),
+// sent with a frontmatter that defines files: one numbered line per file.
+func TestHelpTemplateExample(t *testing.T) {
+	var example string
+	for _, ex := range docBlocks(t) {
+		if strings.HasPrefix(ex.code, "{%") {
+			example = ex.code
+		}
+	}
+	if example == "" {
+		t.Fatal("the help has no {% %} example")
+	}
+	f := &fakeAnthropic{turns: []string{sse("Listed.")}}
+	eachNvimSend(t, f, "", func(t *testing.T, s *nvimtest.Session) {
+		mustOpen(t, s, "ex.chat", "```lua\nfiles = { 'a.go', 'b.go' }\n```\n@You:\n"+example)
+		press(t, s, "<C-]>")
+		if got, err := s.Wait(15*time.Second, func(x string) bool { return strings.Contains(x, "Listed.") }); err != nil {
+			t.Fatalf("buffer:\n%s\nmessages: %s", got, s.Messages())
+		}
+		f.mu.Lock()
+		body, _ := json.Marshal(f.bodies[0]["messages"])
+		f.mu.Unlock()
+		if !strings.Contains(string(body), `1. a.go\n2. b.go\n`) {
+			t.Errorf("request: %s", body)
+		}
+	})
+}
