@@ -99,112 +99,17 @@ type attachedFile struct {
 // the send stops (Stop names the first); a tool result's file that is
 // gone only gets its note. A file named again in the same send is sent once:
 // later references say so.
-func loadAttachments(sb *sandbox.Sandbox, r attachRules, msgs []provider.Message) (p attachPlan) {
-	failAt := func(line int, msg string) {
-		p.Diags = append(p.Diags, Diag{Lnum: line, Severity: "error", Message: msg})
-		if p.Stop == "" {
-			p.Stop = fmt.Sprintf("line %d: %s", line, msg)
-		}
+func loadAttachments(sb *sandbox.Sandbox, r attachRules, msgs []provider.Message) attachPlan {
+	l := &attachLoad{sb: sb, r: r, msgs: msgs, files: map[string]*attachedFile{}}
+	// The files, each resolved and judged once, before any is read; then
+	// their sizes against the budget; then their content.
+	if l.judgeAll(); l.p.Stop != "" || l.userErrors() || l.ask() {
+		return l.p
 	}
-	// The files, each resolved and judged once, before any is read.
-	files := map[string]*attachedFile{} // by the path as resolved against the buffer
-	var order []*attachedFile
-	refs := 0
-	judge := func(f *provider.File) *attachedFile {
-		abs := sb.Resolve(f.Path)
-		if a, ok := files[abs]; ok {
-			return a
-		}
-		a := &attachedFile{}
-		files[abs] = a
-		order = append(order, a)
-		a.resolved, a.err = sb.CheckRead(abs)
-		if a.err != nil {
-			var de *sandbox.DenyError
-			if errors.As(a.err, &de) {
-				a.err = fmt.Errorf("refused by the sandbox (%s)", de.Rule)
-			} else {
-				a.err = readError(a.err)
-			}
-			return a
-		}
-		if r.Project != nil && !r.Allowed[a.resolved] && !inProject(a.resolved, r.Project) {
-			p.Ask = append(p.Ask, askFile{Path: a.resolved, Ref: f.Ref, Line: f.Line})
-		}
-		return a
+	if l.sizes(); l.p.Stop != "" {
+		return l.p
 	}
-	for mi := range msgs {
-		for _, part := range msgs[mi].Parts {
-			switch part.Kind {
-			case provider.PartFile:
-				refs++
-				if refs == r.Budget.References+1 {
-					failAt(part.File.Line, fmt.Sprintf("more than %d file references in one send (send.budget.references)", r.Budget.References))
-				}
-				judge(part.File)
-			case provider.PartToolResult:
-				for _, f := range part.ToolResult.Files {
-					judge(f)
-				}
-			}
-		}
-	}
-	// userErrors stops the send at a user's reference that cannot be
-	// attached (a tool result's file only gets its note).
-	userErrors := func() bool {
-		for mi := range msgs {
-			for _, part := range msgs[mi].Parts {
-				if part.Kind == provider.PartFile {
-					if a := files[sb.Resolve(part.File.Path)]; a.err != nil {
-						failAt(part.File.Line, fmt.Sprintf("%s: %v", part.File.Ref, a.err))
-					}
-				}
-			}
-		}
-		return p.Stop != ""
-	}
-	if p.Stop != "" || userErrors() {
-		return p
-	}
-	for _, a := range p.Ask {
-		p.Diags = append(p.Diags, Diag{Lnum: a.Line, Severity: "error",
-			Message: fmt.Sprintf("%s is outside this buffer's project, and the buffer is not trusted: flemma asks before sending it (:Flemma attach:allow)", a.Ref)})
-	}
-	if len(p.Ask) > 0 {
-		names := make([]string, 0, len(p.Ask))
-		for _, a := range p.Ask {
-			names = append(names, fmt.Sprintf("%s (line %d)", a.Ref, a.Line))
-		}
-		p.Stop = fmt.Sprintf("this buffer is not trusted and attaches files outside its project: %s. To send them, :Flemma attach:allow (you allow these files for this buffer until Neovim exits, and the message is sent); or remove the references",
-			strings.Join(names, ", "))
-		return p
-	}
-	// Sizes before reading: the budget counts each file once.
-	var total int64
-	for _, a := range order {
-		if a.err != nil {
-			continue
-		}
-		a.size, a.err = statAttachment(a.resolved)
-		total += max(a.size, 0)
-	}
-	if userErrors() {
-		return p
-	}
-	if total > r.Budget.AttachmentBytes {
-		line := 0
-		for mi := range msgs {
-			for _, part := range msgs[mi].Parts {
-				if part.Kind == provider.PartFile && line == 0 {
-					line = part.File.Line
-				}
-			}
-		}
-		failAt(line, fmt.Sprintf("the files this send attaches are %s together, more than %s (send.budget.attachment_bytes)",
-			tools.FormatSize(total), tools.FormatSize(r.Budget.AttachmentBytes)))
-		return p
-	}
-	for _, a := range order {
+	for _, a := range l.order {
 		if a.err == nil {
 			a.data, a.mime, a.binary, a.err = readAttachment(a.resolved, a.size)
 		}
@@ -213,63 +118,200 @@ func loadAttachments(sb *sandbox.Sandbox, r attachRules, msgs []provider.Message
 	// the files go in: a reference a {% %} loop repeats or a branch drops
 	// is attached where the template put it, and "the same file as above"
 	// names only a file that is above.
-	if renderTemplates(sb, r, msgs, &p, failAt); p.Stop != "" {
-		return p
+	if renderTemplates(sb, r, msgs, &l.p, l.failAt); l.p.Stop != "" {
+		return l.p
 	}
 	for mi := range msgs {
 		m := &msgs[mi]
 		for pi := range m.Parts {
-			part := &m.Parts[pi]
-			switch part.Kind {
+			switch part := &m.Parts[pi]; part.Kind {
 			case provider.PartToolResult:
-				for _, f := range part.ToolResult.Files {
-					a := files[sb.Resolve(f.Path)]
-					if a.err != nil {
-						f.Note = a.err.Error()
-						continue
-					}
-					if f.MIME == "" {
-						f.MIME = a.mime
-					}
-					f.Data = a.data
-				}
+				l.fillResult(part.ToolResult)
 			case provider.PartFile:
-				f := part.File
-				a := files[sb.Resolve(f.Path)]
-				if a.err != nil {
-					failAt(f.Line, fmt.Sprintf("%s: %v", f.Ref, a.err))
-					continue
-				}
-				if a.sent {
-					*part = provider.Part{Kind: provider.PartText, Text: fmt.Sprintf("<file path=%q>[the same file as attached above]</file>", f.Path)}
-					continue
-				}
-				a.sent = true
-				binary := a.binary
-				if f.MIME == "" {
-					f.MIME = a.mime
-				} else {
-					binary = !strings.HasPrefix(f.MIME, "text/")
-				}
-				if binary {
-					f.Data = a.data
-					if !strings.HasPrefix(f.MIME, "image/") && f.MIME != "application/pdf" {
-						p.Diags = append(p.Diags, Diag{Lnum: f.Line, Severity: "warning",
-							Message: fmt.Sprintf("%s: %s files are not attached (only text, images and PDFs); a note is sent instead", f.Ref, f.MIME)})
-					}
-					continue
-				}
-				*part = provider.Part{Kind: provider.PartText, Text: includeText(f, a.data, r.Redact, &p.Diags)}
+				l.fillReference(part)
 			}
 		}
 	}
-	if p.Stop != "" {
-		return p
+	if l.p.Stop != "" {
+		return l.p
 	}
 	for mi := range msgs {
 		msgs[mi].Parts = mergeText(msgs[mi].Parts)
 	}
-	return p
+	return l.p
+}
+
+// attachLoad is one loadAttachments: the send's messages, the files they
+// name (by the path as resolved against the buffer) and the plan so far.
+type attachLoad struct {
+	sb    *sandbox.Sandbox
+	r     attachRules
+	msgs  []provider.Message
+	files map[string]*attachedFile
+	order []*attachedFile
+	p     attachPlan
+}
+
+// failAt is an error diagnostic on line; the first one stops the send.
+func (l *attachLoad) failAt(line int, msg string) {
+	l.p.Diags = append(l.p.Diags, Diag{Lnum: line, Severity: "error", Message: msg})
+	if l.p.Stop == "" {
+		l.p.Stop = fmt.Sprintf("line %d: %s", line, msg)
+	}
+}
+
+// judgeAll judges every file of the send once, within the budget of
+// references.
+func (l *attachLoad) judgeAll() {
+	refs := 0
+	for mi := range l.msgs {
+		for _, part := range l.msgs[mi].Parts {
+			switch part.Kind {
+			case provider.PartFile:
+				if refs++; refs == l.r.Budget.References+1 {
+					l.failAt(part.File.Line, fmt.Sprintf("more than %d file references in one send (send.budget.references)", l.r.Budget.References))
+				}
+				l.judge(part.File)
+			case provider.PartToolResult:
+				for _, f := range part.ToolResult.Files {
+					l.judge(f)
+				}
+			}
+		}
+	}
+}
+
+// judge resolves f and checks it may be read (deny_read; the project of an
+// untrusted buffer, which asks), once per file.
+func (l *attachLoad) judge(f *provider.File) {
+	abs := l.sb.Resolve(f.Path)
+	if _, ok := l.files[abs]; ok {
+		return
+	}
+	a := &attachedFile{}
+	l.files[abs] = a
+	l.order = append(l.order, a)
+	a.resolved, a.err = l.sb.CheckRead(abs)
+	if a.err != nil {
+		var de *sandbox.DenyError
+		if errors.As(a.err, &de) {
+			a.err = fmt.Errorf("refused by the sandbox (%s)", de.Rule)
+		} else {
+			a.err = readError(a.err)
+		}
+		return
+	}
+	if l.r.Project != nil && !l.r.Allowed[a.resolved] && !inProject(a.resolved, l.r.Project) {
+		l.p.Ask = append(l.p.Ask, askFile{Path: a.resolved, Ref: f.Ref, Line: f.Line})
+	}
+}
+
+// file is the judged file of a reference.
+func (l *attachLoad) file(f *provider.File) *attachedFile { return l.files[l.sb.Resolve(f.Path)] }
+
+// userErrors stops the send at a user's reference that cannot be attached
+// (a tool result's file only gets its note).
+func (l *attachLoad) userErrors() bool {
+	for mi := range l.msgs {
+		for _, part := range l.msgs[mi].Parts {
+			if part.Kind == provider.PartFile {
+				if a := l.file(part.File); a.err != nil {
+					l.failAt(part.File.Line, fmt.Sprintf("%s: %v", part.File.Ref, a.err))
+				}
+			}
+		}
+	}
+	return l.p.Stop != ""
+}
+
+// ask stops the send at files outside the project of an untrusted buffer,
+// naming them: the user's word is needed (:Flemma attach:allow).
+func (l *attachLoad) ask() bool {
+	if len(l.p.Ask) == 0 {
+		return false
+	}
+	names := make([]string, 0, len(l.p.Ask))
+	for _, a := range l.p.Ask {
+		l.p.Diags = append(l.p.Diags, Diag{Lnum: a.Line, Severity: "error",
+			Message: fmt.Sprintf("%s is outside this buffer's project, and the buffer is not trusted: flemma asks before sending it (:Flemma attach:allow)", a.Ref)})
+		names = append(names, fmt.Sprintf("%s (line %d)", a.Ref, a.Line))
+	}
+	l.p.Stop = fmt.Sprintf("this buffer is not trusted and attaches files outside its project: %s. To send them, :Flemma attach:allow (you allow these files for this buffer until Neovim exits, and the message is sent); or remove the references",
+		strings.Join(names, ", "))
+	return true
+}
+
+// sizes takes the size of every file before any is read: the budget
+// counts each file once.
+func (l *attachLoad) sizes() {
+	var total int64
+	for _, a := range l.order {
+		if a.err != nil {
+			continue
+		}
+		a.size, a.err = statAttachment(a.resolved)
+		total += max(a.size, 0)
+	}
+	if l.userErrors() || total <= l.r.Budget.AttachmentBytes {
+		return
+	}
+	line := 0
+	for mi := range l.msgs {
+		for _, part := range l.msgs[mi].Parts {
+			if part.Kind == provider.PartFile && line == 0 {
+				line = part.File.Line
+			}
+		}
+	}
+	l.failAt(line, fmt.Sprintf("the files this send attaches are %s together, more than %s (send.budget.attachment_bytes)",
+		tools.FormatSize(total), tools.FormatSize(l.r.Budget.AttachmentBytes)))
+}
+
+// fillResult gives a tool result's files their content, or a note.
+func (l *attachLoad) fillResult(tr *provider.ToolResult) {
+	for _, f := range tr.Files {
+		a := l.file(f)
+		if a.err != nil {
+			f.Note = a.err.Error()
+			continue
+		}
+		if f.MIME == "" {
+			f.MIME = a.mime
+		}
+		f.Data = a.data
+	}
+}
+
+// fillReference puts a user's reference's content in place: a text file
+// inlined (redacted), an image or a PDF as its bytes, a file named again
+// as a note that it is above.
+func (l *attachLoad) fillReference(part *provider.Part) {
+	f := part.File
+	a := l.file(f)
+	if a.err != nil {
+		l.failAt(f.Line, fmt.Sprintf("%s: %v", f.Ref, a.err))
+		return
+	}
+	if a.sent {
+		*part = provider.Part{Kind: provider.PartText, Text: fmt.Sprintf("<file path=%q>[the same file as attached above]</file>", f.Path)}
+		return
+	}
+	a.sent = true
+	binary := a.binary
+	if f.MIME == "" {
+		f.MIME = a.mime
+	} else {
+		binary = !strings.HasPrefix(f.MIME, "text/")
+	}
+	if !binary {
+		*part = provider.Part{Kind: provider.PartText, Text: includeText(f, a.data, l.r.Redact, &l.p.Diags)}
+		return
+	}
+	f.Data = a.data
+	if !strings.HasPrefix(f.MIME, "image/") && f.MIME != "application/pdf" {
+		l.p.Diags = append(l.p.Diags, Diag{Lnum: f.Line, Severity: "warning",
+			Message: fmt.Sprintf("%s: %s files are not attached (only text, images and PDFs); a note is sent instead", f.Ref, f.MIME)})
+	}
 }
 
 // inProject reports whether path (resolved) lies inside one of the
