@@ -80,19 +80,7 @@ func TestAttachOutsideProjectAsks(t *testing.T) {
 		if m := s.Messages(); !strings.Contains(m, "@~/.gitconfig (line 2), @./.git/config (line 3)") || !strings.Contains(m, ":Flemma attach:allow") {
 			t.Errorf("no question naming the files:\n%s", m)
 		}
-		f.mu.Lock()
-		n := len(f.bodies)
-		f.mu.Unlock()
-		if n != 0 {
-			t.Fatalf("%d request(s) sent before the user allowed the files", n)
-		}
-		press(t, s, ":Flemma attach:allow<CR>")
-		if _, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "Seen.") }); err != nil {
-			t.Fatalf("not sent after attach:allow:\n%s", s.Messages())
-		}
-		f.mu.Lock()
-		body, _ := json.Marshal(f.bodies[0]["messages"])
-		f.mu.Unlock()
+		body := allowAfterAsking(t, s, f)
 		for _, secret := range []string{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "eC1hY2Nlc3MtdG9rZW46Z2hzXzEyMzQ1Njc4OTA="} {
 			if strings.Contains(string(body), secret) {
 				t.Errorf("%s reached the request", secret)
@@ -135,4 +123,25 @@ func TestSendBudget(t *testing.T) {
 			t.Errorf("%d later references noted (want 39), request %d bytes", n, len(body))
 		}
 	})
+}
+
+// allowAfterAsking: nothing was sent while flemma asks about the files;
+// :Flemma attach:allow sends the message (the answer is "Seen."). It
+// returns the messages of that request as JSON.
+func allowAfterAsking(t *testing.T, s *nvimtest.Session, f *fakeAnthropic) []byte {
+	t.Helper()
+	f.mu.Lock()
+	n := len(f.bodies)
+	f.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d request(s) sent before the user allowed the files", n)
+	}
+	press(t, s, ":Flemma attach:allow<CR>")
+	if _, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "Seen.") }); err != nil {
+		t.Fatalf("not sent after attach:allow:\n%s", s.Messages())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	body, _ := json.Marshal(f.bodies[0]["messages"])
+	return body
 }

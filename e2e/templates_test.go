@@ -79,19 +79,7 @@ func TestTemplateIncludeConfined(t *testing.T) {
 		if m := s.Messages(); !strings.Contains(m, ":Flemma attach:allow") {
 			t.Errorf("no question for the file outside the project:\n%s", m)
 		}
-		f.mu.Lock()
-		n := len(f.bodies)
-		f.mu.Unlock()
-		if n != 0 {
-			t.Fatalf("%d request(s) sent before the user allowed the file", n)
-		}
-		press(t, s, ":Flemma attach:allow<CR>")
-		if _, err := s.Wait(10*time.Second, func(x string) bool { return strings.Contains(x, "Seen.") }); err != nil {
-			t.Fatalf("not sent after attach:allow:\n%s", s.Messages())
-		}
-		f.mu.Lock()
-		body, _ := json.Marshal(f.bodies[0]["messages"])
-		f.mu.Unlock()
+		body := allowAfterAsking(t, s, f)
 		if !strings.Contains(string(body), "read outside text") {
 			t.Errorf("request: %s", body)
 		}
