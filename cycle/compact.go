@@ -284,17 +284,9 @@ func (c *compaction) run(ctx context.Context) {
 	st.mu.Unlock()
 	h.addUsage(usage, cost, costKnown)
 	h.session(bufnr).progress(Progress{Provider: c.prov.Name(), Model: c.req.Params.Model})
-	end := RequestEvent{Bufnr: bufnr, Provider: c.prov.Name(), Model: c.req.Params.Model, Status: "ok",
-		StopReason: stop, Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
-	if costKnown {
-		end.CostUSD = &cost
-	}
-	switch {
-	case errors.Is(streamErr, context.Canceled):
-		end.Status = "cancelled"
-	case streamErr != nil:
-		end.Status, end.Error = "error", streamErr.Error()
-	case !summaryAccepted:
+	end := requestEnd(RequestEvent{Bufnr: bufnr, Provider: c.prov.Name(), Model: c.req.Params.Model,
+		StopReason: stop, Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}, cost, costKnown, streamErr)
+	if end.Status == "ok" && !summaryAccepted {
 		end.Status = "cut"
 	}
 	h.session(bufnr).endStream()

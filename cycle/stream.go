@@ -193,16 +193,10 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 	st.mu.Unlock()
 	h.addUsage(usage, cost, costKnown)
 	h.session(sw.bufnr).progress(Progress{Provider: prov.Name(), Model: sw.model})
-	end := RequestEvent{Bufnr: sw.bufnr, Provider: prov.Name(), Model: req.Params.Model, Status: "ok",
-		StopReason: w.StopReason(), Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}
-	if costKnown {
-		end.CostUSD = &cost
-	}
+	end := requestEnd(RequestEvent{Bufnr: sw.bufnr, Provider: prov.Name(), Model: req.Params.Model,
+		StopReason: w.StopReason(), Usage: usageEvent(usage), DurationMS: time.Since(started).Milliseconds()}, cost, costKnown, streamErr)
 	switch {
-	case errors.Is(streamErr, context.Canceled):
-		end.Status = "cancelled"
-	case streamErr != nil:
-		end.Status, end.Error = "error", streamErr.Error()
+	case end.Status != "ok":
 	case w.Cut() != "":
 		end.Status = "cut"
 	case len(final) == 0:
@@ -273,6 +267,24 @@ func (sess *session) receivedRecords(final []string, ids map[string]bool) []Wire
 		}
 	}
 	return out
+}
+
+// requestEnd is the FlemmaRequestEnd event of a response that ended with
+// streamErr: its status "cancelled", "error" or (for the caller to refine)
+// "ok", and its cost when known.
+func requestEnd(end RequestEvent, cost float64, costKnown bool, streamErr error) RequestEvent {
+	if costKnown {
+		end.CostUSD = &cost
+	}
+	switch {
+	case errors.Is(streamErr, context.Canceled):
+		end.Status = "cancelled"
+	case streamErr != nil:
+		end.Status, end.Error = "error", streamErr.Error()
+	default:
+		end.Status = "ok"
+	}
+	return end
 }
 
 // progressMeter is a response's progress as it streams: what the events
