@@ -177,20 +177,45 @@ func (c *compaction) lines(text string, closed bool) []string {
 // per flushEvery; the block is closed (and so counts) only when the whole
 // answer is in. Anything else — <C-c>, an error, an answer cut short or
 // with a tool call — leaves the buffer as it was.
+// summaryVerdict says whether a compaction's answer is a summary to keep,
+// and if not why: the stream failed (streamErr: cancelled, an error, the
+// buffer could not be written), pieces were lost, the model called a tool,
+// it stopped before the end, or it wrote nothing.
+func summaryVerdict(streamErr error, lost, calls int, stop, summary string) (why string, accepted bool) {
+	switch {
+	case errors.Is(streamErr, context.Canceled):
+		return "cancelled", false
+	case streamErr != nil:
+		return streamErr.Error(), false
+	case lost > 0:
+		return fmt.Sprintf("%d piece(s) of the answer could not be read (the raw text is in :Flemma log)", lost), false
+	case calls > 0:
+		return "the model called a tool instead of writing the summary", false
+	case stop != "" && stop != "end_turn":
+		why = fmt.Sprintf("the summary was not finished (stop reason %q", stop)
+		if stop == "max_tokens" {
+			why += ": it reached the output limit, max_tokens"
+		}
+		return why + ")", false
+	case summary == "":
+		return "the model's answer was empty", false
+	}
+	return "", true
+}
+
 func (c *compaction) run(ctx context.Context) {
 	h, sw := c.h, c.sw
 	bufnr := sw.bufnr
 	var (
-		text            strings.Builder
-		dirty, written  bool
-		writeErr        error
-		calls, lost     int
-		stop            string
-		usage           *provider.Usage
-		started         = time.Now()
-		prog            = newProgressMeter(h.session(bufnr), c.prov.Name(), c.req.Params.Model, started)
-		streamErr       error
-		summaryAccepted bool
+		text           strings.Builder
+		dirty, written bool
+		writeErr       error
+		calls, lost    int
+		stop           string
+		usage          *provider.Usage
+		started        = time.Now()
+		prog           = newProgressMeter(h.session(bufnr), c.prov.Name(), c.req.Params.Model, started)
+		streamErr      error
 	)
 	flush := func() {
 		if !dirty || writeErr != nil {
@@ -225,30 +250,11 @@ func (c *compaction) run(ctx context.Context) {
 	}
 	streamErr = h.pump(ctx, bufnr, c.prov, c.req, add, func() { flush(); prog.report() })
 
-	summary := strings.TrimSpace(text.String())
-	why := ""
-	switch {
-	case writeErr != nil:
-		streamErr, why = writeErr, writeErr.Error()
-	case errors.Is(streamErr, context.Canceled):
-		why = "cancelled"
-	case streamErr != nil:
-		why = streamErr.Error()
-	case lost > 0:
-		why = fmt.Sprintf("%d piece(s) of the answer could not be read (the raw text is in :Flemma log)", lost)
-	case calls > 0:
-		why = "the model called a tool instead of writing the summary"
-	case stop != "" && stop != "end_turn":
-		why = fmt.Sprintf("the summary was not finished (stop reason %q", stop)
-		if stop == "max_tokens" {
-			why += ": it reached the output limit, max_tokens"
-		}
-		why += ")"
-	case summary == "":
-		why = "the model's answer was empty"
-	default:
-		summaryAccepted = true
+	if writeErr != nil {
+		streamErr = writeErr
 	}
+	summary := strings.TrimSpace(text.String())
+	why, summaryAccepted := summaryVerdict(streamErr, lost, calls, stop, summary)
 	var err error
 	switch {
 	case writeErr != nil:
@@ -270,11 +276,7 @@ func (c *compaction) run(ctx context.Context) {
 			why, summaryAccepted = "the buffer could not be written: "+err.Error(), false
 		}
 	}
-	var cost float64
-	costKnown := false
-	if usage != nil && c.req.ModelInfo != nil {
-		cost, costKnown = c.req.ModelInfo.Prices.Cost(*usage)
-	}
+	cost, costKnown := responseCost(usage, c.req.ModelInfo)
 	st := h.session(bufnr)
 	st.mu.Lock()
 	st.usage.add(usage, cost, costKnown)

@@ -3,6 +3,7 @@ package cycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -437,5 +438,30 @@ func TestCompactDraftChangedMeanwhile(t *testing.T) {
 	}
 	if notes := strings.Join(env.ed.notifications(), "\n"); !strings.Contains(notes, "has no closing marker") {
 		t.Errorf("notes: %s", notes)
+	}
+}
+
+// What makes a compaction's answer a summary to keep, and the reason the
+// user is told when it is not.
+func TestSummaryVerdict(t *testing.T) {
+	for _, c := range []struct {
+		err         error
+		lost, calls int
+		stop, text  string
+		want        string
+	}{
+		{nil, 0, 0, "end_turn", "the summary", ""},
+		{context.Canceled, 0, 0, "", "", "cancelled"},
+		{errors.New("boom"), 0, 0, "", "x", "boom"},
+		{nil, 2, 0, "end_turn", "x", "2 piece(s) of the answer could not be read"},
+		{nil, 0, 1, "tool_use", "x", "the model called a tool"},
+		{nil, 0, 0, "max_tokens", "x", `stop reason "max_tokens": it reached the output limit, max_tokens)`},
+		{nil, 0, 0, "refusal", "x", `stop reason "refusal")`},
+		{nil, 0, 0, "end_turn", "", "the model's answer was empty"},
+	} {
+		why, ok := summaryVerdict(c.err, c.lost, c.calls, c.stop, c.text)
+		if ok != (c.want == "") || !strings.Contains(why, c.want) {
+			t.Errorf("%+v: %q %v", c, why, ok)
+		}
 	}
 }

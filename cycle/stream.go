@@ -180,11 +180,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		h.session(sw.bufnr).setModifiable(true)
 	}
 	h.logf("send: done in %s, %d buffer updates, %d tool calls, usage %+v, err %v", time.Since(started), flushes+2, toolUses, usage, streamErr)
-	var cost float64
-	costKnown := false
-	if usage != nil && req.ModelInfo != nil {
-		cost, costKnown = req.ModelInfo.Prices.Cost(*usage)
-	}
+	cost, costKnown := responseCost(usage, req.ModelInfo)
 	st := h.session(sw.bufnr)
 	st.mu.Lock()
 	st.lastUsage = usage
@@ -214,18 +210,7 @@ func (h *Engine) stream(ctx context.Context, prov provider.Provider, req provide
 		return
 	}
 	if usage != nil {
-		msg := fmt.Sprintf("%s: %d input · %d output tokens", prov.Name(), usage.InputTokens, usage.OutputTokens)
-		if usage.CacheReadTokens > 0 || usage.CacheWriteTokens > 0 {
-			// The statusline's "in" counts the cache reads too: say them.
-			msg += fmt.Sprintf(" · cache %d read, %d written", usage.CacheReadTokens, usage.CacheWriteTokens) + cacheHit(usage)
-		}
-		if usage.WebSearches > 0 {
-			msg += fmt.Sprintf(" · %d web searches", usage.WebSearches)
-		}
-		if costKnown {
-			msg += " · " + dollars(cost) + h.sessionCost() // usage.go
-		}
-		h.notify(msg, levelInfo)
+		h.notify(h.usageLine(prov.Name(), usage, cost, costKnown), levelInfo)
 	}
 	if end.Status == "empty" {
 		out := 0

@@ -123,3 +123,28 @@ func overWindow(tokens int, model string, window int) string {
 	return fmt.Sprintf("This send is about %s tokens (an estimate), about %s more than %s's %s-token window: the provider will likely refuse it, so it was not sent. :Flemma compact summarizes the conversation first, or delete turns you no longer need, or :Flemma switch to a model with a larger window; <C-]> again sends it as it is.",
 		thousands(tokens), thousands(tokens-window), model, thousands(window))
 }
+
+// responseCost is what a response cost, when the model's prices are known.
+func responseCost(u *provider.Usage, info *provider.ModelInfo) (float64, bool) {
+	if u == nil || info == nil {
+		return 0, false
+	}
+	return info.Prices.Cost(*u)
+}
+
+// usageLine is the note after a response: its tokens, the cache's share,
+// web searches and what it cost.
+func (h *Engine) usageLine(name string, u *provider.Usage, cost float64, costKnown bool) string {
+	msg := fmt.Sprintf("%s: %d input · %d output tokens", name, u.InputTokens, u.OutputTokens)
+	if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+		// The statusline's "in" counts the cache reads too: say them.
+		msg += fmt.Sprintf(" · cache %d read, %d written", u.CacheReadTokens, u.CacheWriteTokens) + cacheHit(u)
+	}
+	if u.WebSearches > 0 {
+		msg += fmt.Sprintf(" · %d web searches", u.WebSearches)
+	}
+	if costKnown {
+		msg += " · " + dollars(cost) + h.sessionCost()
+	}
+	return msg
+}
