@@ -185,18 +185,26 @@ func (h *Engine) blockUnder(bufnr, line int) (*buffer.Document, string, error) {
 		return nil, "", err
 	}
 	doc := sess.parse(s)
+	id, err := blockIn(doc, line)
+	return doc, id, err
+}
+
+// blockIn is the id of the call whose use or result block covers line in
+// doc, "" when none; a block above a compaction summary is an
+// *aboveSummary error (the calls there are not the conversation's now).
+func blockIn(doc *buffer.Document, line int) (string, error) {
 	switch tu, r := doc.BlockAt(line); {
 	case tu != nil:
-		return doc, tu.ID, nil
+		return tu.ID, nil
 	case r != nil:
-		return doc, r.ToolUseID, nil
+		return r.ToolUseID, nil
 	}
 	if doc.Compacted(line) {
 		if tu, r := doc.Whole().BlockAt(line); tu != nil || r != nil {
-			return doc, "", &aboveSummary{line: doc.Summary.StartLine}
+			return "", &aboveSummary{line: doc.Summary.StartLine}
 		}
 	}
-	return doc, "", nil
+	return "", nil
 }
 
 // aboveSummary: the block under the cursor lies above the compaction

@@ -84,10 +84,11 @@ func (h *Engine) onUndo(bufnr, line int) (Reply, error) {
 			return Reply{}, err
 		}
 		doc := parse(s.Lines)
-		tu, r := doc.BlockAt(line)
-		if u, _ := doc.Whole().BlockAt(line); tu == nil && u != nil && doc.Compacted(line) {
-			return noBlock(&aboveSummary{line: doc.Summary.StartLine})
+		id, err := blockIn(doc, line)
+		if err != nil {
+			return noBlock(err)
 		}
+		tu, r := doc.Use(id), doc.Result(id)
 		if tu == nil || r == nil || r.Status != "" {
 			return reply("none", "No finished tool call under the cursor.", levelWarn), nil
 		}
@@ -172,9 +173,10 @@ func (h *Engine) onDiscard(bufnr, line int) (Reply, error) {
 			return Reply{}, err
 		}
 		doc := parse(s.Lines)
-		tu, r := doc.BlockAt(line)
-		if tu == nil {
-			return noBlock(nil)
+		id, err := blockIn(doc, line)
+		tu, r := doc.Use(id), doc.Result(id)
+		if err != nil || tu == nil {
+			return noBlock(err)
 		}
 		if r != nil && r.Status == "" {
 			return reply("none", fmt.Sprintf("Tool %s already has a result.", tu.ID), levelInfo), nil
