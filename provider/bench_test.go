@@ -113,3 +113,46 @@ func BenchmarkChatStream(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpenAIStream parses a 2,000-delta Responses stream (text, then
+// a function call) end to end through an in-memory transport.
+func BenchmarkOpenAIStream(b *testing.B) {
+	chunks := make([]string, 2000)
+	for i := range chunks {
+		chunks[i] = " token"
+	}
+	s := new(sse).oStart("resp_bench").oMessage(0, "msg_b", chunks...).oCall(1, "fc_b", "call_b", "bash", `{"command":`, ` "ls"}`)
+	s.event(obj{"type": "response.completed", "response": obj{"id": "resp_bench", "status": "completed",
+		"usage": obj{"input_tokens": 100, "output_tokens": 2000, "input_tokens_details": obj{"cached_tokens": 0}}}})
+	body := s.String()
+	p, _ := New("openai", Config{Getenv: testEnv, HTTPClient: &http.Client{Transport: staticTransport(body)}})
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		n := 0
+		if err := p.Stream(context.Background(), hello(), func(Event) { n++ }); err != nil || n < 2000 {
+			b.Fatal(err, n)
+		}
+	}
+}
+
+// BenchmarkVertexStream parses a 2,000-chunk streamGenerateContent stream
+// (thought, text, then a function call) through an in-memory transport.
+func BenchmarkVertexStream(b *testing.B) {
+	s := new(sse).data(vChunk("", nil, vPart(obj{"thought": true, "text": "Thinking first."})))
+	for range 2000 {
+		s.data(vChunk("", nil, vPart(obj{"text": " token"})))
+	}
+	s.data(vChunk("STOP", obj{"promptTokenCount": 100, "candidatesTokenCount": 2000, "thoughtsTokenCount": 5},
+		vPart(obj{"functionCall": obj{"name": "bash", "args": obj{"command": "ls"}}, "thoughtSignature": "c2ln"})))
+	body := s.String()
+	p, _ := New("vertex", Config{Getenv: testEnv, HTTPClient: &http.Client{Transport: staticTransport(body)}})
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		n := 0
+		if err := p.Stream(context.Background(), hello(), func(Event) { n++ }); err != nil || n < 2000 {
+			b.Fatal(err, n)
+		}
+	}
+}
