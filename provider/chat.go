@@ -167,7 +167,23 @@ func chatMessages(system string, msgs []Message, signer string, d chatDialect, r
 	if system != "" {
 		out = append(out, map[string]any{"role": "system", "content": system})
 	}
-	turn := 0 // index of the last user message with text
+	turn, names := chatTurn(msgs)
+	for i, m := range msgs {
+		if m.Role == RoleUser {
+			out = append(out, chatUserMessages(m.Parts, names, d)...)
+			continue
+		}
+		if msg := chatAssistantMessage(m.Parts, signer, d, requireSignatures, i > turn); msg != nil {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+// chatTurn is the index of the last user message with text (the current
+// turn is what follows it), and the wire names of the tool calls by id.
+func chatTurn(msgs []Message) (int, map[string]string) {
+	turn := 0
 	names := map[string]string{}
 	for i, m := range msgs {
 		for _, p := range m.Parts {
@@ -179,143 +195,199 @@ func chatMessages(system string, msgs []Message, signer string, d chatDialect, r
 			}
 		}
 	}
-	for i, m := range msgs {
-		if m.Role == RoleUser {
-			var text strings.Builder
-			var files []any // image parts: the results' files, then the user's
-			hasImage := false
-			for _, p := range m.Parts {
-				if p.Kind == PartToolResult {
-					for _, f := range p.ToolResult.Files {
-						c := chatFile(f, d)
-						hasImage = hasImage || c["type"] != "text"
-						files = append(files, map[string]any{"type": "text", "text": "Attached by the tool call " + p.ToolResult.ToolUseID + ":"}, c)
-					}
-				}
-			}
-			for _, p := range m.Parts {
-				switch p.Kind {
-				case PartToolResult:
-					r := p.ToolResult
-					content := r.Content
-					if r.IsError {
-						if content == "" {
-							content = "Tool execution failed"
-						}
-						content = "Error: " + content
-					}
-					msg := map[string]any{"role": "tool", "tool_call_id": r.ToolUseID, "content": content}
-					if n := names[r.ToolUseID]; n != "" {
-						msg["name"] = n
-					}
-					out = append(out, msg)
-				case PartText:
-					text.WriteString(p.Text)
-				case PartFile:
-					c := chatFile(p.File, d)
-					if c["type"] != "text" {
-						hasImage = true
-						if s := text.String(); strings.TrimSpace(s) != "" {
-							files = append(files, map[string]any{"type": "text", "text": s})
-						}
-						text.Reset()
-						files = append(files, c)
-					} else {
-						text.WriteString(c["text"].(string))
-					}
-				}
-			}
-			if !hasImage {
-				// Tool messages are text only: without images the notes
-				// join the user's text.
-				var notes []string
-				for _, f := range files {
-					if t := f.(map[string]any)["text"].(string); !strings.HasPrefix(t, "Attached by") {
-						notes = append(notes, t)
-					}
-				}
-				if len(notes) > 0 {
-					text.WriteString("\n" + strings.Join(notes, "\n"))
-				}
-				if s := strings.TrimSpace(text.String()); s != "" {
-					out = append(out, map[string]any{"role": "user", "content": s})
-				}
-				continue
-			}
-			// Tool messages are text only: the images follow them in a user
-			// message (the results' first, then the user's own).
-			if s := text.String(); strings.TrimSpace(s) != "" {
-				files = append(files, map[string]any{"type": "text", "text": s})
-			}
-			out = append(out, map[string]any{"role": "user", "content": files})
-			continue
+	return turn, names
+}
+
+// chatUser gathers the user message of a user turn: its text, and its
+// content parts (the results' files, then the user's) once an image
+// makes it a list.
+type chatUser struct {
+	d        chatDialect
+	text     strings.Builder
+	files    []any
+	hasImage bool
+}
+
+// chatUserMessages converts a user message: a "tool" message per result,
+// then the user's message (text, files).
+func chatUserMessages(parts []Part, names map[string]string, d chatDialect) []any {
+	u := &chatUser{d: d}
+	for _, p := range parts {
+		if p.Kind == PartToolResult {
+			u.resultFiles(p.ToolResult)
 		}
-		var text strings.Builder
-		var foreign, reasoning, sigs []string
-		var calls []map[string]any
-		for _, p := range m.Parts {
-			switch p.Kind {
-			case PartText:
-				text.WriteString(p.Text)
-			case PartThinking:
-				t := p.Thinking
-				c := strings.TrimSpace(t.Content)
-				if t.Redacted {
-					continue
-				}
-				own := t.Provider == "" || t.Provider == signer
-				if own && t.Signature != "" {
-					sigs = append(sigs, t.Signature)
-				}
-				switch {
-				case c == "":
-				case own:
-					reasoning = append(reasoning, c)
-				default:
-					foreign = append(foreign, c)
-				}
-			case PartToolUse:
-				calls = append(calls, map[string]any{"id": p.ToolUse.ID, "type": "function",
-					"function": map[string]any{"name": wireName(p.ToolUse.Name), "arguments": string(objectJSON(p.ToolUse.Input))}})
-			}
+	}
+	var out []any
+	for _, p := range parts {
+		switch p.Kind {
+		case PartToolResult:
+			out = append(out, chatToolMessage(p.ToolResult, names))
+		case PartText:
+			u.text.WriteString(p.Text)
+		case PartFile:
+			u.file(p.File)
 		}
-		content := strings.TrimSpace(text.String())
-		if len(foreign) > 0 {
-			content = strings.TrimSpace(foreignThinking(foreign) + "\n\n" + content)
-		}
-		if content == "" && len(calls) == 0 {
-			continue
-		}
-		msg := map[string]any{"role": "assistant"}
-		if content != "" {
-			msg["content"] = content
-		}
-		if d.google {
-			for j, call := range calls {
-				sig := ""
-				if j < len(sigs) {
-					sig = sigs[j]
-				} else if j == 0 && requireSignatures && i > turn {
-					sig = vertexForeignSignature
-				}
-				if sig != "" {
-					call["extra_content"] = map[string]any{"google": map[string]any{"thought_signature": sig}}
-				}
-			}
-		}
-		if len(calls) > 0 {
-			list := make([]any, len(calls))
-			for j, c := range calls {
-				list[j] = c
-			}
-			msg["tool_calls"] = list
-		}
-		if len(reasoning) > 0 && d.reasoning == ReasoningContent && (len(calls) > 0 || i > turn) {
-			msg["reasoning_content"] = strings.Join(reasoning, "\n\n")
-		}
+	}
+	if msg := u.message(); msg != nil {
 		out = append(out, msg)
 	}
 	return out
+}
+
+// chatToolMessage is a result as a "tool" message (text only).
+func chatToolMessage(r *ToolResult, names map[string]string) map[string]any {
+	content := r.Content
+	if r.IsError {
+		if content == "" {
+			content = "Tool execution failed"
+		}
+		content = "Error: " + content
+	}
+	msg := map[string]any{"role": "tool", "tool_call_id": r.ToolUseID, "content": content}
+	if n := names[r.ToolUseID]; n != "" {
+		msg["name"] = n
+	}
+	return msg
+}
+
+// resultFiles adds a result's files, each after a note naming the call.
+func (u *chatUser) resultFiles(r *ToolResult) {
+	for _, f := range r.Files {
+		c := chatFile(f, u.d)
+		u.hasImage = u.hasImage || c["type"] != "text"
+		u.files = append(u.files, map[string]any{"type": "text", "text": "Attached by the tool call " + r.ToolUseID + ":"}, c)
+	}
+}
+
+// file adds a file of the user's: an image (or PDF) part after the text
+// so far, or the note that replaces it as text.
+func (u *chatUser) file(f *File) {
+	c := chatFile(f, u.d)
+	if c["type"] == "text" {
+		u.text.WriteString(c["text"].(string))
+		return
+	}
+	u.hasImage = true
+	if s := u.text.String(); strings.TrimSpace(s) != "" {
+		u.files = append(u.files, map[string]any{"type": "text", "text": s})
+	}
+	u.text.Reset()
+	u.files = append(u.files, c)
+}
+
+// message is the user's message, or nil when it has nothing. Tool messages
+// are text only: with an image, the content is the list of parts (the
+// results' first, then the user's own); without one, the notes join the
+// user's text.
+func (u *chatUser) message() map[string]any {
+	if u.hasImage {
+		if s := u.text.String(); strings.TrimSpace(s) != "" {
+			u.files = append(u.files, map[string]any{"type": "text", "text": s})
+		}
+		return map[string]any{"role": "user", "content": u.files}
+	}
+	var notes []string
+	for _, f := range u.files {
+		if t := f.(map[string]any)["text"].(string); !strings.HasPrefix(t, "Attached by") {
+			notes = append(notes, t)
+		}
+	}
+	if len(notes) > 0 {
+		u.text.WriteString("\n" + strings.Join(notes, "\n"))
+	}
+	if s := strings.TrimSpace(u.text.String()); s != "" {
+		return map[string]any{"role": "user", "content": s}
+	}
+	return nil
+}
+
+// chatAssistant gathers an assistant message: its text, its reasoning
+// (this server's, and other providers'), this server's signatures and its
+// tool calls.
+type chatAssistant struct {
+	text                     strings.Builder
+	foreign, reasoning, sigs []string
+	calls                    []map[string]any
+}
+
+// chatAssistantMessage converts an assistant message (nil when it has no
+// text and no call). current: it is of the current turn.
+func chatAssistantMessage(parts []Part, signer string, d chatDialect, requireSignatures, current bool) map[string]any {
+	var a chatAssistant
+	for _, p := range parts {
+		switch p.Kind {
+		case PartText:
+			a.text.WriteString(p.Text)
+		case PartThinking:
+			a.thinking(p.Thinking, signer)
+		case PartToolUse:
+			a.calls = append(a.calls, map[string]any{"id": p.ToolUse.ID, "type": "function",
+				"function": map[string]any{"name": wireName(p.ToolUse.Name), "arguments": string(objectJSON(p.ToolUse.Input))}})
+		}
+	}
+	content := strings.TrimSpace(a.text.String())
+	if len(a.foreign) > 0 {
+		content = strings.TrimSpace(foreignThinking(a.foreign) + "\n\n" + content)
+	}
+	if content == "" && len(a.calls) == 0 {
+		return nil
+	}
+	msg := map[string]any{"role": "assistant"}
+	if content != "" {
+		msg["content"] = content
+	}
+	if d.google {
+		a.signCalls(requireSignatures && current)
+	}
+	if len(a.calls) > 0 {
+		list := make([]any, len(a.calls))
+		for j, c := range a.calls {
+			list[j] = c
+		}
+		msg["tool_calls"] = list
+	}
+	if len(a.reasoning) > 0 && d.reasoning == ReasoningContent && (len(a.calls) > 0 || current) {
+		msg["reasoning_content"] = strings.Join(a.reasoning, "\n\n")
+	}
+	return msg
+}
+
+// thinking keeps a reasoning block: this server's (unsigned, or signed by
+// signer) as reasoning and its signature, another provider's as foreign;
+// redacted blocks are dropped.
+func (a *chatAssistant) thinking(t *Thinking, signer string) {
+	if t.Redacted {
+		return
+	}
+	c := strings.TrimSpace(t.Content)
+	own := t.Provider == "" || t.Provider == signer
+	if own && t.Signature != "" {
+		a.sigs = append(a.sigs, t.Signature)
+	}
+	switch {
+	case c == "":
+	case own:
+		a.reasoning = append(a.reasoning, c)
+	default:
+		a.foreign = append(a.foreign, c)
+	}
+}
+
+// signCalls puts the n-th signature on the n-th call (Google's
+// extra_content); placeholder: the first call has Google's placeholder
+// when it has none.
+func (a *chatAssistant) signCalls(placeholder bool) {
+	for j, call := range a.calls {
+		sig := ""
+		if j < len(a.sigs) {
+			sig = a.sigs[j]
+		} else if j == 0 && placeholder {
+			sig = vertexForeignSignature
+		}
+		if sig != "" {
+			call["extra_content"] = map[string]any{"google": map[string]any{"thought_signature": sig}}
+		}
+	}
 }
 
 // chatParser turns chat.completion.chunk events into Events. Tool calls
@@ -367,24 +439,7 @@ type googleExtra struct {
 
 type chatChunk struct {
 	Choices []struct {
-		Delta struct {
-			// Content is a string, null, or (Mistral) a list of parts:
-			// contentPieces.
-			Content          json.RawMessage `json:"content"`
-			Refusal          *string         `json:"refusal"`
-			ReasoningContent *string         `json:"reasoning_content"`
-			Reasoning        any             `json:"reasoning"` // a string (Ollama, OpenRouter, vLLM); objects are ignored
-			ExtraContent     *googleExtra    `json:"extra_content"`
-			ToolCalls        []struct {
-				Index    *int   `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string          `json:"name"`
-					Arguments json.RawMessage `json:"arguments"`
-				} `json:"function"`
-				ExtraContent *googleExtra `json:"extra_content"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
+		Delta        chatDelta  `json:"delta"`
 		FinishReason *string    `json:"finish_reason"`
 		Usage        *chatUsage `json:"usage"`
 	} `json:"choices"`
@@ -392,15 +447,40 @@ type chatChunk struct {
 	Error json.RawMessage `json:"error"`
 }
 
+type chatDelta struct {
+	// Content is a string, null, or (Mistral) a list of parts:
+	// contentPieces.
+	Content          json.RawMessage `json:"content"`
+	Refusal          *string         `json:"refusal"`
+	ReasoningContent *string         `json:"reasoning_content"`
+	Reasoning        any             `json:"reasoning"` // a string (Ollama, OpenRouter, vLLM); objects are ignored
+	ExtraContent     *googleExtra    `json:"extra_content"`
+	ToolCalls        []chatCallDelta `json:"tool_calls"`
+}
+
+// chatCallDelta is a piece of a tool call: its index, and its id, name,
+// signature or a fragment of its arguments.
+type chatCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+	ExtraContent *googleExtra `json:"extra_content"`
+}
+
 func (p *chatParser) done() bool { return p.ended || p.failed }
 
+// handle reads one chunk: its usage (before an error: the tokens of a
+// failed response are billed too), an error, or the first choice's delta,
+// usage and finish_reason.
 func (p *chatParser) handle(_ string, data []byte) error {
 	var ch chatChunk
 	if err := json.Unmarshal(data, &ch); err != nil {
 		return unreadable(p.emit, data, err)
 	}
 	if ch.Usage != nil {
-		// Before an error: the tokens of a failed response are billed too.
 		p.setUsage(ch.Usage)
 		if p.finished {
 			p.ended = true
@@ -408,136 +488,177 @@ func (p *chatParser) handle(_ string, data []byte) error {
 	}
 	if len(ch.Error) > 0 && string(ch.Error) != "null" {
 		p.failed = true
-		msg, _ := jsonErrorMessage(data)
-		if msg == "" {
-			msg = "stream error"
-		}
-		var code struct {
-			Code any    `json:"code"`
-			Type string `json:"type"`
-		}
-		_ = json.Unmarshal(ch.Error, &code)
-		status := 0
-		if n, ok := code.Code.(float64); ok && n >= 400 && n < 600 {
-			status = int(n)
-		}
-		return &Error{Provider: p.provider, Message: withHint(msg), Retryable: retryCode(code.Code, code.Type) || retryableStatus(status)}
+		return chatStreamError(p.provider, data, ch.Error)
 	}
 	if len(ch.Choices) == 0 {
 		return nil
 	}
 	c := ch.Choices[0]
-	d := c.Delta
+	p.delta(&c.Delta, data)
+	if c.Usage != nil {
+		p.setUsage(c.Usage)
+	}
+	if c.FinishReason != nil && *c.FinishReason != "" && !p.finished {
+		return p.finishReason(*c.FinishReason)
+	}
+	return nil
+}
+
+// chatStreamError is the error of an error chunk: its message, and
+// whether its code or type says a retry may succeed.
+func chatStreamError(provider string, data []byte, raw json.RawMessage) error {
+	msg, _ := jsonErrorMessage(data)
+	if msg == "" {
+		msg = "stream error"
+	}
+	var code struct {
+		Code any    `json:"code"`
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &code)
+	status := 0
+	if n, ok := code.Code.(float64); ok && n >= 400 && n < 600 {
+		status = int(n)
+	}
+	return &Error{Provider: provider, Message: withHint(msg), Retryable: retryCode(code.Code, code.Type) || retryableStatus(status)}
+}
+
+// delta hands on a delta's reasoning, content and refusal, and keeps its
+// signature and tool call pieces.
+func (p *chatParser) delta(d *chatDelta, data []byte) {
 	if d.ReasoningContent != nil && *d.ReasoningContent != "" {
 		p.emit(Event{Kind: EventThinking, Text: *d.ReasoningContent})
 	} else if s, ok := d.Reasoning.(string); ok && s != "" {
 		p.emit(Event{Kind: EventThinking, Text: s})
 	}
-	if s, ok := p.plainText(d.Content); ok {
-		// The common case: a string once any opening think tag is decided.
-		if s != "" {
-			p.emit(Event{Kind: EventText, Text: s})
-		}
-	} else {
-		pieces, err := contentPieces(d.Content)
-		if err != nil {
-			p.emit(Event{Kind: EventUnreadable, Text: string(data), Detail: "delta.content: " + err.Error()})
-		}
-		for _, pc := range pieces {
-			if pc.thinking {
-				p.emit(Event{Kind: EventThinking, Text: pc.text})
-				continue
-			}
-			p.emitPieces(p.tags.feed(pc.text))
-		}
-	}
+	p.content(d.Content, data)
 	if d.Refusal != nil && *d.Refusal != "" {
 		p.emitPieces(p.tags.feed(*d.Refusal))
 	}
 	if x := d.ExtraContent; x != nil && x.Google.ThoughtSignature != "" {
 		p.textSig = x.Google.ThoughtSignature
 	}
-	for _, tc := range d.ToolCalls {
-		idx := -1
-		if tc.Index != nil {
-			idx = *tc.Index
-		}
-		call := p.byIndex[idx]
-		if call == nil || (tc.ID != "" && call.id != "" && tc.ID != call.id) {
-			// A new call; some servers reuse index 0 for every call.
-			call = &chatCall{id: tc.ID}
-			p.calls = append(p.calls, call)
-			if p.byIndex == nil {
-				p.byIndex = map[int]*chatCall{}
-			}
-			p.byIndex[idx] = call
-		}
-		if call.id == "" {
-			call.id = tc.ID
-		}
-		if call.name == "" {
-			call.name = tc.Function.Name
-		}
-		if x := tc.ExtraContent; x != nil && x.Google.ThoughtSignature != "" {
-			call.sig = x.Google.ThoughtSignature
-		}
-		if a := bytes.TrimSpace(tc.Function.Arguments); len(a) > 0 && string(a) != "null" {
-			var s string
-			if a[0] == '"' && json.Unmarshal(a, &s) == nil {
-				call.args.WriteString(s)
-			} else {
-				call.args.Write(a) // an object instead of a string (non-conforming servers)
-			}
-		}
+	for i := range d.ToolCalls {
+		p.callDelta(&d.ToolCalls[i])
 	}
-	if c.Usage != nil {
-		p.setUsage(c.Usage)
+}
+
+// content hands on delta.content: a string through the think-tag splitter
+// (directly once any opening tag is decided, the common case), or a list of
+// parts whose thinking parts are thinking.
+func (p *chatParser) content(raw json.RawMessage, data []byte) {
+	if s, ok := p.plainText(raw); ok {
+		if s != "" {
+			p.emit(Event{Kind: EventText, Text: s})
+		}
+		return
 	}
-	if c.FinishReason != nil && *c.FinishReason != "" && !p.finished {
-		p.finished = true
-		p.flushText()
-		switch *c.FinishReason {
-		case "stop", "end_turn", "eos":
-			p.stop = "end_turn"
-		case "tool_calls", "function_call":
-			p.stop = "tool_use"
-		case "length", "max_tokens", "model_length":
-			p.stop = "max_tokens"
-		case "content_filter", "safety":
-			p.stop = "content_filter"
-		case "error":
-			p.failed = true
-			return &Error{Provider: p.provider, Message: "the server ended the response with an error (finish_reason error)", Retryable: true}
-		default:
-			p.stop = "incomplete"
+	pieces, err := contentPieces(raw)
+	if err != nil {
+		p.emit(Event{Kind: EventUnreadable, Text: string(data), Detail: "delta.content: " + err.Error()})
+	}
+	for _, pc := range pieces {
+		if pc.thinking {
+			p.emit(Event{Kind: EventThinking, Text: pc.text})
+			continue
 		}
-		if p.stop == "end_turn" && len(p.calls) > 0 {
-			p.stop = "tool_use" // Ollama ends tool calls with "stop"
+		p.emitPieces(p.tags.feed(pc.text))
+	}
+}
+
+// callDelta adds a tool call piece to its call: the call of its index,
+// or a new one (some servers reuse index 0 for every call, with a new id).
+func (p *chatParser) callDelta(tc *chatCallDelta) {
+	idx := -1
+	if tc.Index != nil {
+		idx = *tc.Index
+	}
+	call := p.byIndex[idx]
+	if call == nil || (tc.ID != "" && call.id != "" && tc.ID != call.id) {
+		call = &chatCall{id: tc.ID}
+		p.calls = append(p.calls, call)
+		if p.byIndex == nil {
+			p.byIndex = map[int]*chatCall{}
 		}
-		// Thought signatures, in the order of the calls that carried them
-		// (Gemini signs the first call of a parallel set); the text's own
-		// only when no call carried one.
-		signed := false
-		for _, call := range p.calls {
-			if call.sig != "" {
-				p.emit(Event{Kind: EventThinkingSignature, Signature: call.sig, Provider: p.signer})
-				signed = true
-			}
+		p.byIndex[idx] = call
+	}
+	if call.id == "" {
+		call.id = tc.ID
+	}
+	if call.name == "" {
+		call.name = tc.Function.Name
+	}
+	if x := tc.ExtraContent; x != nil && x.Google.ThoughtSignature != "" {
+		call.sig = x.Google.ThoughtSignature
+	}
+	call.addArgs(tc.Function.Arguments)
+}
+
+// addArgs appends a fragment of the arguments: a JSON string's text, or
+// (non-conforming servers) an object as it is.
+func (c *chatCall) addArgs(raw json.RawMessage) {
+	a := bytes.TrimSpace(raw)
+	if len(a) == 0 || string(a) == "null" {
+		return
+	}
+	var s string
+	if a[0] == '"' && json.Unmarshal(a, &s) == nil {
+		c.args.WriteString(s)
+	} else {
+		c.args.Write(a)
+	}
+}
+
+// chatStops maps a finish_reason to the stop reason; any other one is
+// "incomplete" (and "error" an error).
+var chatStops = map[string]string{
+	"stop": "end_turn", "end_turn": "end_turn", "eos": "end_turn",
+	"tool_calls": "tool_use", "function_call": "tool_use",
+	"length": "max_tokens", "max_tokens": "max_tokens", "model_length": "max_tokens",
+	"content_filter": "content_filter", "safety": "content_filter",
+}
+
+// finishReason ends the answer: the text the splitter holds, the stop
+// reason, the thought signatures, then the assembled tool calls.
+func (p *chatParser) finishReason(reason string) error {
+	p.finished = true
+	p.flushText()
+	if reason == "error" {
+		p.failed = true
+		return &Error{Provider: p.provider, Message: "the server ended the response with an error (finish_reason error)", Retryable: true}
+	}
+	p.stop = chatStops[reason]
+	switch {
+	case p.stop == "":
+		p.stop = "incomplete"
+	case p.stop == "end_turn" && len(p.calls) > 0:
+		p.stop = "tool_use" // Ollama ends tool calls with "stop"
+	}
+	p.emitSignatures()
+	for i, call := range p.calls {
+		id := call.id
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i)
 		}
-		if !signed && p.textSig != "" {
-			p.emit(Event{Kind: EventThinkingSignature, Signature: p.textSig, Provider: p.signer})
-		}
-		for i, call := range p.calls {
-			id := call.id
-			if id == "" {
-				id = fmt.Sprintf("call_%d", i)
-			}
-			raw := call.args.Bytes()
-			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: id, Name: internalName(call.name),
-				Input: objectJSON(raw), Incomplete: incompleteJSON(raw)}})
-		}
+		p.emit(toolUseEvent(id, call.name, call.args.Bytes()))
 	}
 	return nil
+}
+
+// emitSignatures hands on the thought signatures, in the order of the
+// calls that carried them (Gemini signs the first call of a parallel set);
+// the text's own only when no call carried one.
+func (p *chatParser) emitSignatures() {
+	signed := false
+	for _, call := range p.calls {
+		if call.sig != "" {
+			p.emit(Event{Kind: EventThinkingSignature, Signature: call.sig, Provider: p.signer})
+			signed = true
+		}
+	}
+	if !signed && p.textSig != "" {
+		p.emit(Event{Kind: EventThinkingSignature, Signature: p.textSig, Provider: p.signer})
+	}
 }
 
 // plainText is delta.content when it is a string that needs no splitting:

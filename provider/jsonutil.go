@@ -163,3 +163,10 @@ func toolResultText(r *ToolResult) string {
 	}
 	return "(no output)"
 }
+
+// toolUseEvent is a tool call whose arguments (raw) were assembled from
+// the stream: an object, or {} and marked incomplete when they are not
+// one (cut off, or invalid).
+func toolUseEvent(id, name string, raw []byte) Event {
+	return Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: id, Name: internalName(name), Input: objectJSON(raw), Incomplete: incompleteJSON(raw)}}
+}
