@@ -240,64 +240,9 @@ func anthropicMessages(msgs []Message) []any {
 	for _, m := range msgs {
 		var content []any
 		if m.Role == RoleUser {
-			for _, p := range m.Parts {
-				if p.Kind == PartToolResult {
-					var c any = toolResultText(p.ToolResult)
-					if len(p.ToolResult.Files) > 0 {
-						blocks := []any{map[string]any{"type": "text", "text": c}}
-						for _, f := range p.ToolResult.Files {
-							blocks = append(blocks, anthropicFile(f))
-						}
-						c = blocks
-					}
-					r := map[string]any{"type": "tool_result", "tool_use_id": normalizeToolID(p.ToolResult.ToolUseID), "content": c}
-					if p.ToolResult.IsError {
-						r["is_error"] = true
-					}
-					content = append(content, r)
-				}
-			}
-			for _, p := range m.Parts {
-				switch {
-				case p.Kind == PartText && strings.TrimSpace(p.Text) != "":
-					content = append(content, map[string]any{"type": "text", "text": p.Text})
-				case p.Kind == PartFile:
-					content = append(content, anthropicFile(p.File))
-				}
-			}
+			content = anthropicUserContent(m.Parts)
 		} else {
-			var foreign []string
-			for _, p := range m.Parts {
-				if p.Kind != PartThinking {
-					continue
-				}
-				t := p.Thinking
-				switch {
-				case t.Redacted:
-					content = append(content, map[string]any{"type": "redacted_thinking", "data": t.Content})
-				case t.Signature != "" && t.Provider == "anthropic":
-					text, sig := signedThinking(t.Content, t.Signature)
-					content = append(content, map[string]any{"type": "thinking", "thinking": text, "signature": sig})
-				case strings.TrimSpace(t.Content) != "":
-					foreign = append(foreign, strings.TrimSpace(t.Content))
-				}
-			}
-			if len(foreign) > 0 {
-				content = append(content, map[string]any{"type": "text", "text": foreignThinking(foreign)})
-			}
-			for _, p := range m.Parts {
-				if p.Kind == PartText {
-					if s := strings.TrimSpace(p.Text); s != "" {
-						content = append(content, map[string]any{"type": "text", "text": s})
-					}
-				}
-			}
-			for _, p := range m.Parts {
-				if p.Kind == PartToolUse {
-					content = append(content, map[string]any{"type": "tool_use", "id": normalizeToolID(p.ToolUse.ID),
-						"name": wireName(p.ToolUse.Name), "input": objectJSON(p.ToolUse.Input)})
-				}
-			}
+			content = anthropicAssistantContent(m.Parts)
 		}
 		if len(content) == 0 {
 			continue
@@ -305,6 +250,80 @@ func anthropicMessages(msgs []Message) []any {
 		out = append(out, map[string]any{"role": string(m.Role), "content": content})
 	}
 	return out
+}
+
+// anthropicUserContent: the tool results, then the text and files.
+func anthropicUserContent(parts []Part) []any {
+	var content []any
+	for _, p := range parts {
+		if p.Kind == PartToolResult {
+			content = append(content, anthropicToolResult(p.ToolResult))
+		}
+	}
+	for _, p := range parts {
+		switch {
+		case p.Kind == PartText && strings.TrimSpace(p.Text) != "":
+			content = append(content, map[string]any{"type": "text", "text": p.Text})
+		case p.Kind == PartFile:
+			content = append(content, anthropicFile(p.File))
+		}
+	}
+	return content
+}
+
+// anthropicToolResult is a tool_result block: its text, and its files
+// after the text.
+func anthropicToolResult(r *ToolResult) map[string]any {
+	var c any = toolResultText(r)
+	if len(r.Files) > 0 {
+		blocks := []any{map[string]any{"type": "text", "text": c}}
+		for _, f := range r.Files {
+			blocks = append(blocks, anthropicFile(f))
+		}
+		c = blocks
+	}
+	block := map[string]any{"type": "tool_result", "tool_use_id": normalizeToolID(r.ToolUseID), "content": c}
+	if r.IsError {
+		block["is_error"] = true
+	}
+	return block
+}
+
+// anthropicAssistantContent: native thinking, other providers' thinking as
+// one text, the text, then the tool uses.
+func anthropicAssistantContent(parts []Part) []any {
+	var content []any
+	var foreign []string
+	for _, p := range parts {
+		if p.Kind != PartThinking {
+			continue
+		}
+		t := p.Thinking
+		switch {
+		case t.Redacted:
+			content = append(content, map[string]any{"type": "redacted_thinking", "data": t.Content})
+		case t.Signature != "" && t.Provider == "anthropic":
+			text, sig := signedThinking(t.Content, t.Signature)
+			content = append(content, map[string]any{"type": "thinking", "thinking": text, "signature": sig})
+		case strings.TrimSpace(t.Content) != "":
+			foreign = append(foreign, strings.TrimSpace(t.Content))
+		}
+	}
+	if len(foreign) > 0 {
+		content = append(content, map[string]any{"type": "text", "text": foreignThinking(foreign)})
+	}
+	for _, p := range parts {
+		if s := strings.TrimSpace(p.Text); p.Kind == PartText && s != "" {
+			content = append(content, map[string]any{"type": "text", "text": s})
+		}
+	}
+	for _, p := range parts {
+		if p.Kind == PartToolUse {
+			content = append(content, map[string]any{"type": "tool_use", "id": normalizeToolID(p.ToolUse.ID),
+				"name": wireName(p.ToolUse.Name), "input": objectJSON(p.ToolUse.Input)})
+		}
+	}
+	return content
 }
 
 // foreignThinking wraps another provider's (or unsigned) reasoning as text,
@@ -352,35 +371,45 @@ type anthropicEvent struct {
 	Message *struct {
 		Usage *anthropicUsage `json:"usage"`
 	} `json:"message"`
-	ContentBlock *struct {
-		Type      string              `json:"type"`
-		ID        string              `json:"id"`
-		Name      string              `json:"name"`
-		Data      string              `json:"data"`
-		Text      string              `json:"text"`
-		Thinking  string              `json:"thinking"`
-		Input     json.RawMessage     `json:"input"`
-		Content   json.RawMessage     `json:"content"` // a server tool's result
-		Citations []anthropicCitation `json:"citations"`
-	} `json:"content_block"`
-	Delta *struct {
-		Type        string             `json:"type"`
-		Text        string             `json:"text"`
-		PartialJSON string             `json:"partial_json"`
-		Thinking    string             `json:"thinking"`
-		Signature   string             `json:"signature"`
-		StopReason  string             `json:"stop_reason"`
-		Citation    *anthropicCitation `json:"citation"`
-	} `json:"delta"`
-	Usage *anthropicUsage `json:"usage"`
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
+	ContentBlock *anthropicContentBlock `json:"content_block"`
+	Delta        *anthropicDelta        `json:"delta"`
+	Usage        *anthropicUsage        `json:"usage"`
+	Error        *anthropicError        `json:"error"`
+}
+
+// anthropicContentBlock is the block a content_block_start opens.
+type anthropicContentBlock struct {
+	Type      string              `json:"type"`
+	ID        string              `json:"id"`
+	Name      string              `json:"name"`
+	Data      string              `json:"data"`
+	Text      string              `json:"text"`
+	Thinking  string              `json:"thinking"`
+	Input     json.RawMessage     `json:"input"`
+	Content   json.RawMessage     `json:"content"` // a server tool's result
+	Citations []anthropicCitation `json:"citations"`
+}
+
+// anthropicDelta is a content_block_delta's or message_delta's delta.
+type anthropicDelta struct {
+	Type        string             `json:"type"`
+	Text        string             `json:"text"`
+	PartialJSON string             `json:"partial_json"`
+	Thinking    string             `json:"thinking"`
+	Signature   string             `json:"signature"`
+	StopReason  string             `json:"stop_reason"`
+	Citation    *anthropicCitation `json:"citation"`
+}
+
+type anthropicError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
 }
 
 func (p *anthropicParser) done() bool { return p.finished }
 
+// handle reads one event, by its type; the usage of any event but
+// message_start (read from its message) is merged after it.
 func (p *anthropicParser) handle(_ string, data []byte) error {
 	var ev anthropicEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
@@ -396,104 +425,125 @@ func (p *anthropicParser) handle(_ string, data []byte) error {
 		if ev.Message != nil {
 			p.addUsage(ev.Message.Usage)
 		}
+		return nil
 	case "content_block_start":
 		if ev.ContentBlock == nil {
 			return nil
 		}
-		b := &anthropicBlock{typ: ev.ContentBlock.Type, id: ev.ContentBlock.ID, name: ev.ContentBlock.Name, data: ev.ContentBlock.Data}
-		p.blocks[ev.Index] = b
-		switch b.typ {
-		case "text":
-			if ev.ContentBlock.Text != "" {
-				p.emit(Event{Kind: EventText, Text: ev.ContentBlock.Text})
-			}
-		case "thinking":
-			if ev.ContentBlock.Thinking != "" {
-				p.emit(Event{Kind: EventThinking, Text: ev.ContentBlock.Thinking})
-			}
-		case "server_tool_use":
-			if in := bytes.TrimSpace(ev.ContentBlock.Input); len(in) > 2 {
-				b.json.Write(in) // a whole input instead of deltas
-			}
-		case "web_search_tool_result", "web_fetch_tool_result":
-			p.emit(Event{Kind: EventWebSearch, Detail: strings.TrimSuffix(b.typ, "_tool_result"), Sources: anthropicResults(ev.ContentBlock.Content)})
-		}
-		for _, c := range ev.ContentBlock.Citations {
-			b.cited = append(b.cited, Source{URL: c.URL, Title: c.Title})
-		}
+		p.blockStart(ev.Index, ev.ContentBlock)
 	case "content_block_delta":
-		b := p.blocks[ev.Index]
 		if ev.Delta == nil {
 			return nil
 		}
-		switch ev.Delta.Type {
-		case "text_delta":
-			if ev.Delta.Text != "" {
-				p.emit(Event{Kind: EventText, Text: ev.Delta.Text})
-			}
-		case "thinking_delta":
-			if ev.Delta.Thinking != "" {
-				p.emit(Event{Kind: EventThinking, Text: ev.Delta.Thinking})
-			}
-		case "input_json_delta":
-			if b != nil {
-				b.json.WriteString(ev.Delta.PartialJSON)
-			}
-		case "signature_delta":
-			if b != nil {
-				b.sig.WriteString(ev.Delta.Signature)
-			}
-		case "citations_delta":
-			if b != nil && ev.Delta.Citation != nil {
-				b.cited = append(b.cited, Source{URL: ev.Delta.Citation.URL, Title: ev.Delta.Citation.Title})
-			}
-		}
+		p.blockDelta(p.blocks[ev.Index], ev.Delta)
 	case "content_block_stop":
 		b := p.blocks[ev.Index]
 		delete(p.blocks, ev.Index)
 		if b == nil {
 			return nil
 		}
-		switch b.typ {
-		case "tool_use":
-			raw := []byte(b.json.String())
-			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: b.id, Name: internalName(b.name), Input: objectJSON(raw), Incomplete: incompleteJSON(raw)}})
-		case "thinking":
-			if b.sig.Len() > 0 {
-				p.emit(Event{Kind: EventThinkingSignature, Signature: b.sig.String(), Provider: "anthropic"})
-			}
-		case "redacted_thinking":
-			p.emit(Event{Kind: EventRedactedThinking, Text: b.data})
-		case "server_tool_use":
-			// The search (or fetch) the model asked Anthropic to run.
-			var in struct {
-				Query string `json:"query"`
-				URL   string `json:"url"`
-			}
-			_ = json.Unmarshal([]byte(b.json.String()), &in)
-			p.emit(Event{Kind: EventWebSearch, Detail: b.name, Text: in.Query + in.URL})
-		}
-		if len(b.cited) > 0 {
-			p.emit(Event{Kind: EventCitation, Sources: b.cited})
-		}
+		p.blockStop(b)
 	case "message_delta":
 		if ev.Delta != nil && ev.Delta.StopReason != "" {
 			p.stop = ev.Delta.StopReason
 		}
 	case "message_stop":
-		switch p.stop {
-		case "refusal", "sensitive":
-			return &Error{Provider: p.provider, Message: "Response blocked by Anthropic (" + p.stop + ")"}
-		case "":
-			p.stop = "end_turn"
+		return p.messageStop()
+	}
+	p.addUsage(ev.Usage)
+	return nil
+}
+
+// blockStart opens the block at index: text or thinking it starts with is
+// handed on, a server tool's whole input kept, a search result reported.
+func (p *anthropicParser) blockStart(index int, cb *anthropicContentBlock) {
+	b := &anthropicBlock{typ: cb.Type, id: cb.ID, name: cb.Name, data: cb.Data}
+	p.blocks[index] = b
+	switch b.typ {
+	case "text":
+		if cb.Text != "" {
+			p.emit(Event{Kind: EventText, Text: cb.Text})
 		}
-		p.finished = true
-		p.emit(Event{Kind: EventDone, StopReason: p.stop})
-		return nil
+	case "thinking":
+		if cb.Thinking != "" {
+			p.emit(Event{Kind: EventThinking, Text: cb.Thinking})
+		}
+	case "server_tool_use":
+		if in := bytes.TrimSpace(cb.Input); len(in) > 2 {
+			b.json.Write(in) // a whole input instead of deltas
+		}
+	case "web_search_tool_result", "web_fetch_tool_result":
+		p.emit(Event{Kind: EventWebSearch, Detail: strings.TrimSuffix(b.typ, "_tool_result"), Sources: anthropicResults(cb.Content)})
 	}
-	if ev.Type != "message_start" {
-		p.addUsage(ev.Usage)
+	for _, c := range cb.Citations {
+		b.cited = append(b.cited, Source{URL: c.URL, Title: c.Title})
 	}
+}
+
+// blockDelta hands on text and thinking; the pieces of a block (input,
+// signature, citations) are added to b, the open block (nil if none).
+func (p *anthropicParser) blockDelta(b *anthropicBlock, d *anthropicDelta) {
+	switch d.Type {
+	case "text_delta":
+		if d.Text != "" {
+			p.emit(Event{Kind: EventText, Text: d.Text})
+		}
+	case "thinking_delta":
+		if d.Thinking != "" {
+			p.emit(Event{Kind: EventThinking, Text: d.Thinking})
+		}
+	case "input_json_delta":
+		if b != nil {
+			b.json.WriteString(d.PartialJSON)
+		}
+	case "signature_delta":
+		if b != nil {
+			b.sig.WriteString(d.Signature)
+		}
+	case "citations_delta":
+		if b != nil && d.Citation != nil {
+			b.cited = append(b.cited, Source{URL: d.Citation.URL, Title: d.Citation.Title})
+		}
+	}
+}
+
+// blockStop closes b: a tool call, a signature, redacted thinking or a
+// server tool's request is handed on whole, then the block's citations.
+func (p *anthropicParser) blockStop(b *anthropicBlock) {
+	switch b.typ {
+	case "tool_use":
+		p.emit(toolUseEvent(b.id, b.name, []byte(b.json.String())))
+	case "thinking":
+		if b.sig.Len() > 0 {
+			p.emit(Event{Kind: EventThinkingSignature, Signature: b.sig.String(), Provider: "anthropic"})
+		}
+	case "redacted_thinking":
+		p.emit(Event{Kind: EventRedactedThinking, Text: b.data})
+	case "server_tool_use":
+		// The search (or fetch) the model asked Anthropic to run.
+		var in struct {
+			Query string `json:"query"`
+			URL   string `json:"url"`
+		}
+		_ = json.Unmarshal([]byte(b.json.String()), &in)
+		p.emit(Event{Kind: EventWebSearch, Detail: b.name, Text: in.Query + in.URL})
+	}
+	if len(b.cited) > 0 {
+		p.emit(Event{Kind: EventCitation, Sources: b.cited})
+	}
+}
+
+// messageStop ends the response with the stop reason of message_delta
+// (end_turn when none came); a refusal is an error.
+func (p *anthropicParser) messageStop() error {
+	switch p.stop {
+	case "refusal", "sensitive":
+		return &Error{Provider: p.provider, Message: "Response blocked by Anthropic (" + p.stop + ")"}
+	case "":
+		p.stop = "end_turn"
+	}
+	p.finished = true
+	p.emit(Event{Kind: EventDone, StopReason: p.stop})
 	return nil
 }
 
@@ -526,19 +576,11 @@ func (p *anthropicParser) addUsage(u *anthropicUsage) {
 	}
 }
 
-func anthropicStreamError(provider string, e *struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}) error {
+func anthropicStreamError(provider string, e *anthropicError) error {
 	if e == nil {
 		return &Error{Provider: provider, Message: "stream error"}
 	}
-	msg := e.Message
-	if e.Type != "" && msg != "" {
-		msg = e.Type + " — " + msg
-	} else if msg == "" {
-		msg = e.Type
-	}
+	msg := joinCode(e.Type, e.Message)
 	retry := e.Type == "overloaded_error" || e.Type == "rate_limit_error" || e.Type == "api_error"
 	return &Error{Provider: provider, Message: withHint(msg), Retryable: retry}
 }
