@@ -136,94 +136,118 @@ func openaiInput(system string, msgs []Message, phase bool) ([]any, error) {
 	n := 0
 	for _, m := range msgs {
 		if m.Role == RoleUser {
-			var content []any
-			for _, p := range m.Parts {
-				switch p.Kind {
-				case PartToolResult:
-					r := p.ToolResult
-					output := toolResultText(r)
-					if r.IsError {
-						output = "Error: " + output
-					}
-					var o any = output
-					if len(r.Files) > 0 {
-						// function_call_output takes an array of input
-						// parts: the reference, then the file itself.
-						items := []any{map[string]any{"type": "input_text", "text": output}}
-						for _, f := range r.Files {
-							items = append(items, openaiFile(f))
-						}
-						o = items
-					}
-					out = append(out, map[string]any{"type": "function_call_output", "call_id": normalizeToolID(r.ToolUseID), "output": o})
-				case PartText:
-					if strings.TrimSpace(p.Text) != "" {
-						content = append(content, map[string]any{"type": "input_text", "text": p.Text})
-					}
-				case PartFile:
-					content = append(content, openaiFile(p.File))
-				}
-			}
-			if len(content) > 0 {
-				out = append(out, map[string]any{"role": "user", "content": content})
-			}
+			out = append(out, openaiUserItems(m.Parts)...)
 			continue
 		}
 		n++
-		hasTool := false
-		var foreign []string
-		for _, p := range m.Parts {
-			switch p.Kind {
-			case PartToolUse:
-				hasTool = true
-			case PartThinking:
-				t := p.Thinking
-				if t.Signature != "" && t.Provider == "openai" {
-					item, err := openaiReasoningItem(t.Signature)
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, item)
-				} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
-					foreign = append(foreign, strings.TrimSpace(t.Content))
-				}
-			}
+		items, err := openaiAssistantItems(m.Parts, n, phase)
+		if err != nil {
+			return nil, err
 		}
-		ph := "final_answer"
-		if hasTool {
-			ph = "commentary"
-		}
-		var acc []string
-		if len(foreign) > 0 {
-			acc = append(acc, foreignThinking(foreign))
-		}
-		k := 0
-		flush := func() {
-			text := strings.TrimSpace(strings.Join(acc, "\n\n"))
-			acc = acc[:0]
-			if text == "" {
-				return
-			}
-			k++
-			item := map[string]any{"type": "message", "role": "assistant", "id": fmt.Sprintf("msg_%d_%d", n, k),
-				"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}, "status": "completed"}
-			if phase {
-				item["phase"] = ph
-			}
-			out = append(out, item)
-		}
-		for _, p := range m.Parts {
-			switch p.Kind {
-			case PartText:
-				acc = append(acc, p.Text)
-			case PartToolUse:
-				flush()
-				out = append(out, map[string]any{"type": "function_call", "call_id": normalizeToolID(p.ToolUse.ID),
-					"name": wireName(p.ToolUse.Name), "arguments": string(objectJSON(p.ToolUse.Input)), "status": "completed"})
-			}
-		}
-		flush()
+		out = append(out, items...)
 	}
+	return out, nil
+}
+
+// openaiUserItems: a function_call_output per result, then the user's
+// message (text, files).
+func openaiUserItems(parts []Part) []any {
+	var out, content []any
+	for _, p := range parts {
+		switch p.Kind {
+		case PartToolResult:
+			out = append(out, openaiCallOutput(p.ToolResult))
+		case PartText:
+			if strings.TrimSpace(p.Text) != "" {
+				content = append(content, map[string]any{"type": "input_text", "text": p.Text})
+			}
+		case PartFile:
+			content = append(content, openaiFile(p.File))
+		}
+	}
+	if len(content) > 0 {
+		out = append(out, map[string]any{"role": "user", "content": content})
+	}
+	return out
+}
+
+// openaiCallOutput is a result as a function_call_output: its text, or
+// (with files) an array of input parts: the text, then the files.
+func openaiCallOutput(r *ToolResult) map[string]any {
+	output := toolResultText(r)
+	if r.IsError {
+		output = "Error: " + output
+	}
+	var o any = output
+	if len(r.Files) > 0 {
+		items := []any{map[string]any{"type": "input_text", "text": output}}
+		for _, f := range r.Files {
+			items = append(items, openaiFile(f))
+		}
+		o = items
+	}
+	return map[string]any{"type": "function_call_output", "call_id": normalizeToolID(r.ToolUseID), "output": o}
+}
+
+// openaiAssistantItems converts the n-th assistant message: its signed
+// reasoning items, then its text as messages (other providers' thinking
+// first) between its function calls. phase: the messages say whether
+// they are commentary (before a call) or the final answer.
+func openaiAssistantItems(parts []Part, n int, phase bool) ([]any, error) {
+	var out []any
+	hasTool := false
+	var foreign []string
+	for _, p := range parts {
+		switch p.Kind {
+		case PartToolUse:
+			hasTool = true
+		case PartThinking:
+			t := p.Thinking
+			if t.Signature != "" && t.Provider == "openai" {
+				item, err := openaiReasoningItem(t.Signature)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, item)
+			} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
+				foreign = append(foreign, strings.TrimSpace(t.Content))
+			}
+		}
+	}
+	ph := "final_answer"
+	if hasTool {
+		ph = "commentary"
+	}
+	var acc []string
+	if len(foreign) > 0 {
+		acc = append(acc, foreignThinking(foreign))
+	}
+	k := 0
+	flush := func() {
+		text := strings.TrimSpace(strings.Join(acc, "\n\n"))
+		acc = acc[:0]
+		if text == "" {
+			return
+		}
+		k++
+		item := map[string]any{"type": "message", "role": "assistant", "id": fmt.Sprintf("msg_%d_%d", n, k),
+			"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}, "status": "completed"}
+		if phase {
+			item["phase"] = ph
+		}
+		out = append(out, item)
+	}
+	for _, p := range parts {
+		switch p.Kind {
+		case PartText:
+			acc = append(acc, p.Text)
+		case PartToolUse:
+			flush()
+			out = append(out, map[string]any{"type": "function_call", "call_id": normalizeToolID(p.ToolUse.ID),
+				"name": wireName(p.ToolUse.Name), "arguments": string(objectJSON(p.ToolUse.Input)), "status": "completed"})
+		}
+	}
+	flush()
 	return out, nil
 }
 
@@ -288,31 +312,35 @@ type openaiResponse struct {
 }
 
 type openaiItem struct {
-	Action *struct {
-		Type    string `json:"type"`
-		Query   string `json:"query"`
-		URL     string `json:"url"`
-		Sources []struct {
-			URL   string `json:"url"`
-			Title string `json:"title"`
-		} `json:"sources"`
-	} `json:"action"` // web_search_call
-	Type      string `json:"type"`
-	Name      string `json:"name"`
-	CallID    string `json:"call_id"`
-	Arguments string `json:"arguments"`
-	Status    string `json:"status"` // "incomplete" when the response was cut inside it
+	Action    *openaiAction `json:"action"` // web_search_call
+	Type      string        `json:"type"`
+	Name      string        `json:"name"`
+	CallID    string        `json:"call_id"`
+	Arguments string        `json:"arguments"`
+	Status    string        `json:"status"` // "incomplete" when the response was cut inside it
+}
+
+// openaiAction is what a web_search_call did.
+type openaiAction struct {
+	Type    string `json:"type"`
+	Query   string `json:"query"`
+	URL     string `json:"url"`
+	Sources []struct {
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	} `json:"sources"`
 }
 
 func (p *openaiParser) done() bool { return p.finished }
 
+// handle reads one event, by its type; a bare {"error": …} object is an
+// error whatever its type.
 func (p *openaiParser) handle(_ string, data []byte) error {
 	var ev openaiEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return unreadable(p.emit, data, err)
 	}
 	if ev.Error != nil && ev.Type != "error" && ev.Type != "response.failed" {
-		// a bare {"error": {...}} object in the stream
 		return &Error{Provider: "openai", Message: withHint(joinCode(ev.Error.Type, ev.Error.Message)), Retryable: retryCode(ev.Error.Code, ev.Error.Type)}
 	}
 	switch ev.Type {
@@ -329,90 +357,129 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 	case "response.reasoning_summary_part.added":
 		// a new summary paragraph of the same reasoning item
 	case "response.output_item.done":
-		var it openaiItem
-		if err := json.Unmarshal(ev.Item, &it); err != nil {
-			return unreadable(p.emit, data, err)
-		}
-		switch it.Type {
-		case "function_call":
-			p.toolUsed = true
-			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: it.CallID, Name: internalName(it.Name), Input: objectJSON([]byte(it.Arguments)),
-				Incomplete: incompleteJSON([]byte(it.Arguments)) || it.Status == "incomplete"}})
-		case "reasoning":
-			p.emit(Event{Kind: EventThinkingSignature, Signature: base64.StdEncoding.EncodeToString(compactJSON(ev.Item)), Provider: "openai"})
-		case "web_search_call":
-			if a := it.Action; a != nil {
-				var src []Source
-				for _, x := range a.Sources {
-					src = append(src, Source{URL: x.URL, Title: x.Title})
-				}
-				detail := "web_search"
-				if a.Type == "search" {
-					p.searches++
-				} else if a.URL != "" {
-					detail = "web_fetch" // open_page, find_in_page
-				}
-				p.emit(Event{Kind: EventWebSearch, Detail: detail, Text: a.Query + a.URL, Sources: src})
-			}
-		}
+		return p.itemDone(ev.Item, data)
 	case "response.output_text.annotation.added":
 		if a := ev.Annotation; a != nil && a.Type == "url_citation" {
 			p.emit(Event{Kind: EventCitation, Sources: []Source{{URL: a.URL, Title: a.Title}}})
 		}
 	case "response.completed", "response.incomplete":
-		stop := "end_turn"
-		if p.toolUsed {
-			stop = "tool_use"
-		}
-		if r := ev.Response; r != nil {
-			if ev.Type == "response.incomplete" {
-				stop = "incomplete"
-				if r.IncompleteDetails != nil && r.IncompleteDetails.Reason != "" {
-					stop = r.IncompleteDetails.Reason
-				}
-				switch stop {
-				case "max_output_tokens":
-					stop = "max_tokens"
-				case "content_filter":
-				default:
-					stop = "incomplete" // any other reason: not a whole response
-				}
-			}
-			p.usage(r)
-		}
-		p.finished = true
-		p.emit(Event{Kind: EventDone, StopReason: stop})
+		p.completed(ev.Type == "response.incomplete", ev.Response)
 	case "response.failed":
-		msg := "Response failed"
-		var code any
-		if ev.Response != nil {
-			p.usage(ev.Response) // a failed response's tokens are billed too
-		}
-		if ev.Response != nil && ev.Response.Error != nil && ev.Response.Error.Message != "" {
-			msg = ev.Response.Error.Message
-			code = ev.Response.Error.Code
-		}
-		return &Error{Provider: "openai", Message: withHint(msg), Retryable: retryCode(code, "")}
+		return p.failed(ev.Response)
 	case "error":
-		code, msg := ev.Code, ev.Message
-		if ev.Error != nil { // {"type":"error","error":{…}}
-			if ev.Error.Code != nil {
-				code = ev.Error.Code
-			}
-			if ev.Error.Message != "" {
-				msg = ev.Error.Message
-			}
-		}
-		s := "stream error"
-		if c := codeString(code); c != "" {
-			s += " (code: " + c + ")"
-		}
-		if msg != "" {
-			s += ": " + msg
-		}
-		return &Error{Provider: "openai", Message: withHint(s), Retryable: retryCode(code, "")}
+		return openaiStreamError(&ev)
 	}
 	return nil
+}
+
+// itemDone hands on a finished output item: a function call, a reasoning
+// item (as the signature that sends it back), a web search.
+func (p *openaiParser) itemDone(raw json.RawMessage, data []byte) error {
+	var it openaiItem
+	if err := json.Unmarshal(raw, &it); err != nil {
+		return unreadable(p.emit, data, err)
+	}
+	switch it.Type {
+	case "function_call":
+		p.toolUsed = true
+		e := toolUseEvent(it.CallID, it.Name, []byte(it.Arguments))
+		e.ToolUse.Incomplete = e.ToolUse.Incomplete || it.Status == "incomplete"
+		p.emit(e)
+	case "reasoning":
+		p.emit(Event{Kind: EventThinkingSignature, Signature: base64.StdEncoding.EncodeToString(compactJSON(raw)), Provider: "openai"})
+	case "web_search_call":
+		if it.Action != nil {
+			p.webSearch(it.Action)
+		}
+	}
+	return nil
+}
+
+// webSearch reports a web_search_call: a search (billed) or a page the
+// model opened.
+func (p *openaiParser) webSearch(a *openaiAction) {
+	var src []Source
+	for _, x := range a.Sources {
+		src = append(src, Source{URL: x.URL, Title: x.Title})
+	}
+	detail := "web_search"
+	if a.Type == "search" {
+		p.searches++
+	} else if a.URL != "" {
+		detail = "web_fetch" // open_page, find_in_page
+	}
+	p.emit(Event{Kind: EventWebSearch, Detail: detail, Text: a.Query + a.URL, Sources: src})
+}
+
+// completed ends the response (response.completed, or incomplete): its
+// stop reason, and its usage.
+func (p *openaiParser) completed(incomplete bool, r *openaiResponse) {
+	stop := "end_turn"
+	if p.toolUsed {
+		stop = "tool_use"
+	}
+	if r != nil {
+		if incomplete {
+			stop = openaiIncompleteStop(r)
+		}
+		p.usage(r)
+	}
+	p.finished = true
+	p.emit(Event{Kind: EventDone, StopReason: stop})
+}
+
+// openaiIncompleteStop is the stop reason of an incomplete response:
+// max_tokens, content_filter, or incomplete for any other reason (not a
+// whole response).
+func openaiIncompleteStop(r *openaiResponse) string {
+	reason := ""
+	if r.IncompleteDetails != nil {
+		reason = r.IncompleteDetails.Reason
+	}
+	switch reason {
+	case "max_output_tokens":
+		return "max_tokens"
+	case "content_filter":
+		return reason
+	}
+	return "incomplete"
+}
+
+// failed is the error of response.failed; a failed response's tokens are
+// billed too.
+func (p *openaiParser) failed(r *openaiResponse) error {
+	msg := "Response failed"
+	var code any
+	if r != nil {
+		p.usage(r)
+		if r.Error != nil && r.Error.Message != "" {
+			msg = r.Error.Message
+			code = r.Error.Code
+		}
+	}
+	return &Error{Provider: "openai", Message: withHint(msg), Retryable: retryCode(code, "")}
+}
+
+// openaiStreamError is the error of an error event: its code and message,
+// at the top level or in {"error":{…}}.
+func openaiStreamError(ev *openaiEvent) error {
+	code, msg := ev.Code, ev.Message
+	if ev.Error != nil {
+		if ev.Error.Code != nil {
+			code = ev.Error.Code
+		}
+		if ev.Error.Message != "" {
+			msg = ev.Error.Message
+		}
+	}
+	s := "stream error"
+	if c := codeString(code); c != "" {
+		s += " (code: " + c + ")"
+	}
+	if msg != "" {
+		s += ": " + msg
+	}
+	return &Error{Provider: "openai", Message: withHint(s), Retryable: retryCode(code, "")}
 }
 
 // usage reports the usage of a response object, when it has one.
