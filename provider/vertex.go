@@ -212,92 +212,109 @@ func vertexContents(msgs []Message, signer string, signed bool) []any {
 	}
 	out := make([]any, 0, len(msgs))
 	for _, m := range msgs {
-		var parts []map[string]any
+		role, parts := "model", []map[string]any(nil)
 		if m.Role == RoleUser {
-			for _, p := range m.Parts {
-				if p.Kind != PartToolResult {
-					continue
-				}
-				r := p.ToolResult
-				key := "output"
-				if r.IsError {
-					key = "error"
-				}
-				parts = append(parts, map[string]any{"functionResponse": map[string]any{
-					"name": wireName(vertexToolName(names, r.ToolUseID)), "response": map[string]any{key: toolResultText(r)}}})
-			}
-			// A result's files follow the function responses as inline
-			// data (a functionResponse holds JSON only on this API).
-			for _, p := range m.Parts {
-				if p.Kind == PartToolResult {
-					for _, f := range p.ToolResult.Files {
-						parts = append(parts, vertexFile(f))
-					}
-				}
-			}
-			for _, p := range m.Parts {
-				switch {
-				case p.Kind == PartText && strings.TrimSpace(p.Text) != "":
-					parts = append(parts, map[string]any{"text": p.Text})
-				case p.Kind == PartFile:
-					parts = append(parts, vertexFile(p.File))
-				}
-			}
-			if len(parts) > 0 {
-				out = append(out, map[string]any{"role": "user", "parts": parts})
-			}
-			continue
-		}
-		sig := ""
-		var foreign, texts []string
-		for _, p := range m.Parts {
-			switch p.Kind {
-			case PartThinking:
-				t := p.Thinking
-				if t.Signature != "" && t.Provider == signer {
-					sig = t.Signature
-				} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
-					foreign = append(foreign, strings.TrimSpace(t.Content))
-				}
-			case PartText:
-				texts = append(texts, p.Text)
-			}
-		}
-		if len(foreign) > 0 {
-			parts = append(parts, map[string]any{"text": foreignThinking(foreign)})
-		}
-		textIdx := -1
-		if s := strings.TrimSpace(strings.Join(texts, "\n\n")); s != "" {
-			textIdx = len(parts)
-			parts = append(parts, map[string]any{"text": s})
-		}
-		callIdx := -1
-		for _, p := range m.Parts {
-			if p.Kind == PartToolUse {
-				if callIdx < 0 {
-					callIdx = len(parts)
-				}
-				parts = append(parts, map[string]any{"functionCall": map[string]any{"name": wireName(p.ToolUse.Name), "args": objectJSON(p.ToolUse.Input)}})
-			}
-		}
-		if sig == "" && signed && callIdx >= 0 {
-			sig = vertexForeignSignature
-		}
-		if sig != "" {
-			switch {
-			case callIdx >= 0:
-				parts[callIdx]["thoughtSignature"] = sig
-			case textIdx >= 0:
-				parts[textIdx]["thoughtSignature"] = sig
-			default:
-				parts = append(parts, map[string]any{"text": "", "thoughtSignature": sig})
-			}
+			role, parts = "user", vertexUserParts(m.Parts, names)
+		} else {
+			parts = vertexModelParts(m.Parts, signer, signed)
 		}
 		if len(parts) > 0 {
-			out = append(out, map[string]any{"role": "model", "parts": parts})
+			out = append(out, map[string]any{"role": role, "parts": parts})
 		}
 	}
 	return out
+}
+
+// vertexUserParts: a functionResponse per result, the results' files as
+// inline data (a functionResponse holds JSON only on this API), then the
+// user's text and files.
+func vertexUserParts(msgParts []Part, names map[string]string) []map[string]any {
+	var parts []map[string]any
+	for _, p := range msgParts {
+		if p.Kind != PartToolResult {
+			continue
+		}
+		r := p.ToolResult
+		key := "output"
+		if r.IsError {
+			key = "error"
+		}
+		parts = append(parts, map[string]any{"functionResponse": map[string]any{
+			"name": wireName(vertexToolName(names, r.ToolUseID)), "response": map[string]any{key: toolResultText(r)}}})
+	}
+	for _, p := range msgParts {
+		if p.Kind == PartToolResult {
+			for _, f := range p.ToolResult.Files {
+				parts = append(parts, vertexFile(f))
+			}
+		}
+	}
+	for _, p := range msgParts {
+		switch {
+		case p.Kind == PartText && strings.TrimSpace(p.Text) != "":
+			parts = append(parts, map[string]any{"text": p.Text})
+		case p.Kind == PartFile:
+			parts = append(parts, vertexFile(p.File))
+		}
+	}
+	return parts
+}
+
+// vertexModelParts: other providers' thinking as text, the text, then the
+// functionCall parts, the signature on the first call (or the text).
+func vertexModelParts(msgParts []Part, signer string, signed bool) []map[string]any {
+	var parts []map[string]any
+	sig := ""
+	var foreign, texts []string
+	for _, p := range msgParts {
+		switch p.Kind {
+		case PartThinking:
+			t := p.Thinking
+			if t.Signature != "" && t.Provider == signer {
+				sig = t.Signature
+			} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
+				foreign = append(foreign, strings.TrimSpace(t.Content))
+			}
+		case PartText:
+			texts = append(texts, p.Text)
+		}
+	}
+	if len(foreign) > 0 {
+		parts = append(parts, map[string]any{"text": foreignThinking(foreign)})
+	}
+	textIdx := -1
+	if s := strings.TrimSpace(strings.Join(texts, "\n\n")); s != "" {
+		textIdx = len(parts)
+		parts = append(parts, map[string]any{"text": s})
+	}
+	callIdx := -1
+	for _, p := range msgParts {
+		if p.Kind == PartToolUse {
+			if callIdx < 0 {
+				callIdx = len(parts)
+			}
+			parts = append(parts, map[string]any{"functionCall": map[string]any{"name": wireName(p.ToolUse.Name), "args": objectJSON(p.ToolUse.Input)}})
+		}
+	}
+	if sig == "" && signed && callIdx >= 0 {
+		sig = vertexForeignSignature
+	}
+	return vertexSign(parts, sig, callIdx, textIdx)
+}
+
+// vertexSign puts sig on the part at callIdx, else at textIdx, else on an
+// empty text part of its own (nothing without a signature).
+func vertexSign(parts []map[string]any, sig string, callIdx, textIdx int) []map[string]any {
+	switch {
+	case sig == "":
+	case callIdx >= 0:
+		parts[callIdx]["thoughtSignature"] = sig
+	case textIdx >= 0:
+		parts[textIdx]["thoughtSignature"] = sig
+	default:
+		parts = append(parts, map[string]any{"text": "", "thoughtSignature": sig})
+	}
+	return parts
 }
 
 // vertexForeignSignature is the thought signature Google documents for
@@ -335,43 +352,56 @@ type vertexParser struct {
 }
 
 type vertexChunk struct {
-	Candidates []struct {
-		Content struct {
-			Parts []struct {
-				Text             string `json:"text"`
-				Thought          bool   `json:"thought"`
-				ThoughtSignature any    `json:"thoughtSignature"`
-				FunctionCall     *struct {
-					Name string          `json:"name"`
-					Args json.RawMessage `json:"args"`
-				} `json:"functionCall"`
-			} `json:"parts"`
-		} `json:"content"`
-		FinishReason      string `json:"finishReason"`
-		GroundingMetadata *struct {
-			WebSearchQueries []string `json:"webSearchQueries"`
-			GroundingChunks  []struct {
-				Web *struct {
-					URI   string `json:"uri"`
-					Title string `json:"title"`
-				} `json:"web"`
-			} `json:"groundingChunks"`
-		} `json:"groundingMetadata"`
-	} `json:"candidates"`
+	Candidates     []vertexCandidate `json:"candidates"`
 	PromptFeedback *struct {
 		BlockReason string `json:"blockReason"`
 	} `json:"promptFeedback"`
-	UsageMetadata *struct {
-		PromptTokenCount        *int `json:"promptTokenCount"`
-		CandidatesTokenCount    *int `json:"candidatesTokenCount"`
-		CachedContentTokenCount int  `json:"cachedContentTokenCount"`
-		ThoughtsTokenCount      int  `json:"thoughtsTokenCount"`
-	} `json:"usageMetadata"`
-	Error json.RawMessage `json:"error"`
+	UsageMetadata *vertexUsage    `json:"usageMetadata"`
+	Error         json.RawMessage `json:"error"`
+}
+
+type vertexCandidate struct {
+	Content struct {
+		Parts []vertexPart `json:"parts"`
+	} `json:"content"`
+	FinishReason      string           `json:"finishReason"`
+	GroundingMetadata *vertexGrounding `json:"groundingMetadata"`
+}
+
+type vertexPart struct {
+	Text             string `json:"text"`
+	Thought          bool   `json:"thought"`
+	ThoughtSignature any    `json:"thoughtSignature"`
+	FunctionCall     *struct {
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"functionCall"`
+}
+
+// vertexGrounding is what Google Search found for the answer.
+type vertexGrounding struct {
+	WebSearchQueries []string `json:"webSearchQueries"`
+	GroundingChunks  []struct {
+		Web *struct {
+			URI   string `json:"uri"`
+			Title string `json:"title"`
+		} `json:"web"`
+	} `json:"groundingChunks"`
+}
+
+type vertexUsage struct {
+	PromptTokenCount        *int `json:"promptTokenCount"`
+	CandidatesTokenCount    *int `json:"candidatesTokenCount"`
+	CachedContentTokenCount int  `json:"cachedContentTokenCount"`
+	ThoughtsTokenCount      int  `json:"thoughtsTokenCount"`
 }
 
 func (p *vertexParser) done() bool { return p.finished }
 
+// handle reads one chunk: an error (or a blocked prompt), else the first
+// candidate's grounding and parts, then (with a finish reason) the
+// searches, the signature and the end. The chunk's usage is reported after
+// its content.
 func (p *vertexParser) handle(_ string, data []byte) error {
 	var c vertexChunk
 	if err := json.Unmarshal(data, &c); err != nil {
@@ -380,6 +410,34 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 		}
 		return unreadable(p.emit, data, err)
 	}
+	if err := p.chunkError(&c, data); err != nil {
+		return err
+	}
+	usage := c.UsageMetadata.usage()
+	if len(c.Candidates) == 0 {
+		p.reportUsage(usage)
+		return nil
+	}
+	cand := &c.Candidates[0]
+	p.ground(cand.GroundingMetadata)
+	for i := range cand.Content.Parts {
+		p.part(&cand.Content.Parts[i])
+	}
+	if cand.FinishReason == "" {
+		p.reportUsage(usage)
+		return nil
+	}
+	p.emitSearches()
+	if p.sig != "" {
+		p.emit(Event{Kind: EventThinkingSignature, Signature: p.sig, Provider: p.name})
+		p.sig = ""
+	}
+	p.reportUsage(usage)
+	return p.finish(cand.FinishReason)
+}
+
+// chunkError is the error a chunk reports, or the blocked prompt's.
+func (p *vertexParser) chunkError(c *vertexChunk, data []byte) error {
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		m, _ := jsonErrorMessage(data)
 		if m == "" {
@@ -390,71 +448,81 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 	if c.PromptFeedback != nil && c.PromptFeedback.BlockReason != "" && len(c.Candidates) == 0 {
 		return &Error{Provider: p.name, Message: "Prompt blocked by " + p.label() + " (" + c.PromptFeedback.BlockReason + ")"}
 	}
-	var usage *Usage // reported after this chunk's content
-	if u := c.UsageMetadata; u != nil && (u.PromptTokenCount != nil || u.CandidatesTokenCount != nil) {
-		usage = &Usage{ThinkingTokens: u.ThoughtsTokenCount}
-		if u.PromptTokenCount != nil {
-			usage.InputTokens = *u.PromptTokenCount
-		}
-		if u.CandidatesTokenCount != nil {
-			// Gemini counts thoughts apart from the answer; both are
-			// billed as output.
-			usage.OutputTokens = *u.CandidatesTokenCount + u.ThoughtsTokenCount
-		}
-		if u.CachedContentTokenCount > 0 {
-			usage.CacheReadTokens = u.CachedContentTokenCount
-			usage.InputTokens -= u.CachedContentTokenCount
-		}
-	}
-	if len(c.Candidates) > 0 {
-		if g := c.Candidates[0].GroundingMetadata; g != nil {
-			p.grounded = p.grounded || len(g.WebSearchQueries) > 0
-			p.queries = append(p.queries, g.WebSearchQueries...)
-			for _, ch := range g.GroundingChunks {
-				if ch.Web != nil {
-					p.sources = append(p.sources, Source{URL: ch.Web.URI, Title: ch.Web.Title})
-				}
-			}
-		}
-	}
-	flushUsage := func() {
-		if usage != nil {
-			if p.grounded {
-				usage.WebSearches, usage.SearchFee = 1, p.searchFee // billed per grounded prompt
-			}
-			p.emit(Event{Kind: EventUsage, Usage: usage})
-		}
-	}
-	if len(c.Candidates) == 0 {
-		flushUsage()
+	return nil
+}
+
+// usage is the usage a chunk reports (nil without token counts). Gemini
+// counts thoughts apart from the answer; both are billed as output.
+func (u *vertexUsage) usage() *Usage {
+	if u == nil || (u.PromptTokenCount == nil && u.CandidatesTokenCount == nil) {
 		return nil
 	}
-	cand := c.Candidates[0]
-	for _, part := range cand.Content.Parts {
-		if s, ok := part.ThoughtSignature.(string); ok && s != "" {
-			p.sig = s
-		}
-		switch {
-		case part.Thought:
-			if part.Text != "" {
-				p.emit(Event{Kind: EventThinking, Text: part.Text})
-			}
-		case part.FunctionCall != nil:
-			if part.FunctionCall.Name == "" {
-				continue
-			}
-			p.toolUsed = true
-			name := internalName(part.FunctionCall.Name)
-			p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: p.newID(name), Name: name, Input: objectJSON(part.FunctionCall.Args)}})
-		case part.Text != "":
-			p.emit(Event{Kind: EventText, Text: part.Text})
+	usage := &Usage{ThinkingTokens: u.ThoughtsTokenCount}
+	if u.PromptTokenCount != nil {
+		usage.InputTokens = *u.PromptTokenCount
+	}
+	if u.CandidatesTokenCount != nil {
+		usage.OutputTokens = *u.CandidatesTokenCount + u.ThoughtsTokenCount
+	}
+	if u.CachedContentTokenCount > 0 {
+		usage.CacheReadTokens = u.CachedContentTokenCount
+		usage.InputTokens -= u.CachedContentTokenCount
+	}
+	return usage
+}
+
+// reportUsage emits a chunk's usage, with the search fee of a grounded
+// answer (billed per grounded prompt).
+func (p *vertexParser) reportUsage(usage *Usage) {
+	if usage == nil {
+		return
+	}
+	if p.grounded {
+		usage.WebSearches, usage.SearchFee = 1, p.searchFee
+	}
+	p.emit(Event{Kind: EventUsage, Usage: usage})
+}
+
+// ground keeps the searches Google ran and what they found.
+func (p *vertexParser) ground(g *vertexGrounding) {
+	if g == nil {
+		return
+	}
+	p.grounded = p.grounded || len(g.WebSearchQueries) > 0
+	p.queries = append(p.queries, g.WebSearchQueries...)
+	for _, ch := range g.GroundingChunks {
+		if ch.Web != nil {
+			p.sources = append(p.sources, Source{URL: ch.Web.URI, Title: ch.Web.Title})
 		}
 	}
-	if cand.FinishReason == "" {
-		flushUsage()
-		return nil
+}
+
+// part hands on a thought, a function call (with an id of ours: Gemini
+// sends none) or text, and keeps the last thought signature.
+func (p *vertexParser) part(part *vertexPart) {
+	if s, ok := part.ThoughtSignature.(string); ok && s != "" {
+		p.sig = s
 	}
-	// The searches Google ran for the answer, and what they found.
+	switch {
+	case part.Thought:
+		if part.Text != "" {
+			p.emit(Event{Kind: EventThinking, Text: part.Text})
+		}
+	case part.FunctionCall != nil:
+		if part.FunctionCall.Name == "" {
+			return
+		}
+		p.toolUsed = true
+		name := internalName(part.FunctionCall.Name)
+		p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: p.newID(name), Name: name, Input: objectJSON(part.FunctionCall.Args)}})
+	case part.Text != "":
+		p.emit(Event{Kind: EventText, Text: part.Text})
+	}
+}
+
+// emitSearches reports the searches Google ran for the answer, the sources
+// on the last (or alone when no query was named).
+func (p *vertexParser) emitSearches() {
 	for i, q := range p.queries {
 		e := Event{Kind: EventWebSearch, Detail: "web_search", Text: q}
 		if i == len(p.queries)-1 {
@@ -466,31 +534,28 @@ func (p *vertexParser) handle(_ string, data []byte) error {
 		p.emit(Event{Kind: EventWebSearch, Detail: "web_search", Sources: p.sources})
 	}
 	p.queries, p.sources = nil, nil
-	if p.sig != "" {
-		p.emit(Event{Kind: EventThinkingSignature, Signature: p.sig, Provider: p.name})
-		p.sig = ""
-	}
-	switch cand.FinishReason {
+}
+
+// finish ends the answer by its finish reason: done (end_turn, tool_use
+// or max_tokens), an invalid tool call, or blocked.
+func (p *vertexParser) finish(reason string) error {
+	switch reason {
 	case "STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED":
 		stop := "end_turn"
 		if p.toolUsed {
 			stop = "tool_use"
 		}
-		if cand.FinishReason == "MAX_TOKENS" {
+		if reason == "MAX_TOKENS" {
 			stop = "max_tokens"
 		}
-		flushUsage()
 		p.finished = true
 		p.emit(Event{Kind: EventDone, StopReason: stop})
 		return nil
-	}
-	flushUsage()
-	switch cand.FinishReason {
 	case "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS":
 		// The model's tool call was not valid: nothing was blocked.
-		return &Error{Provider: p.name, Message: "The model produced an invalid tool call (" + cand.FinishReason + "); nothing of it was run. Press <C-]> to send again."}
+		return &Error{Provider: p.name, Message: "The model produced an invalid tool call (" + reason + "); nothing of it was run. Press <C-]> to send again."}
 	}
-	return &Error{Provider: p.name, Message: "Response blocked by " + p.label() + " (" + cand.FinishReason + ")"}
+	return &Error{Provider: p.name, Message: "Response blocked by " + p.label() + " (" + reason + ")"}
 }
 
 // label names the service in messages.
