@@ -461,13 +461,9 @@ func (p *anthropicParser) blockStart(index int, cb *anthropicContentBlock) {
 	p.blocks[index] = b
 	switch b.typ {
 	case "text":
-		if cb.Text != "" {
-			p.emit(Event{Kind: EventText, Text: cb.Text})
-		}
+		emitText(p.emit, EventText, cb.Text)
 	case "thinking":
-		if cb.Thinking != "" {
-			p.emit(Event{Kind: EventThinking, Text: cb.Thinking})
-		}
+		emitText(p.emit, EventThinking, cb.Thinking)
 	case "server_tool_use":
 		if in := bytes.TrimSpace(cb.Input); len(in) > 2 {
 			b.json.Write(in) // a whole input instead of deltas
@@ -485,13 +481,9 @@ func (p *anthropicParser) blockStart(index int, cb *anthropicContentBlock) {
 func (p *anthropicParser) blockDelta(b *anthropicBlock, d *anthropicDelta) {
 	switch d.Type {
 	case "text_delta":
-		if d.Text != "" {
-			p.emit(Event{Kind: EventText, Text: d.Text})
-		}
+		emitText(p.emit, EventText, d.Text)
 	case "thinking_delta":
-		if d.Thinking != "" {
-			p.emit(Event{Kind: EventThinking, Text: d.Thinking})
-		}
+		emitText(p.emit, EventThinking, d.Thinking)
 	case "input_json_delta":
 		if b != nil {
 			b.json.WriteString(d.PartialJSON)

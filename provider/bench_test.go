@@ -68,11 +68,17 @@ func BenchmarkAnthropicStream(b *testing.B) {
 	}
 	body := s.aText(0, chunks...).aTool(1, "toolu_b", "bash", `{"command": "ls"}`).aStop("tool_use", 2000).String()
 	p, _ := New("anthropic", Config{Getenv: testEnv, HTTPClient: &http.Client{Transport: staticTransport(body)}})
+	benchStream(b, p, hello(), body)
+}
+
+// benchStream streams req from p (whose transport serves body) and wants
+// at least 2,000 events.
+func benchStream(b *testing.B, p Provider, req Request, body string) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		n := 0
-		if err := p.Stream(context.Background(), hello(), func(Event) { n++ }); err != nil || n < 2000 {
+		if err := p.Stream(context.Background(), req, func(Event) { n++ }); err != nil || n < 2000 {
 			b.Fatal(err, n)
 		}
 	}
@@ -101,15 +107,7 @@ func BenchmarkChatStream(b *testing.B) {
 			s.WriteString(`data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2000}}` + "\n\ndata: [DONE]\n\n")
 			body := s.String()
 			p, _ := New("srv", Config{Wire: "chat_completions", Keys: &Keyring{}, HTTPClient: &http.Client{Transport: staticTransport(body)}})
-			req := modelReq(hello(), "m")
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				n := 0
-				if err := p.Stream(context.Background(), req, func(Event) { n++ }); err != nil || n < 2000 {
-					b.Fatal(err, n)
-				}
-			}
+			benchStream(b, p, modelReq(hello(), "m"), body)
 		})
 	}
 }
@@ -126,14 +124,7 @@ func BenchmarkOpenAIStream(b *testing.B) {
 		"usage": obj{"input_tokens": 100, "output_tokens": 2000, "input_tokens_details": obj{"cached_tokens": 0}}}})
 	body := s.String()
 	p, _ := New("openai", Config{Getenv: testEnv, HTTPClient: &http.Client{Transport: staticTransport(body)}})
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		n := 0
-		if err := p.Stream(context.Background(), hello(), func(Event) { n++ }); err != nil || n < 2000 {
-			b.Fatal(err, n)
-		}
-	}
+	benchStream(b, p, hello(), body)
 }
 
 // BenchmarkVertexStream parses a 2,000-chunk streamGenerateContent stream
@@ -147,12 +138,5 @@ func BenchmarkVertexStream(b *testing.B) {
 		vPart(obj{"functionCall": obj{"name": "bash", "args": obj{"command": "ls"}}, "thoughtSignature": "c2ln"})))
 	body := s.String()
 	p, _ := New("vertex", Config{Getenv: testEnv, HTTPClient: &http.Client{Transport: staticTransport(body)}})
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		n := 0
-		if err := p.Stream(context.Background(), hello(), func(Event) { n++ }); err != nil || n < 2000 {
-			b.Fatal(err, n)
-		}
-	}
+	benchStream(b, p, hello(), body)
 }

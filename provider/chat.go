@@ -528,8 +528,8 @@ func chatStreamError(provider string, data []byte, raw json.RawMessage) error {
 func (p *chatParser) delta(d *chatDelta, data []byte) {
 	if d.ReasoningContent != nil && *d.ReasoningContent != "" {
 		p.emit(Event{Kind: EventThinking, Text: *d.ReasoningContent})
-	} else if s, ok := d.Reasoning.(string); ok && s != "" {
-		p.emit(Event{Kind: EventThinking, Text: s})
+	} else if s, ok := d.Reasoning.(string); ok {
+		emitText(p.emit, EventThinking, s)
 	}
 	p.content(d.Content, data)
 	if d.Refusal != nil && *d.Refusal != "" {
@@ -548,9 +548,7 @@ func (p *chatParser) delta(d *chatDelta, data []byte) {
 // parts whose thinking parts are thinking.
 func (p *chatParser) content(raw json.RawMessage, data []byte) {
 	if s, ok := p.plainText(raw); ok {
-		if s != "" {
-			p.emit(Event{Kind: EventText, Text: s})
-		}
+		emitText(p.emit, EventText, s)
 		return
 	}
 	pieces, err := contentPieces(raw)

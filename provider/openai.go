@@ -347,13 +347,9 @@ func (p *openaiParser) handle(_ string, data []byte) error {
 	case "response.output_text.delta", "response.refusal.delta":
 		// a refusal is the model's answer too: dropping it would leave
 		// an empty response
-		if ev.Delta != "" {
-			p.emit(Event{Kind: EventText, Text: ev.Delta})
-		}
+		emitText(p.emit, EventText, ev.Delta)
 	case "response.reasoning_summary_text.delta":
-		if ev.Delta != "" {
-			p.emit(Event{Kind: EventThinking, Text: ev.Delta})
-		}
+		emitText(p.emit, EventThinking, ev.Delta)
 	case "response.reasoning_summary_part.added":
 		// a new summary paragraph of the same reasoning item
 	case "response.output_item.done":

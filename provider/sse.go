@@ -156,3 +156,12 @@ func unreadable(emit func(Event), data []byte, err error) error {
 	}
 	return nil
 }
+
+// emitText hands on a piece of answer (EventText) or reasoning
+// (EventThinking) text; an empty piece, which servers send at the start of
+// a block or beside other fields, is nothing.
+func emitText(emit func(Event), kind, text string) {
+	if text != "" {
+		emit(Event{Kind: kind, Text: text})
+	}
+}

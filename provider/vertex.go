@@ -505,9 +505,7 @@ func (p *vertexParser) part(part *vertexPart) {
 	}
 	switch {
 	case part.Thought:
-		if part.Text != "" {
-			p.emit(Event{Kind: EventThinking, Text: part.Text})
-		}
+		emitText(p.emit, EventThinking, part.Text)
 	case part.FunctionCall != nil:
 		if part.FunctionCall.Name == "" {
 			return
@@ -515,8 +513,8 @@ func (p *vertexParser) part(part *vertexPart) {
 		p.toolUsed = true
 		name := internalName(part.FunctionCall.Name)
 		p.emit(Event{Kind: EventToolUse, ToolUse: &ToolUse{ID: p.newID(name), Name: name, Input: objectJSON(part.FunctionCall.Args)}})
-	case part.Text != "":
-		p.emit(Event{Kind: EventText, Text: part.Text})
+	default:
+		emitText(p.emit, EventText, part.Text)
 	}
 }
 
