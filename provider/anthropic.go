@@ -305,8 +305,8 @@ func anthropicAssistantContent(parts []Part) []any {
 		case t.Signature != "" && t.Provider == "anthropic":
 			text, sig := signedThinking(t.Content, t.Signature)
 			content = append(content, map[string]any{"type": "thinking", "thinking": text, "signature": sig})
-		case strings.TrimSpace(t.Content) != "":
-			foreign = append(foreign, strings.TrimSpace(t.Content))
+		case thinkingText(t) != "":
+			foreign = append(foreign, thinkingText(t))
 		}
 	}
 	if len(foreign) > 0 {
@@ -324,6 +324,16 @@ func anthropicAssistantContent(parts []Part) []any {
 		}
 	}
 	return content
+}
+
+// thinkingText is what of a reasoning block can go back as text (another
+// provider's, or an unsigned one): its trimmed content; nothing of a
+// redacted block (its content is opaque data).
+func thinkingText(t *Thinking) string {
+	if t.Redacted {
+		return ""
+	}
+	return strings.TrimSpace(t.Content)
 }
 
 // foreignThinking wraps another provider's (or unsigned) reasoning as text,

@@ -629,8 +629,8 @@ func (p *chatParser) finishReason(reason string) error {
 	switch {
 	case p.stop == "":
 		p.stop = "incomplete"
-	case p.stop == "end_turn" && len(p.calls) > 0:
-		p.stop = "tool_use" // Ollama ends tool calls with "stop"
+	case p.stop == "end_turn":
+		p.stop = turnEnd(len(p.calls) > 0) // Ollama ends tool calls with "stop"
 	}
 	p.emitSignatures()
 	for i, call := range p.calls {

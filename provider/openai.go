@@ -209,8 +209,8 @@ func openaiAssistantItems(parts []Part, n int, phase bool) ([]any, error) {
 					return nil, err
 				}
 				out = append(out, item)
-			} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
-				foreign = append(foreign, strings.TrimSpace(t.Content))
+			} else if s := thinkingText(t); s != "" {
+				foreign = append(foreign, s)
 			}
 		}
 	}
@@ -410,10 +410,7 @@ func (p *openaiParser) webSearch(a *openaiAction) {
 // completed ends the response (response.completed, or incomplete): its
 // stop reason, and its usage.
 func (p *openaiParser) completed(incomplete bool, r *openaiResponse) {
-	stop := "end_turn"
-	if p.toolUsed {
-		stop = "tool_use"
-	}
+	stop := turnEnd(p.toolUsed)
 	if r != nil {
 		if incomplete {
 			stop = openaiIncompleteStop(r)

@@ -165,3 +165,12 @@ func emitText(emit func(Event), kind, text string) {
 		emit(Event{Kind: kind, Text: text})
 	}
 }
+
+// turnEnd is the stop reason of a whole answer: tool_use when it made tool
+// calls (some servers say "stop" all the same), else end_turn.
+func turnEnd(toolUsed bool) string {
+	if toolUsed {
+		return "tool_use"
+	}
+	return "end_turn"
+}

@@ -272,8 +272,8 @@ func vertexModelParts(msgParts []Part, signer string, signed bool) []map[string]
 			t := p.Thinking
 			if t.Signature != "" && t.Provider == signer {
 				sig = t.Signature
-			} else if !t.Redacted && strings.TrimSpace(t.Content) != "" {
-				foreign = append(foreign, strings.TrimSpace(t.Content))
+			} else if s := thinkingText(t); s != "" {
+				foreign = append(foreign, s)
 			}
 		case PartText:
 			texts = append(texts, p.Text)
@@ -539,10 +539,7 @@ func (p *vertexParser) emitSearches() {
 func (p *vertexParser) finish(reason string) error {
 	switch reason {
 	case "STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED":
-		stop := "end_turn"
-		if p.toolUsed {
-			stop = "tool_use"
-		}
+		stop := turnEnd(p.toolUsed)
 		if reason == "MAX_TOKENS" {
 			stop = "max_tokens"
 		}
