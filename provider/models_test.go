@@ -11,7 +11,6 @@ import (
 // TestCatalogue checks the table itself: every entry is complete and
 // consistent, and each provider's default model is a known id.
 func TestCatalogue(t *testing.T) {
-	forms := map[string]bool{ThinkingAdaptive: true, ThinkingBudget: true, ThinkingEffort: true, ThinkingNone: true}
 	seen := map[string]bool{}
 	for _, m := range catalogue {
 		id := m.Provider + "/" + m.Name
@@ -25,35 +24,8 @@ func TestCatalogue(t *testing.T) {
 		if m.MaxOutputTokens <= 0 || m.ContextWindow <= m.MaxOutputTokens/2 {
 			t.Errorf("%s: limits %d output / %d context", id, m.MaxOutputTokens, m.ContextWindow)
 		}
-		if !forms[m.Thinking] {
-			t.Errorf("%s: thinking form %q", id, m.Thinking)
-		}
-		switch m.Thinking {
-		case ThinkingAdaptive, ThinkingEffort:
-			if len(m.Efforts) == 0 {
-				t.Errorf("%s: an %s model needs its effort words", id, m.Thinking)
-			}
-		case ThinkingBudget:
-			if m.Provider == "vertex" && (m.MinBudget < 1 || m.MaxBudget <= m.MinBudget || m.MaxBudget >= m.MaxOutputTokens) {
-				t.Errorf("%s: budget bounds %d..%d (limit %d)", id, m.MinBudget, m.MaxBudget, m.MaxOutputTokens)
-			}
-			if m.Provider == "anthropic" && m.MinBudget != anthropicMinBudget {
-				t.Errorf("%s: Anthropic's smallest budget is %d, not %d", id, anthropicMinBudget, m.MinBudget)
-			}
-		case ThinkingNone:
-			if len(m.Efforts) > 0 || m.AlwaysThinks {
-				t.Errorf("%s: a model that does not think has efforts or always thinks", id)
-			}
-		}
-		last := -1
-		for _, e := range m.Efforts {
-			r, ok := effortOrder[e]
-			if !ok || r <= last {
-				t.Errorf("%s: efforts %v are not known words, lowest first", id, m.Efforts)
-				break
-			}
-			last = r
-		}
+		checkThinkingForm(t, id, m)
+		checkEfforts(t, id, m.Efforts)
 		p := m.Prices
 		if p.Input < 0 || p.Output < p.Input || p.CacheRead < 0 || p.CacheRead > p.Input || p.CacheWrite < 0 {
 			t.Errorf("%s: prices %+v", id, p)
@@ -81,6 +53,45 @@ func TestCatalogue(t *testing.T) {
 	}
 	if got := ModelNames("replay"); strings.Join(got, ",") != strings.Join(ModelNames("anthropic"), ",") {
 		t.Errorf("replay completes %v, want Anthropic's models", got)
+	}
+}
+
+// checkThinkingForm: a catalogue entry's thinking form is known, and has
+// what the form needs (effort words, budget bounds) and nothing it forbids.
+func checkThinkingForm(t *testing.T, id string, m ModelInfo) {
+	t.Helper()
+	switch m.Thinking {
+	case ThinkingAdaptive, ThinkingEffort:
+		if len(m.Efforts) == 0 {
+			t.Errorf("%s: an %s model needs its effort words", id, m.Thinking)
+		}
+	case ThinkingBudget:
+		if m.Provider == "vertex" && (m.MinBudget < 1 || m.MaxBudget <= m.MinBudget || m.MaxBudget >= m.MaxOutputTokens) {
+			t.Errorf("%s: budget bounds %d..%d (limit %d)", id, m.MinBudget, m.MaxBudget, m.MaxOutputTokens)
+		}
+		if m.Provider == "anthropic" && m.MinBudget != anthropicMinBudget {
+			t.Errorf("%s: Anthropic's smallest budget is %d, not %d", id, anthropicMinBudget, m.MinBudget)
+		}
+	case ThinkingNone:
+		if len(m.Efforts) > 0 || m.AlwaysThinks {
+			t.Errorf("%s: a model that does not think has efforts or always thinks", id)
+		}
+	default:
+		t.Errorf("%s: thinking form %q", id, m.Thinking)
+	}
+}
+
+// checkEfforts: a catalogue entry's effort words are known, lowest first.
+func checkEfforts(t *testing.T, id string, efforts []string) {
+	t.Helper()
+	last := -1
+	for _, e := range efforts {
+		r, ok := effortOrder[e]
+		if !ok || r <= last {
+			t.Errorf("%s: efforts %v are not known words, lowest first", id, efforts)
+			return
+		}
+		last = r
 	}
 }
 
