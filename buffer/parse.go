@@ -129,7 +129,6 @@ type parser struct {
 	lineArena []string
 	msgArena  []Message
 	textArena []Text
-	scratch   []byte // validInput's
 }
 
 func (p *parser) line(n int) string { return p.src[n-1] }
@@ -462,7 +461,7 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 	// (its own pass) only when that pass cannot say it is within bounds.
 	ok, deep := false, 0
 	if len(raw) <= MaxInputBytes {
-		ok, deep, p.scratch = validInput(raw, p.scratch)
+		ok, deep = validInput(raw)
 	}
 	why := ""
 	if !ok || deep > MaxInputDepth {
