@@ -155,7 +155,7 @@ func Place(d *Document, lines []string, ps []Placement) (Placed, error) {
 			continue
 		}
 		seen[pl.ID] = true
-		u := ix.use[pl.ID]
+		u := ix.use(pl.ID)
 		if u == nil {
 			return Placed{}, fmt.Errorf("tool use not found: %s", pl.ID)
 		}
@@ -165,7 +165,7 @@ func Place(d *Document, lines []string, ps []Placement) (Placed, error) {
 		if strings.ContainsAny(pl.ID, "`\n\r") {
 			return Placed{}, fmt.Errorf("tool use id %q cannot be written in a result header", pl.ID)
 		}
-		if ix.result[pl.ID] != nil {
+		if ix.result(pl.ID) != nil {
 			continue
 		}
 		h := homes[u]
@@ -185,7 +185,7 @@ func Place(d *Document, lines []string, ps []Placement) (Placed, error) {
 			var pred *ToolResult
 			predPos := -1
 			for _, r := range results {
-				ru := ix.use[r.ToolUseID]
+				ru := ix.use(r.ToolUseID)
 				if ru == nil {
 					continue
 				}

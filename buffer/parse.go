@@ -34,6 +34,8 @@ func ParseFrom(prev *Document, lines []string, same int) *Document {
 	}
 	kept := p.reuse(prev, min(same, len(p.src)))
 	p.split(body, kept)
+	p.uses = slices.Grow(p.uses, p.useLines)
+	p.results = slices.Grow(p.results, p.resultLines)
 	for _, m := range p.doc.Messages[kept:] {
 		at := len(p.doc.Diagnostics)
 		switch m.Role {
@@ -45,7 +47,8 @@ func ParseFrom(prev *Document, lines []string, same int) *Document {
 			}
 		}
 		if len(p.doc.Diagnostics) > at {
-			m.diags = slices.Clone(p.doc.Diagnostics[at:])
+			d := slices.Clone(p.doc.Diagnostics[at:])
+			m.diags = &d
 		}
 	}
 	p.index()
@@ -121,14 +124,19 @@ type parser struct {
 
 	uses    []*ToolUse // in document order, for the index
 	results []*ToolResult
+	// Header lines split saw outside fences: how many uses and results
+	// there can be, to size the slices above once.
+	useLines, resultLines int
 
 	segs     []Segment // the segments of the message being parsed
 	segArena []Segment // see keep
 	// Memory handed out in pieces (see copyLines, newMessage): a few
 	// allocations per document instead of a few per node.
-	lineArena []string
-	msgArena  []Message
-	textArena []Text
+	lineArena  []string
+	msgArena   []Message
+	textArena  []Text
+	thinkArena []Thinking
+	bodies     strings.Builder // see body
 }
 
 func (p *parser) line(n int) string { return p.src[n-1] }
@@ -167,6 +175,17 @@ func (p *parser) newText() *Text {
 	}
 	t := &p.textArena[0]
 	p.textArena = p.textArena[1:]
+	return t
+}
+
+// newThinking returns a zero Thinking from memory shared with the other
+// thinking blocks of the document, as newText does for text.
+func (p *parser) newThinking() *Thinking {
+	if len(p.thinkArena) == 0 {
+		p.thinkArena = make([]Thinking, 32)
+	}
+	t := &p.thinkArena[0]
+	p.thinkArena = p.thinkArena[1:]
 	return t
 }
 
@@ -222,7 +241,9 @@ func (p *parser) split(body, kept int) {
 	}
 	if kept > 0 { // messages taken from a previous parse (reuse)
 		for _, m := range p.doc.Messages[:kept] {
-			p.doc.Diagnostics = append(p.doc.Diagnostics, m.diags...)
+			if m.diags != nil {
+				p.doc.Diagnostics = append(p.doc.Diagnostics, *m.diags...)
+			}
 		}
 		i = p.doc.Messages[kept-1].EndLine + 1
 	}
@@ -253,6 +274,8 @@ func (p *parser) split(body, kept int) {
 			}
 			if fence = fenceOpen(s); fence > 0 {
 				opened = j
+			} else if s != "" && s[0] == '*' {
+				p.countHeader(s)
 			}
 		}
 		if fence > 0 { // only the last message can end inside a fence
@@ -265,6 +288,17 @@ func (p *parser) split(body, kept int) {
 		m.EndLine = j - 1
 		p.doc.Messages = append(p.doc.Messages, m)
 		i = j
+	}
+}
+
+// countHeader counts a line that may be a tool block's header (see
+// useLines).
+func (p *parser) countHeader(s string) {
+	switch {
+	case strings.HasPrefix(s, toolUsePrefix):
+		p.useLines++
+	case strings.HasPrefix(s, toolResultPrefix):
+		p.resultLines++
 	}
 }
 
@@ -420,9 +454,42 @@ func (p *parser) fencedBody(h, hi int) (open, n, end int) {
 }
 
 // body returns the lines strictly between two fence lines joined by "\n".
+// A body of one line is that line; one of several is copied into memory
+// shared with the other bodies of the document (chunks of bodyChunk bytes:
+// a few allocations per document instead of one per body), unless it is
+// large enough to have its own.
 func (p *parser) body(open, end int) string {
-	return strings.Join(p.src[open:end-1], "\n")
+	lines := p.src[open : end-1]
+	if len(lines) < 2 {
+		return strings.Join(lines, "\n") // "" or the line itself
+	}
+	n := len(lines) - 1
+	for _, l := range lines {
+		n += len(l)
+	}
+	if n > bodyChunk/4 {
+		return strings.Join(lines, "\n")
+	}
+	b := &p.bodies
+	if b.Cap()-b.Len() < n {
+		*b = strings.Builder{}
+		b.Grow(bodyChunk)
+	}
+	// What a Builder holds is only appended to: the string of its first
+	// bytes stays valid while later bodies go after it, within its
+	// capacity (never regrown: a new chunk starts a new Builder).
+	start := b.Len()
+	b.WriteString(lines[0])
+	for _, l := range lines[1:] {
+		b.WriteByte('\n')
+		b.WriteString(l)
+	}
+	return b.String()[start:]
 }
+
+// bodyChunk is the size of the memory the tool blocks' bodies share. A
+// body kept after its document keeps at most this much alive.
+const bodyChunk = 8 << 10
 
 // toolUse parses a Tool Use block whose header is on line h. On any problem
 // it reports it and returns nil: the header then stays text and parsing goes
@@ -639,7 +706,8 @@ func (p *parser) tag(h, hi int) (Segment, int) {
 		}
 		return nil, 0
 	}
-	th := &Thinking{Provider: t.provider, Signature: t.signature, Redacted: t.redacted, StartLine: h}
+	th := p.newThinking()
+	*th = Thinking{Provider: t.provider, Signature: t.signature, Redacted: t.redacted, StartLine: h}
 	if t.selfClosing {
 		th.EndLine = h
 		return th, h + 1
@@ -668,17 +736,17 @@ func (p *parser) tag(h, hi int) (Segment, int) {
 func (p *parser) pair() {
 	ix := p.doc.ix
 	for _, u := range ix.uses {
-		if first := ix.use[u.ID]; first != u {
+		if first := ix.use(u.ID); first != u {
 			p.report(u.HeaderLine, 1, SeverityError, KindToolUse,
 				"Duplicate tool use id: %s (first used on line %d)", u.ID, first.HeaderLine)
 		}
 	}
 	for _, r := range ix.results {
-		if ix.use[r.ToolUseID] == nil {
+		if ix.use(r.ToolUseID) == nil {
 			p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
 				"Tool result for unknown tool use: %s", r.ToolUseID)
 		}
-		if first := ix.result[r.ToolUseID]; first != r {
+		if first := ix.result(r.ToolUseID); first != r {
 			p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
 				"Duplicate tool result for %s (first on line %d); only the first is used", r.ToolUseID, first.HeaderLine)
 		}
