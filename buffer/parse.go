@@ -251,44 +251,67 @@ func (p *parser) split(body, kept int) {
 		role, _ := roleMarker(p.line(i))
 		m := p.newMessage()
 		m.Role, m.StartLine = role, i
-		fence, opened, swallowed := 0, 0, 0
-		j := i + 1
-		for ; j <= n; j++ {
-			s := p.line(j)
-			if fence > 0 {
-				if fenceCloses(s, fence) {
-					fence, swallowed = 0, 0
-				} else if _, ok := roleMarker(s); ok && swallowed == 0 {
-					swallowed = j
-				}
-				continue
-			}
-			if _, ok := roleMarker(s); ok {
-				break
-			}
-			if role == "Assistant" && s != "" && s[0] == '<' {
-				if k := p.thinkingEnd(j); k > 0 {
-					j = k // fences inside thinking content do not count
-					continue
-				}
-			}
-			if fence = fenceOpen(s); fence > 0 {
-				opened = j
-			} else if s != "" && s[0] == '*' {
-				p.countHeader(s)
-			}
-		}
-		if fence > 0 { // only the last message can end inside a fence
-			p.doc.openFence = opened
-			if swallowed > 0 {
-				p.report(swallowed, 1, SeverityWarning, KindMessage,
-					"Role marker inside the code fence left open on line %d is read as text; close the fence to start a new message", opened)
-			}
-		}
+		j := p.messageEnd(i, role)
 		m.EndLine = j - 1
 		p.doc.Messages = append(p.doc.Messages, m)
 		i = j
 	}
+}
+
+// messageEnd returns the line after the message whose marker is on line i:
+// the next role marker outside a code fence, or the line after the last.
+// Only the first byte of most lines is looked at: every line that matters
+// here starts with '@', '`', '<' or '*'.
+func (p *parser) messageEnd(i int, role string) int {
+	n := len(p.src)
+	fence, opened, swallowed := 0, 0, 0
+	j := i + 1
+scan:
+	for ; j <= n; j++ {
+		s := p.line(j)
+		if s == "" {
+			continue
+		}
+		if fence > 0 {
+			switch s[0] {
+			case '`':
+				if fenceCloses(s, fence) {
+					fence, swallowed = 0, 0
+				}
+			case '@':
+				if _, ok := roleMarker(s); ok && swallowed == 0 {
+					swallowed = j
+				}
+			}
+			continue
+		}
+		switch s[0] {
+		case '@':
+			if _, ok := roleMarker(s); ok {
+				break scan
+			}
+		case '<':
+			if role == "Assistant" {
+				if k := p.thinkingEnd(j); k > 0 {
+					j = k // fences inside thinking content do not count
+				}
+			}
+		case '`':
+			if fence = fenceOpen(s); fence > 0 {
+				opened = j
+			}
+		case '*':
+			p.countHeader(s)
+		}
+	}
+	if fence > 0 { // only the last message can end inside a fence
+		p.doc.openFence = opened
+		if swallowed > 0 {
+			p.report(swallowed, 1, SeverityWarning, KindMessage,
+				"Role marker inside the code fence left open on line %d is read as text; close the fence to start a new message", opened)
+		}
+	}
+	return j
 }
 
 // countHeader counts a line that may be a tool block's header (see
@@ -803,6 +826,14 @@ func (p *parser) summary(h, hi int) (Segment, int) {
 // summary in force, if any (the conversation that is sent), and all of
 // them for Whole.
 func (p *parser) index() {
+	// No blocks: nil, whether or not header lines made room for some (a
+	// Document is the same however it was parsed, ParseFrom or Parse).
+	if len(p.uses) == 0 {
+		p.uses = nil
+	}
+	if len(p.results) == 0 {
+		p.results = nil
+	}
 	if p.doc.Summary == nil {
 		p.doc.ix = newIndex(p.uses, p.results)
 		return
