@@ -298,6 +298,12 @@ func (d *jsonDecoder) str() (string, bool) {
 func (d *jsonDecoder) skipStr() bool {
 	d.i++ // "
 	for d.i < len(d.s) {
+		for d.i < len(d.s) && !strSpecial[d.s[d.i]] {
+			d.i++
+		}
+		if d.i == len(d.s) {
+			break
+		}
 		switch c := d.s[d.i]; {
 		case c == '"':
 			d.i++
@@ -319,12 +325,20 @@ func (d *jsonDecoder) skipStr() bool {
 			default:
 				return false
 			}
-		default:
-			d.i++
 		}
 	}
 	return false
 }
+
+// strSpecial marks the bytes that end a plain run in a string literal:
+// the closing quote, a backslash, a control character.
+var strSpecial = func() (t [256]bool) {
+	for c := 0; c < ' '; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // slowStr finishes a string that needs rewriting; d.i is where the plain
 // prefix beginning at start ends.
