@@ -52,7 +52,6 @@ func ParseFrom(prev *Document, lines []string, same int) *Document {
 		}
 	}
 	p.index()
-	p.pair()
 	slices.SortStableFunc(p.doc.Diagnostics, func(a, b Diagnostic) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line
@@ -755,24 +754,28 @@ func (p *parser) tag(h, hi int) (Segment, int) {
 	return nil, 0
 }
 
-// pair checks tool uses against tool results across the whole document.
-func (p *parser) pair() {
-	ix := p.doc.ix
-	for _, u := range ix.uses {
-		if first := ix.use(u.ID); first != u {
-			p.report(u.HeaderLine, 1, SeverityError, KindToolUse,
-				"Duplicate tool use id: %s (first used on line %d)", u.ID, first.HeaderLine)
-		}
+// The checks of tool uses against tool results across the document (the
+// blocks sent: after the summary in force), made as the index is built
+// (indexPairing); a nil parser reports nothing.
+
+func (p *parser) duplicateUse(u, first *ToolUse) {
+	if p != nil {
+		p.report(u.HeaderLine, 1, SeverityError, KindToolUse,
+			"Duplicate tool use id: %s (first used on line %d)", u.ID, first.HeaderLine)
 	}
-	for _, r := range ix.results {
-		if ix.use(r.ToolUseID) == nil {
-			p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
-				"Tool result for unknown tool use: %s", r.ToolUseID)
-		}
-		if first := ix.result(r.ToolUseID); first != r {
-			p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
-				"Duplicate tool result for %s (first on line %d); only the first is used", r.ToolUseID, first.HeaderLine)
-		}
+}
+
+func (p *parser) unknownUse(r *ToolResult) {
+	if p != nil {
+		p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
+			"Tool result for unknown tool use: %s", r.ToolUseID)
+	}
+}
+
+func (p *parser) duplicateResult(r, first *ToolResult) {
+	if p != nil {
+		p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
+			"Duplicate tool result for %s (first on line %d); only the first is used", r.ToolUseID, first.HeaderLine)
 	}
 }
 
@@ -824,7 +827,8 @@ func (p *parser) summary(h, hi int) (Segment, int) {
 
 // index builds the document's index of tool blocks: those after the
 // summary in force, if any (the conversation that is sent), and all of
-// them for Whole.
+// them for Whole. Building the first pairs the uses with the results and
+// reports what does not match (indexPairing).
 func (p *parser) index() {
 	// No blocks: nil, whether or not header lines made room for some (a
 	// Document is the same however it was parsed, ParseFrom or Parse).
@@ -835,11 +839,11 @@ func (p *parser) index() {
 		p.results = nil
 	}
 	if p.doc.Summary == nil {
-		p.doc.ix = newIndex(p.uses, p.results)
+		p.doc.ix = indexPairing(p.uses, p.results, p)
 		return
 	}
 	cut := p.doc.Summary.StartLine
-	p.doc.ix = newIndex(after(p.uses, cut), after(p.results, cut))
+	p.doc.ix = indexPairing(after(p.uses, cut), after(p.results, cut), p)
 	p.doc.all = newIndex(p.uses, p.results)
 }
 

@@ -45,20 +45,36 @@ func buildIndex(d *Document) *index {
 
 // newIndex indexes the uses and results of a document, in document order.
 func newIndex(uses []*ToolUse, results []*ToolResult) *index {
+	return indexPairing(uses, results, nil)
+}
+
+// indexPairing is newIndex that also reports, to p (unless nil), what the
+// index finds as it goes (see parser.pair): a duplicate tool use id, a
+// result for an unknown call, a duplicate result.
+func indexPairing(uses []*ToolUse, results []*ToolResult, p *parser) *index {
 	// One map for both: a call and its result share an id, so most ids
 	// have both, and one map is about two thirds of two maps' memory.
 	ix := &index{uses: uses, results: results, ids: make(map[string]idBlocks, max(len(uses), len(results)))}
 	for _, u := range uses {
-		if b := ix.ids[u.ID]; b.use == nil {
-			b.use = u
-			ix.ids[u.ID] = b
+		b := ix.ids[u.ID]
+		if b.use != nil {
+			p.duplicateUse(u, b.use)
+			continue
 		}
+		b.use = u
+		ix.ids[u.ID] = b
 	}
 	for _, r := range results {
-		if b := ix.ids[r.ToolUseID]; b.result == nil {
-			b.result = r
-			ix.ids[r.ToolUseID] = b
+		b := ix.ids[r.ToolUseID]
+		if b.use == nil {
+			p.unknownUse(r)
 		}
+		if b.result != nil {
+			p.duplicateResult(r, b.result)
+			continue
+		}
+		b.result = r
+		ix.ids[r.ToolUseID] = b
 	}
 	return ix
 }
