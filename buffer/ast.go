@@ -81,7 +81,7 @@ type Message struct {
 	EndLine   int
 	Segments  []Segment // in line order; an empty message has none
 
-	diags []Diagnostic // reported while parsing its blocks (for ParseFrom)
+	diags *[]Diagnostic // reported while parsing its blocks (for ParseFrom); nil: none
 }
 
 // Segment is one node of a message: *Text, *Thinking, *ToolUse,

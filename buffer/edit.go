@@ -114,12 +114,40 @@ func Place(d *Document, lines []string, ps []Placement) (Placed, error) {
 		return Placed{}, err
 	}
 	ix := d.index()
-	// Where each tool use lives: its assistant message and index in it.
-	type home struct {
-		msg int // index into d.Messages
-		pos int // index among the message's tool uses
+	p := &placer{d: d, lines: lines, ix: ix, homes: toolHomes(d, len(ix.uses)),
+		groups: map[int]*placeGroup{}, placed: map[string]Status{}}
+	seen := map[string]bool{}
+	for _, pl := range ps {
+		if seen[pl.ID] {
+			continue
+		}
+		seen[pl.ID] = true
+		if err := p.add(pl); err != nil {
+			return Placed{}, err
+		}
 	}
-	homes := make(map[*ToolUse]home, len(ix.uses))
+	edits := make([]Edit, 0, len(p.groups))
+	for _, g := range p.groups {
+		edits = append(edits, g.edit(lines))
+	}
+	slices.SortFunc(edits, func(a, b Edit) int { return a.Start - b.Start })
+	out, after, err := verifyPlaced(d, lines, edits, p.placed)
+	if err != nil {
+		return Placed{}, err
+	}
+	return Placed{Edits: edits, Lines: out, Doc: after}, nil
+}
+
+// home is where a tool use lives: its assistant message and its index
+// among that message's tool uses.
+type home struct {
+	msg int // index into Document.Messages
+	pos int // index among the message's tool uses
+}
+
+// toolHomes returns the home of each tool use of d (of about n uses).
+func toolHomes(d *Document, n int) map[*ToolUse]home {
+	homes := make(map[*ToolUse]home, n)
 	for mi, m := range d.Messages {
 		k := 0
 		for _, s := range m.Segments {
@@ -129,122 +157,159 @@ func Place(d *Document, lines []string, ps []Placement) (Placed, error) {
 			}
 		}
 	}
+	return homes
+}
 
-	type item struct {
-		pos    int
-		id     string
-		status Status
-		err    string
-		body   string
+// placer plans the edits of Place: the blocks to insert, grouped by the
+// line they go before.
+type placer struct {
+	d      *Document
+	lines  []string
+	ix     *index
+	homes  map[*ToolUse]home
+	groups map[int]*placeGroup // by insertion index
+	placed map[string]Status   // what verifyPlaced must read back
+}
+
+// placeItem is one block to insert: a placeholder, or an error result.
+type placeItem struct {
+	pos    int // the tool use's index in its message (the blocks' order)
+	id     string
+	status Status
+	err    string
+	body   string
+}
+
+// How a group's blocks are separated by blank lines.
+const (
+	blankBefore = iota // "", H, "", opener, closer
+	blankAfter         // H, "", opener, closer, ""
+)
+
+// placeGroup is the blocks inserted at one place.
+type placeGroup struct {
+	at     int // 0-based insertion index
+	mode   int // blankBefore or blankAfter
+	newYou bool
+	items  []placeItem
+}
+
+// add plans the block of one placement (its id seen for the first time).
+func (p *placer) add(pl Placement) error {
+	u, err := placeable(p.ix, pl)
+	if err != nil || u == nil {
+		return err
 	}
-	type group struct {
-		at     int // 0-based insertion index
-		mode   int
-		newYou bool
-		items  []item
+	h := p.homes[u]
+	g, err := p.spot(h, pl.ID)
+	if err != nil {
+		return err
 	}
-	const (
-		blankBefore = iota // "", H, "", opener, closer
-		blankAfter         // H, "", opener, closer, ""
-	)
-	groups := map[int]*group{}
-	seen := map[string]bool{}
-	placed := map[string]Status{}
-	for _, pl := range ps {
-		if seen[pl.ID] {
+	gp := p.groups[g.at]
+	if gp == nil {
+		gp = &g
+		p.groups[g.at] = gp
+	}
+	gp.items = append(gp.items, placeItem{h.pos, pl.ID, pl.Status, pl.Error, pl.Body})
+	p.placed[pl.ID] = pl.Status
+	if pl.Error != "" {
+		p.placed[pl.ID] = errorPlaced
+	}
+	return nil
+}
+
+// placeable returns the tool use a placement is for, or nil when the call
+// already has a result (nothing to place). It fails when there is no such
+// call, the status is not valid (unless an error result is placed), or
+// the id cannot be written in a result header.
+func placeable(ix *index, pl Placement) (*ToolUse, error) {
+	u := ix.use(pl.ID)
+	if u == nil {
+		return nil, fmt.Errorf("tool use not found: %s", pl.ID)
+	}
+	if pl.Error == "" && pl.Status != "" && !pl.Status.Valid() {
+		return nil, fmt.Errorf("invalid status %q for %s", pl.Status, pl.ID)
+	}
+	if strings.ContainsAny(pl.ID, "`\n\r") {
+		return nil, fmt.Errorf("tool use id %q cannot be written in a result header", pl.ID)
+	}
+	if ix.result(pl.ID) != nil {
+		return nil, nil
+	}
+	return u, nil
+}
+
+// spot returns where the block of the tool use at h goes, as an empty
+// group: in a new @You: message after the assistant message's last
+// non-blank line when none follows it; else after the result of the
+// nearest earlier call of the same message, else before the message's
+// first result, else right below its @You: marker. It fails when the
+// assistant message is the last and ends inside an open fence.
+func (p *placer) spot(h home, id string) (placeGroup, error) {
+	var y *Message
+	if h.msg+1 < len(p.d.Messages) && p.d.Messages[h.msg+1].Role == "You" {
+		y = p.d.Messages[h.msg+1]
+	}
+	switch {
+	case y == nil && h.msg == len(p.d.Messages)-1 && p.d.openFence > 0:
+		return placeGroup{}, fmt.Errorf("cannot place a placeholder for %s: the message ends inside the code fence opened on line %d", id, p.d.openFence)
+	case y == nil:
+		return placeGroup{at: lastNonBlank(p.lines, p.d.Messages[h.msg]), mode: blankBefore, newYou: true}, nil
+	}
+	results := y.ToolResults()
+	if pred := p.predecessor(results, h); pred != nil {
+		return placeGroup{at: pred.EndLine, mode: blankBefore}, nil
+	}
+	if len(results) > 0 {
+		return placeGroup{at: results[0].HeaderLine - 1, mode: blankAfter}, nil
+	}
+	return placeGroup{at: y.StartLine, mode: blankBefore}, nil
+}
+
+// predecessor returns, among results, the result of the nearest earlier
+// call of the same assistant message as the call at h (the last such
+// result when the call has several), or nil.
+func (p *placer) predecessor(results []*ToolResult, h home) *ToolResult {
+	var pred *ToolResult
+	predPos := -1
+	for _, r := range results {
+		ru := p.ix.use(r.ToolUseID)
+		if ru == nil {
 			continue
 		}
-		seen[pl.ID] = true
-		u := ix.use[pl.ID]
-		if u == nil {
-			return Placed{}, fmt.Errorf("tool use not found: %s", pl.ID)
-		}
-		if pl.Error == "" && pl.Status != "" && !pl.Status.Valid() {
-			return Placed{}, fmt.Errorf("invalid status %q for %s", pl.Status, pl.ID)
-		}
-		if strings.ContainsAny(pl.ID, "`\n\r") {
-			return Placed{}, fmt.Errorf("tool use id %q cannot be written in a result header", pl.ID)
-		}
-		if ix.result[pl.ID] != nil {
-			continue
-		}
-		h := homes[u]
-		a := d.Messages[h.msg]
-		var g group
-		var y *Message
-		if h.msg+1 < len(d.Messages) && d.Messages[h.msg+1].Role == "You" {
-			y = d.Messages[h.msg+1]
-		}
-		switch {
-		case y == nil && h.msg == len(d.Messages)-1 && d.openFence > 0:
-			return Placed{}, fmt.Errorf("cannot place a placeholder for %s: the message ends inside the code fence opened on line %d", pl.ID, d.openFence)
-		case y == nil:
-			g = group{at: lastNonBlank(lines, a), mode: blankBefore, newYou: true}
-		default:
-			results := y.ToolResults()
-			var pred *ToolResult
-			predPos := -1
-			for _, r := range results {
-				ru := ix.use[r.ToolUseID]
-				if ru == nil {
-					continue
-				}
-				if rh, ok := homes[ru]; ok && rh.msg == h.msg && rh.pos < h.pos && rh.pos >= predPos {
-					pred, predPos = r, rh.pos
-				}
-			}
-			switch {
-			case pred != nil:
-				g = group{at: pred.EndLine, mode: blankBefore}
-			case len(results) > 0:
-				g = group{at: results[0].HeaderLine - 1, mode: blankAfter}
-			default:
-				g = group{at: y.StartLine, mode: blankBefore}
-			}
-		}
-		gp := groups[g.at]
-		if gp == nil {
-			gp = &g
-			groups[g.at] = gp
-		}
-		gp.items = append(gp.items, item{h.pos, pl.ID, pl.Status, pl.Error, pl.Body})
-		placed[pl.ID] = pl.Status
-		if pl.Error != "" {
-			placed[pl.ID] = errorPlaced
+		if rh, ok := p.homes[ru]; ok && rh.msg == h.msg && rh.pos < h.pos && rh.pos >= predPos {
+			pred, predPos = r, rh.pos
 		}
 	}
+	return pred
+}
 
-	edits := make([]Edit, 0, len(groups))
-	for _, g := range groups {
-		slices.SortStableFunc(g.items, func(a, b item) int { return a.pos - b.pos })
-		var out []string
-		if g.newYou {
-			out = append(out, "", "@You:")
+// edit returns the insertion of the group's blocks, in their calls' order,
+// each with its blank line, and a blank line before a following line that
+// is not blank.
+func (g *placeGroup) edit(lines []string) Edit {
+	slices.SortStableFunc(g.items, func(a, b placeItem) int { return a.pos - b.pos })
+	var out []string
+	if g.newYou {
+		out = append(out, "", "@You:")
+	}
+	for _, it := range g.items {
+		block := RenderPlaceholderBody(it.id, it.status, it.body)
+		if it.err != "" {
+			block = RenderResult(it.id, it.err, true, "")
 		}
-		for _, it := range g.items {
-			block := RenderPlaceholderBody(it.id, it.status, it.body)
-			if it.err != "" {
-				block = RenderResult(it.id, it.err, true, "")
-			}
-			if g.mode == blankBefore {
-				out = append(out, "")
-				out = append(out, block...)
-			} else {
-				out = append(out, block...)
-				out = append(out, "")
-			}
-		}
-		if g.mode == blankBefore && g.at < len(lines) && !isBlank(lines[g.at]) {
+		if g.mode == blankBefore {
+			out = append(out, "")
+			out = append(out, block...)
+		} else {
+			out = append(out, block...)
 			out = append(out, "")
 		}
-		edits = append(edits, Edit{Start: g.at, End: g.at, Lines: out})
 	}
-	slices.SortFunc(edits, func(a, b Edit) int { return a.Start - b.Start })
-	out, after, err := verifyPlaced(d, lines, edits, placed)
-	if err != nil {
-		return Placed{}, err
+	if g.mode == blankBefore && g.at < len(lines) && !isBlank(lines[g.at]) {
+		out = append(out, "")
 	}
-	return Placed{Edits: edits, Lines: out, Doc: after}, nil
+	return Edit{Start: g.at, End: g.at, Lines: out}
 }
 
 // errorPlaced marks, for verifyPlaced, a placement of an error result.

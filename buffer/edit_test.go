@@ -661,3 +661,107 @@ func TestRenderPlaceholderBody(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceable: which placements Place takes (the call, when it still
+// has no result), skips (a result exists) or refuses.
+func TestPlaceable(t *testing.T) {
+	ix := newIndex(
+		[]*ToolUse{{ID: "open"}, {ID: "done"}, {ID: "a`b"}, {ID: "a\nb"}, {ID: "a\rb"}},
+		[]*ToolResult{{ToolUseID: "done"}},
+	)
+	tests := []struct {
+		name string
+		pl   Placement
+		want string // the id of the use returned; "" for none
+		err  string
+	}{
+		{"pending", Placement{ID: "open", Status: StatusPending}, "open", ""},
+		{"plain fence", Placement{ID: "open"}, "open", ""},
+		{"error result", Placement{ID: "open", Error: "unknown tool"}, "open", ""},
+		{"an error result ignores the status", Placement{ID: "open", Status: "bogus", Error: "x"}, "open", ""},
+		{"already has a result", Placement{ID: "done", Status: StatusPending}, "", ""},
+		{"no such call", Placement{ID: "nope", Status: StatusPending}, "", "tool use not found"},
+		{"invalid status", Placement{ID: "open", Status: "bogus"}, "", "invalid status"},
+		{"invalid status wins over an existing result", Placement{ID: "done", Status: "bogus"}, "", "invalid status"},
+		{"backtick in the id", Placement{ID: "a`b"}, "", "cannot be written"},
+		{"newline in the id", Placement{ID: "a\nb"}, "", "cannot be written"},
+		{"carriage return in the id", Placement{ID: "a\rb"}, "", "cannot be written"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := placeable(ix, tc.pl)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || u != nil {
+					t.Fatalf("placeable(%+v) = %v, %v; want an error %q", tc.pl, u, err, tc.err)
+				}
+				return
+			}
+			got := ""
+			if u != nil {
+				got = u.ID
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("placeable(%+v) = %q, %v; want %q", tc.pl, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPlaceSpot: where the block of each call goes, by the rule of spot
+// (and predecessor): a new @You: after the assistant message's last
+// non-blank line; after the result of the nearest earlier call of the same
+// message; before the first result; below the @You: marker.
+func TestPlaceSpot(t *testing.T) {
+	use := func(id string) string {
+		return "**Tool Use:** `t` (`" + id + "`)\n\n```json\n{}\n```\n"
+	}
+	res := func(id string) string { return "**Tool Result:** `" + id + "`\n\n```\nok\n```\n" }
+	tests := []struct {
+		name string
+		text string
+		id   string
+		want placeGroup // items left out
+		err  string
+	}{
+		{"no @You: after the message", "@Assistant:\n" + use("a") + "\n\n", "a",
+			placeGroup{at: 6, mode: blankBefore, newYou: true}, ""},
+		{"an @Assistant: follows", "@Assistant:\n" + use("a") + "@Assistant:\nmore\n", "a",
+			placeGroup{at: 6, mode: blankBefore, newYou: true}, ""},
+		{"empty @You:", "@Assistant:\n" + use("a") + "@You:\n\ntyped\n", "a",
+			placeGroup{at: 7, mode: blankBefore}, ""},
+		{"after the nearest earlier call's result", "@Assistant:\n" + use("a") + use("b") + use("c") + "@You:\n" + res("a") + res("b"), "c",
+			placeGroup{at: 27, mode: blankBefore}, ""},
+		{"an earlier call's result listed later still counts", "@Assistant:\n" + use("a") + use("b") + use("c") + "@You:\n" + res("b") + res("a"), "c",
+			placeGroup{at: 22, mode: blankBefore}, ""},
+		{"before the first result when no earlier call has one", "@Assistant:\n" + use("a") + use("b") + "@You:\n" + res("b"), "a",
+			placeGroup{at: 12, mode: blankAfter}, ""},
+		{"a result of another message's call is no predecessor", "@Assistant:\n" + use("x") + "@You:\n" + res("x") + "@Assistant:\n" + use("b") + use("a") + "@You:\n" + res("x"), "a",
+			placeGroup{at: 24, mode: blankAfter}, ""},
+		{"of a call's two results, the later", "@Assistant:\n" + use("a") + use("b") + use("c") + "@You:\n" + res("b") + res("a") + res("b"), "c",
+			placeGroup{at: 32, mode: blankBefore}, ""},
+		{"the last message ends in an open fence", "@Assistant:\n" + use("a") + "```\nopen\n", "a",
+			placeGroup{}, "inside the code fence opened on line 7"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := strings.Split(tc.text, "\n")
+			d := Parse(lines)
+			u := d.Use(tc.id)
+			if u == nil {
+				t.Fatalf("no use %s: %v", tc.id, d.Diagnostics)
+			}
+			ix := d.index()
+			p := &placer{d: d, lines: lines, ix: ix, homes: toolHomes(d, len(ix.uses))}
+			g, err := p.spot(p.homes[u], tc.id)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("spot = %+v, %v; want an error %q", g, err, tc.err)
+				}
+				return
+			}
+			if err != nil || g.at != tc.want.at || g.mode != tc.want.mode || g.newYou != tc.want.newYou || g.items != nil {
+				t.Fatalf("spot = %+v, %v; want %+v", g, err, tc.want)
+			}
+		})
+	}
+}

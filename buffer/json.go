@@ -37,27 +37,27 @@ type jsonDecoder struct {
 	s string
 	i int
 	// skip checks the text as the decoder would read it without building
-	// the value (no maps, slices or strings; numbers still converted, to
-	// fail where decoding fails): see validInput.
+	// the value (no maps, slices or strings; strings are scanned, not
+	// unescaped, by skipStr; a number is converted only when it could be
+	// out of float64's range, to fail where decoding fails): see
+	// validInput.
 	skip    bool
-	scratch []byte // slowStr's buffer when skipping, reused
-	deepest int    // the deepest object or array so far
+	deepest int // the deepest object or array so far
 }
 
 // validInput reports whether decodeInput(s) would succeed, and when it
 // would the deepest nesting of arrays and objects (JSONDepth's), without
 // building the value: what Parse checks of a tool input, which is decoded
-// only when asked for (ToolUse.Input). scratch is a buffer to reuse across
-// calls (returned grown).
-func validInput(s string, scratch []byte) (ok bool, depth int, _ []byte) {
-	d := jsonDecoder{s: s, skip: true, scratch: scratch}
+// only when asked for (ToolUse.Input).
+func validInput(s string) (ok bool, depth int) {
+	d := jsonDecoder{s: s, skip: true}
 	d.space()
 	_, ok = d.value(0)
 	if !ok {
-		return false, 0, d.scratch
+		return false, 0
 	}
 	d.space()
-	return d.i == len(s), d.deepest, d.scratch
+	return d.i == len(s), d.deepest
 }
 
 func (d *jsonDecoder) space() {
@@ -81,11 +81,10 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 	case c == '[':
 		return d.array(depth + 1)
 	case c == '"':
-		s, ok := d.str()
 		if d.skip {
-			return nil, ok // boxing s would allocate
+			return nil, d.skipStr() // boxing a string would allocate
 		}
-		return s, ok
+		return d.str()
 	case c == '-' || '0' <= c && c <= '9':
 		return d.number()
 	case c == 't':
@@ -122,7 +121,13 @@ func (d *jsonDecoder) object(depth int) (any, bool) {
 		if d.i >= len(d.s) || d.s[d.i] != '"' {
 			return nil, false
 		}
-		k, ok := d.str()
+		var k string
+		ok := false
+		if d.skip {
+			ok = d.skipStr()
+		} else {
+			k, ok = d.str()
+		}
 		if !ok {
 			return nil, false
 		}
@@ -207,18 +212,21 @@ func (d *jsonDecoder) number() (any, bool) {
 	if d.i >= len(d.s) {
 		return nil, false
 	}
+	intStart := d.i
 	if d.s[d.i] == '0' {
 		d.i++
 	} else if !d.digits() {
 		return nil, false
 	}
+	intDigits := d.i - intStart
 	if d.i < len(d.s) && d.s[d.i] == '.' {
 		d.i++
 		if !d.digits() {
 			return nil, false
 		}
 	}
-	if d.i < len(d.s) && (d.s[d.i] == 'e' || d.s[d.i] == 'E') {
+	exp := d.i < len(d.s) && (d.s[d.i] == 'e' || d.s[d.i] == 'E')
+	if exp {
 		d.i++
 		if d.i < len(d.s) && (d.s[d.i] == '+' || d.s[d.i] == '-') {
 			d.i++
@@ -226,6 +234,9 @@ func (d *jsonDecoder) number() (any, bool) {
 		if !d.digits() {
 			return nil, false
 		}
+	}
+	if d.skip && !exp && intDigits <= maxSafeDigits {
+		return nil, true // within float64's range: ParseFloat cannot fail
 	}
 	f, err := strconv.ParseFloat(d.s[start:d.i], 64)
 	if err != nil {
@@ -236,6 +247,11 @@ func (d *jsonDecoder) number() (any, bool) {
 	}
 	return f, true
 }
+
+// maxSafeDigits: a number without an exponent whose integer part has at
+// most this many digits is below float64's largest (~1.8e308), so
+// converting it cannot fail (an underflow rounds to zero without error).
+const maxSafeDigits = 300
 
 // digits skips [0-9]+ and reports whether there was at least one.
 func (d *jsonDecoder) digits() bool {
@@ -275,25 +291,65 @@ func (d *jsonDecoder) str() (string, bool) {
 	return "", false
 }
 
+// skipStr checks a string literal at d.i (on its opening quote) as str
+// reads it, without building its value: str fails on a control character,
+// a bad escape or a missing closing quote, and nothing else (malformed
+// UTF-8 and lone surrogates become U+FFFD), so neither does this.
+func (d *jsonDecoder) skipStr() bool {
+	d.i++ // "
+	for d.i < len(d.s) {
+		for d.i < len(d.s) && !strSpecial[d.s[d.i]] {
+			d.i++
+		}
+		if d.i == len(d.s) {
+			break
+		}
+		switch c := d.s[d.i]; {
+		case c == '"':
+			d.i++
+			return true
+		case c < ' ':
+			return false
+		case c == '\\':
+			if d.i+1 >= len(d.s) {
+				return false
+			}
+			switch d.s[d.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				d.i += 2
+			case 'u':
+				if hex4(d.s[d.i+2:]) < 0 {
+					return false
+				}
+				d.i += 6
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// strSpecial marks the bytes that end a plain run in a string literal:
+// the closing quote, a backslash, a control character.
+var strSpecial = func() (t [256]bool) {
+	for c := 0; c < ' '; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // slowStr finishes a string that needs rewriting; d.i is where the plain
 // prefix beginning at start ends.
 func (d *jsonDecoder) slowStr(start int) (string, bool) {
-	var b []byte
-	if d.skip {
-		b = d.scratch[:0]
-		defer func() { d.scratch = b[:0] }()
-	} else {
-		b = make([]byte, 0, d.i-start+16)
-	}
+	b := make([]byte, 0, d.i-start+16)
 	b = append(b, d.s[start:d.i]...)
 	for d.i < len(d.s) {
 		c := d.s[d.i]
 		switch {
 		case c == '"':
 			d.i++
-			if d.skip {
-				return "", true
-			}
 			return string(b), true
 		case c < ' ':
 			return "", false

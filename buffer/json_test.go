@@ -49,7 +49,12 @@ var jsonCases = []struct {
 	{`[1, 2]`, true},
 	{`"just a string"`, true},
 	{`null`, true},
+	{`{"k\u0041\n": "escaped key"}`, true},
+	{`{"n": ` + strings.Repeat("9", 300) + `.5}`, true}, // no conversion needed to accept it
 	{`{"big": 1e400}`, false},
+	{`{"big": ` + strings.Repeat("9", 309) + `}`, false}, // out of range without an exponent
+	{`{"a": "\`, false},
+	{`{"a": "\u00`, false},
 	{`{"trailing": 1,}`, false},
 	{`{"a" 1}`, false},
 	{`{"a": 01}`, false},
@@ -73,6 +78,11 @@ func TestDecodeInputMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("decodeInput(%q) ok = %v, want %v", c.in, ok, c.fast)
 		}
 		compareInput(t, c.in, v, ok)
+		// Parse's check (validInput, which builds nothing) accepts the
+		// same texts.
+		if valid, _ := validInput(c.in); valid != c.fast {
+			t.Errorf("validInput(%q) = %v, want %v", c.in, valid, c.fast)
+		}
 	}
 }
 
@@ -101,7 +111,7 @@ func FuzzDecodeInput(f *testing.F) {
 		compareInput(t, in, v, ok)
 		// Parse checks an input with validInput and decodes it later
 		// (ToolUse.Input): both must accept the same texts.
-		valid, depth, _ := validInput(in, nil)
+		valid, depth := validInput(in)
 		if valid != ok {
 			t.Fatalf("validInput(%q) = %v, decodeInput ok = %v", in, valid, ok)
 		}

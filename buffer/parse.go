@@ -34,6 +34,8 @@ func ParseFrom(prev *Document, lines []string, same int) *Document {
 	}
 	kept := p.reuse(prev, min(same, len(p.src)))
 	p.split(body, kept)
+	p.uses = slices.Grow(p.uses, p.useLines)
+	p.results = slices.Grow(p.results, p.resultLines)
 	for _, m := range p.doc.Messages[kept:] {
 		at := len(p.doc.Diagnostics)
 		switch m.Role {
@@ -45,11 +47,11 @@ func ParseFrom(prev *Document, lines []string, same int) *Document {
 			}
 		}
 		if len(p.doc.Diagnostics) > at {
-			m.diags = slices.Clone(p.doc.Diagnostics[at:])
+			d := slices.Clone(p.doc.Diagnostics[at:])
+			m.diags = &d
 		}
 	}
 	p.index()
-	p.pair()
 	slices.SortStableFunc(p.doc.Diagnostics, func(a, b Diagnostic) int {
 		if a.Line != b.Line {
 			return a.Line - b.Line
@@ -121,15 +123,19 @@ type parser struct {
 
 	uses    []*ToolUse // in document order, for the index
 	results []*ToolResult
+	// Header lines split saw outside fences: how many uses and results
+	// there can be, to size the slices above once.
+	useLines, resultLines int
 
 	segs     []Segment // the segments of the message being parsed
 	segArena []Segment // see keep
 	// Memory handed out in pieces (see copyLines, newMessage): a few
 	// allocations per document instead of a few per node.
-	lineArena []string
-	msgArena  []Message
-	textArena []Text
-	scratch   []byte // validInput's
+	lineArena  []string
+	msgArena   []Message
+	textArena  []Text
+	thinkArena []Thinking
+	bodies     strings.Builder // see body
 }
 
 func (p *parser) line(n int) string { return p.src[n-1] }
@@ -168,6 +174,17 @@ func (p *parser) newText() *Text {
 	}
 	t := &p.textArena[0]
 	p.textArena = p.textArena[1:]
+	return t
+}
+
+// newThinking returns a zero Thinking from memory shared with the other
+// thinking blocks of the document, as newText does for text.
+func (p *parser) newThinking() *Thinking {
+	if len(p.thinkArena) == 0 {
+		p.thinkArena = make([]Thinking, 32)
+	}
+	t := &p.thinkArena[0]
+	p.thinkArena = p.thinkArena[1:]
 	return t
 }
 
@@ -223,7 +240,9 @@ func (p *parser) split(body, kept int) {
 	}
 	if kept > 0 { // messages taken from a previous parse (reuse)
 		for _, m := range p.doc.Messages[:kept] {
-			p.doc.Diagnostics = append(p.doc.Diagnostics, m.diags...)
+			if m.diags != nil {
+				p.doc.Diagnostics = append(p.doc.Diagnostics, *m.diags...)
+			}
 		}
 		i = p.doc.Messages[kept-1].EndLine + 1
 	}
@@ -231,41 +250,77 @@ func (p *parser) split(body, kept int) {
 		role, _ := roleMarker(p.line(i))
 		m := p.newMessage()
 		m.Role, m.StartLine = role, i
-		fence, opened, swallowed := 0, 0, 0
-		j := i + 1
-		for ; j <= n; j++ {
-			s := p.line(j)
-			if fence > 0 {
-				if fenceCloses(s, fence) {
-					fence, swallowed = 0, 0
-				} else if _, ok := roleMarker(s); ok && swallowed == 0 {
-					swallowed = j
-				}
-				continue
-			}
-			if _, ok := roleMarker(s); ok {
-				break
-			}
-			if role == "Assistant" && s != "" && s[0] == '<' {
-				if k := p.thinkingEnd(j); k > 0 {
-					j = k // fences inside thinking content do not count
-					continue
-				}
-			}
-			if fence = fenceOpen(s); fence > 0 {
-				opened = j
-			}
-		}
-		if fence > 0 { // only the last message can end inside a fence
-			p.doc.openFence = opened
-			if swallowed > 0 {
-				p.report(swallowed, 1, SeverityWarning, KindMessage,
-					"Role marker inside the code fence left open on line %d is read as text; close the fence to start a new message", opened)
-			}
-		}
+		j := p.messageEnd(i, role)
 		m.EndLine = j - 1
 		p.doc.Messages = append(p.doc.Messages, m)
 		i = j
+	}
+}
+
+// messageEnd returns the line after the message whose marker is on line i:
+// the next role marker outside a code fence, or the line after the last.
+// Only the first byte of most lines is looked at: every line that matters
+// here starts with '@', '`', '<' or '*'.
+func (p *parser) messageEnd(i int, role string) int {
+	n := len(p.src)
+	fence, opened, swallowed := 0, 0, 0
+	j := i + 1
+scan:
+	for ; j <= n; j++ {
+		s := p.line(j)
+		if s == "" {
+			continue
+		}
+		if fence > 0 {
+			switch s[0] {
+			case '`':
+				if fenceCloses(s, fence) {
+					fence, swallowed = 0, 0
+				}
+			case '@':
+				if _, ok := roleMarker(s); ok && swallowed == 0 {
+					swallowed = j
+				}
+			}
+			continue
+		}
+		switch s[0] {
+		case '@':
+			if _, ok := roleMarker(s); ok {
+				break scan
+			}
+		case '<':
+			if role == "Assistant" {
+				if k := p.thinkingEnd(j); k > 0 {
+					j = k // fences inside thinking content do not count
+				}
+			}
+		case '`':
+			if fence = fenceOpen(s); fence > 0 {
+				opened = j
+			}
+		case '*':
+			p.countHeader(s)
+		}
+	}
+	if fence > 0 { // only the last message can end inside a fence
+		p.doc.openFence = opened
+		if swallowed > 0 {
+			p.report(swallowed, 1, SeverityWarning, KindMessage,
+				"Role marker inside the code fence left open on line %d is read as text; close the fence to start a new message", opened)
+		}
+	}
+	return j
+}
+
+// countHeader counts a line that may be a tool block's header (see
+// useLines).
+func (p *parser) countHeader(s string) {
+	switch {
+	case strings.HasPrefix(s, toolUsePrefix):
+		p.useLines++
+	case strings.HasPrefix(s, toolResultPrefix):
+		p.resultLines++
 	}
 }
 
@@ -421,9 +476,42 @@ func (p *parser) fencedBody(h, hi int) (open, n, end int) {
 }
 
 // body returns the lines strictly between two fence lines joined by "\n".
+// A body of one line is that line; one of several is copied into memory
+// shared with the other bodies of the document (chunks of bodyChunk bytes:
+// a few allocations per document instead of one per body), unless it is
+// large enough to have its own.
 func (p *parser) body(open, end int) string {
-	return strings.Join(p.src[open:end-1], "\n")
+	lines := p.src[open : end-1]
+	if len(lines) < 2 {
+		return strings.Join(lines, "\n") // "" or the line itself
+	}
+	n := len(lines) - 1
+	for _, l := range lines {
+		n += len(l)
+	}
+	if n > bodyChunk/4 {
+		return strings.Join(lines, "\n")
+	}
+	b := &p.bodies
+	if b.Cap()-b.Len() < n {
+		*b = strings.Builder{}
+		b.Grow(bodyChunk)
+	}
+	// What a Builder holds is only appended to: the string of its first
+	// bytes stays valid while later bodies go after it, within its
+	// capacity (never regrown: a new chunk starts a new Builder).
+	start := b.Len()
+	b.WriteString(lines[0])
+	for _, l := range lines[1:] {
+		b.WriteByte('\n')
+		b.WriteString(l)
+	}
+	return b.String()[start:]
 }
+
+// bodyChunk is the size of the memory the tool blocks' bodies share. A
+// body kept after its document keeps at most this much alive.
+const bodyChunk = 8 << 10
 
 // toolUse parses a Tool Use block whose header is on line h. On any problem
 // it reports it and returns nil: the header then stays text and parsing goes
@@ -462,7 +550,7 @@ func (p *parser) toolUse(h, hi int) (Segment, int) {
 	// (its own pass) only when that pass cannot say it is within bounds.
 	ok, deep := false, 0
 	if len(raw) <= MaxInputBytes {
-		ok, deep, p.scratch = validInput(raw, p.scratch)
+		ok, deep = validInput(raw)
 	}
 	why := ""
 	if !ok || deep > MaxInputDepth {
@@ -640,7 +728,8 @@ func (p *parser) tag(h, hi int) (Segment, int) {
 		}
 		return nil, 0
 	}
-	th := &Thinking{Provider: t.provider, Signature: t.signature, Redacted: t.redacted, StartLine: h}
+	th := p.newThinking()
+	*th = Thinking{Provider: t.provider, Signature: t.signature, Redacted: t.redacted, StartLine: h}
 	if t.selfClosing {
 		th.EndLine = h
 		return th, h + 1
@@ -665,24 +754,28 @@ func (p *parser) tag(h, hi int) (Segment, int) {
 	return nil, 0
 }
 
-// pair checks tool uses against tool results across the whole document.
-func (p *parser) pair() {
-	ix := p.doc.ix
-	for _, u := range ix.uses {
-		if first := ix.use[u.ID]; first != u {
-			p.report(u.HeaderLine, 1, SeverityError, KindToolUse,
-				"Duplicate tool use id: %s (first used on line %d)", u.ID, first.HeaderLine)
-		}
+// The checks of tool uses against tool results across the document (the
+// blocks sent: after the summary in force), made as the index is built
+// (indexPairing); a nil parser reports nothing.
+
+func (p *parser) duplicateUse(u, first *ToolUse) {
+	if p != nil {
+		p.report(u.HeaderLine, 1, SeverityError, KindToolUse,
+			"Duplicate tool use id: %s (first used on line %d)", u.ID, first.HeaderLine)
 	}
-	for _, r := range ix.results {
-		if ix.use[r.ToolUseID] == nil {
-			p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
-				"Tool result for unknown tool use: %s", r.ToolUseID)
-		}
-		if first := ix.result[r.ToolUseID]; first != r {
-			p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
-				"Duplicate tool result for %s (first on line %d); only the first is used", r.ToolUseID, first.HeaderLine)
-		}
+}
+
+func (p *parser) unknownUse(r *ToolResult) {
+	if p != nil {
+		p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
+			"Tool result for unknown tool use: %s", r.ToolUseID)
+	}
+}
+
+func (p *parser) duplicateResult(r, first *ToolResult) {
+	if p != nil {
+		p.report(r.HeaderLine, 1, SeverityWarning, KindToolResult,
+			"Duplicate tool result for %s (first on line %d); only the first is used", r.ToolUseID, first.HeaderLine)
 	}
 }
 
@@ -734,14 +827,23 @@ func (p *parser) summary(h, hi int) (Segment, int) {
 
 // index builds the document's index of tool blocks: those after the
 // summary in force, if any (the conversation that is sent), and all of
-// them for Whole.
+// them for Whole. Building the first pairs the uses with the results and
+// reports what does not match (indexPairing).
 func (p *parser) index() {
+	// No blocks: nil, whether or not header lines made room for some (a
+	// Document is the same however it was parsed, ParseFrom or Parse).
+	if len(p.uses) == 0 {
+		p.uses = nil
+	}
+	if len(p.results) == 0 {
+		p.results = nil
+	}
 	if p.doc.Summary == nil {
-		p.doc.ix = newIndex(p.uses, p.results)
+		p.doc.ix = indexPairing(p.uses, p.results, p)
 		return
 	}
 	cut := p.doc.Summary.StartLine
-	p.doc.ix = newIndex(after(p.uses, cut), after(p.results, cut))
+	p.doc.ix = indexPairing(after(p.uses, cut), after(p.results, cut), p)
 	p.doc.all = newIndex(p.uses, p.results)
 }
 

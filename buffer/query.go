@@ -7,9 +7,17 @@ import "sort"
 type index struct {
 	uses    []*ToolUse
 	results []*ToolResult
-	use     map[string]*ToolUse    // first use of each id
-	result  map[string]*ToolResult // first result of each id
+	ids     map[string]idBlocks // the first use and the first result of each id
 }
+
+// idBlocks are the first use and the first result of an id (either nil).
+type idBlocks struct {
+	use    *ToolUse
+	result *ToolResult
+}
+
+func (ix *index) use(id string) *ToolUse       { return ix.ids[id].use }
+func (ix *index) result(id string) *ToolResult { return ix.ids[id].result }
 
 func buildIndex(d *Document) *index {
 	var uses []*ToolUse
@@ -37,19 +45,36 @@ func buildIndex(d *Document) *index {
 
 // newIndex indexes the uses and results of a document, in document order.
 func newIndex(uses []*ToolUse, results []*ToolResult) *index {
-	ix := &index{
-		uses: uses, results: results,
-		use: make(map[string]*ToolUse, len(uses)), result: make(map[string]*ToolResult, len(results)),
-	}
+	return indexPairing(uses, results, nil)
+}
+
+// indexPairing is newIndex that also reports, to p (unless nil), what the
+// index finds as it goes (see parser.pair): a duplicate tool use id, a
+// result for an unknown call, a duplicate result.
+func indexPairing(uses []*ToolUse, results []*ToolResult, p *parser) *index {
+	// One map for both: a call and its result share an id, so most ids
+	// have both, and one map is about two thirds of two maps' memory.
+	ix := &index{uses: uses, results: results, ids: make(map[string]idBlocks, max(len(uses), len(results)))}
 	for _, u := range uses {
-		if ix.use[u.ID] == nil {
-			ix.use[u.ID] = u
+		b := ix.ids[u.ID]
+		if b.use != nil {
+			p.duplicateUse(u, b.use)
+			continue
 		}
+		b.use = u
+		ix.ids[u.ID] = b
 	}
 	for _, r := range results {
-		if ix.result[r.ToolUseID] == nil {
-			ix.result[r.ToolUseID] = r
+		b := ix.ids[r.ToolUseID]
+		if b.use == nil {
+			p.unknownUse(r)
 		}
+		if b.result != nil {
+			p.duplicateResult(r, b.result)
+			continue
+		}
+		b.result = r
+		ix.ids[r.ToolUseID] = b
 	}
 	return ix
 }
@@ -95,11 +120,11 @@ func (d *Document) ToolResults() []*ToolResult {
 }
 
 // Use returns the first tool use with the given id, or nil.
-func (d *Document) Use(id string) *ToolUse { return d.index().use[id] }
+func (d *Document) Use(id string) *ToolUse { return d.index().use(id) }
 
 // Result returns the first tool result for id anywhere in the document (its
 // position does not matter, as in the Lua Flemma), or nil.
-func (d *Document) Result(id string) *ToolResult { return d.index().result[id] }
+func (d *Document) Result(id string) *ToolResult { return d.index().result(id) }
 
 // Unresolved returns, in document order, the tool uses that have no result
 // block at all: the ones Phase 1 of the cycle must give a placeholder. A
@@ -108,7 +133,7 @@ func (d *Document) Unresolved() []*ToolUse {
 	ix := d.index()
 	var out []*ToolUse
 	for _, u := range ix.uses {
-		if ix.result[u.ID] == nil && ix.use[u.ID] == u {
+		if b := ix.ids[u.ID]; b.result == nil && b.use == u {
 			out = append(out, u)
 		}
 	}
@@ -122,7 +147,7 @@ func (d *Document) Incomplete() []*ToolUse {
 	ix := d.index()
 	var out []*ToolUse
 	for _, u := range ix.uses {
-		if r := ix.result[u.ID]; (r == nil || r.Status != "") && ix.use[u.ID] == u {
+		if b := ix.ids[u.ID]; (b.result == nil || b.result.Status != "") && b.use == u {
 			out = append(out, u)
 		}
 	}
