@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -85,4 +86,75 @@ func FuzzLineDFA(f *testing.F) {
 			t.Fatalf("%q on %q: DFA %v, regexp %v", p, line, got, want)
 		}
 	})
+}
+
+// TestScanEachWay: scan finds the lines regexp finds, with their numbers
+// and text (no "\r"), by each way it has of finding candidates — a
+// literal, a required literal (checked by the DFA or by regexp), a
+// case-folded literal (and the Kelvin-sign region that bypasses it), the
+// line DFA, and without it the (?m) regexp or every line — and keeps at most keep of
+// them while counting up to max.
+func TestScanEachWay(t *testing.T) {
+	region := []byte("ErrX here\r\nfunc (r *Reader) Read(p []byte)\nnothing\n\tAB12 x\nkey KEY \u212aey\nthe end ErrX")
+	for _, tt := range []struct {
+		name, pattern string
+		way           func(m *matcher) bool
+	}{
+		{"literal", `ErrX`, func(m *matcher) bool { return m.lit != nil }},
+		{"required literal", `\(\w+ \*\w+\) Read`, func(m *matcher) bool { return m.lit == nil && m.req != nil }},
+		{"folded literal", `(?i)here`, func(m *matcher) bool { return m.fold != nil && !m.foldUnsafe }},
+		{"folded literal, Kelvin sign in the region", `(?i)key`, func(m *matcher) bool { return m.fold != nil && m.foldUnsafe }},
+		// No literal: the line DFA, or without it the (?m) regexp.
+		{"no literal", `\b[A-Z]{2,}[0-9]+\b`, func(m *matcher) bool { return m.lit == nil && m.req == nil && m.fold == nil && m.reM != nil }},
+		// \A, \z: the line DFA, or without it regexp on every line.
+		{"text anchors", `\A[a-z]+\z`, func(m *matcher) bool { return m.lit == nil && m.req == nil && m.fold == nil && m.reM == nil }},
+	} {
+		m, err := newMatcher(tt.pattern)
+		if err != nil || !tt.way(m) {
+			t.Fatalf("%s: %q is not searched that way (%v)", tt.name, tt.pattern, err)
+		}
+		var want []string
+		for i, l := range strings.Split(string(region), "\n") {
+			if l = strings.TrimSuffix(l, "\r"); m.re.MatchString(l) {
+				want = append(want, strconv.Itoa(10+i+1)+":"+l)
+			}
+		}
+		for _, dfa := range []bool{true, false} {
+			s := newSearcher(m, len(want))
+			if !dfa {
+				s.dfa = nil
+			}
+			out, n := s.scan(region, "f", 10, 100, nil)
+			var got []string
+			for _, g := range out {
+				if g.file != "f" {
+					t.Errorf("%s: file %q", tt.name, g.file)
+				}
+				got = append(got, strconv.Itoa(g.line)+":"+g.text)
+			}
+			if n != len(want) || strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("%s (dfa %v): %d %q, want %q", tt.name, dfa, n, got, want)
+			}
+			// One kept, all counted; at most max counted.
+			s.keep = 1
+			if out, n := s.scan(region, "f", 10, 100, nil); n != len(want) || len(out) != min(1, len(want)) {
+				t.Errorf("%s: keep 1 kept %d and counted %d", tt.name, len(out), n)
+			}
+			if _, n := s.scan(region, "f", 10, 1, nil); n != min(1, len(want)) {
+				t.Errorf("%s: max 1 counted %d", tt.name, n)
+			}
+		}
+		if len(want) == 0 {
+			t.Errorf("%s: %q matches nothing in the region", tt.name, tt.pattern)
+		}
+	}
+}
+
+func TestLineAt(t *testing.T) {
+	region := []byte("ab\ncd\n\nef")
+	for _, tt := range []struct{ i, ls, le int }{{0, 0, 2}, {1, 0, 2}, {2, 0, 2}, {3, 3, 5}, {6, 6, 6}, {7, 7, 9}, {8, 7, 9}} {
+		if ls, le := lineAt(region, tt.i); ls != tt.ls || le != tt.le {
+			t.Errorf("lineAt(%d) = %d, %d; want %d, %d", tt.i, ls, le, tt.ls, tt.le)
+		}
+	}
 }
