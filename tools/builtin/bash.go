@@ -69,12 +69,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		return tools.Output{}, tools.Failf("No command provided")
 	}
 	env := call.Env
-	def, max := env.Timeouts()
-	timeout := def
-	if in.Timeout != nil && *in.Timeout > 0 {
-		timeout = time.Duration(*in.Timeout * float64(time.Second))
-	}
-	timeout = min(timeout, max)
+	timeout := bashTimeout(env, in.Timeout)
 
 	sb, err := env.SandboxFor(call)
 	if err != nil {
@@ -100,61 +95,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		testHookAfterWrap()
 	}
 
-	// Under bubblewrap the writable roots are the only place the command
-	// can change: snapshot them to list what it created, changed, deleted.
-	var track, skip []string
-	var before rootSnapshot
-	var pre preimages
-	backups := backupsOf(env)
-	if sb.Backend() == "bwrap" {
-		dirs := []string{sandbox.CanonicalOr(env.WorkDir(call))}
-		if call.Buffer != "" {
-			dirs = append(dirs, sandbox.CanonicalOr(filepath.Dir(call.Buffer)))
-		}
-		track = trackedRoots(sb.Roots(), dirs...)
-		skip = []string{sandbox.CanonicalOr(env.OutputDirOrDefault())}
-		if env.BackupDir != "" {
-			skip = append(skip, sandbox.CanonicalOr(filepath.Dir(env.BackupDir))) // the state folder: backups, journal
-		}
-		if env.BackupDir == "" {
-			if d, err := DefaultBackupDir(); err == nil {
-				skip = append(skip, sandbox.CanonicalOr(d))
-			}
-		}
-		before = snapshotRoots(track, skip, sb.DeniedEntry)
-		// The previous content of what the command may change, for
-		// :Flemma tool:undo (see preserveFiles).
-		pre = preserveFiles(backups, before)
-	}
-	var changes []tools.Change
-	tracked := func() string {
-		if track == nil {
-			return ""
-		}
-		after := snapshotRoots(track, skip, nil)
-		c := compareSnapshots(before, after)
-		changes = c.undoable(before, after, pre, backups)
-		out := ""
-		if t := c.text(env.WorkDir(call)); t != "" {
-			out = "\n\n" + t
-		}
-		// Approved by a policy: what it did to protected paths and
-		// executable bits is put right now (see guardProtected).
-		if sb.Protecting() {
-			g := guardProtected(sb, c, before, after, changes, backups, call.ID)
-			kept := changes[:0]
-			for _, ch := range changes {
-				if !g.drop[ch.Path] {
-					kept = append(kept, ch)
-				}
-			}
-			changes = kept
-			if t := g.text(env.WorkDir(call)); t != "" {
-				out += "\n\n" + t
-			}
-		}
-		return out
-	}
+	tr := startTracking(sb, env, call)
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -166,32 +107,60 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	closeFiles()
 	if err != nil {
 		pr.Close()
-		reason := sandbox.FSReason(err)
-		switch {
-		case errors.Is(err, exec.ErrNotFound):
-			reason = argv[0] + " not found"
-		case errors.Is(err, sandbox.ErrShuttingDown):
-			reason = err.Error()
-		}
-		if reason == "" {
-			return tools.Output{}, &tools.Internal{Err: err}
-		}
-		return tools.Output{}, tools.Failf("Failed to start command: %s", reason)
+		return tools.Output{}, startError(err, argv[0])
 	}
 
 	// Everything the command writes is counted and saved (up to a cap)
 	// as it comes: the full output a notice names, exact counts.
 	out := capture{spool: tools.NewSpool(env.OutputDirOrDefault(), env)}
 	defer out.spool.Discard()
+	timedOut, canceled := awaitCommand(ctx, proc, pr, &out, timeout)
+	if canceled {
+		return tools.Output{}, ctx.Err()
+	}
+	return bashResult(proc, out.present(env, call), timedOut, timeout, lim, tr)
+}
+
+// bashTimeout is the command's time: the input's when it gives one, else
+// the Env's default; never more than the Env's maximum.
+func bashTimeout(env *tools.Env, in *float64) time.Duration {
+	def, max := env.Timeouts()
+	timeout := def
+	if in != nil && *in > 0 {
+		timeout = time.Duration(*in * float64(time.Second))
+	}
+	return min(timeout, max)
+}
+
+// startError is the error of a command that did not start: a failure the
+// model reads when the reason is one it can act on, else an internal
+// error.
+func startError(err error, shell string) error {
+	reason := sandbox.FSReason(err)
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		reason = shell + " not found"
+	case errors.Is(err, sandbox.ErrShuttingDown):
+		reason = err.Error()
+	}
+	if reason == "" {
+		return &tools.Internal{Err: err}
+	}
+	return tools.Failf("Failed to start command: %s", reason)
+}
+
+// awaitCommand copies the command's output into out until the command's
+// tree is gone, its time is up (timedOut: the tree is stopped) or ctx is
+// done (canceled: the tree is stopped), then closes pr.
+func awaitCommand(ctx context.Context, proc *sandbox.Tree, pr *os.File, out *capture, timeout time.Duration) (timedOut, canceled bool) {
 	copied := make(chan struct{})
 	go func() {
-		io.Copy(&out, pr)
+		io.Copy(out, pr)
 		close(copied)
 	}()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	timedOut, canceled := false, false
 	select {
 	case <-proc.Done():
 	case <-timer.C:
@@ -210,38 +179,117 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 		<-copied
 	}
 	pr.Close()
-	if canceled {
-		return tools.Output{}, ctx.Err()
-	}
+	return timedOut, canceled
+}
 
-	text := out.present(env, call)
+// bashResult is the result of a command that ran: its output (text, ""
+// for none), then why it failed if it did — the timeout, a limit, a
+// signal, its exit code — then what it changed in the writable roots.
+func bashResult(proc *sandbox.Tree, text string, timedOut bool, timeout time.Duration, lim sandbox.Limits, tr *bashTracker) (tools.Output, error) {
 	if timedOut {
 		msg := "Command timed out after " + formatSeconds(timeout) + " seconds."
 		if text != "" {
 			msg = text + "\n\n" + msg
 		}
-		return tools.Output{Changes: changes}, errors.New(msg + tracked())
+		tail, changes := tr.report()
+		return tools.Output{Changes: changes}, errors.New(msg + tail)
 	}
 	if text == "" {
 		text = "(no output)"
 	}
 	<-proc.Done()
 	code, signal, err := proc.Exit()
-	switch {
-	case err != nil:
+	if err != nil {
 		return tools.Output{}, &tools.Internal{Err: err}
-	case proc.LimitHit() != "":
-		err := fmt.Errorf("%s\n\n%s%s", text, limitMessage(proc.LimitHit(), lim), tracked())
-		return tools.Output{Changes: changes}, err
-	case signal != "":
-		err := fmt.Errorf("%s\n\nCommand was terminated by a signal (%s)%s", text, signal, tracked())
-		return tools.Output{Changes: changes}, err
-	case code != 0:
-		err := fmt.Errorf("%s\n\nCommand exited with code %d%s", text, code, tracked())
-		return tools.Output{Changes: changes}, err
 	}
-	text += tracked()
-	return tools.Output{Text: text, Changes: changes}, nil
+	var why string
+	switch {
+	case proc.LimitHit() != "":
+		why = limitMessage(proc.LimitHit(), lim)
+	case signal != "":
+		why = fmt.Sprintf("Command was terminated by a signal (%s)", signal)
+	case code != 0:
+		why = fmt.Sprintf("Command exited with code %d", code)
+	}
+	tail, changes := tr.report()
+	if why != "" {
+		return tools.Output{Changes: changes}, fmt.Errorf("%s\n\n%s%s", text, why, tail)
+	}
+	return tools.Output{Text: text + tail, Changes: changes}, nil
+}
+
+// bashTracker lists what a command did in the writable roots. Under
+// bubblewrap those are the only place the command can change, so they
+// are snapshot before it runs and compared after; otherwise it tracks
+// nothing.
+type bashTracker struct {
+	sb          *sandbox.Sandbox
+	env         *tools.Env
+	call        tools.Call
+	track, skip []string
+	before      rootSnapshot
+	pre         preimages
+	backups     backupConfig
+}
+
+// startTracking snapshots the writable roots (those the command's folder
+// and the chat's are in), but not the folders of the saved outputs, the
+// backups and the journal, and keeps the previous content of what the
+// command may change, for :Flemma tool:undo (see preserveFiles).
+func startTracking(sb *sandbox.Sandbox, env *tools.Env, call tools.Call) *bashTracker {
+	t := &bashTracker{sb: sb, env: env, call: call, backups: backupsOf(env)}
+	if sb.Backend() != "bwrap" {
+		return t
+	}
+	dirs := []string{sandbox.CanonicalOr(env.WorkDir(call))}
+	if call.Buffer != "" {
+		dirs = append(dirs, sandbox.CanonicalOr(filepath.Dir(call.Buffer)))
+	}
+	t.track = trackedRoots(sb.Roots(), dirs...)
+	t.skip = []string{sandbox.CanonicalOr(env.OutputDirOrDefault())}
+	if env.BackupDir != "" {
+		t.skip = append(t.skip, sandbox.CanonicalOr(filepath.Dir(env.BackupDir))) // the state folder: backups, journal
+	}
+	if env.BackupDir == "" {
+		if d, err := DefaultBackupDir(); err == nil {
+			t.skip = append(t.skip, sandbox.CanonicalOr(d))
+		}
+	}
+	t.before = snapshotRoots(t.track, t.skip, sb.DeniedEntry)
+	t.pre = preserveFiles(t.backups, t.before)
+	return t
+}
+
+// report compares the roots with their snapshot: the text that lists what
+// the command created, changed and deleted ("" when nothing is tracked,
+// else starting with a blank line), and the changes tool:undo can take
+// back. Approved by a policy, what the command did to protected paths and
+// executable bits is put right now (see guardProtected), and said.
+func (t *bashTracker) report() (string, []tools.Change) {
+	if t.track == nil {
+		return "", nil
+	}
+	after := snapshotRoots(t.track, t.skip, nil)
+	c := compareSnapshots(t.before, after)
+	changes := c.undoable(t.before, after, t.pre, t.backups)
+	out := ""
+	if text := c.text(t.env.WorkDir(t.call)); text != "" {
+		out = "\n\n" + text
+	}
+	if t.sb.Protecting() {
+		g := guardProtected(t.sb, c, t.before, after, changes, t.backups, t.call.ID)
+		kept := changes[:0]
+		for _, ch := range changes {
+			if !g.drop[ch.Path] {
+				kept = append(kept, ch)
+			}
+		}
+		changes = kept
+		if text := g.text(t.env.WorkDir(t.call)); text != "" {
+			out += "\n\n" + text
+		}
+	}
+	return out, changes
 }
 
 // limitMessage says which limit of sandbox.limits the command's tree went

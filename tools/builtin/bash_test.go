@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -73,6 +74,55 @@ func TestBashTimeoutCap(t *testing.T) {
 	f.env.DefaultTimeout = 200 * time.Millisecond
 	f.env.MaxTimeout = 0
 	want(t, "default", f.run("bash", map[string]any{"command": "sleep 5"}), false, "Command timed out after 0.2 seconds.")
+}
+
+// TestBashTimeoutOf: the input's timeout when positive, else the Env's
+// default; capped by the Env's maximum (the defaults when the Env sets
+// none).
+func TestBashTimeoutOf(t *testing.T) {
+	sec := func(f float64) *float64 { return &f }
+	for _, tt := range []struct {
+		def, max time.Duration
+		in       *float64
+		want     time.Duration
+	}{
+		{0, 0, nil, tools.DefaultToolTimeout},
+		{0, 0, sec(1000), tools.DefaultMaxTimeout},
+		{0, 0, sec(0.5), 500 * time.Millisecond},
+		{0, 0, sec(0), tools.DefaultToolTimeout},
+		{0, 0, sec(-3), tools.DefaultToolTimeout},
+		{2 * time.Second, 0, nil, 2 * time.Second},
+		{2 * time.Second, time.Second, nil, time.Second},
+		{0, time.Second, sec(5), time.Second},
+		{0, 10 * time.Second, sec(5), 5 * time.Second},
+	} {
+		env := &tools.Env{DefaultTimeout: tt.def, MaxTimeout: tt.max}
+		if got := bashTimeout(env, tt.in); got != tt.want {
+			t.Errorf("default %s max %s input %v: %s, want %s", tt.def, tt.max, tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestBashStartError: a command that does not start fails with a reason
+// the model can act on, or is an internal error when there is none.
+func TestBashStartError(t *testing.T) {
+	for _, tt := range []struct {
+		err      error
+		want     string
+		internal bool
+	}{
+		{fmt.Errorf("exec: %w", exec.ErrNotFound), "Failed to start command: zsh not found", false},
+		{sandbox.ErrShuttingDown, "Failed to start command: the host is shutting down", false},
+		{&os.PathError{Op: "chdir", Path: "/x", Err: syscall.ENOENT}, "Failed to start command: no such file or directory", false},
+		{&os.PathError{Op: "fork", Path: "/x", Err: syscall.EAGAIN}, "Failed to start command: " + syscall.EAGAIN.Error(), false},
+		{errors.New("odd"), "odd", true},
+	} {
+		err := startError(tt.err, "zsh")
+		var in *tools.Internal
+		if err.Error() != tt.want || errors.As(err, &in) != tt.internal {
+			t.Errorf("%v: %q (internal %v), want %q (internal %v)", tt.err, err, errors.As(err, &in), tt.want, tt.internal)
+		}
+	}
 }
 
 func TestBashTruncation(t *testing.T) {

@@ -75,23 +75,74 @@ func FetchURL(ctx context.Context, raw string, lim tools.FetchLimits) (string, e
 	if err != nil {
 		return "", err
 	}
-	maxBytes := lim.MaxBytes
+	maxBytes, timeout, redirects := fetchBounds(lim)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var crossHost *url.URL
+	client := fetchClient(&dialGuard{allowPrivate: lim.AllowPrivate, resolver: lim.Resolver}, redirects, &crossHost)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("User-Agent", "flemma-fetch (+https://github.com/flemma-dev/flemma)")
+	req.Header.Set("Accept", "text/html,text/markdown,text/plain,application/json;q=0.9,*/*;q=0.1")
+	resp, err := client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fetchError(ctx, u, timeout, err)
+	}
+	defer resp.Body.Close()
+	if crossHost != nil {
+		return "", fmt.Errorf("fetch %s: redirected to another host, %s: not followed (fetch that URL to go on; it is approved on its own)", u.Redacted(), crossHost.Redacted())
+	}
+	body, cut, err := readFetched(resp.Body, maxBytes)
+	if err != nil {
+		return "", fetchError(ctx, u, timeout, err)
+	}
+	final := resp.Request.URL
+	ctype := resp.Header.Get("Content-Type")
+	if resp.StatusCode >= 400 {
+		return "", fmt.Errorf("fetch %s: %s%s", final.Redacted(), resp.Status, snippet(body))
+	}
+	text, err := fetchedText(body, ctype, final)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "URL: %s\nStatus: %s\nContent-Type: %s\n", final.Redacted(), resp.Status, orNone(ctype))
+	if cut {
+		fmt.Fprintf(&b, "Note: only the first %d bytes were read (tools.fetch.max_bytes)\n", maxBytes)
+	}
+	b.WriteString("\n")
+	b.WriteString(strings.TrimSpace(text))
+	b.WriteString("\n")
+	return b.String(), nil
+}
+
+// fetchBounds is lim with the defaults where it sets none: the bytes read,
+// the time, the redirects followed.
+func fetchBounds(lim tools.FetchLimits) (maxBytes int, timeout time.Duration, redirects int) {
+	maxBytes, timeout, redirects = lim.MaxBytes, lim.Timeout, lim.MaxRedirects
 	if maxBytes <= 0 {
 		maxBytes = DefaultFetchMaxBytes
 	}
-	timeout := lim.Timeout
 	if timeout <= 0 {
 		timeout = DefaultFetchTimeout
 	}
-	redirects := lim.MaxRedirects
 	if redirects <= 0 {
 		redirects = DefaultFetchRedirects
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	guard := &dialGuard{allowPrivate: lim.AllowPrivate, resolver: lim.Resolver}
-	var crossHost *url.URL
-	client := &http.Client{
+	return maxBytes, timeout, redirects
+}
+
+// fetchClient connects through guard only, through no proxy, and follows
+// up to redirects redirects to allowed URLs of the same host; a redirect
+// to another host is not followed and is put in *crossHost.
+func fetchClient(guard *dialGuard, redirects int, crossHost **url.URL) *http.Client {
+	return &http.Client{
 		Transport: &http.Transport{
 			// No proxy: a proxy resolves names itself, past the address
 			// check; fetch always connects where it checked.
@@ -108,73 +159,62 @@ func FetchURL(ctx context.Context, raw string, lim tools.FetchLimits) (string, e
 				return fmt.Errorf("redirected to %s: %w", req.URL.Redacted(), err)
 			}
 			if !sameHost(req.URL, via[0].URL) {
-				crossHost = req.URL
+				*crossHost = req.URL
 				return http.ErrUseLastResponse
 			}
 			return nil
 		},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return "", err
+}
+
+// fetchError is the error of a fetch of u that failed with err: said as
+// the timeout when the time was up.
+func fetchError(ctx context.Context, u *url.URL, timeout time.Duration, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("fetch %s: no complete answer within %s (tools.fetch.timeout)", u.Redacted(), timeout)
 	}
-	req.Header.Set("User-Agent", "flemma-fetch (+https://github.com/flemma-dev/flemma)")
-	req.Header.Set("Accept", "text/html,text/markdown,text/plain,application/json;q=0.9,*/*;q=0.1")
-	resp, err := client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return "", fmt.Errorf("fetch %s: no complete answer within %s (tools.fetch.timeout)", u.Redacted(), timeout)
-		}
-		return "", fmt.Errorf("fetch %s: %v", u.Redacted(), err)
-	}
-	defer resp.Body.Close()
-	if crossHost != nil {
-		return "", fmt.Errorf("fetch %s: redirected to another host, %s: not followed (fetch that URL to go on; it is approved on its own)", u.Redacted(), crossHost.Redacted())
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBytes)+1))
+	return fmt.Errorf("fetch %s: %v", u.Redacted(), err)
+}
+
+// readFetched reads up to maxBytes of body; cut says there was more. A
+// body that ends early is what there is.
+func readFetched(body io.Reader, maxBytes int) (b []byte, cut bool, err error) {
+	b, err = io.ReadAll(io.LimitReader(body, int64(maxBytes)+1))
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return "", fmt.Errorf("fetch %s: no complete answer within %s (tools.fetch.timeout)", u.Redacted(), timeout)
-		}
-		return "", fmt.Errorf("fetch %s: %v", u.Redacted(), err)
+		return nil, false, err
 	}
-	cut := len(body) > maxBytes
+	cut = len(b) > maxBytes
 	if cut {
-		body = body[:maxBytes]
+		b = b[:maxBytes]
 	}
-	final := resp.Request.URL
-	ctype := resp.Header.Get("Content-Type")
+	return b, cut, nil
+}
+
+// fetchedText is the text of a body of type ctype got from final: HTML as
+// Markdown (links made absolute), other text as it is (in UTF-8); a body
+// that is not text is refused. A body with no type is judged by its bytes.
+func fetchedText(body []byte, ctype string, final *url.URL) (string, error) {
 	mt, params, _ := mime.ParseMediaType(ctype)
-	if resp.StatusCode >= 400 {
-		return "", fmt.Errorf("fetch %s: %s%s", final.Redacted(), resp.Status, snippet(body))
-	}
-	var text string
 	switch {
 	case mt == "text/html" || mt == "application/xhtml+xml" || (mt == "" && looksHTML(body)):
 		md, err := htmltomarkdown.ConvertString(toUTF8(body, params["charset"]), converter.WithDomain(final.Scheme+"://"+final.Host))
 		if err != nil {
 			return "", fmt.Errorf("fetch %s: the page could not be read: %v", final.Redacted(), err)
 		}
-		text = md
-	case strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
-		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/javascript" || (mt == "" && utf8.Valid(body)):
-		text = toUTF8(body, params["charset"])
-	default:
-		return "", fmt.Errorf("fetch %s: %s is not text (%d bytes); fetch reads web pages and text files", final.Redacted(), orNone(mt), len(body))
+		return md, nil
+	case isTextType(mt) || (mt == "" && utf8.Valid(body)):
+		return toUTF8(body, params["charset"]), nil
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "URL: %s\nStatus: %s\nContent-Type: %s\n", final.Redacted(), resp.Status, orNone(ctype))
-	if cut {
-		fmt.Fprintf(&b, "Note: only the first %d bytes were read (tools.fetch.max_bytes)\n", maxBytes)
-	}
-	b.WriteString("\n")
-	b.WriteString(strings.TrimSpace(text))
-	b.WriteString("\n")
-	return b.String(), nil
+	return "", fmt.Errorf("fetch %s: %s is not text (%d bytes); fetch reads web pages and text files", final.Redacted(), orNone(mt), len(body))
+}
+
+// textTypes are the media types outside text/ that fetch reads as text.
+var textTypes = map[string]bool{"application/json": true, "application/xml": true, "application/javascript": true}
+
+// isTextType reports whether the media type mt is text: text/*, JSON, XML,
+// JavaScript, and the +json and +xml types.
+func isTextType(mt string) bool {
+	return strings.HasPrefix(mt, "text/") || textTypes[mt] || strings.HasSuffix(mt, "+json") || strings.HasSuffix(mt, "+xml")
 }
 
 // checkFetchURL accepts an absolute http or https URL with a host and no

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -233,5 +234,60 @@ func TestFetchTool(t *testing.T) {
 	res := ex.Run(context.Background(), tools.Call{ID: "f1", Tool: "fetch", Env: &tools.Env{Fetch: local}}, []byte(`{"url":"`+srv.URL+`","label":null}`))
 	if res.IsError || !strings.Contains(res.Content, "ok") || strings.Contains(res.Content, "\x1b") {
 		t.Errorf("result %+v", res)
+	}
+}
+
+// TestFetchedText: which bodies are read as HTML, as text, or refused, by
+// their media type (and by their bytes when they have none).
+func TestFetchedText(t *testing.T) {
+	final, _ := url.Parse("https://example.org/a/b")
+	for _, tt := range []struct {
+		ctype, body, want, err string
+	}{
+		{"text/html; charset=utf-8", `<p>Hi <a href="/x">x</a></p>`, "Hi [x](https://example.org/x)", ""},
+		{"application/xhtml+xml", `<p><b>b</b></p>`, "**b**", ""},
+		{"", `<!doctype html><p><i>i</i></p>`, "*i*", ""},
+		{"text/plain", "<p>not html</p>", "<p>not html</p>", ""},
+		{"text/markdown", "# h", "# h", ""},
+		{"text/plain; charset=iso-8859-1", "caf\xe9", "café", ""},
+		{"application/json", `{"a":1}`, `{"a":1}`, ""},
+		{"application/ld+json", `{}`, `{}`, ""},
+		{"application/xml", `<a/>`, `<a/>`, ""},
+		{"image/svg+xml", `<svg/>`, `<svg/>`, ""},
+		{"application/javascript", `f()`, `f()`, ""},
+		{"", "plain bytes", "plain bytes", ""},
+		{"", "\xff\xfe", "", "fetch https://example.org/a/b: (none) is not text (2 bytes)"},
+		{"application/octet-stream", "text", "", "application/octet-stream is not text (4 bytes)"},
+		{"image/png", "\x89PNG", "", "image/png is not text"},
+		{"application/jsonx", "{}", "", "application/jsonx is not text"},
+	} {
+		got, err := fetchedText([]byte(tt.body), tt.ctype, final)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q %q: %q, %v; want error %q", tt.ctype, tt.body, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || strings.TrimSpace(got) != tt.want {
+			t.Errorf("%q %q: %q, %v; want %q", tt.ctype, tt.body, got, err, tt.want)
+		}
+	}
+}
+
+// TestFetchBounds: setup's limits, the defaults where it sets none (or a
+// value below 1).
+func TestFetchBounds(t *testing.T) {
+	for _, tt := range []struct {
+		lim     tools.FetchLimits
+		b, r    int
+		timeout time.Duration
+	}{
+		{tools.FetchLimits{}, DefaultFetchMaxBytes, DefaultFetchRedirects, DefaultFetchTimeout},
+		{tools.FetchLimits{MaxBytes: -1, MaxRedirects: -1, Timeout: -time.Second}, DefaultFetchMaxBytes, DefaultFetchRedirects, DefaultFetchTimeout},
+		{tools.FetchLimits{MaxBytes: 10, MaxRedirects: 1, Timeout: time.Second}, 10, 1, time.Second},
+	} {
+		if b, timeout, r := fetchBounds(tt.lim); b != tt.b || r != tt.r || timeout != tt.timeout {
+			t.Errorf("%+v: %d, %s, %d", tt.lim, b, timeout, r)
+		}
 	}
 }

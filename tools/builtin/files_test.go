@@ -321,6 +321,29 @@ func TestLs(t *testing.T) {
 	}
 }
 
+// TestLsBounds: depth 1 to 10 (default 1), limit at least 1 (default
+// 500), fractions rounded down.
+func TestLsBounds(t *testing.T) {
+	n := func(f float64) *float64 { return &f }
+	for _, tt := range []struct {
+		depth, limit *float64
+		wd, wl       int
+	}{
+		{nil, nil, 1, 500},
+		{n(3), n(20), 3, 20},
+		{n(2.9), n(20.7), 2, 20},
+		{n(0), n(0), 1, 1},
+		{n(-4), n(-1), 1, 1},
+		{n(0.5), n(1.5), 1, 1},
+		{n(10), nil, 10, 500},
+		{n(11), n(1e6), 10, 1000000},
+	} {
+		if d, l := lsBounds(LsInput{MaxDepth: tt.depth, Limit: tt.limit}); d != tt.wd || l != tt.wl {
+			t.Errorf("max_depth %v limit %v: %d, %d; want %d, %d", tt.depth, tt.limit, d, l, tt.wd, tt.wl)
+		}
+	}
+}
+
 // TestReadEscapes: secrets are refused by read, grep and ls however they
 // are named.
 func TestReadEscapes(t *testing.T) {

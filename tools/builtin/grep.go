@@ -505,107 +505,155 @@ func (s *searcher) searchFile(dir sandbox.DirFD, name, path string, max int, out
 // scan finds up to max matching lines in region (whole lines; the last may
 // lack its newline) whose first line is number lines+1. It appends them to
 // out while out holds fewer than s.keep, and returns how many it found.
+// It picks how candidate lines are found; the loops that find them are
+// regionLines' methods, each whole (no call through a func value per line).
 func (s *searcher) scan(region []byte, path string, lines, max int, out []grepMatch) ([]grepMatch, int) {
 	m := s.m
-	counted, countedLines := 0, lines // lines before region[counted]
-	emit := func(ls, le int) {
-		if len(out) >= s.keep {
-			return // counted by the caller (n), not kept
-		}
-		countedLines += bytes.Count(region[counted:ls], []byte{'\n'})
-		counted = ls
-		text := region[ls:le]
-		if len(text) > 0 && text[len(text)-1] == '\r' {
-			text = text[:len(text)-1]
-		}
-		if len(text) > tools.MaxLineBytes {
-			text = text[:tools.MaxLineBytes+1] // TruncateLine cuts it properly later
-		}
-		out = append(out, grepMatch{file: path, line: countedLines + 1, text: string(text)})
-	}
-	lineAt := func(i int) (int, int) {
-		ls := bytes.LastIndexByte(region[:i], '\n') + 1
-		le := bytes.IndexByte(region[i:], '\n')
-		if le < 0 {
-			le = len(region)
-		} else {
-			le += i
-		}
-		return ls, le
-	}
+	r := regionLines{region: region, path: path, keep: s.keep, out: out, countedLines: lines}
 	dfa := s.dfa
 	if dfa != nil && dfa.tooBig() {
 		dfa = nil
 	}
-	// match reports whether a candidate line matches the whole pattern.
-	match := func(line []byte) bool {
-		if dfa != nil {
-			return dfa.matchLine(line)
-		}
-		return m.re.Match(line)
-	}
-	n := 0
-	hay := region
-	useFold := m.fold != nil && !(m.foldUnsafe && (bytes.Contains(region, []byte("\u212a")) || bytes.Contains(region, []byte("\u017f"))))
-	if useFold {
-		s.lower = lowerASCIIInto(s.lower, region)
-		hay = s.lower
-	}
+	useFold := m.fold != nil && !(m.foldUnsafe && hasFoldTraps(region))
+	var n int
 	switch {
 	case m.lit == nil && m.req == nil && !useFold && dfa != nil:
 		// No literal to look for (or, with (?i), a region where the
 		// literal may be spelt with the Kelvin sign or the long s): the
 		// automaton reads every line.
-		n = dfa.scanLines(region, max, emit)
+		n = dfa.scanLines(region, max, r.emit)
 	case m.lit != nil || m.req != nil || useFold:
-		needle := m.lit
+		hay, needle := region, m.lit
 		if needle == nil {
 			needle = m.req
 		}
 		if useFold {
-			needle = m.fold
+			s.lower = lowerASCIIInto(s.lower, region)
+			hay, needle = s.lower, m.fold
 		}
-		for pos := 0; pos < len(region) && n < max; {
-			i := bytes.Index(hay[pos:], needle)
-			if i < 0 {
-				break
-			}
-			ls, le := lineAt(pos + i)
-			if m.lit != nil || match(trimCR(region[ls:le])) {
-				emit(ls, le)
-				n++
-			}
-			pos = le + 1
-		}
+		n = r.scanNeedle(hay, needle, m.lit != nil, dfa, m.re, max)
 	case m.reM != nil:
-		for pos := 0; pos < len(region) && n < max; {
-			loc := m.reM.FindIndex(region[pos:])
-			if loc == nil {
-				break
-			}
-			ls, le := lineAt(pos + loc[0])
-			if m.re.Match(trimCR(region[ls:le])) {
-				emit(ls, le)
-				n++
-			}
-			pos = le + 1
-		}
+		n = r.scanCandidates(m.reM, m.re, max)
 	default:
-		for pos := 0; pos < len(region) && n < max; {
-			le := bytes.IndexByte(region[pos:], '\n')
-			if le < 0 {
-				le = len(region)
-			} else {
-				le += pos
-			}
-			if m.re.Match(trimCR(region[pos:le])) {
-				emit(pos, le)
-				n++
-			}
-			pos = le + 1
-		}
+		n = r.scanEachLine(m.re, max)
 	}
-	return out, n
+	return r.out, n
+}
+
+// hasFoldTraps reports whether region holds the Kelvin sign or the long s,
+// which (?i) matches as k and s: a lower-cased ASCII copy would miss them.
+func hasFoldTraps(region []byte) bool {
+	return bytes.Contains(region, []byte("\u212a")) || bytes.Contains(region, []byte("\u017f"))
+}
+
+// regionLines is the state of one scan: the region searched, the matches
+// kept so far, and the line number of region[counted] (line numbers are
+// counted only up to a kept match, never for the whole region).
+type regionLines struct {
+	region       []byte
+	path         string
+	keep         int // out holds at most keep matches; the rest are counted by the caller
+	out          []grepMatch
+	counted      int // an offset in region
+	countedLines int // the lines before region[counted], the file's whole
+}
+
+// emit keeps the line region[ls:le] as a match while out holds fewer than
+// keep.
+func (r *regionLines) emit(ls, le int) {
+	if len(r.out) >= r.keep {
+		return // counted by the caller (n), not kept
+	}
+	r.countedLines += bytes.Count(r.region[r.counted:ls], []byte{'\n'})
+	r.counted = ls
+	text := r.region[ls:le]
+	if len(text) > 0 && text[len(text)-1] == '\r' {
+		text = text[:len(text)-1]
+	}
+	if len(text) > tools.MaxLineBytes {
+		text = text[:tools.MaxLineBytes+1] // TruncateLine cuts it properly later
+	}
+	r.out = append(r.out, grepMatch{file: r.path, line: r.countedLines + 1, text: string(text)})
+}
+
+// lineAt is the start and end (before its "\n") of the line of region
+// holding region[i].
+func lineAt(region []byte, i int) (int, int) {
+	ls := bytes.LastIndexByte(region[:i], '\n') + 1
+	le := bytes.IndexByte(region[i:], '\n')
+	if le < 0 {
+		le = len(region)
+	} else {
+		le += i
+	}
+	return ls, le
+}
+
+// scanNeedle finds the lines of the region that hold needle (looked for in
+// hay: the region, or its lower-cased copy) and match the pattern: by
+// dfa if there is one, else by re; exact says needle is the whole pattern,
+// so a line holding it matches.
+func (r *regionLines) scanNeedle(hay, needle []byte, exact bool, dfa *lineDFA, re *regexp.Regexp, max int) int {
+	n := 0
+	for pos := 0; pos < len(r.region) && n < max; {
+		i := bytes.Index(hay[pos:], needle)
+		if i < 0 {
+			break
+		}
+		ls, le := lineAt(r.region, pos+i)
+		if exact || lineMatches(dfa, re, trimCR(r.region[ls:le])) {
+			r.emit(ls, le)
+			n++
+		}
+		pos = le + 1
+	}
+	return n
+}
+
+// lineMatches reports whether a candidate line matches the whole pattern.
+func lineMatches(dfa *lineDFA, re *regexp.Regexp, line []byte) bool {
+	if dfa != nil {
+		return dfa.matchLine(line)
+	}
+	return re.Match(line)
+}
+
+// scanCandidates finds candidate lines with reM, the (?m) form of the
+// pattern run over the whole region, and keeps those re matches.
+func (r *regionLines) scanCandidates(reM, re *regexp.Regexp, max int) int {
+	n := 0
+	for pos := 0; pos < len(r.region) && n < max; {
+		loc := reM.FindIndex(r.region[pos:])
+		if loc == nil {
+			break
+		}
+		ls, le := lineAt(r.region, pos+loc[0])
+		if re.Match(trimCR(r.region[ls:le])) {
+			r.emit(ls, le)
+			n++
+		}
+		pos = le + 1
+	}
+	return n
+}
+
+// scanEachLine matches re against every line of the region.
+func (r *regionLines) scanEachLine(re *regexp.Regexp, max int) int {
+	n := 0
+	for pos := 0; pos < len(r.region) && n < max; {
+		le := bytes.IndexByte(r.region[pos:], '\n')
+		if le < 0 {
+			le = len(r.region)
+		} else {
+			le += pos
+		}
+		if re.Match(trimCR(r.region[pos:le])) {
+			r.emit(pos, le)
+			n++
+		}
+		pos = le + 1
+	}
+	return n
 }
 
 func trimCR(b []byte) []byte {

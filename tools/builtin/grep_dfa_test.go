@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -85,4 +86,93 @@ func FuzzLineDFA(f *testing.F) {
 			t.Fatalf("%q on %q: DFA %v, regexp %v", p, line, got, want)
 		}
 	})
+}
+
+// TestScanEachWay: scan finds the lines regexp finds, with their numbers
+// and text (no "\r"), by each way it has of finding candidates — a
+// literal, a required literal (checked by the DFA or by regexp), a
+// case-folded literal (and the Kelvin-sign region that bypasses it), the
+// line DFA, and without it the (?m) regexp or every line — and keeps at
+// most keep of them while counting up to max.
+func TestScanEachWay(t *testing.T) {
+	// Some lines hold a pattern's literal and do not match it; a match
+	// of the whole region may run across lines.
+	region := []byte("ErrX here\r\nfunc (r *Reader) Read(p []byte)\nnothing\n\tAB12 x\nkey KEY \u212aey\nf() Read; Hereafter\nitem 7\nthe end ErrX")
+	for _, tt := range []struct{ way, pattern string }{
+		{"literal", `ErrX`},
+		{"required literal", `\(\w+ \*\w+\) Read`},
+		{"folded literal", `(?i)here\b`},
+		{"folded literal, Kelvin sign in the region", `(?i)key\b`},
+		{"no literal", `\b[A-Z]{2,}[0-9]+\b`}, // the line DFA, or without it the (?m) regexp
+		{"no literal", `[0-9]\s+[a-z]+`},      // (?m): a match across lines is no line's
+		{"text anchors", `\A[a-z]+\z`},        // the line DFA, or without it regexp on every line
+	} {
+		m, err := newMatcher(tt.pattern)
+		if err != nil || scanWay(m) != tt.way {
+			t.Fatalf("%s: %q is searched as %s (%v)", tt.way, tt.pattern, scanWay(m), err)
+		}
+		var want []string
+		for i, l := range strings.Split(string(region), "\n") {
+			if l = strings.TrimSuffix(l, "\r"); m.re.MatchString(l) {
+				want = append(want, "f:"+strconv.Itoa(10+i+1)+":"+l)
+			}
+		}
+		if len(want) == 0 {
+			t.Fatalf("%s: %q matches nothing in the region", tt.way, tt.pattern)
+		}
+		for _, dfa := range []bool{true, false} {
+			s := newSearcher(m, len(want))
+			if !dfa {
+				s.dfa = nil
+			}
+			if got, n := scanned(s, region, 100); n != len(want) || strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("%s (dfa %v): %d %q, want %q", tt.way, dfa, n, got, want)
+			}
+			// One kept, all counted; at most max counted.
+			s.keep = 1
+			if got, n := scanned(s, region, 100); n != len(want) || len(got) != 1 {
+				t.Errorf("%s: keep 1 kept %d and counted %d", tt.way, len(got), n)
+			}
+			if _, n := scanned(s, region, 1); n != 1 {
+				t.Errorf("%s: max 1 counted %d", tt.way, n)
+			}
+		}
+	}
+}
+
+// scanWay names the way scan finds the candidate lines of m.
+func scanWay(m *matcher) string {
+	switch {
+	case m.lit != nil:
+		return "literal"
+	case m.fold != nil && m.foldUnsafe:
+		return "folded literal, Kelvin sign in the region"
+	case m.fold != nil:
+		return "folded literal"
+	case m.req != nil:
+		return "required literal"
+	case m.reM != nil:
+		return "no literal"
+	}
+	return "text anchors"
+}
+
+// scanned is what scan finds in region, read as a file "f" from its line
+// 11: the kept matches as "line:text", and the count.
+func scanned(s *searcher, region []byte, max int) ([]string, int) {
+	out, n := s.scan(region, "f", 10, max, nil)
+	var got []string
+	for _, g := range out {
+		got = append(got, g.file+":"+strconv.Itoa(g.line)+":"+g.text)
+	}
+	return got, n
+}
+
+func TestLineAt(t *testing.T) {
+	region := []byte("ab\ncd\n\nef")
+	for _, tt := range []struct{ i, ls, le int }{{0, 0, 2}, {1, 0, 2}, {2, 0, 2}, {3, 3, 5}, {6, 6, 6}, {7, 7, 9}, {8, 7, 9}} {
+		if ls, le := lineAt(region, tt.i); ls != tt.ls || le != tt.le {
+			t.Errorf("lineAt(%d) = %d, %d; want %d, %d", tt.i, ls, le, tt.ls, tt.le)
+		}
+	}
 }

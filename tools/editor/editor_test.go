@@ -215,6 +215,44 @@ func TestLSPInputErrors(t *testing.T) {
 	}
 }
 
+// TestLSPQuery: the question each valid lsp input asks, and the file as
+// the result names it.
+func TestLSPQuery(t *testing.T) {
+	_, proj, _ := project(t)
+	r, err := newReach(call(t, proj, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts()
+	str := func(s string) *string { return &s }
+	num := func(n int) *int { return &n }
+	main := filepath.Join(proj, "main.go")
+	for _, tt := range []struct {
+		op    string
+		in    LSPInput
+		want  Query
+		shown string
+	}{
+		{"workspace_symbols", LSPInput{Query: str("  héllo "), Path: str("main.go"), Line: num(3)}, Query{Query: "héllo"}, ""},
+		{"document_symbols", LSPInput{Path: str("main.go"), Line: num(3), Symbol: str("main")}, Query{Path: main}, "main.go"},
+		{"definition", LSPInput{Path: str("main.go"), Line: num(3), Symbol: str(" héllo "), Column: num(4)}, Query{Path: main, Line: 3, Symbol: "héllo"}, "main.go"},
+		{"hover", LSPInput{Path: str("main.go"), Line: num(3), Symbol: str(" "), Column: num(4)}, Query{Path: main, Line: 3, Column: 4}, "main.go"},
+		{"references", LSPInput{Path: str(main), Line: num(1), Column: num(1)}, Query{Path: main, Line: 1, Column: 1}, main},
+	} {
+		q, shown, err := lspQuery(r, o, tt.op, tt.in)
+		tt.want.Op, tt.want.Method, tt.want.Under, tt.want.MaxBytes = "lsp", tt.op, proj, o.MaxBytes
+		if err != nil || q != tt.want || shown != tt.shown {
+			t.Errorf("%s: %+v %q %v\nwant %+v %q", tt.op, q, shown, err, tt.want, tt.shown)
+		}
+	}
+	// A line below 1, a column below 1: refused.
+	for _, in := range []LSPInput{{Path: str("main.go"), Line: num(0), Symbol: str("main")}, {Path: str("main.go"), Line: num(3), Column: num(0)}} {
+		if _, _, err := lspQuery(r, o, "definition", in); err == nil {
+			t.Errorf("%+v: no error", in)
+		}
+	}
+}
+
 // The question is bounded even when the editor never answers.
 func TestQuestionBounded(t *testing.T) {
 	_, proj, _ := project(t)

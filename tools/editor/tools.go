@@ -222,36 +222,9 @@ func runLSP(ctx context.Context, a Asker, o Options, call tools.Call, in LSPInpu
 	if err != nil {
 		return tools.Output{}, err
 	}
-	q := Query{Op: "lsp", Method: op, Under: r.project(), MaxBytes: o.MaxBytes}
-	var shown string
-	if op == "workspace_symbols" {
-		if in.Query == nil || strings.TrimSpace(*in.Query) == "" {
-			return tools.Output{}, errors.New("workspace_symbols needs a query (the name to search for)")
-		}
-		q.Query = strings.TrimSpace(*in.Query)
-	} else {
-		if in.Path == nil || *in.Path == "" {
-			return tools.Output{}, fmt.Errorf("%s needs a path", op)
-		}
-		resolved, err := r.checkInput(*in.Path)
-		if err != nil {
-			return tools.Output{}, err
-		}
-		q.Path, shown = resolved, *in.Path
-		if op != "document_symbols" {
-			if in.Line == nil || *in.Line < 1 {
-				return tools.Output{}, fmt.Errorf("%s needs a line (1-based) and the symbol on it", op)
-			}
-			q.Line = *in.Line
-			switch {
-			case in.Symbol != nil && strings.TrimSpace(*in.Symbol) != "":
-				q.Symbol = strings.TrimSpace(*in.Symbol)
-			case in.Column != nil && *in.Column >= 1:
-				q.Column = *in.Column
-			default:
-				return tools.Output{}, fmt.Errorf("%s needs the symbol on line %d (or its column)", op, q.Line)
-			}
-		}
+	q, shown, err := lspQuery(r, o, op, in)
+	if err != nil {
+		return tools.Output{}, err
 	}
 	ans, err := ask(ctx, a, o, q)
 	if err != nil {
@@ -266,71 +239,149 @@ func runLSP(ctx context.Context, a Asker, o Options, call tools.Call, in LSPInpu
 	if err := answerError(ans); err != nil {
 		return tools.Output{}, err
 	}
-	servers := strings.Join(ans.Clients, ", ")
-	var b strings.Builder
+	rep := lspReport{r: r, o: o, q: q, ans: ans, shown: shown, servers: strings.Join(ans.Clients, ", ")}
 	switch op {
 	case "hover":
-		for _, d := range ans.Definitions {
-			if _, ok := r.check(d.Path); !ok {
-				return tools.Output{}, tools.Failf("Sandbox: hover denied – %s is defined in a file the sandbox does not let tools read", symbolName(q))
-			}
-		}
-		text := strings.TrimSpace(ans.Hover)
-		if text == "" {
-			fmt.Fprintf(&b, "No hover information for %s on line %d of %s.", symbolName(q), q.Line, shown)
-			break
-		}
-		b.WriteString(text)
-		if defs := r.locations(ans.Definitions); len(defs) > 0 {
-			fmt.Fprintf(&b, "\n\nDefined at %s", r.place(defs[0]))
+		if err := rep.hover(); err != nil {
+			return tools.Output{}, err
 		}
 	case "document_symbols", "workspace_symbols":
-		syms := r.locations(ans.Symbols)
-		hidden := len(ans.Symbols) - len(syms)
-		// The project's symbols first, in the server's order.
-		sort.SliceStable(syms, func(i, j int) bool { return r.inProject(syms[i].Path) && !r.inProject(syms[j].Path) })
-		if len(syms) == 0 {
-			if op == "workspace_symbols" {
-				fmt.Fprintf(&b, "No symbol matches %q (%s).", q.Query, servers)
-			} else {
-				fmt.Fprintf(&b, "No symbols in %s (%s).", shown, servers)
-			}
-		} else {
-			fmt.Fprintf(&b, "%d symbol(s) (%s):\n", len(syms), servers)
-			for _, s := range syms {
-				name := s.Name
-				if s.Container != "" {
-					name = s.Container + "." + name
-				}
-				fmt.Fprintf(&b, "%s: %s %s", r.place(s), strings.ToLower(s.Kind), name)
-				if d := oneLine(s.Detail); d != "" && len(d) < 200 {
-					fmt.Fprintf(&b, " — %s", d)
-				}
-				b.WriteByte('\n')
-			}
-		}
-		note(&b, ans.Dropped, hidden, o)
+		rep.symbols()
 	default: // definition, references
-		locs := r.locations(ans.Locations)
-		hidden := len(ans.Locations) - len(locs)
-		what := "definition"
-		if op == "references" {
-			what = "reference"
-		}
-		if len(locs) == 0 {
-			fmt.Fprintf(&b, "No %s found for %s on line %d of %s (%s).", what, symbolName(q), q.Line, shown, servers)
-		} else {
-			fmt.Fprintf(&b, "%d %s(s) of %s (%s):\n", len(locs), what, symbolName(q), servers)
-			for _, l := range locs {
-				fmt.Fprintf(&b, "%s: %s\n", r.place(l), strings.TrimSpace(l.Text))
-			}
-		}
-		note(&b, ans.Dropped, hidden, o)
+		rep.locations()
 	}
 	for _, e := range ans.Errors {
-		fmt.Fprintf(&b, "\n(error from %s)", oneLine(e))
+		fmt.Fprintf(&rep.b, "\n(error from %s)", oneLine(e))
 	}
-	return tools.Output{Text: strings.TrimRight(b.String(), "\n")}, nil
+	return tools.Output{Text: strings.TrimRight(rep.b.String(), "\n")}, nil
+}
+
+// lspQuery is the question an lsp call asks the editor, from its input:
+// a query for workspace_symbols; else a file (shown: as the input names
+// it), and for all but document_symbols a position in it.
+func lspQuery(r *reach, o Options, op string, in LSPInput) (q Query, shown string, err error) {
+	q = Query{Op: "lsp", Method: op, Under: r.project(), MaxBytes: o.MaxBytes}
+	if op == "workspace_symbols" {
+		if in.Query == nil || strings.TrimSpace(*in.Query) == "" {
+			return q, "", errors.New("workspace_symbols needs a query (the name to search for)")
+		}
+		q.Query = strings.TrimSpace(*in.Query)
+		return q, "", nil
+	}
+	if in.Path == nil || *in.Path == "" {
+		return q, "", fmt.Errorf("%s needs a path", op)
+	}
+	resolved, err := r.checkInput(*in.Path)
+	if err != nil {
+		return q, "", err
+	}
+	q.Path = resolved
+	if op != "document_symbols" {
+		if err := lspPosition(&q, op, in); err != nil {
+			return q, "", err
+		}
+	}
+	return q, *in.Path, nil
+}
+
+// lspPosition sets the place q asks about: a line (1-based), and the
+// symbol on it, else a column (1-based).
+func lspPosition(q *Query, op string, in LSPInput) error {
+	if in.Line == nil || *in.Line < 1 {
+		return fmt.Errorf("%s needs a line (1-based) and the symbol on it", op)
+	}
+	q.Line = *in.Line
+	switch {
+	case in.Symbol != nil && strings.TrimSpace(*in.Symbol) != "":
+		q.Symbol = strings.TrimSpace(*in.Symbol)
+	case in.Column != nil && *in.Column >= 1:
+		q.Column = *in.Column
+	default:
+		return fmt.Errorf("%s needs the symbol on line %d (or its column)", op, q.Line)
+	}
+	return nil
+}
+
+// lspReport writes the editor's answer to an lsp question as the result
+// text, leaving out what lies in files the sandbox does not let tools read.
+type lspReport struct {
+	b       strings.Builder
+	r       *reach
+	o       Options
+	q       Query
+	ans     Answer
+	shown   string // the file as the input names it ("" for workspace_symbols)
+	servers string // the language servers that answered
+}
+
+// hover is the hover text and where the symbol is defined; refused when
+// it is defined in a file the sandbox does not let tools read.
+func (p *lspReport) hover() error {
+	for _, d := range p.ans.Definitions {
+		if _, ok := p.r.check(d.Path); !ok {
+			return tools.Failf("Sandbox: hover denied – %s is defined in a file the sandbox does not let tools read", symbolName(p.q))
+		}
+	}
+	text := strings.TrimSpace(p.ans.Hover)
+	if text == "" {
+		fmt.Fprintf(&p.b, "No hover information for %s on line %d of %s.", symbolName(p.q), p.q.Line, p.shown)
+		return nil
+	}
+	p.b.WriteString(text)
+	if defs := p.r.locations(p.ans.Definitions); len(defs) > 0 {
+		fmt.Fprintf(&p.b, "\n\nDefined at %s", p.r.place(defs[0]))
+	}
+	return nil
+}
+
+// symbols lists document_symbols' or workspace_symbols' answer: the
+// project's symbols first, in the server's order, each with its place,
+// kind, container and a short detail.
+func (p *lspReport) symbols() {
+	r := p.r
+	syms := r.locations(p.ans.Symbols)
+	hidden := len(p.ans.Symbols) - len(syms)
+	sort.SliceStable(syms, func(i, j int) bool { return r.inProject(syms[i].Path) && !r.inProject(syms[j].Path) })
+	switch {
+	case len(syms) == 0 && p.q.Method == "workspace_symbols":
+		fmt.Fprintf(&p.b, "No symbol matches %q (%s).", p.q.Query, p.servers)
+	case len(syms) == 0:
+		fmt.Fprintf(&p.b, "No symbols in %s (%s).", p.shown, p.servers)
+	default:
+		fmt.Fprintf(&p.b, "%d symbol(s) (%s):\n", len(syms), p.servers)
+		for _, s := range syms {
+			name := s.Name
+			if s.Container != "" {
+				name = s.Container + "." + name
+			}
+			fmt.Fprintf(&p.b, "%s: %s %s", r.place(s), strings.ToLower(s.Kind), name)
+			if d := oneLine(s.Detail); d != "" && len(d) < 200 {
+				fmt.Fprintf(&p.b, " — %s", d)
+			}
+			p.b.WriteByte('\n')
+		}
+	}
+	note(&p.b, p.ans.Dropped, hidden, p.o)
+}
+
+// locations lists definition's or references' answer: each place with its
+// line's text.
+func (p *lspReport) locations() {
+	locs := p.r.locations(p.ans.Locations)
+	hidden := len(p.ans.Locations) - len(locs)
+	what := "definition"
+	if p.q.Method == "references" {
+		what = "reference"
+	}
+	if len(locs) == 0 {
+		fmt.Fprintf(&p.b, "No %s found for %s on line %d of %s (%s).", what, symbolName(p.q), p.q.Line, p.shown, p.servers)
+	} else {
+		fmt.Fprintf(&p.b, "%d %s(s) of %s (%s):\n", len(locs), what, symbolName(p.q), p.servers)
+		for _, l := range locs {
+			fmt.Fprintf(&p.b, "%s: %s\n", p.r.place(l), strings.TrimSpace(l.Text))
+		}
+	}
+	note(&p.b, p.ans.Dropped, hidden, p.o)
 }
 
 func note(b *strings.Builder, dropped, hidden int, o Options) {
