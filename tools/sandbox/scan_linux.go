@@ -591,163 +591,291 @@ func unescapeMount(s string) string {
 // deny_read matches and sockets, and (with protect, inside the roots)
 // collecting protected paths.
 func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[string]bool, budget *int, limit int) {
-	if p.seen[top] {
+	w := s.startScan(p, top, inRoot, isRoot, budget)
+	if w == nil {
 		return
+	}
+	for it, ok := w.pop(); ok; it, ok = w.pop() {
+		if *budget <= 0 {
+			w.skipped++
+			continue
+		}
+		w.folder(it)
+	}
+	if w.skipped > 0 {
+		p.notes = append(p.notes, fmt.Sprintf("scan of %s stopped after %d entries (%d folders not looked at): deny_read files and sockets there stay visible to bash", top, limit, w.skipped))
+	}
+}
+
+// treeScan is one walk of scanTree: the rules split for it, its queues,
+// and the folders it could not look at.
+type treeScan struct {
+	s       *Sandbox
+	p       *maskPlan
+	temp    bool // the top is a temporary folder (its folders at depth 1 anchor sockets)
+	protect bool // collect protected paths: a policy approved the call, and the top is in a root
+	deny    scanRules
+	prot    scanRules
+	isRoot  map[string]bool
+	budget  *int
+	queue   []scanItem
+	heavy   []scanItem // under one of heavyDirs: after the queue
+	buf     []byte
+	skipped int
+}
+
+// startScan prepares the walk of top, nil when there is nothing to walk
+// (already hidden, or not a folder). With protect, a top that is itself a
+// protected path becomes read-only.
+func (s *Sandbox) startScan(p *maskPlan, top string, inRoot bool, isRoot map[string]bool, budget *int) *treeScan {
+	if p.seen[top] {
+		return nil
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(top, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		return
-	}
-	temp := false
-	for _, t := range p.temps {
-		temp = temp || top == t
+		return nil
 	}
 	p.scanned = append(p.scanned, top)
-	deny := splitRules(s.deny, nil)
-	// The rules for paths inside .git are applied by scanGit.
-	prot := splitRules(s.prot, func(r *denyRule) bool {
-		return r.glob == "**/.git" || strings.Contains(r.glob, "/.git/") && slices.Contains(DefaultProtected, r.glob)
-	})
-	protect := s.protect && inRoot
-	if protect && s.entryRule(&s.protSet, top, filepath.Base(top), true, false) != nil {
+	w := &treeScan{
+		s: s, p: p, temp: slices.Contains(p.temps, top), protect: s.protect && inRoot,
+		deny: splitRules(s.deny, nil), prot: splitRules(s.prot, gitInnerRule),
+		isRoot: isRoot, budget: budget, queue: []scanItem{{dir: top, inRoot: inRoot}}, buf: make([]byte, 32<<10),
+	}
+	if w.protect && s.entryRule(&s.protSet, top, filepath.Base(top), true, false) != nil {
 		p.ro = append(p.ro, top)
 	}
-	queue := []scanItem{{dir: top, inRoot: inRoot}}
-	var heavy []scanItem
-	buf := make([]byte, 32<<10)
-	skipped := 0
-	for len(queue) > 0 || len(heavy) > 0 {
-		var it scanItem
-		if len(queue) > 0 {
-			it, queue = queue[0], queue[1:]
-		} else {
-			it, heavy = heavy[0], heavy[1:]
+	return w
+}
+
+// gitInnerRule says whether the protected-path rule r names paths inside
+// .git: scanGit applies those, so the walk skips them.
+func gitInnerRule(r *denyRule) bool {
+	return r.glob == "**/.git" || strings.Contains(r.glob, "/.git/") && slices.Contains(DefaultProtected, r.glob)
+}
+
+// pop takes the next folder to list: the queue first, then the heavy
+// folders.
+func (w *treeScan) pop() (scanItem, bool) {
+	var it scanItem
+	switch {
+	case len(w.queue) > 0:
+		it, w.queue = w.queue[0], w.queue[1:]
+	case len(w.heavy) > 0:
+		it, w.heavy = w.heavy[0], w.heavy[1:]
+	default:
+		return it, false
+	}
+	return it, true
+}
+
+// scanFolder is a folder being listed, with what the rules need of it.
+type scanFolder struct {
+	scanItem
+	fdir    string      // the folded path
+	denyRel []*denyRule // deny_read path rules that can match in it
+	protRel []*denyRule // protected-path rules that can match in it (none when covered already)
+}
+
+// folder lists the folder of it and handles each entry, within the
+// budget. A git directory or an interpreter environment, told by what it
+// holds, becomes read-only whole (with protect, inside a root).
+func (w *treeScan) folder(it scanItem) {
+	ents, err := listDir(it.dir, w.buf)
+	if err != nil && len(ents) == 0 {
+		return
+	}
+	f := &scanFolder{scanItem: it, fdir: foldPath(it.dir)}
+	f.denyRel = w.deny.in(f.fdir)
+	if w.protect && it.inRoot && !it.protected && specialListing(it.dir, ents) {
+		w.p.ro = append(w.p.ro, it.dir)
+		f.protected = true
+	}
+	if w.protect && !f.protected {
+		f.protRel = w.prot.in(f.fdir)
+	}
+	for _, e := range ents {
+		if *w.budget <= 0 {
+			break
 		}
-		if *budget <= 0 {
-			skipped++
-			continue
-		}
-		ents, err := listDir(it.dir, buf)
-		if err != nil && len(ents) == 0 {
-			continue
-		}
-		fdir := foldPath(it.dir)
-		denyRel := deny.in(fdir)
-		// A git directory or an interpreter environment, told by what
-		// it holds: read-only whole.
-		if protect && it.inRoot && !it.protected && specialListing(it.dir, ents) {
-			p.ro = append(p.ro, it.dir)
-			it.protected = true
-		}
-		var protRel []*denyRule
-		if protect && !it.protected {
-			protRel = prot.in(fdir)
-		}
-		for _, e := range ents {
-			if *budget <= 0 {
-				break
-			}
-			*budget--
-			p.entries++
-			name := e.name
-			typ := e.typ
-			isDir := typ == dtDir
-			if typ != dtUnknown && typ != dtSock && typ != dtLink && name != ".git" && (!isDir || it.depth != 0 || !temp) {
-				// The common case, without building the path: a file
-				// or folder that no rule names.
-				fname := foldPath(name)
-				denied := s.cfg.Enabled && s.scanMatch(deny, denyRel, fdir, fname, isDir, true)
-				prot := protect && !it.protected && s.scanMatch(prot, protRel, fdir, fname, isDir, false)
-				if !denied && !prot && !isDir {
-					continue
-				}
-			}
-			abs := it.dir + "/" + name
-			if typ == dtUnknown {
-				var lst syscall.Stat_t
-				if syscall.Lstat(abs, &lst) != nil {
-					continue
-				}
-				switch lst.Mode & syscall.S_IFMT {
-				case syscall.S_IFDIR:
-					typ = dtDir
-				case syscall.S_IFLNK:
-					typ = dtLink
-				case syscall.S_IFSOCK:
-					typ = dtSock
-				default:
-					typ = 8
-				}
-			}
-			switch typ {
-			case dtSock:
-				if p.seccomp {
-					continue
-				}
-				if it.anchor != "" && s.safeToHide(it.anchor) {
-					if !p.seen[it.anchor] {
-						p.sockets++
-					}
-					p.hide(s, it.anchor, true)
-				} else {
-					p.hideSocket(abs)
-				}
-				continue
-			case dtLink:
-				s.scanSymlink(p, abs)
-				continue
-			}
-			isDir = typ == dtDir
-			if !p.seccomp && it.depth == 0 && isDir && temp && hasAnyPrefix(name, tmpSocketDirs) && s.safeToHide(abs) {
-				p.hide(s, abs, true)
-				continue
-			}
-			if name == ".git" {
-				s.scanGit(p, abs, isDir, protect)
-				continue
-			}
-			fname := foldPath(name)
-			if s.cfg.Enabled && s.scanMatch(deny, denyRel, fdir, fname, isDir, true) {
-				p.hide(s, abs, isDir)
-				continue
-			}
-			covered := it.protected
-			if protect && !covered && (s.scanMatch(prot, protRel, fdir, fname, isDir, false) ||
-				isDir && structuralDirName(it.dir, name)) {
-				p.ro = append(p.ro, abs)
-				covered = true
-			}
-			if !isDir || it.depth+1 > scanMaxDepth {
-				continue
-			}
-			if isRoot[abs] && !it.inRoot || p.skip[abs] {
-				continue // scanned as a root, or not to be scanned
-			}
-			if p.mounts[abs] {
-				// Another filesystem: never a network or FUSE mount, whose
-				// listing could take seconds, nor a pseudo-filesystem.
-				var fs syscall.Statfs_t
-				if syscall.Statfs(abs, &fs) == nil {
-					if kind, skip := scanSkipFS[uint32(fs.Type)]; skip {
-						p.notes = append(p.notes, fmt.Sprintf("%s is a %s mount: not scanned", abs, kind))
-						continue
-					}
-				}
-			}
-			next := scanItem{dir: abs, depth: it.depth + 1, inRoot: it.inRoot, protected: covered, heavy: it.heavy || heavyDirs[name], anchor: it.anchor}
-			if temp && it.depth == 0 {
-				next.anchor = abs
-			}
-			if next.heavy {
-				heavy = append(heavy, next)
-			} else {
-				queue = append(queue, next)
-			}
+		*w.budget--
+		w.p.entries++
+		w.entry(f, e)
+	}
+}
+
+// scanStep is what the walk does first with an entry.
+type scanStep int
+
+const (
+	stepRules        scanStep = iota // match deny_read and the protected paths; enter a folder
+	stepNone                         // nothing: a socket under the socket filter
+	stepSocket                       // hide the socket (or the folder anchoring it)
+	stepLink                         // follow the symlink and hide what it leads to if need be
+	stepSocketFolder                 // hide the folder of other programs' sockets, if it may be hidden (else stepRules)
+	stepGit                          // hand the .git entry to scanGit
+)
+
+// entryStep says what the walk does first with an entry of type typ
+// (resolved, never dtUnknown) and name, in a folder at depth of a top
+// that is a temporary folder or not: a socket is hidden unless the socket
+// filter refuses every socket; a symlink is followed; at the top of a
+// temporary folder, a folder named like other programs' socket folders
+// (tmpSocketDirs) is hidden whole unless the socket filter is on; .git goes
+// to scanGit; anything else is matched against the rules.
+func entryStep(typ uint8, name string, depth int, temp, seccomp bool) scanStep {
+	switch {
+	case typ == dtSock && seccomp:
+		return stepNone
+	case typ == dtSock:
+		return stepSocket
+	case typ == dtLink:
+		return stepLink
+	case !seccomp && depth == 0 && typ == dtDir && temp && hasAnyPrefix(name, tmpSocketDirs):
+		return stepSocketFolder
+	case name == ".git":
+		return stepGit
+	}
+	return stepRules
+}
+
+// entry handles one entry of the folder f.
+func (w *treeScan) entry(f *scanFolder, e dirent) {
+	typ := e.typ
+	if typ == dtUnknown {
+		var ok bool
+		if typ, ok = lstatType(f.dir + "/" + e.name); !ok {
+			return
 		}
 	}
-	if skipped > 0 {
-		p.notes = append(p.notes, fmt.Sprintf("scan of %s stopped after %d entries (%d folders not looked at): deny_read files and sockets there stay visible to bash", top, limit, skipped))
+	switch entryStep(typ, e.name, f.depth, w.temp, w.p.seccomp) {
+	case stepNone:
+		return
+	case stepSocket:
+		w.socket(f, f.dir+"/"+e.name)
+		return
+	case stepLink:
+		w.s.scanSymlink(w.p, f.dir+"/"+e.name)
+		return
+	case stepSocketFolder:
+		if abs := f.dir + "/" + e.name; w.s.safeToHide(abs) {
+			w.p.hide(w.s, abs, true)
+			return
+		}
+	case stepGit:
+		w.s.scanGit(w.p, f.dir+"/"+e.name, typ == dtDir, w.protect)
+		return
 	}
+	w.rules(f, e.name, typ == dtDir)
+}
+
+// lstatType is the dirent type of what path is (a symlink not followed):
+// a folder, a symlink, a socket, else a regular file. ok is false when it
+// cannot be told.
+func lstatType(path string) (typ uint8, ok bool) {
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) != nil {
+		return dtUnknown, false
+	}
+	return scanModeType(st.Mode), true
+}
+
+// scanModeType is the dirent type of a stat mode: a folder, a symlink, a
+// socket, else a regular file.
+func scanModeType(mode uint32) uint8 {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return dtDir
+	case syscall.S_IFLNK:
+		return dtLink
+	case syscall.S_IFSOCK:
+		return dtSock
+	}
+	return dtReg
+}
+
+// socket hides the socket at abs: in a temporary folder the folder at
+// depth 1 holding it, when that may be hidden, else the socket itself.
+func (w *treeScan) socket(f *scanFolder, abs string) {
+	if f.anchor != "" && w.s.hideAnchor(w.p, f.anchor) {
+		return
+	}
+	w.p.hideSocket(abs)
+}
+
+// rules hides the entry name of f when deny_read names it, else (with
+// protect) makes it read-only when it is a protected path; a folder not
+// hidden is entered. The common case — a file no rule names — builds no
+// path.
+func (w *treeScan) rules(f *scanFolder, name string, isDir bool) {
+	s := w.s
+	fname := foldPath(name)
+	denied := s.cfg.Enabled && s.scanMatch(w.deny, f.denyRel, f.fdir, fname, isDir, true)
+	prot := !denied && w.protect && !f.protected &&
+		(s.scanMatch(w.prot, f.protRel, f.fdir, fname, isDir, false) || isDir && structuralDirName(f.dir, name))
+	if !denied && !prot && !isDir {
+		return
+	}
+	abs := f.dir + "/" + name
+	switch {
+	case denied:
+		w.p.hide(s, abs, isDir)
+		return
+	case prot:
+		w.p.ro = append(w.p.ro, abs)
+	}
+	if isDir {
+		w.enter(f, abs, name, f.protected || prot)
+	}
+}
+
+// enter queues the folder abs (named name, in f) for listing — covered
+// when it lies in a read-only protected folder — unless it is too deep,
+// scanned as a root of its own, not to be scanned, or on a filesystem the
+// walk never enters.
+func (w *treeScan) enter(f *scanFolder, abs, name string, covered bool) {
+	if f.depth+1 > scanMaxDepth {
+		return
+	}
+	if w.isRoot[abs] && !f.inRoot || w.p.skip[abs] {
+		return // scanned as a root, or not to be scanned
+	}
+	if w.p.mounts[abs] && w.p.skipMount(abs) {
+		return
+	}
+	next := childItem(f.scanItem, abs, name, covered, w.temp)
+	if next.heavy {
+		w.heavy = append(w.heavy, next)
+	} else {
+		w.queue = append(w.queue, next)
+	}
+}
+
+// skipMount says whether the mount point abs is a filesystem the walk
+// never enters — a network or FUSE mount, whose listing could take
+// seconds, or a pseudo-filesystem — and notes it.
+func (p *maskPlan) skipMount(abs string) bool {
+	var fs syscall.Statfs_t
+	if syscall.Statfs(abs, &fs) != nil {
+		return false
+	}
+	kind, skip := scanSkipFS[uint32(fs.Type)]
+	if skip {
+		p.notes = append(p.notes, fmt.Sprintf("%s is a %s mount: not scanned", abs, kind))
+	}
+	return skip
+}
+
+// childItem is the folder abs, named name, found in the folder of it:
+// one level deeper, in a root when it is, covered when a read-only
+// protected folder holds it, heavy under a heavy folder or when named like
+// one (walked last), and in a temporary folder anchored at its folder at
+// depth 1 (the folder a socket below hides).
+func childItem(it scanItem, abs, name string, covered, temp bool) scanItem {
+	next := scanItem{dir: abs, depth: it.depth + 1, inRoot: it.inRoot, protected: covered, heavy: it.heavy || heavyDirs[name], anchor: it.anchor}
+	if temp && it.depth == 0 {
+		next.anchor = abs
+	}
+	return next
 }
 
 // scanSymlink hides what a symlink leads to when that is a socket or
@@ -895,18 +1023,27 @@ func (s *Sandbox) hideSocketAt(p *maskPlan, path string) {
 	for _, t := range p.temps {
 		if rest, ok := strings.CutPrefix(path, t+"/"); ok {
 			if first, _, deeper := strings.Cut(rest, "/"); deeper {
-				anchor := t + "/" + first
-				if s.safeToHide(anchor) {
-					if !p.seen[anchor] {
-						p.sockets++
-					}
-					p.hide(s, anchor, true)
+				if s.hideAnchor(p, t+"/"+first) {
 					return
 				}
 			}
 		}
 	}
 	p.hideSocket(path)
+}
+
+// hideAnchor hides the folder at depth 1 of a temporary folder that holds
+// a socket, counting the socket, when that folder may be hidden
+// (safeToHide); false when it may not.
+func (s *Sandbox) hideAnchor(p *maskPlan, anchor string) bool {
+	if !s.safeToHide(anchor) {
+		return false
+	}
+	if !p.seen[anchor] {
+		p.sockets++
+	}
+	p.hide(s, anchor, true)
+	return true
 }
 
 // finish orders the masks for bubblewrap: outside the roots a folder

@@ -1,0 +1,128 @@
+package sandbox
+
+import (
+	"syscall"
+	"testing"
+)
+
+// TestEntryStep: what the scan does first with an entry is told by its
+// type and name alone, in this order — a socket (nothing under the socket
+// filter), a symlink, a socket folder at the top of a temporary folder
+// (without the filter), .git, else the rules.
+func TestEntryStep(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		typ     uint8
+		entry   string
+		depth   int
+		temp    bool
+		seccomp bool
+		want    scanStep
+	}{
+		{"socket", dtSock, "agent.sock", 3, false, false, stepSocket},
+		{"socket under the filter", dtSock, "agent.sock", 3, false, true, stepNone},
+		{"socket named .git", dtSock, ".git", 1, false, false, stepSocket},
+		{"socket named like a deny rule", dtSock, ".env", 0, true, false, stepSocket},
+		{"symlink", dtLink, "link", 2, false, false, stepLink},
+		{"symlink under the filter", dtLink, "link", 2, false, true, stepLink},
+		{"symlink named .git", dtLink, ".git", 0, false, false, stepLink},
+		{"X11 folder at the top of a temp", dtDir, ".X11-unix", 0, true, false, stepSocketFolder},
+		{"tmux folder at the top of a temp", dtDir, "tmux-1000", 0, true, false, stepSocketFolder},
+		{"socket folder under the filter", dtDir, ".X11-unix", 0, true, true, stepRules},
+		{"socket folder deeper", dtDir, ".X11-unix", 1, true, false, stepRules},
+		{"socket folder outside a temp", dtDir, "tmux-1000", 0, false, false, stepRules},
+		{"a file named like a socket folder", dtReg, "tmux-1000", 0, true, false, stepRules},
+		{"a folder no prefix names", dtDir, "mytmux-1", 0, true, false, stepRules},
+		{".git folder", dtDir, ".git", 4, false, false, stepGit},
+		{".git file", dtReg, ".git", 0, true, true, stepGit},
+		{".GIT is another name", dtDir, ".GIT", 0, false, false, stepRules},
+		{"plain file", dtReg, "main.go", 0, false, false, stepRules},
+		{"plain folder", dtDir, "src", 0, true, false, stepRules},
+		{"fifo", 1, "pipe", 0, false, false, stepRules},
+	} {
+		if got := entryStep(c.typ, c.entry, c.depth, c.temp, c.seccomp); got != c.want {
+			t.Errorf("%s: entryStep(%d, %q, %d, temp=%v, seccomp=%v) = %d, want %d", c.name, c.typ, c.entry, c.depth, c.temp, c.seccomp, got, c.want)
+		}
+	}
+}
+
+// TestChildItem: a folder found by the walk is one level deeper, keeps
+// its parent's root and heaviness, is heavy when named like a heavy
+// folder, is covered only as told, and in a temporary folder is anchored
+// at its folder at depth 1.
+func TestChildItem(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		parent  scanItem
+		abs     string
+		covered bool
+		temp    bool
+		want    scanItem
+	}{
+		{"top of a root", scanItem{dir: "/p", inRoot: true}, "/p/src", false, false,
+			scanItem{dir: "/p/src", depth: 1, inRoot: true}},
+		{"covered", scanItem{dir: "/p", depth: 2}, "/p/env", true, false,
+			scanItem{dir: "/p/env", depth: 3, protected: true}},
+		{"protected parent, not covered as told", scanItem{dir: "/p", protected: true}, "/p/x", false, false,
+			scanItem{dir: "/p/x", depth: 1}},
+		{"heavy by name", scanItem{dir: "/p"}, "/p/node_modules", false, false,
+			scanItem{dir: "/p/node_modules", depth: 1, heavy: true}},
+		{"heavy by parent", scanItem{dir: "/p/node_modules", depth: 1, heavy: true}, "/p/node_modules/x", false, false,
+			scanItem{dir: "/p/node_modules/x", depth: 2, heavy: true}},
+		{"top of a temp anchors", scanItem{dir: "/tmp"}, "/tmp/app", false, true,
+			scanItem{dir: "/tmp/app", depth: 1, anchor: "/tmp/app"}},
+		{"deeper in a temp keeps the anchor", scanItem{dir: "/tmp/app", depth: 1, anchor: "/tmp/app"}, "/tmp/app/run", false, true,
+			scanItem{dir: "/tmp/app/run", depth: 2, anchor: "/tmp/app"}},
+		{"outside a temp no anchor", scanItem{dir: "/home/u"}, "/home/u/run", false, false,
+			scanItem{dir: "/home/u/run", depth: 1}},
+	} {
+		name := c.abs[len(c.parent.dir)+1:]
+		if got := childItem(c.parent, c.abs, name, c.covered, c.temp); got != c.want {
+			t.Errorf("%s: childItem = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestScanModeType: an entry whose type the listing did not give is told
+// by its mode; anything but a folder, a symlink or a socket counts as a
+// regular file.
+func TestScanModeType(t *testing.T) {
+	for _, c := range []struct {
+		mode uint32
+		want uint8
+	}{
+		{syscall.S_IFDIR | 0o755, dtDir},
+		{syscall.S_IFLNK | 0o777, dtLink},
+		{syscall.S_IFSOCK | 0o600, dtSock},
+		{syscall.S_IFREG | 0o644, dtReg},
+		{syscall.S_IFIFO | 0o644, dtReg},
+		{syscall.S_IFCHR | 0o666, dtReg},
+		{syscall.S_IFBLK | 0o660, dtReg},
+	} {
+		if got := scanModeType(c.mode); got != c.want {
+			t.Errorf("scanModeType(%o) = %d, want %d", c.mode, got, c.want)
+		}
+	}
+}
+
+// TestGitInnerRule: the protected-path rule the walk leaves to scanGit is
+// .git itself (a built-in rule inside .git would be too, but
+// DefaultProtected holds none: the walk never enters .git); a user's rule
+// inside .git stays the walk's.
+func TestGitInnerRule(t *testing.T) {
+	for _, c := range []struct {
+		glob string
+		want bool
+	}{
+		{"**/.git", true},
+		{"**/.git/config", false},
+		{"**/.git/hooks/**", false},
+		{"**/.git/info/mine", false},
+		{"**/.envrc", false},
+		{"**/.gitconfig", false},
+	} {
+		if got := gitInnerRule(&denyRule{glob: c.glob}); got != c.want {
+			t.Errorf("gitInnerRule(%q) = %v, want %v", c.glob, got, c.want)
+		}
+	}
+}
