@@ -77,67 +77,14 @@ type maskPlan struct {
 
 // planMasks finds what to hide for a command under bubblewrap.
 func (s *Sandbox) planMasks() *maskPlan {
-	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}, seccomp: s.socketFilter()}
-	p.temps = []string{"/tmp"}
-	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
-		p.temps = append(p.temps, t)
-	}
-	isRoot := map[string]bool{}
-	for _, r := range s.roots {
-		isRoot[r] = true
-	}
-
-	// Socket folders of the session: hidden before the roots are bound,
-	// so that a root inside one stays usable.
-	if fi, err := os.Stat("/run/user"); err == nil && fi.IsDir() {
-		p.early = append(p.early, "/run/user")
-		p.seen["/run/user"] = true
-	}
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
-		if c, err := filepath.EvalSymlinks(x); err == nil && !within(c, "/run/user") && s.safeToHide(c) {
-			if fi, err := os.Stat(c); err == nil && fi.IsDir() {
-				p.early = append(p.early, c)
-				p.seen[c] = true
-			}
-		}
-	}
-
-	// A temporary folder that is not a writable root is replaced by a
-	// private, empty tmpfs: nothing of the machine's /tmp reaches the
-	// command — other programs' files and sockets, which come and go (a
-	// mask on a socket folder that vanished before bubblewrap mounted it
-	// made the command fail) — and commands that need a scratch folder
-	// work. Roots inside it are bound on top, and a home directory inside
-	// it is bound back read-only.
-	for _, t := range p.temps {
-		if s.insideRoot(t) || p.seen[t] {
-			continue
-		}
-		if fi, err := os.Stat(t); err == nil && fi.IsDir() {
-			p.early = append(p.early, t)
-			p.private = append(p.private, t)
-			p.seen[t] = true
-			// The home directory and the folder the command works in stay
-			// visible (read-only) when they lie inside it.
-			for _, keep := range []string{CanonicalOr(s.home), CanonicalOr(s.base)} {
-				if keep != "" && keep != "." && within(keep, t) && keep != t && !s.insideRoot(keep) && !slices.Contains(p.rebind, keep) {
-					p.rebind = append(p.rebind, keep)
-				}
-			}
-		}
-	}
-
+	p := s.newMaskPlan()
+	s.planSessionFolders(p)
+	s.planPrivateTemps(p)
 	// Without the socket filter: the sockets named by the host's
 	// environment ($NVIM, $SSH_AUTH_SOCK, …) and well-known ones.
 	if !p.seccomp {
-		for _, sock := range socketPathsFromEnv(os.Environ()) {
-			s.hideSocketAt(p, sock)
-		}
-		for _, sock := range knownSockets {
-			s.hideSocketAt(p, sock)
-		}
+		s.planNamedSockets(p)
 	}
-
 	// What deny_read names literally (~/.aws/**, ~/.netrc, ~/.*_history):
 	// hidden whatever the scans' budgets.
 	s.planLiteralDenies(p)
@@ -147,17 +94,109 @@ func (s *Sandbox) planMasks() *maskPlan {
 		s.hideState(p, h)
 	}
 	p.reveal = append(p.reveal, s.reveal...)
+	s.planScans(p)
+	// Without the socket filter: every other socket bound in this network
+	// namespace (docker, containerd, podman, dbus, snapd, Neovim, agents,
+	// terminals, …): the kernel lists them, no walk needed.
+	if !p.seccomp {
+		s.planBoundSockets(p)
+	}
+	p.finish(s)
+	return p
+}
 
-	// The writable roots, the home directory and the temporary folders.
-	// A temporary folder that is a root keeps its own, smaller budget:
-	// it is shared with every other program of the machine.
+// newMaskPlan is an empty plan for s: its temporary folders are /tmp and
+// $TMPDIR (canonical) when that is another.
+func (s *Sandbox) newMaskPlan() *maskPlan {
+	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}, seccomp: s.socketFilter()}
+	p.temps = []string{"/tmp"}
+	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
+		p.temps = append(p.temps, t)
+	}
+	return p
+}
+
+// planSessionFolders hides the socket folders of the session (/run/user,
+// $XDG_RUNTIME_DIR) before the roots are bound, so that a root inside one
+// stays usable.
+func (s *Sandbox) planSessionFolders(p *maskPlan) {
+	if fi, err := os.Stat("/run/user"); err == nil && fi.IsDir() {
+		p.early = append(p.early, "/run/user")
+		p.seen["/run/user"] = true
+	}
+	x := os.Getenv("XDG_RUNTIME_DIR")
+	if x == "" || !filepath.IsAbs(x) {
+		return
+	}
+	c, err := filepath.EvalSymlinks(x)
+	if err != nil || within(c, "/run/user") || !s.safeToHide(c) {
+		return
+	}
+	if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+		p.early = append(p.early, c)
+		p.seen[c] = true
+	}
+}
+
+// planPrivateTemps replaces each temporary folder that is not a writable
+// root by a private, empty tmpfs: nothing of the machine's /tmp reaches the
+// command — other programs' files and sockets, which come and go (a mask
+// on a socket folder that vanished before bubblewrap mounted it made the
+// command fail) — and commands that need a scratch folder work. Roots
+// inside it are bound on top, and the home directory and the folder the
+// command works in, when they lie inside it, are bound back read-only.
+func (s *Sandbox) planPrivateTemps(p *maskPlan) {
+	for _, t := range p.temps {
+		if s.insideRoot(t) || p.seen[t] {
+			continue
+		}
+		if fi, err := os.Stat(t); err == nil && fi.IsDir() {
+			p.early = append(p.early, t)
+			p.private = append(p.private, t)
+			p.seen[t] = true
+			for _, keep := range []string{CanonicalOr(s.home), CanonicalOr(s.base)} {
+				if s.rebindInPrivate(keep, t, p.rebind) {
+					p.rebind = append(p.rebind, keep)
+				}
+			}
+		}
+	}
+}
+
+// rebindInPrivate says whether the folder keep (the home directory or
+// the working folder) must be bound back read-only over the private
+// temporary folder t: it lies strictly inside t, outside every root (a
+// root is bound anyway), and is not bound back already.
+func (s *Sandbox) rebindInPrivate(keep, t string, rebind []string) bool {
+	return keep != "" && keep != "." && within(keep, t) && keep != t && !s.insideRoot(keep) && !slices.Contains(rebind, keep)
+}
+
+// planNamedSockets hides the sockets that the host's environment names
+// and the well-known ones.
+func (s *Sandbox) planNamedSockets(p *maskPlan) {
+	for _, sock := range socketPathsFromEnv(os.Environ()) {
+		s.hideSocketAt(p, sock)
+	}
+	for _, sock := range knownSockets {
+		s.hideSocketAt(p, sock)
+	}
+}
+
+// planScans walks the writable roots, the home directory and the
+// temporary folders. The folder commands work in (the project) comes
+// first, whole, within the roots' budget: it is where a command reads,
+// and a project inside a large root (a chat under /tmp, whose root is /tmp
+// with its small shared budget) must not have its deny_read files left
+// visible because other programs' files filled the root's budget first. A
+// temporary folder that is a root keeps its own, smaller budget: it is
+// shared with every other program of the machine.
+func (s *Sandbox) planScans(p *maskPlan) {
+	isRoot := map[string]bool{}
+	for _, r := range s.roots {
+		isRoot[r] = true
+	}
 	budget := scanRootEntries
-	// The folder commands work in (the project) first, whole, within the
-	// roots' budget: it is where a command reads, and a project inside a
-	// large root (a chat under /tmp, whose root is /tmp with its small
-	// shared budget) must not have its deny_read files left visible
-	// because other programs' files filled the root's budget first.
-	if base := CanonicalOr(s.base); base != "" && base != "." && base != "/" && !p.seen[base] && !slices.Contains(p.temps, base) {
+	if base := CanonicalOr(s.base); scanProjectFirst(base, p.seen, p.temps) {
 		s.scanTree(p, base, s.insideRoot(base), isRoot, &budget, scanRootEntries)
 		p.skip[base] = true
 	}
@@ -169,28 +208,35 @@ func (s *Sandbox) planMasks() *maskPlan {
 		}
 		s.scanTree(p, r, true, isRoot, &budget, scanRootEntries)
 	}
-	if home := CanonicalOr(s.home); s.home != "" && home != "/" && !s.insideRoot(home) {
-		b := scanHomeEntries
-		for _, d := range homeSkip {
-			p.skip[home+"/"+d] = true
-		}
-		s.scanTree(p, home, false, isRoot, &b, scanHomeEntries)
-		p.notes = append(p.notes, "not scanned in the home directory (toolchains and package caches): "+strings.Join(homeSkip, ", "))
-	}
+	s.scanHome(p, isRoot)
 	for _, t := range dedupRoots(append([]string(nil), p.temps...)) {
 		if !s.insideRoot(t) && !p.seen[t] {
 			b := scanTempEntries
 			s.scanTree(p, t, false, isRoot, &b, scanTempEntries)
 		}
 	}
-	// Without the socket filter: every other socket bound in this network
-	// namespace (docker, containerd, podman, dbus, snapd, Neovim, agents,
-	// terminals, …): the kernel lists them, no walk needed.
-	if !p.seccomp {
-		s.planBoundSockets(p)
+}
+
+// scanProjectFirst says whether the working folder base (canonical) is
+// scanned on its own before the roots: not when it is unknown or "/",
+// already hidden, or a temporary folder (scanned with its own budget).
+func scanProjectFirst(base string, seen map[string]bool, temps []string) bool {
+	return base != "" && base != "." && base != "/" && !seen[base] && !slices.Contains(temps, base)
+}
+
+// scanHome walks the home directory outside the roots, within its own
+// budget, without entering toolchains and package caches (homeSkip).
+func (s *Sandbox) scanHome(p *maskPlan, isRoot map[string]bool) {
+	home := CanonicalOr(s.home)
+	if s.home == "" || home == "/" || s.insideRoot(home) {
+		return
 	}
-	p.finish(s)
-	return p
+	b := scanHomeEntries
+	for _, d := range homeSkip {
+		p.skip[home+"/"+d] = true
+	}
+	s.scanTree(p, home, false, isRoot, &b, scanHomeEntries)
+	p.notes = append(p.notes, "not scanned in the home directory (toolchains and package caches): "+strings.Join(homeSkip, ", "))
 }
 
 // insideRoot reports whether p lies in a writable root.

@@ -126,3 +126,55 @@ func TestGitInnerRule(t *testing.T) {
 		}
 	}
 }
+
+// TestRebindInPrivate: a folder a private temporary folder would hide is
+// bound back read-only only when it lies strictly inside it, outside every
+// root, once.
+func TestRebindInPrivate(t *testing.T) {
+	s := &Sandbox{roots: []string{"/tmp/proj"}}
+	for _, c := range []struct {
+		name   string
+		keep   string
+		temp   string
+		rebind []string
+		want   bool
+	}{
+		{"home inside /tmp", "/tmp/home", "/tmp", nil, true},
+		{"home elsewhere", "/home/u", "/tmp", nil, false},
+		{"a sibling named alike", "/tmpx/home", "/tmp", nil, false},
+		{"the temp itself", "/tmp", "/tmp", nil, false},
+		{"inside a root", "/tmp/proj/sub", "/tmp", nil, false},
+		{"a root", "/tmp/proj", "/tmp", nil, false},
+		{"already bound back", "/tmp/home", "/tmp", []string{"/tmp/home"}, false},
+		{"unknown", "", "/tmp", nil, false},
+		{"relative", ".", "/tmp", nil, false},
+	} {
+		if got := s.rebindInPrivate(c.keep, c.temp, c.rebind); got != c.want {
+			t.Errorf("%s: rebindInPrivate(%q, %q, %q) = %v, want %v", c.name, c.keep, c.temp, c.rebind, got, c.want)
+		}
+	}
+}
+
+// TestScanProjectFirst: the working folder is scanned before the roots
+// unless it is unknown, "/", already hidden or a temporary folder.
+func TestScanProjectFirst(t *testing.T) {
+	temps := []string{"/tmp", "/var/tmp/u"}
+	seen := map[string]bool{"/run/user/1000/x": true}
+	for _, c := range []struct {
+		base string
+		want bool
+	}{
+		{"/home/u/proj", true},
+		{"/tmp/proj", true},
+		{"/tmp", false},
+		{"/var/tmp/u", false},
+		{"/run/user/1000/x", false},
+		{"/", false},
+		{".", false},
+		{"", false},
+	} {
+		if got := scanProjectFirst(c.base, seen, temps); got != c.want {
+			t.Errorf("scanProjectFirst(%q) = %v, want %v", c.base, got, c.want)
+		}
+	}
+}
