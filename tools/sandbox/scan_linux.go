@@ -637,16 +637,17 @@ func unescapeMount(s string) string {
 // deny_read matches and sockets, and (with protect, inside the roots)
 // collecting protected paths.
 func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[string]bool, budget *int, limit int) {
-	w := s.startScan(p, top, inRoot, isRoot, budget)
-	if w == nil {
+	var w treeScan
+	if !s.startScan(&w, p, top, inRoot, isRoot, budget) {
 		return
 	}
+	buf := make([]byte, 32<<10)
 	for it, ok := w.pop(); ok; it, ok = w.pop() {
 		if *budget <= 0 {
 			w.skipped++
 			continue
 		}
-		w.folder(it)
+		w.folder(it, buf)
 	}
 	if w.skipped > 0 {
 		p.notes = append(p.notes, fmt.Sprintf("scan of %s stopped after %d entries (%d folders not looked at): deny_read files and sockets there stay visible to bash", top, limit, w.skipped))
@@ -666,31 +667,30 @@ type treeScan struct {
 	budget  *int
 	queue   []scanItem
 	heavy   []scanItem // under one of heavyDirs: after the queue
-	buf     []byte
 	skipped int
 }
 
-// startScan prepares the walk of top, nil when there is nothing to walk
-// (already hidden, or not a folder). With protect, a top that is itself a
-// protected path becomes read-only.
-func (s *Sandbox) startScan(p *maskPlan, top string, inRoot bool, isRoot map[string]bool, budget *int) *treeScan {
+// startScan prepares w for the walk of top; false when there is nothing
+// to walk (already hidden, or not a folder). With protect, a top that is
+// itself a protected path becomes read-only.
+func (s *Sandbox) startScan(w *treeScan, p *maskPlan, top string, inRoot bool, isRoot map[string]bool, budget *int) bool {
 	if p.seen[top] {
-		return nil
+		return false
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(top, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		return nil
+		return false
 	}
 	p.scanned = append(p.scanned, top)
-	w := &treeScan{
+	*w = treeScan{
 		s: s, p: p, temp: slices.Contains(p.temps, top), protect: s.protect && inRoot,
 		deny: splitRules(s.deny, nil), prot: splitRules(s.prot, gitInnerRule),
-		isRoot: isRoot, budget: budget, queue: []scanItem{{dir: top, inRoot: inRoot}}, buf: make([]byte, 32<<10),
+		isRoot: isRoot, budget: budget, queue: []scanItem{{dir: top, inRoot: inRoot}},
 	}
 	if w.protect && s.entryRule(&s.protSet, top, filepath.Base(top), true, false) != nil {
 		p.ro = append(p.ro, top)
 	}
-	return w
+	return true
 }
 
 // gitInnerRule says whether the protected-path rule r names paths inside
@@ -722,11 +722,11 @@ type scanFolder struct {
 	protRel []*denyRule // protected-path rules that can match in it (none when covered already)
 }
 
-// folder lists the folder of it and handles each entry, within the
-// budget. A git directory or an interpreter environment, told by what it
+// folder lists the folder of it (buf: scratch space for the listing) and
+// handles each entry, within the budget. A git directory or an interpreter environment, told by what it
 // holds, becomes read-only whole (with protect, inside a root).
-func (w *treeScan) folder(it scanItem) {
-	ents, err := listDir(it.dir, w.buf)
+func (w *treeScan) folder(it scanItem, buf []byte) {
+	ents, err := listDir(it.dir, buf)
 	if err != nil && len(ents) == 0 {
 		return
 	}
