@@ -1098,15 +1098,19 @@ func (s *Sandbox) hideAnchor(p *maskPlan, anchor string) bool {
 // so is one that no longer exists (bubblewrap would fail on it), and the
 // number of mounts is capped.
 func (p *maskPlan) finish(s *Sandbox) {
-	exists := func(l []string) []string {
-		out := l[:0]
-		for _, q := range l {
-			if _, err := os.Lstat(q); err == nil {
-				out = append(out, q)
-			}
-		}
-		return out
-	}
+	p.groupFiles(s)
+	p.dropPrivate(s)
+	p.dropMissing()
+	p.ro = dedupRoots(p.ro)
+	sort.Strings(p.tmpfs)
+	p.tmpfs = dedupRoots(p.tmpfs)
+	p.dropCovered(s)
+	p.capMasks()
+}
+
+// groupFiles hides whole each folder outside the roots that holds
+// groupMasks hidden files or more, when it may be hidden.
+func (p *maskPlan) groupFiles(s *Sandbox) {
 	perDir := map[string]int{}
 	for _, n := range p.null {
 		if d := filepath.Dir(n); !s.insideRoot(d) {
@@ -1118,9 +1122,13 @@ func (p *maskPlan) finish(s *Sandbox) {
 			p.tmpfs = append(p.tmpfs, d)
 		}
 	}
-	// What lies in a private temporary folder, outside the roots, is not
-	// there for the command: no mask needed (and none to fail).
-	outsidePrivate := func(l []string) []string {
+}
+
+// dropPrivate drops the masks of what lies in a private temporary folder,
+// outside the roots and what is bound back: it is not there for the
+// command (no mask needed, and none to fail).
+func (p *maskPlan) dropPrivate(s *Sandbox) {
+	keep := func(l []string) []string {
 		out := l[:0]
 		for _, q := range l {
 			if !underAny(q, p.private) || s.insideRoot(q) || underAny(q, p.rebind) {
@@ -1129,24 +1137,39 @@ func (p *maskPlan) finish(s *Sandbox) {
 		}
 		return out
 	}
-	p.tmpfs, p.null = outsidePrivate(p.tmpfs), outsidePrivate(p.null)
+	p.tmpfs, p.null = keep(p.tmpfs), keep(p.null)
+}
+
+// dropMissing drops every path that no longer exists: bubblewrap would
+// fail on it.
+func (p *maskPlan) dropMissing() {
+	exists := func(l []string) []string {
+		out := l[:0]
+		for _, q := range l {
+			if _, err := os.Lstat(q); err == nil {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
 	p.early, p.ro, p.tmpfs, p.null, p.rebind = exists(p.early), exists(p.ro), exists(p.tmpfs), exists(p.null), exists(p.rebind)
 	p.reveal = exists(p.reveal)
 	p.private = exists(p.private)
-	p.ro = dedupRoots(p.ro)
-	sort.Strings(p.tmpfs)
-	p.tmpfs = dedupRoots(p.tmpfs)
+}
+
+// dropCovered drops the file masks under a hidden folder — under a folder
+// hidden early, only what a root bound on top of it (or a folder bound
+// back) shows needs one — and the protected paths inside a hidden folder,
+// which stay hidden. The file masks come out sorted.
+func (p *maskPlan) dropCovered(s *Sandbox) {
 	var null []string
 	sort.Strings(p.null)
 	for _, n := range p.null {
-		// Under a folder hidden early, only what a root bound on top of it
-		// shows needs a mask.
 		if !underAny(n, p.tmpfs) && (!underAny(n, p.early) || s.insideRoot(n) || underAny(n, p.rebind)) {
 			null = append(null, n)
 		}
 	}
 	p.null = null
-	// A protected path inside a hidden folder stays hidden.
 	var ro []string
 	for _, r := range p.ro {
 		if !underAny(r, p.tmpfs) {
@@ -1154,6 +1177,11 @@ func (p *maskPlan) finish(s *Sandbox) {
 		}
 	}
 	p.ro = ro
+}
+
+// capMasks keeps at most scanMaxMasks mounts — read-only protected paths
+// first, then folders, then files — and notes a cut.
+func (p *maskPlan) capMasks() {
 	if n := len(p.ro) + len(p.tmpfs) + len(p.null); n > scanMaxMasks {
 		p.notes = append(p.notes, fmt.Sprintf("%d paths to hide or protect: only the first %d are (read-only protected paths first, then folders, then files)", n, scanMaxMasks))
 	}

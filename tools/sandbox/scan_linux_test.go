@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -176,5 +178,64 @@ func TestScanProjectFirst(t *testing.T) {
 		if got := scanProjectFirst(c.base, seen, temps); got != c.want {
 			t.Errorf("scanProjectFirst(%q) = %v, want %v", c.base, got, c.want)
 		}
+	}
+}
+
+// TestCapMasks: beyond scanMaxMasks mounts, read-only protected paths are
+// kept first, then folders, then files, and a note says so.
+func TestCapMasks(t *testing.T) {
+	paths := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("/%s/%d", prefix, i)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		ro, tmpfs, null          int
+		wantRO, wantTmpfs, wantN int
+		note                     bool
+	}{
+		{10, 10, 10, 10, 10, 10, false},
+		{scanMaxMasks - 2, 1, 1, scanMaxMasks - 2, 1, 1, false},
+		{scanMaxMasks - 2, 1, 2, scanMaxMasks - 2, 1, 1, true},
+		{scanMaxMasks - 1, 5, 5, scanMaxMasks - 1, 1, 0, true},
+		{scanMaxMasks + 3, 5, 5, scanMaxMasks, 0, 0, true},
+		{0, scanMaxMasks + 1, 7, 0, scanMaxMasks, 0, true},
+		{0, 0, scanMaxMasks + 1, 0, 0, scanMaxMasks, true},
+	} {
+		p := &maskPlan{ro: paths("ro", c.ro), tmpfs: paths("tmpfs", c.tmpfs), null: paths("null", c.null)}
+		p.capMasks()
+		if len(p.ro) != c.wantRO || len(p.tmpfs) != c.wantTmpfs || len(p.null) != c.wantN || (len(p.notes) > 0) != c.note {
+			t.Errorf("capMasks(%d, %d, %d) kept %d, %d, %d, notes %q; want %d, %d, %d, note %v",
+				c.ro, c.tmpfs, c.null, len(p.ro), len(p.tmpfs), len(p.null), p.notes, c.wantRO, c.wantTmpfs, c.wantN, c.note)
+		}
+		if len(p.ro) > 0 && p.ro[0] != "/ro/0" || len(p.null) > 0 && p.null[0] != "/null/0" {
+			t.Errorf("capMasks(%d, %d, %d) did not keep the first of each kind: %q %q", c.ro, c.tmpfs, c.null, p.ro[:1], p.null[:1])
+		}
+	}
+}
+
+// TestDropCovered: a file mask under a hidden folder goes, and so does one
+// under a folder hidden early unless a root or a folder bound back shows
+// it; a protected path inside a hidden folder stays hidden.
+func TestDropCovered(t *testing.T) {
+	s := &Sandbox{roots: []string{"/tmp/proj"}}
+	p := &maskPlan{
+		early:  []string{"/tmp", "/run/user"},
+		rebind: []string{"/tmp/home"},
+		tmpfs:  []string{"/h/.aws", "/tmp/proj/secrets"},
+		null: []string{
+			"/h/.aws/credentials", "/h/.netrc", "/tmp/other/.env", "/tmp/proj/.env", "/tmp/home/.netrc",
+			"/tmp/proj/secrets/key.pem", "/run/user/1000/bus", "/srv/.env",
+		},
+		ro: []string{"/tmp/proj/.git", "/tmp/proj/secrets/.envrc", "/h/.aws/config", "/h/.bashrc"},
+	}
+	p.dropCovered(s)
+	if want := []string{"/h/.netrc", "/srv/.env", "/tmp/home/.netrc", "/tmp/proj/.env"}; !slices.Equal(p.null, want) {
+		t.Errorf("null = %q, want %q", p.null, want)
+	}
+	if want := []string{"/tmp/proj/.git", "/h/.bashrc"}; !slices.Equal(p.ro, want) {
+		t.Errorf("ro = %q, want %q", p.ro, want)
 	}
 }
