@@ -239,37 +239,12 @@ type allowRule struct {
 // RootPins recorded when it was first resolved (it was replaced, e.g. by a
 // symlink): Refused and Status say which and why.
 func New(cfg Config, cwd, bufferPath string, opts ...Option) (*Sandbox, error) {
-	var o sandboxOptions
-	for _, opt := range opts {
-		opt(&o)
+	pins := rootPins(opts)
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
 	}
-	pins := o.pins
-	if !o.pinsSet {
-		pins = defaultPins
-	}
-	if cfg.Backend == "" {
-		cfg.Backend = "auto"
-	}
-	switch cfg.Backend {
-	case "auto", "bwrap", "none":
-	default:
-		return nil, fmt.Errorf("unknown sandbox backend %q (use \"auto\", \"bwrap\" or \"none\")", cfg.Backend)
-	}
-	if cfg.Writable == nil {
-		cfg.Writable = DefaultWritable
-	}
-	if cfg.DenyRead == nil {
-		cfg.DenyRead = DefaultDenyRead
-	}
-	if cfg.EnvDeny == nil {
-		cfg.EnvDeny = DefaultEnvDeny
-	}
-	if cwd == "" {
-		if wd, err := os.Getwd(); err == nil {
-			cwd = wd
-		}
-	}
-	cwd = filepath.Clean(cwd)
+	cwd = workingDir(cwd)
 	home, _ := os.UserHomeDir()
 	s := &Sandbox{cfg: cfg, base: cwd, home: home, ids: map[string]fileID{}}
 	bufDir := ""
@@ -280,12 +255,80 @@ func New(cfg Config, cwd, bufferPath string, opts ...Option) (*Sandbox, error) {
 			s.base = r
 		}
 	}
-	homes := homeDirs(home)
+	if err := s.resolveRoots(cfg.Writable, cwd, bufDir, pins); err != nil {
+		return nil, err
+	}
+	if s.deny, s.allow, err = compileDenyRead(cfg.DenyRead, home); err != nil {
+		return nil, err
+	}
+	if s.prot, err = compileProtected(cfg.Protected, home); err != nil {
+		return nil, err
+	}
+	s.denySet, s.protSet = newRuleSet(s.deny), newRuleSet(s.prot)
+	s.hidden, s.reveal = canonicalAbs(cfg.Hidden), canonicalAbs(cfg.HiddenExcept)
+	return s, nil
+}
+
+// rootPins are the RootPins that opts name: the process-wide ones unless
+// WithRootPins says otherwise (nil: no pinning).
+func rootPins(opts []Option) *RootPins {
+	var o sandboxOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if !o.pinsSet {
+		return defaultPins
+	}
+	return o.pins
+}
+
+// withDefaults fills in what cfg leaves unset: the backend "auto", and the
+// defaults of a nil Writable, DenyRead or EnvDeny (an empty non-nil slice
+// stays empty: none). A backend other than "auto", "bwrap" or "none" is an
+// error.
+func withDefaults(cfg Config) (Config, error) {
+	if cfg.Backend == "" {
+		cfg.Backend = "auto"
+	}
+	switch cfg.Backend {
+	case "auto", "bwrap", "none":
+	default:
+		return cfg, fmt.Errorf("unknown sandbox backend %q (use \"auto\", \"bwrap\" or \"none\")", cfg.Backend)
+	}
+	if cfg.Writable == nil {
+		cfg.Writable = DefaultWritable
+	}
+	if cfg.DenyRead == nil {
+		cfg.DenyRead = DefaultDenyRead
+	}
+	if cfg.EnvDeny == nil {
+		cfg.EnvDeny = DefaultEnvDeny
+	}
+	return cfg, nil
+}
+
+// workingDir is cwd cleaned, the process's working directory when cwd is
+// "".
+func workingDir(cwd string) string {
+	if cwd == "" {
+		if wd, err := os.Getwd(); err == nil {
+			cwd = wd
+		}
+	}
+	return filepath.Clean(cwd)
+}
+
+// resolveRoots expands, resolves and admits the configured writable roots
+// (see admitRoot); one that names nothing (an unnamed buffer's folder, an
+// unset variable) or cannot be resolved is left out. An unknown URN is an
+// error.
+func (s *Sandbox) resolveRoots(writable []string, cwd, bufDir string, pins *RootPins) error {
+	homes := homeDirs(s.home)
 	var roots []string
-	for _, w := range cfg.Writable {
-		p, ok, err := expandRoot(w, cwd, bufDir, home)
+	for _, w := range writable {
+		p, ok, err := expandRoot(w, cwd, bufDir, s.home)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
 			continue
@@ -294,62 +337,96 @@ func New(cfg Config, cwd, bufferPath string, opts ...Option) (*Sandbox, error) {
 		if err != nil {
 			continue // an unresolvable root can hold nothing writable
 		}
-		from := ""
-		if w != c {
-			from = "; configured as " + w
-			if p != w && p != c {
-				from += " = " + p
-			}
+		if s.admitRoot(w, p, c, homes, pins) {
+			roots = append(roots, c)
 		}
-		if why := homeRefusal(c, homes); why != "" {
-			s.refused = append(s.refused, fmt.Sprintf("%s (%s%s)", c, why, from))
-			continue
-		}
-		id, exists := statID(c)
-		if why := pins.check(p, c, id, exists); why != "" {
-			s.refused = append(s.refused, fmt.Sprintf("%s (%s%s)", p, why, from))
-			continue
-		}
-		if exists {
-			s.ids[c] = id
-		}
-		roots = append(roots, c)
 	}
 	s.roots = dedupRoots(roots)
-	for _, g := range cfg.DenyRead {
+	return nil
+}
+
+// admitRoot says whether the root configured as w, expanded to p and
+// resolved to c, may be writable: never "/", a home directory or an
+// ancestor of one, nor a root whose identity differs from the one pins
+// recorded. A refused root is added to s.refused with the reason; an
+// admitted one that exists has its identity kept.
+func (s *Sandbox) admitRoot(w, p, c string, homes []string, pins *RootPins) bool {
+	from := configuredAs(w, p, c)
+	if why := homeRefusal(c, homes); why != "" {
+		s.refused = append(s.refused, fmt.Sprintf("%s (%s%s)", c, why, from))
+		return false
+	}
+	id, exists := statID(c)
+	if why := pins.check(p, c, id, exists); why != "" {
+		s.refused = append(s.refused, fmt.Sprintf("%s (%s%s)", p, why, from))
+		return false
+	}
+	if exists {
+		s.ids[c] = id
+	}
+	return true
+}
+
+// configuredAs is the end of a refusal message naming how the root c was
+// configured (w) and expanded (p), when that differs from c.
+func configuredAs(w, p, c string) string {
+	if w == c {
+		return ""
+	}
+	from := "; configured as " + w
+	if p != w && p != c {
+		from += " = " + p
+	}
+	return from
+}
+
+// compileDenyRead compiles deny_read: its rules, and its exceptions
+// (entries starting with `!`).
+func compileDenyRead(globs []string, home string) ([]denyRule, []allowRule, error) {
+	var deny []denyRule
+	var allow []allowRule
+	for _, g := range globs {
 		if strings.HasPrefix(g, "!") {
 			a, err := compileAllow(g)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			s.allow = append(s.allow, a)
+			allow = append(allow, a)
 			continue
 		}
 		r, err := compileDeny(g, home)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		s.deny = append(s.deny, r)
+		deny = append(deny, r)
 	}
-	for _, g := range append(append([]string(nil), DefaultProtected...), cfg.Protected...) {
+	return deny, allow, nil
+}
+
+// compileProtected compiles DefaultProtected and then the configured
+// protected paths.
+func compileProtected(extra []string, home string) ([]denyRule, error) {
+	var prot []denyRule
+	for _, g := range append(append([]string(nil), DefaultProtected...), extra...) {
 		r, err := compileDeny(g, home)
 		if err != nil {
 			return nil, fmt.Errorf("invalid sandbox.protected pattern %q", g)
 		}
-		s.prot = append(s.prot, r)
+		prot = append(prot, r)
 	}
-	s.denySet, s.protSet = newRuleSet(s.deny), newRuleSet(s.prot)
-	for _, h := range cfg.Hidden {
+	return prot, nil
+}
+
+// canonicalAbs is the absolute paths of paths, cleaned and canonical
+// where they resolve; relative ones are left out.
+func canonicalAbs(paths []string) []string {
+	var out []string
+	for _, h := range paths {
 		if filepath.IsAbs(h) {
-			s.hidden = append(s.hidden, CanonicalOr(filepath.Clean(h)))
+			out = append(out, CanonicalOr(filepath.Clean(h)))
 		}
 	}
-	for _, h := range cfg.HiddenExcept {
-		if filepath.IsAbs(h) {
-			s.reveal = append(s.reveal, CanonicalOr(filepath.Clean(h)))
-		}
-	}
-	return s, nil
+	return out
 }
 
 // homeDirs are the canonical home directories: $HOME and the account's

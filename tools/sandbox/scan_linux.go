@@ -77,67 +77,14 @@ type maskPlan struct {
 
 // planMasks finds what to hide for a command under bubblewrap.
 func (s *Sandbox) planMasks() *maskPlan {
-	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}, seccomp: s.socketFilter()}
-	p.temps = []string{"/tmp"}
-	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
-		p.temps = append(p.temps, t)
-	}
-	isRoot := map[string]bool{}
-	for _, r := range s.roots {
-		isRoot[r] = true
-	}
-
-	// Socket folders of the session: hidden before the roots are bound,
-	// so that a root inside one stays usable.
-	if fi, err := os.Stat("/run/user"); err == nil && fi.IsDir() {
-		p.early = append(p.early, "/run/user")
-		p.seen["/run/user"] = true
-	}
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && filepath.IsAbs(x) {
-		if c, err := filepath.EvalSymlinks(x); err == nil && !within(c, "/run/user") && s.safeToHide(c) {
-			if fi, err := os.Stat(c); err == nil && fi.IsDir() {
-				p.early = append(p.early, c)
-				p.seen[c] = true
-			}
-		}
-	}
-
-	// A temporary folder that is not a writable root is replaced by a
-	// private, empty tmpfs: nothing of the machine's /tmp reaches the
-	// command — other programs' files and sockets, which come and go (a
-	// mask on a socket folder that vanished before bubblewrap mounted it
-	// made the command fail) — and commands that need a scratch folder
-	// work. Roots inside it are bound on top, and a home directory inside
-	// it is bound back read-only.
-	for _, t := range p.temps {
-		if s.insideRoot(t) || p.seen[t] {
-			continue
-		}
-		if fi, err := os.Stat(t); err == nil && fi.IsDir() {
-			p.early = append(p.early, t)
-			p.private = append(p.private, t)
-			p.seen[t] = true
-			// The home directory and the folder the command works in stay
-			// visible (read-only) when they lie inside it.
-			for _, keep := range []string{CanonicalOr(s.home), CanonicalOr(s.base)} {
-				if keep != "" && keep != "." && within(keep, t) && keep != t && !s.insideRoot(keep) && !slices.Contains(p.rebind, keep) {
-					p.rebind = append(p.rebind, keep)
-				}
-			}
-		}
-	}
-
+	p := s.newMaskPlan()
+	s.planSessionFolders(p)
+	s.planPrivateTemps(p)
 	// Without the socket filter: the sockets named by the host's
 	// environment ($NVIM, $SSH_AUTH_SOCK, …) and well-known ones.
 	if !p.seccomp {
-		for _, sock := range socketPathsFromEnv(os.Environ()) {
-			s.hideSocketAt(p, sock)
-		}
-		for _, sock := range knownSockets {
-			s.hideSocketAt(p, sock)
-		}
+		s.planNamedSockets(p)
 	}
-
 	// What deny_read names literally (~/.aws/**, ~/.netrc, ~/.*_history):
 	// hidden whatever the scans' budgets.
 	s.planLiteralDenies(p)
@@ -147,17 +94,109 @@ func (s *Sandbox) planMasks() *maskPlan {
 		s.hideState(p, h)
 	}
 	p.reveal = append(p.reveal, s.reveal...)
+	s.planScans(p)
+	// Without the socket filter: every other socket bound in this network
+	// namespace (docker, containerd, podman, dbus, snapd, Neovim, agents,
+	// terminals, …): the kernel lists them, no walk needed.
+	if !p.seccomp {
+		s.planBoundSockets(p)
+	}
+	p.finish(s)
+	return p
+}
 
-	// The writable roots, the home directory and the temporary folders.
-	// A temporary folder that is a root keeps its own, smaller budget:
-	// it is shared with every other program of the machine.
+// newMaskPlan is an empty plan for s: its temporary folders are /tmp and
+// $TMPDIR (canonical) when that is another.
+func (s *Sandbox) newMaskPlan() *maskPlan {
+	p := &maskPlan{seen: map[string]bool{}, roots: s.roots, mounts: mountPoints(), skip: map[string]bool{}, seccomp: s.socketFilter()}
+	p.temps = []string{"/tmp"}
+	if t := CanonicalOr(os.TempDir()); t != "/tmp" {
+		p.temps = append(p.temps, t)
+	}
+	return p
+}
+
+// planSessionFolders hides the socket folders of the session (/run/user,
+// $XDG_RUNTIME_DIR) before the roots are bound, so that a root inside one
+// stays usable.
+func (s *Sandbox) planSessionFolders(p *maskPlan) {
+	if fi, err := os.Stat("/run/user"); err == nil && fi.IsDir() {
+		p.early = append(p.early, "/run/user")
+		p.seen["/run/user"] = true
+	}
+	x := os.Getenv("XDG_RUNTIME_DIR")
+	if x == "" || !filepath.IsAbs(x) {
+		return
+	}
+	c, err := filepath.EvalSymlinks(x)
+	if err != nil || within(c, "/run/user") || !s.safeToHide(c) {
+		return
+	}
+	if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+		p.early = append(p.early, c)
+		p.seen[c] = true
+	}
+}
+
+// planPrivateTemps replaces each temporary folder that is not a writable
+// root by a private, empty tmpfs: nothing of the machine's /tmp reaches the
+// command — other programs' files and sockets, which come and go (a mask
+// on a socket folder that vanished before bubblewrap mounted it made the
+// command fail) — and commands that need a scratch folder work. Roots
+// inside it are bound on top, and the home directory and the folder the
+// command works in, when they lie inside it, are bound back read-only.
+func (s *Sandbox) planPrivateTemps(p *maskPlan) {
+	for _, t := range p.temps {
+		if s.insideRoot(t) || p.seen[t] {
+			continue
+		}
+		if fi, err := os.Stat(t); err == nil && fi.IsDir() {
+			p.early = append(p.early, t)
+			p.private = append(p.private, t)
+			p.seen[t] = true
+			for _, keep := range []string{CanonicalOr(s.home), CanonicalOr(s.base)} {
+				if s.rebindInPrivate(keep, t, p.rebind) {
+					p.rebind = append(p.rebind, keep)
+				}
+			}
+		}
+	}
+}
+
+// rebindInPrivate says whether the folder keep (the home directory or
+// the working folder) must be bound back read-only over the private
+// temporary folder t: it lies strictly inside t, outside every root (a
+// root is bound anyway), and is not bound back already.
+func (s *Sandbox) rebindInPrivate(keep, t string, rebind []string) bool {
+	return keep != "" && keep != "." && within(keep, t) && keep != t && !s.insideRoot(keep) && !slices.Contains(rebind, keep)
+}
+
+// planNamedSockets hides the sockets that the host's environment names
+// and the well-known ones.
+func (s *Sandbox) planNamedSockets(p *maskPlan) {
+	for _, sock := range socketPathsFromEnv(os.Environ()) {
+		s.hideSocketAt(p, sock)
+	}
+	for _, sock := range knownSockets {
+		s.hideSocketAt(p, sock)
+	}
+}
+
+// planScans walks the writable roots, the home directory and the
+// temporary folders. The folder commands work in (the project) comes
+// first, whole, within the roots' budget: it is where a command reads,
+// and a project inside a large root (a chat under /tmp, whose root is /tmp
+// with its small shared budget) must not have its deny_read files left
+// visible because other programs' files filled the root's budget first. A
+// temporary folder that is a root keeps its own, smaller budget: it is
+// shared with every other program of the machine.
+func (s *Sandbox) planScans(p *maskPlan) {
+	isRoot := map[string]bool{}
+	for _, r := range s.roots {
+		isRoot[r] = true
+	}
 	budget := scanRootEntries
-	// The folder commands work in (the project) first, whole, within the
-	// roots' budget: it is where a command reads, and a project inside a
-	// large root (a chat under /tmp, whose root is /tmp with its small
-	// shared budget) must not have its deny_read files left visible
-	// because other programs' files filled the root's budget first.
-	if base := CanonicalOr(s.base); base != "" && base != "." && base != "/" && !p.seen[base] && !slices.Contains(p.temps, base) {
+	if base := CanonicalOr(s.base); scanProjectFirst(base, p.seen, p.temps) {
 		s.scanTree(p, base, s.insideRoot(base), isRoot, &budget, scanRootEntries)
 		p.skip[base] = true
 	}
@@ -169,28 +208,35 @@ func (s *Sandbox) planMasks() *maskPlan {
 		}
 		s.scanTree(p, r, true, isRoot, &budget, scanRootEntries)
 	}
-	if home := CanonicalOr(s.home); s.home != "" && home != "/" && !s.insideRoot(home) {
-		b := scanHomeEntries
-		for _, d := range homeSkip {
-			p.skip[home+"/"+d] = true
-		}
-		s.scanTree(p, home, false, isRoot, &b, scanHomeEntries)
-		p.notes = append(p.notes, "not scanned in the home directory (toolchains and package caches): "+strings.Join(homeSkip, ", "))
-	}
+	s.scanHome(p, isRoot)
 	for _, t := range dedupRoots(append([]string(nil), p.temps...)) {
 		if !s.insideRoot(t) && !p.seen[t] {
 			b := scanTempEntries
 			s.scanTree(p, t, false, isRoot, &b, scanTempEntries)
 		}
 	}
-	// Without the socket filter: every other socket bound in this network
-	// namespace (docker, containerd, podman, dbus, snapd, Neovim, agents,
-	// terminals, …): the kernel lists them, no walk needed.
-	if !p.seccomp {
-		s.planBoundSockets(p)
+}
+
+// scanProjectFirst says whether the working folder base (canonical) is
+// scanned on its own before the roots: not when it is unknown or "/",
+// already hidden, or a temporary folder (scanned with its own budget).
+func scanProjectFirst(base string, seen map[string]bool, temps []string) bool {
+	return base != "" && base != "." && base != "/" && !seen[base] && !slices.Contains(temps, base)
+}
+
+// scanHome walks the home directory outside the roots, within its own
+// budget, without entering toolchains and package caches (homeSkip).
+func (s *Sandbox) scanHome(p *maskPlan, isRoot map[string]bool) {
+	home := CanonicalOr(s.home)
+	if s.home == "" || home == "/" || s.insideRoot(home) {
+		return
 	}
-	p.finish(s)
-	return p
+	b := scanHomeEntries
+	for _, d := range homeSkip {
+		p.skip[home+"/"+d] = true
+	}
+	s.scanTree(p, home, false, isRoot, &b, scanHomeEntries)
+	p.notes = append(p.notes, "not scanned in the home directory (toolchains and package caches): "+strings.Join(homeSkip, ", "))
 }
 
 // insideRoot reports whether p lies in a writable root.
@@ -591,163 +637,291 @@ func unescapeMount(s string) string {
 // deny_read matches and sockets, and (with protect, inside the roots)
 // collecting protected paths.
 func (s *Sandbox) scanTree(p *maskPlan, top string, inRoot bool, isRoot map[string]bool, budget *int, limit int) {
-	if p.seen[top] {
+	var w treeScan
+	if !s.startScan(&w, p, top, inRoot, isRoot, budget) {
 		return
+	}
+	buf := make([]byte, 32<<10)
+	for it, ok := w.pop(); ok; it, ok = w.pop() {
+		if *budget <= 0 {
+			w.skipped++
+			continue
+		}
+		w.folder(it, buf)
+	}
+	if w.skipped > 0 {
+		p.notes = append(p.notes, fmt.Sprintf("scan of %s stopped after %d entries (%d folders not looked at): deny_read files and sockets there stay visible to bash", top, limit, w.skipped))
+	}
+}
+
+// treeScan is one walk of scanTree: the rules split for it, its queues,
+// and the folders it could not look at.
+type treeScan struct {
+	s       *Sandbox
+	p       *maskPlan
+	temp    bool // the top is a temporary folder (its folders at depth 1 anchor sockets)
+	protect bool // collect protected paths: a policy approved the call, and the top is in a root
+	deny    scanRules
+	prot    scanRules
+	isRoot  map[string]bool
+	budget  *int
+	queue   []scanItem
+	heavy   []scanItem // under one of heavyDirs: after the queue
+	skipped int
+}
+
+// startScan prepares w for the walk of top; false when there is nothing
+// to walk (already hidden, or not a folder). With protect, a top that is
+// itself a protected path becomes read-only.
+func (s *Sandbox) startScan(w *treeScan, p *maskPlan, top string, inRoot bool, isRoot map[string]bool, budget *int) bool {
+	if p.seen[top] {
+		return false
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(top, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		return
-	}
-	temp := false
-	for _, t := range p.temps {
-		temp = temp || top == t
+		return false
 	}
 	p.scanned = append(p.scanned, top)
-	deny := splitRules(s.deny, nil)
-	// The rules for paths inside .git are applied by scanGit.
-	prot := splitRules(s.prot, func(r *denyRule) bool {
-		return r.glob == "**/.git" || strings.Contains(r.glob, "/.git/") && slices.Contains(DefaultProtected, r.glob)
-	})
-	protect := s.protect && inRoot
-	if protect && s.entryRule(&s.protSet, top, filepath.Base(top), true, false) != nil {
+	*w = treeScan{
+		s: s, p: p, temp: slices.Contains(p.temps, top), protect: s.protect && inRoot,
+		deny: splitRules(s.deny, nil), prot: splitRules(s.prot, gitInnerRule),
+		isRoot: isRoot, budget: budget, queue: []scanItem{{dir: top, inRoot: inRoot}},
+	}
+	if w.protect && s.entryRule(&s.protSet, top, filepath.Base(top), true, false) != nil {
 		p.ro = append(p.ro, top)
 	}
-	queue := []scanItem{{dir: top, inRoot: inRoot}}
-	var heavy []scanItem
-	buf := make([]byte, 32<<10)
-	skipped := 0
-	for len(queue) > 0 || len(heavy) > 0 {
-		var it scanItem
-		if len(queue) > 0 {
-			it, queue = queue[0], queue[1:]
-		} else {
-			it, heavy = heavy[0], heavy[1:]
+	return true
+}
+
+// gitInnerRule says whether the protected-path rule r names paths inside
+// .git: scanGit applies those, so the walk skips them.
+func gitInnerRule(r *denyRule) bool {
+	return r.glob == "**/.git" || strings.Contains(r.glob, "/.git/") && slices.Contains(DefaultProtected, r.glob)
+}
+
+// pop takes the next folder to list: the queue first, then the heavy
+// folders.
+func (w *treeScan) pop() (scanItem, bool) {
+	var it scanItem
+	switch {
+	case len(w.queue) > 0:
+		it, w.queue = w.queue[0], w.queue[1:]
+	case len(w.heavy) > 0:
+		it, w.heavy = w.heavy[0], w.heavy[1:]
+	default:
+		return it, false
+	}
+	return it, true
+}
+
+// scanFolder is a folder being listed, with what the rules need of it.
+type scanFolder struct {
+	scanItem
+	fdir    string      // the folded path
+	denyRel []*denyRule // deny_read path rules that can match in it
+	protRel []*denyRule // protected-path rules that can match in it (none when covered already)
+}
+
+// folder lists the folder of it (buf: scratch space for the listing) and
+// handles each entry, within the budget. A git directory or an interpreter environment, told by what it
+// holds, becomes read-only whole (with protect, inside a root).
+func (w *treeScan) folder(it scanItem, buf []byte) {
+	ents, err := listDir(it.dir, buf)
+	if err != nil && len(ents) == 0 {
+		return
+	}
+	f := &scanFolder{scanItem: it, fdir: foldPath(it.dir)}
+	f.denyRel = w.deny.in(f.fdir)
+	if w.protect && it.inRoot && !it.protected && specialListing(it.dir, ents) {
+		w.p.ro = append(w.p.ro, it.dir)
+		f.protected = true
+	}
+	if w.protect && !f.protected {
+		f.protRel = w.prot.in(f.fdir)
+	}
+	for _, e := range ents {
+		if *w.budget <= 0 {
+			break
 		}
-		if *budget <= 0 {
-			skipped++
-			continue
-		}
-		ents, err := listDir(it.dir, buf)
-		if err != nil && len(ents) == 0 {
-			continue
-		}
-		fdir := foldPath(it.dir)
-		denyRel := deny.in(fdir)
-		// A git directory or an interpreter environment, told by what
-		// it holds: read-only whole.
-		if protect && it.inRoot && !it.protected && specialListing(it.dir, ents) {
-			p.ro = append(p.ro, it.dir)
-			it.protected = true
-		}
-		var protRel []*denyRule
-		if protect && !it.protected {
-			protRel = prot.in(fdir)
-		}
-		for _, e := range ents {
-			if *budget <= 0 {
-				break
-			}
-			*budget--
-			p.entries++
-			name := e.name
-			typ := e.typ
-			isDir := typ == dtDir
-			if typ != dtUnknown && typ != dtSock && typ != dtLink && name != ".git" && (!isDir || it.depth != 0 || !temp) {
-				// The common case, without building the path: a file
-				// or folder that no rule names.
-				fname := foldPath(name)
-				denied := s.cfg.Enabled && s.scanMatch(deny, denyRel, fdir, fname, isDir, true)
-				prot := protect && !it.protected && s.scanMatch(prot, protRel, fdir, fname, isDir, false)
-				if !denied && !prot && !isDir {
-					continue
-				}
-			}
-			abs := it.dir + "/" + name
-			if typ == dtUnknown {
-				var lst syscall.Stat_t
-				if syscall.Lstat(abs, &lst) != nil {
-					continue
-				}
-				switch lst.Mode & syscall.S_IFMT {
-				case syscall.S_IFDIR:
-					typ = dtDir
-				case syscall.S_IFLNK:
-					typ = dtLink
-				case syscall.S_IFSOCK:
-					typ = dtSock
-				default:
-					typ = 8
-				}
-			}
-			switch typ {
-			case dtSock:
-				if p.seccomp {
-					continue
-				}
-				if it.anchor != "" && s.safeToHide(it.anchor) {
-					if !p.seen[it.anchor] {
-						p.sockets++
-					}
-					p.hide(s, it.anchor, true)
-				} else {
-					p.hideSocket(abs)
-				}
-				continue
-			case dtLink:
-				s.scanSymlink(p, abs)
-				continue
-			}
-			isDir = typ == dtDir
-			if !p.seccomp && it.depth == 0 && isDir && temp && hasAnyPrefix(name, tmpSocketDirs) && s.safeToHide(abs) {
-				p.hide(s, abs, true)
-				continue
-			}
-			if name == ".git" {
-				s.scanGit(p, abs, isDir, protect)
-				continue
-			}
-			fname := foldPath(name)
-			if s.cfg.Enabled && s.scanMatch(deny, denyRel, fdir, fname, isDir, true) {
-				p.hide(s, abs, isDir)
-				continue
-			}
-			covered := it.protected
-			if protect && !covered && (s.scanMatch(prot, protRel, fdir, fname, isDir, false) ||
-				isDir && structuralDirName(it.dir, name)) {
-				p.ro = append(p.ro, abs)
-				covered = true
-			}
-			if !isDir || it.depth+1 > scanMaxDepth {
-				continue
-			}
-			if isRoot[abs] && !it.inRoot || p.skip[abs] {
-				continue // scanned as a root, or not to be scanned
-			}
-			if p.mounts[abs] {
-				// Another filesystem: never a network or FUSE mount, whose
-				// listing could take seconds, nor a pseudo-filesystem.
-				var fs syscall.Statfs_t
-				if syscall.Statfs(abs, &fs) == nil {
-					if kind, skip := scanSkipFS[uint32(fs.Type)]; skip {
-						p.notes = append(p.notes, fmt.Sprintf("%s is a %s mount: not scanned", abs, kind))
-						continue
-					}
-				}
-			}
-			next := scanItem{dir: abs, depth: it.depth + 1, inRoot: it.inRoot, protected: covered, heavy: it.heavy || heavyDirs[name], anchor: it.anchor}
-			if temp && it.depth == 0 {
-				next.anchor = abs
-			}
-			if next.heavy {
-				heavy = append(heavy, next)
-			} else {
-				queue = append(queue, next)
-			}
+		*w.budget--
+		w.p.entries++
+		w.entry(f, e)
+	}
+}
+
+// scanStep is what the walk does first with an entry.
+type scanStep int
+
+const (
+	stepRules        scanStep = iota // match deny_read and the protected paths; enter a folder
+	stepNone                         // nothing: a socket under the socket filter
+	stepSocket                       // hide the socket (or the folder anchoring it)
+	stepLink                         // follow the symlink and hide what it leads to if need be
+	stepSocketFolder                 // hide the folder of other programs' sockets, if it may be hidden (else stepRules)
+	stepGit                          // hand the .git entry to scanGit
+)
+
+// entryStep says what the walk does first with an entry of type typ
+// (resolved, never dtUnknown) and name, in a folder at depth of a top
+// that is a temporary folder or not: a socket is hidden unless the socket
+// filter refuses every socket; a symlink is followed; at the top of a
+// temporary folder, a folder named like other programs' socket folders
+// (tmpSocketDirs) is hidden whole unless the socket filter is on; .git goes
+// to scanGit; anything else is matched against the rules.
+func entryStep(typ uint8, name string, depth int, temp, seccomp bool) scanStep {
+	switch {
+	case typ == dtSock && seccomp:
+		return stepNone
+	case typ == dtSock:
+		return stepSocket
+	case typ == dtLink:
+		return stepLink
+	case !seccomp && depth == 0 && typ == dtDir && temp && hasAnyPrefix(name, tmpSocketDirs):
+		return stepSocketFolder
+	case name == ".git":
+		return stepGit
+	}
+	return stepRules
+}
+
+// entry handles one entry of the folder f.
+func (w *treeScan) entry(f *scanFolder, e dirent) {
+	typ := e.typ
+	if typ == dtUnknown {
+		var ok bool
+		if typ, ok = lstatType(f.dir + "/" + e.name); !ok {
+			return
 		}
 	}
-	if skipped > 0 {
-		p.notes = append(p.notes, fmt.Sprintf("scan of %s stopped after %d entries (%d folders not looked at): deny_read files and sockets there stay visible to bash", top, limit, skipped))
+	switch entryStep(typ, e.name, f.depth, w.temp, w.p.seccomp) {
+	case stepNone:
+		return
+	case stepSocket:
+		w.socket(f, f.dir+"/"+e.name)
+		return
+	case stepLink:
+		w.s.scanSymlink(w.p, f.dir+"/"+e.name)
+		return
+	case stepSocketFolder:
+		if abs := f.dir + "/" + e.name; w.s.safeToHide(abs) {
+			w.p.hide(w.s, abs, true)
+			return
+		}
+	case stepGit:
+		w.s.scanGit(w.p, f.dir+"/"+e.name, typ == dtDir, w.protect)
+		return
 	}
+	w.rules(f, e.name, typ == dtDir)
+}
+
+// lstatType is the dirent type of what path is (a symlink not followed):
+// a folder, a symlink, a socket, else a regular file. ok is false when it
+// cannot be told.
+func lstatType(path string) (typ uint8, ok bool) {
+	var st syscall.Stat_t
+	if syscall.Lstat(path, &st) != nil {
+		return dtUnknown, false
+	}
+	return scanModeType(st.Mode), true
+}
+
+// scanModeType is the dirent type of a stat mode: a folder, a symlink, a
+// socket, else a regular file.
+func scanModeType(mode uint32) uint8 {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return dtDir
+	case syscall.S_IFLNK:
+		return dtLink
+	case syscall.S_IFSOCK:
+		return dtSock
+	}
+	return dtReg
+}
+
+// socket hides the socket at abs: in a temporary folder the folder at
+// depth 1 holding it, when that may be hidden, else the socket itself.
+func (w *treeScan) socket(f *scanFolder, abs string) {
+	if f.anchor != "" && w.s.hideAnchor(w.p, f.anchor) {
+		return
+	}
+	w.p.hideSocket(abs)
+}
+
+// rules hides the entry name of f when deny_read names it, else (with
+// protect) makes it read-only when it is a protected path; a folder not
+// hidden is entered. The common case — a file no rule names — builds no
+// path.
+func (w *treeScan) rules(f *scanFolder, name string, isDir bool) {
+	s := w.s
+	fname := foldPath(name)
+	denied := s.cfg.Enabled && s.scanMatch(w.deny, f.denyRel, f.fdir, fname, isDir, true)
+	prot := !denied && w.protect && !f.protected &&
+		(s.scanMatch(w.prot, f.protRel, f.fdir, fname, isDir, false) || isDir && structuralDirName(f.dir, name))
+	if !denied && !prot && !isDir {
+		return
+	}
+	abs := f.dir + "/" + name
+	switch {
+	case denied:
+		w.p.hide(s, abs, isDir)
+		return
+	case prot:
+		w.p.ro = append(w.p.ro, abs)
+	}
+	if isDir {
+		w.enter(f, abs, name, f.protected || prot)
+	}
+}
+
+// enter queues the folder abs (named name, in f) for listing — covered
+// when it lies in a read-only protected folder — unless it is too deep,
+// scanned as a root of its own, not to be scanned, or on a filesystem the
+// walk never enters.
+func (w *treeScan) enter(f *scanFolder, abs, name string, covered bool) {
+	if f.depth+1 > scanMaxDepth {
+		return
+	}
+	if w.isRoot[abs] && !f.inRoot || w.p.skip[abs] {
+		return // scanned as a root, or not to be scanned
+	}
+	if w.p.mounts[abs] && w.p.skipMount(abs) {
+		return
+	}
+	next := childItem(f.scanItem, abs, name, covered, w.temp)
+	if next.heavy {
+		w.heavy = append(w.heavy, next)
+	} else {
+		w.queue = append(w.queue, next)
+	}
+}
+
+// skipMount says whether the mount point abs is a filesystem the walk
+// never enters — a network or FUSE mount, whose listing could take
+// seconds, or a pseudo-filesystem — and notes it.
+func (p *maskPlan) skipMount(abs string) bool {
+	var fs syscall.Statfs_t
+	if syscall.Statfs(abs, &fs) != nil {
+		return false
+	}
+	kind, skip := scanSkipFS[uint32(fs.Type)]
+	if skip {
+		p.notes = append(p.notes, fmt.Sprintf("%s is a %s mount: not scanned", abs, kind))
+	}
+	return skip
+}
+
+// childItem is the folder abs, named name, found in the folder of it:
+// one level deeper, in a root when it is, covered when a read-only
+// protected folder holds it, heavy under a heavy folder or when named like
+// one (walked last), and in a temporary folder anchored at its folder at
+// depth 1 (the folder a socket below hides).
+func childItem(it scanItem, abs, name string, covered, temp bool) scanItem {
+	next := scanItem{dir: abs, depth: it.depth + 1, inRoot: it.inRoot, protected: covered, heavy: it.heavy || heavyDirs[name], anchor: it.anchor}
+	if temp && it.depth == 0 {
+		next.anchor = abs
+	}
+	return next
 }
 
 // scanSymlink hides what a symlink leads to when that is a socket or
@@ -895,12 +1069,7 @@ func (s *Sandbox) hideSocketAt(p *maskPlan, path string) {
 	for _, t := range p.temps {
 		if rest, ok := strings.CutPrefix(path, t+"/"); ok {
 			if first, _, deeper := strings.Cut(rest, "/"); deeper {
-				anchor := t + "/" + first
-				if s.safeToHide(anchor) {
-					if !p.seen[anchor] {
-						p.sockets++
-					}
-					p.hide(s, anchor, true)
+				if s.hideAnchor(p, t+"/"+first) {
 					return
 				}
 			}
@@ -909,21 +1078,39 @@ func (s *Sandbox) hideSocketAt(p *maskPlan, path string) {
 	p.hideSocket(path)
 }
 
+// hideAnchor hides the folder at depth 1 of a temporary folder that holds
+// a socket, counting the socket, when that folder may be hidden
+// (safeToHide); false when it may not.
+func (s *Sandbox) hideAnchor(p *maskPlan, anchor string) bool {
+	if !s.safeToHide(anchor) {
+		return false
+	}
+	if !p.seen[anchor] {
+		p.sockets++
+	}
+	p.hide(s, anchor, true)
+	return true
+}
+
 // finish orders the masks for bubblewrap: outside the roots a folder
 // holding groupMasks hidden files or more is hidden whole (each mount
 // costs bubblewrap time); a path under a folder already hidden is dropped,
 // so is one that no longer exists (bubblewrap would fail on it), and the
 // number of mounts is capped.
 func (p *maskPlan) finish(s *Sandbox) {
-	exists := func(l []string) []string {
-		out := l[:0]
-		for _, q := range l {
-			if _, err := os.Lstat(q); err == nil {
-				out = append(out, q)
-			}
-		}
-		return out
-	}
+	p.groupFiles(s)
+	p.dropPrivate(s)
+	p.dropMissing()
+	p.ro = dedupRoots(p.ro)
+	sort.Strings(p.tmpfs)
+	p.tmpfs = dedupRoots(p.tmpfs)
+	p.dropCovered(s)
+	p.capMasks()
+}
+
+// groupFiles hides whole each folder outside the roots that holds
+// groupMasks hidden files or more, when it may be hidden.
+func (p *maskPlan) groupFiles(s *Sandbox) {
 	perDir := map[string]int{}
 	for _, n := range p.null {
 		if d := filepath.Dir(n); !s.insideRoot(d) {
@@ -935,9 +1122,13 @@ func (p *maskPlan) finish(s *Sandbox) {
 			p.tmpfs = append(p.tmpfs, d)
 		}
 	}
-	// What lies in a private temporary folder, outside the roots, is not
-	// there for the command: no mask needed (and none to fail).
-	outsidePrivate := func(l []string) []string {
+}
+
+// dropPrivate drops the masks of what lies in a private temporary folder,
+// outside the roots and what is bound back: it is not there for the
+// command (no mask needed, and none to fail).
+func (p *maskPlan) dropPrivate(s *Sandbox) {
+	keep := func(l []string) []string {
 		out := l[:0]
 		for _, q := range l {
 			if !underAny(q, p.private) || s.insideRoot(q) || underAny(q, p.rebind) {
@@ -946,24 +1137,39 @@ func (p *maskPlan) finish(s *Sandbox) {
 		}
 		return out
 	}
-	p.tmpfs, p.null = outsidePrivate(p.tmpfs), outsidePrivate(p.null)
+	p.tmpfs, p.null = keep(p.tmpfs), keep(p.null)
+}
+
+// dropMissing drops every path that no longer exists: bubblewrap would
+// fail on it.
+func (p *maskPlan) dropMissing() {
+	exists := func(l []string) []string {
+		out := l[:0]
+		for _, q := range l {
+			if _, err := os.Lstat(q); err == nil {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
 	p.early, p.ro, p.tmpfs, p.null, p.rebind = exists(p.early), exists(p.ro), exists(p.tmpfs), exists(p.null), exists(p.rebind)
 	p.reveal = exists(p.reveal)
 	p.private = exists(p.private)
-	p.ro = dedupRoots(p.ro)
-	sort.Strings(p.tmpfs)
-	p.tmpfs = dedupRoots(p.tmpfs)
+}
+
+// dropCovered drops the file masks under a hidden folder — under a folder
+// hidden early, only what a root bound on top of it (or a folder bound
+// back) shows needs one — and the protected paths inside a hidden folder,
+// which stay hidden. The file masks come out sorted.
+func (p *maskPlan) dropCovered(s *Sandbox) {
 	var null []string
 	sort.Strings(p.null)
 	for _, n := range p.null {
-		// Under a folder hidden early, only what a root bound on top of it
-		// shows needs a mask.
 		if !underAny(n, p.tmpfs) && (!underAny(n, p.early) || s.insideRoot(n) || underAny(n, p.rebind)) {
 			null = append(null, n)
 		}
 	}
 	p.null = null
-	// A protected path inside a hidden folder stays hidden.
 	var ro []string
 	for _, r := range p.ro {
 		if !underAny(r, p.tmpfs) {
@@ -971,6 +1177,11 @@ func (p *maskPlan) finish(s *Sandbox) {
 		}
 	}
 	p.ro = ro
+}
+
+// capMasks keeps at most scanMaxMasks mounts — read-only protected paths
+// first, then folders, then files — and notes a cut.
+func (p *maskPlan) capMasks() {
 	if n := len(p.ro) + len(p.tmpfs) + len(p.null); n > scanMaxMasks {
 		p.notes = append(p.notes, fmt.Sprintf("%d paths to hide or protect: only the first %d are (read-only protected paths first, then folders, then files)", n, scanMaxMasks))
 	}
