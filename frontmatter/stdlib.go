@@ -793,7 +793,7 @@ func (v *vm) strFormat(L *lua.LState) int {
 			digits()
 		}
 		if i >= len(fs) {
-			L.RaiseError("invalid option '%%' to 'format'")
+			L.RaiseError("%s", "invalid option '%' to 'format'") // RaiseError formats only when given arguments
 		}
 		spec := "%" + fs[start:i]
 		conv := fs[i]
