@@ -778,11 +778,12 @@ type formatter struct {
 }
 
 // formatSpec is one conversion: "%" with its flags, width and precision
-// (as fmt takes them), and its verb.
+// (as fmt takes them), the flags and the width alone, and its verb.
 type formatSpec struct {
-	flags   string
-	verb    byte
-	hasPrec bool
+	fmt          string
+	flags, width string
+	verb         byte
+	hasPrec      bool
 }
 
 // formatVerbs are the conversions of string.format, by verb; nil: not one.
@@ -831,7 +832,9 @@ func (f *formatter) directive() {
 func (f *formatter) spec() formatSpec {
 	start := f.i
 	f.skipFlags()
+	widthAt := f.i
 	f.skipDigits()
+	flags, width := f.fs[start:widthAt], f.fs[widthAt:f.i]
 	hasPrec := f.i < len(f.fs) && f.fs[f.i] == '.'
 	if hasPrec {
 		f.i++
@@ -840,7 +843,7 @@ func (f *formatter) spec() formatSpec {
 	if f.i >= len(f.fs) {
 		f.L.RaiseError("%s", "invalid option '%' to 'format'") // RaiseError formats only when given arguments
 	}
-	s := formatSpec{flags: "%" + f.fs[start:f.i], verb: f.fs[f.i], hasPrec: hasPrec}
+	s := formatSpec{fmt: "%" + f.fs[start:f.i], flags: flags, width: width, verb: f.fs[f.i], hasPrec: hasPrec}
 	f.i++
 	f.arg++
 	if formatVerbs[s.verb] == nil {
@@ -874,12 +877,12 @@ func (f *formatter) skipDigits() {
 
 // char is %c: the byte of a number.
 func (f *formatter) char(s formatSpec) {
-	fmt.Fprintf(&f.b, s.flags+"s", string([]byte{byte(int(f.L.CheckNumber(f.arg)))}))
+	fmt.Fprintf(&f.b, s.fmt+"s", string([]byte{byte(int(f.L.CheckNumber(f.arg)))}))
 }
 
 // integer is %d and %i.
 func (f *formatter) integer(s formatSpec) {
-	fmt.Fprintf(&f.b, s.flags+"d", int64(f.L.CheckNumber(f.arg)))
+	fmt.Fprintf(&f.b, s.fmt+"d", int64(f.L.CheckNumber(f.arg)))
 }
 
 // unsigned is %u, %o, %x and %X: a number as C's unsigned long.
@@ -888,32 +891,49 @@ func (f *formatter) unsigned(s formatSpec) {
 	if verb == 'u' {
 		verb = 'd'
 	}
-	fmt.Fprintf(&f.b, s.flags+string(verb), uint64(int64(f.L.CheckNumber(f.arg))))
+	fmt.Fprintf(&f.b, s.fmt+string(verb), uint64(int64(f.L.CheckNumber(f.arg))))
 }
 
-// float is %e, %E, %f, %g and %G; infinities and NaN are written as C
-// writes them.
+// float is %e, %E, %f, %g and %G.
 func (f *formatter) float(s formatSpec) {
 	x := float64(f.L.CheckNumber(f.arg))
 	if math.IsInf(x, 0) || math.IsNaN(x) {
-		fmt.Fprintf(&f.b, strings.Trim(s.flags, "0#")+"s", nonFinite(x))
+		f.nonFinite(s, x)
 		return
 	}
-	flags := s.flags
+	spec := s.fmt
 	if (s.verb == 'g' || s.verb == 'G') && !s.hasPrec {
-		flags += ".6" // C's default precision; Go's %g would print the shortest form
+		spec += ".6" // C's default precision; Go's %g would print the shortest form
 	}
-	fmt.Fprintf(&f.b, flags+string(s.verb), x)
+	fmt.Fprintf(&f.b, spec+string(s.verb), x)
 }
 
-func nonFinite(x float64) string {
+// nonFinite writes an infinity or NaN as C does: the sign flags, '-' and
+// the width apply; '0', '#' and the precision do not; %E and %G write it
+// in capitals.
+func (f *formatter) nonFinite(s formatSpec, x float64) {
+	text := "nan"
 	switch {
-	case math.IsInf(x, 1):
-		return "inf"
 	case math.IsInf(x, -1):
-		return "-inf"
+		text = "-inf"
+	case math.IsInf(x, 1):
+		text = "inf"
 	}
-	return "nan"
+	switch {
+	case text[0] == '-':
+	case strings.IndexByte(s.flags, '+') >= 0:
+		text = "+" + text
+	case strings.IndexByte(s.flags, ' ') >= 0:
+		text = " " + text
+	}
+	if s.verb == 'E' || s.verb == 'G' {
+		text = strings.ToUpper(text)
+	}
+	pad := "%" + s.width + "s"
+	if strings.IndexByte(s.flags, '-') >= 0 {
+		pad = "%-" + s.width + "s"
+	}
+	fmt.Fprintf(&f.b, pad, text)
 }
 
 // quoted is %q: the string between quotes, readable back by Lua (flags and
@@ -943,5 +963,5 @@ func (f *formatter) quoted(formatSpec) {
 
 // str is %s: any value, as tostring makes it.
 func (f *formatter) str(s formatSpec) {
-	fmt.Fprintf(&f.b, s.flags+"s", f.L.ToStringMeta(f.L.Get(f.arg)).String())
+	fmt.Fprintf(&f.b, s.fmt+"s", f.L.ToStringMeta(f.L.Get(f.arg)).String())
 }
