@@ -52,7 +52,9 @@ type layer interface {
 
 // layered is a layer whose value is a T.
 type layered[T any] struct {
-	opt   Option
+	path  string
+	scope Scope
+	open  bool // an open table: merged key by key
 	field func(*resolving) *T
 	// inSession and inFile are the option's value in Runtime and in the
 	// frontmatter (nil: not set there); nil: no such layer sets it.
@@ -65,26 +67,27 @@ type layered[T any] struct {
 	evenTrusted bool
 }
 
-func field[T any](path string, f func(*resolving) *T) layered[T] {
+// field is the layer of the option at path (its scope is the schema's).
+func field[T any](path string, f func(*resolving) *T) *layered[T] {
 	o, ok := byPath[path]
 	if !ok {
 		panic("options: no option " + path)
 	}
-	return layered[T]{opt: *o, field: f}
+	return &layered[T]{path: path, scope: o.Scope, open: o.Open, field: f}
 }
 
-func (l layered[T]) session(f func(Runtime) *T) layered[T] { l.inSession = f; return l }
-func (l layered[T]) file(f func(*frontmatter.Options) *T) layered[T] {
+func (l *layered[T]) session(f func(Runtime) *T) *layered[T] { l.inSession = f; return l }
+func (l *layered[T]) file(f func(*frontmatter.Options) *T) *layered[T] {
 	l.inFile = f
 	return l
 }
-func (l layered[T]) narrow(stricter func(a, b T) T) layered[T] { l.stricter = stricter; return l }
-func (l layered[T]) evenIfTrusted() layered[T]                 { l.evenTrusted = true; return l }
+func (l *layered[T]) narrow(stricter func(a, b T) T) *layered[T] { l.stricter = stricter; return l }
+func (l *layered[T]) evenIfTrusted() *layered[T]                 { l.evenTrusted = true; return l }
 
-func (l layered[T]) option() Option { return l.opt }
-func (l layered[T]) narrows() bool  { return l.stricter != nil }
+func (l *layered[T]) option() Option { return *byPath[l.path] }
+func (l *layered[T]) narrows() bool  { return l.stricter != nil }
 
-func (l layered[T]) fromSession(r *resolving, rt Runtime) {
+func (l *layered[T]) fromSession(r *resolving, rt Runtime) {
 	if l.inSession == nil {
 		return
 	}
@@ -98,7 +101,7 @@ func (l layered[T]) fromSession(r *resolving, rt Runtime) {
 // when it is stricter, unless the user trusts the buffer and did not
 // choose the value in this session (:Flemma autopilot:disable is the
 // user's word: no file undoes it).
-func (l layered[T]) fromFile(r *resolving, rt Runtime, b Buffer) {
+func (l *layered[T]) fromFile(r *resolving, rt Runtime, b Buffer) {
 	if l.inFile == nil {
 		return
 	}
@@ -107,7 +110,7 @@ func (l layered[T]) fromFile(r *resolving, rt Runtime, b Buffer) {
 		return
 	}
 	dst := l.field(r)
-	switch l.opt.Scope {
+	switch l.scope {
 	case Free:
 		*dst = l.replace(*dst, *v)
 	case Narrow:
@@ -119,13 +122,13 @@ func (l layered[T]) fromFile(r *resolving, rt Runtime, b Buffer) {
 	}
 }
 
-func (l layered[T]) chosenInSession(rt Runtime) bool {
+func (l *layered[T]) chosenInSession(rt Runtime) bool {
 	return l.inSession != nil && l.inSession(rt) != nil
 }
 
 // replace is v over old: v, or for an open table old with v's keys.
-func (l layered[T]) replace(old, v T) T {
-	if m, ok := any(v).(map[string]any); ok && l.opt.Open {
+func (l *layered[T]) replace(old, v T) T {
+	if m, ok := any(v).(map[string]any); ok && l.open {
 		return any(merged(any(old).(map[string]any), m)).(T)
 	}
 	return v

@@ -1,6 +1,7 @@
 package options
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -42,8 +43,8 @@ func TestLayersMatchSchema(t *testing.T) {
 // unless the buffer is trusted and the session did not choose it; an
 // evenTrusted one never a looser value.
 func TestFileRuleByScope(t *testing.T) {
-	limit := func(scope Scope) layered[int] {
-		return layered[int]{opt: Option{Path: "test.limit", Scope: scope},
+	limit := func(scope Scope) *layered[int] {
+		return &layered[int]{path: "test.limit", scope: scope,
 			field:     func(r *resolving) *int { return &r.MaxTurns },
 			inSession: func(rt Runtime) *int { return rt.MaxTokens },
 			inFile:    func(o *frontmatter.Options) *int { return o.MaxTurns },
@@ -51,10 +52,10 @@ func TestFileRuleByScope(t *testing.T) {
 	}
 	free, narrow := limit(Free), limit(Narrow)
 	free.stricter = nil
-	always := narrow.evenIfTrusted()
+	always := limit(Narrow).evenIfTrusted()
 	for _, tc := range []struct {
 		name           string
-		l              layered[int]
+		l              *layered[int]
 		setup, file    int
 		trusted, chose bool
 		want           int
@@ -131,6 +132,39 @@ func TestParamsSection(t *testing.T) {
 		"myresp": "openai", "gem": "vertex", "local": "chat_completions", "claude2": "anthropic", "copilot": "copilot"} {
 		if got := paramsSection(cfg, p); got != want {
 			t.Errorf("%s: %q, want %q", p, got, want)
+		}
+	}
+}
+
+// Resolve is called from several goroutines (the engine's buffers) and
+// reuses its work struct: each call's answer is its own.
+func TestResolveConcurrent(t *testing.T) {
+	cfg := setup(t, `{"tools":{"max_concurrent":4},"parameters":{"openai":{"a":1}}}`)
+	bufs := []Buffer{
+		{FM: &frontmatter.Options{Provider: ptr("openai"), OpenAI: map[string]any{"b": 2}, MaxConcurrent: ptr(1)}, Usable: []string{"read"}},
+		{FM: &frontmatter.Options{Autopilot: ptr(false), Tools: []string{"bash"}}, Trusted: true, Usable: []string{"bash", "read"}},
+		{Usable: []string{"ls"}},
+	}
+	want := make([]Effective, len(bufs))
+	for i, b := range bufs {
+		want[i] = Resolve(cfg, Runtime{}, b)
+	}
+	done := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for n := 0; n < 200; n++ {
+				i := (g + n) % len(bufs)
+				if got := Resolve(cfg, Runtime{}, bufs[i]); !reflect.DeepEqual(got, want[i]) {
+					done <- fmt.Errorf("buffer %d: %+v, want %+v", i, got, want[i])
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }
