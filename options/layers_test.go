@@ -168,3 +168,52 @@ func TestResolveConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// Resolve's cases of the rules above that TestResolve did not pin.
+func TestResolveScopes(t *testing.T) {
+	usable := []string{"bash", "read"}
+	tests := []struct {
+		name  string
+		setup string
+		rt    Runtime
+		fm    *frontmatter.Options
+		trust bool
+		check func(t *testing.T, e Effective)
+	}{
+		{"sandbox: not even a trusted file turns it off", `{}`, Runtime{}, &frontmatter.Options{SandboxEnabled: ptr(false)}, true, func(t *testing.T, e Effective) {
+			if !e.SandboxEnabled {
+				t.Error("off")
+			}
+		}},
+		{"limits: a file's max_turns of 0 is none, even trusted", `{"tools":{"autopilot":{"max_turns":10}}}`, Runtime{},
+			&frontmatter.Options{MaxTurns: ptr(0)}, true, func(t *testing.T, e Effective) {
+				if e.MaxTurns != 10 {
+					t.Errorf("%+v", e)
+				}
+			}},
+		{"limits: trusted lifts max_concurrent (0: unlimited)", `{"tools":{"max_concurrent":4}}`, Runtime{},
+			&frontmatter.Options{MaxConcurrent: ptr(0)}, true, func(t *testing.T, e Effective) {
+				if e.MaxConcurrent != 0 {
+					t.Errorf("%+v", e)
+				}
+			}},
+		{"a provider on the Responses wire takes parameters.openai, the file's merged", `{"parameters":{"openai":{"a":1}},"providers":{"myresp":{"wire":"responses"}}}`,
+			Runtime{Provider: "myresp"}, &frontmatter.Options{OpenAI: map[string]any{"b": 2}}, false, func(t *testing.T, e Effective) {
+				if !reflect.DeepEqual(e.Extra, map[string]any{"a": float64(1), "b": 2}) || e.Endpoint.Wire != "responses" {
+					t.Errorf("extra %v endpoint %+v", e.Extra, e.Endpoint)
+				}
+			}},
+		{"session choices, then the file's over them", `{"parameters":{"temperature":0.1,"cache_retention":"short"}}`,
+			Runtime{Temperature: ptr(0.5), Thinking: ptr("low"), CacheRetention: ptr("long"), MaxTokens: ptr(7)},
+			&frontmatter.Options{CacheRetention: ptr("none")}, false, func(t *testing.T, e Effective) {
+				if *e.Temperature != 0.5 || e.Thinking != "low" || e.CacheRetention != "none" || e.MaxTokens != 7 {
+					t.Errorf("%+v", e)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, Resolve(setup(t, tt.setup), tt.rt, Buffer{FM: tt.fm, Trusted: tt.trust, Usable: usable}))
+		})
+	}
+}
