@@ -62,6 +62,13 @@ func TestEscapeAttempts(t *testing.T) {
 		{"gsub bomb", `x = string.rep("x", 1e5):gsub("", string.rep("y", 1e3))`, "memory limit exceeded: string.gsub"},
 		{"format width", `x = string.format("%099999999d", 1)`, "invalid format (width or precision too long)"},
 		{"format bomb", `local s = string.rep("x", 1e6) x = string.format(string.rep("%s", 20), s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s)`, "memory limit exceeded: string.format"},
+		{"format precision", `x = string.format("%.999999999f", 1)`, "invalid format (width or precision too long)"},
+		{"format flags", `x = string.format("%-+ #0-d", 1)`, "invalid format (repeated flags)"},
+		// %q writes up to 4 bytes per byte: it stops at the limit, not after the whole string
+		{"format %q bomb", `x = string.format("%q", string.rep("\0", 3e6))`, "memory limit exceeded: string.format would need 8.0 MiB"},
+		{"format %q of binary, repeated", `local s = string.rep("\0\r\"\255", 5e5) for i = 1, 100 do local y = string.format("%q", s) end`, "memory limit exceeded: the frontmatter built more than"},
+		{"format many %s", `x = string.format(string.rep("%s", 1e5), "x")`, "bad argument #3 to format (no value)"},
+		{"format in a loop", `local s = string.rep("x", 4e6) for i = 1, 100 do local y = string.format("%s%s", s, "") end`, "memory limit exceeded: the frontmatter built more than"},
 		{"upper in a loop", `local s = string.rep("x", 4e6) while true do s:upper() end`, "memory limit exceeded|did not finish within"},
 		{"sparse table", `local t = {} t[6e7] = 1`, "memory limit exceeded: table index 60000000 would need 915.5 MiB"},
 		{"sparse table computed", `local t, k = {}, 2^25 t[k] = 1`, "memory limit exceeded"},

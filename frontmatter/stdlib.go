@@ -748,114 +748,220 @@ func (v *vm) gsubValue(L *lua.LState, m *matcher, repl lua.LValue, s, e int) str
 
 // ---- string.format ---------------------------------------------------------
 
+// strFormat is string.format. The output is bounded by the VM's byte limit:
+// it is checked after every conversion and every tickMask+1 bytes of a %q,
+// and charged once whole.
 func (v *vm) strFormat(L *lua.LState) int {
-	fs := L.CheckString(1)
-	arg := 1
-	var b strings.Builder
-	check := func() {
-		if b.Len() > v.limits.MaxBytes {
-			v.charge(L, b.Len(), "string.format")
+	f := &formatter{v: v, L: L, fs: L.CheckString(1), arg: 1}
+	f.b.Grow(len(f.fs)) // the format is in memory already
+	for f.i < len(f.fs) {
+		f.literal()
+		if f.i < len(f.fs) {
+			f.directive()
 		}
 	}
-	for i := 0; i < len(fs); i++ {
-		c := fs[i]
-		if c != '%' {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		if i < len(fs) && fs[i] == '%' {
-			b.WriteByte('%')
-			continue
-		}
-		start := i
-		for i < len(fs) && strings.IndexByte("-+ #0", fs[i]) >= 0 {
-			i++
-		}
-		if i-start > 5 {
-			L.RaiseError("invalid format (repeated flags)")
-		}
-		digits := func() {
-			n := 0
-			for i < len(fs) && isdigit(fs[i]) {
-				i++
-				n++
-			}
-			if n > 2 {
-				L.RaiseError("invalid format (width or precision too long)")
-			}
-		}
-		digits()
-		hasPrec := false
-		if i < len(fs) && fs[i] == '.' {
-			hasPrec = true
-			i++
-			digits()
-		}
-		if i >= len(fs) {
-			L.RaiseError("invalid option '%%' to 'format'")
-		}
-		spec := "%" + fs[start:i]
-		conv := fs[i]
-		arg++
-		if strings.IndexByte("cdiouxXeEfgGqs", conv) < 0 {
-			L.RaiseError("invalid option '%%%c' to 'format'", conv)
-		}
-		if arg > L.GetTop() {
-			L.ArgError(arg, "no value")
-		}
-		switch conv {
-		case 'c':
-			fmt.Fprintf(&b, spec+"s", string([]byte{byte(int(L.CheckNumber(arg)))}))
-		case 'd', 'i':
-			fmt.Fprintf(&b, spec+"d", int64(L.CheckNumber(arg)))
-		case 'u':
-			fmt.Fprintf(&b, spec+"d", uint64(int64(L.CheckNumber(arg))))
-		case 'o', 'x', 'X':
-			fmt.Fprintf(&b, spec+string(conv), uint64(int64(L.CheckNumber(arg))))
-		case 'e', 'E', 'f', 'g', 'G':
-			f := float64(L.CheckNumber(arg))
-			if math.IsInf(f, 0) || math.IsNaN(f) {
-				s := "nan"
-				if math.IsInf(f, 1) {
-					s = "inf"
-				} else if math.IsInf(f, -1) {
-					s = "-inf"
-				}
-				fmt.Fprintf(&b, strings.Trim(spec, "0#")+"s", s)
-				break
-			}
-			if (conv == 'g' || conv == 'G') && !hasPrec {
-				spec += ".6" // C's default precision; Go's %g would print the shortest form
-			}
-			fmt.Fprintf(&b, spec+string(conv), f)
-		case 'q':
-			s := L.CheckString(arg)
-			b.WriteByte('"')
-			for j := 0; j < len(s); j++ {
-				switch s[j] {
-				case '"', '\\', '\n':
-					b.WriteByte('\\')
-					b.WriteByte(s[j])
-				case '\r':
-					b.WriteString(`\r`)
-				case 0:
-					b.WriteString(`\000`)
-				default:
-					b.WriteByte(s[j])
-				}
-				if j&tickMask == tickMask {
-					check()
-				}
-			}
-			b.WriteByte('"')
-		case 's':
-			fmt.Fprintf(&b, spec+"s", L.ToStringMeta(L.Get(arg)).String())
-		}
-		check()
-	}
-	check()
-	v.charge(L, b.Len(), "string.format")
-	L.Push(lua.LString(b.String()))
+	f.check()
+	v.charge(L, f.b.Len(), "string.format")
+	L.Push(lua.LString(f.b.String()))
 	return 1
+}
+
+// formatter is one call of string.format: the format, where it is read,
+// the argument of the last conversion, and the output.
+type formatter struct {
+	v   *vm
+	L   *lua.LState
+	fs  string
+	i   int
+	arg int
+	b   strings.Builder
+}
+
+// formatSpec is one conversion: "%" with its flags, width and precision
+// (as fmt takes them), the flags and the width alone, and its verb.
+type formatSpec struct {
+	fmt          string
+	flags, width string
+	verb         byte
+	hasPrec      bool
+}
+
+// formatVerbs are the conversions of string.format, by verb; nil: not one.
+var formatVerbs = [256]func(*formatter, formatSpec){
+	'c': (*formatter).char,
+	'd': (*formatter).integer, 'i': (*formatter).integer,
+	'u': (*formatter).unsigned, 'o': (*formatter).unsigned, 'x': (*formatter).unsigned, 'X': (*formatter).unsigned,
+	'e': (*formatter).float, 'E': (*formatter).float, 'f': (*formatter).float, 'g': (*formatter).float, 'G': (*formatter).float,
+	'q': (*formatter).quoted,
+	's': (*formatter).str,
+}
+
+// check raises the memory error when the output passed the byte limit.
+func (f *formatter) check() {
+	if f.b.Len() > f.v.limits.MaxBytes {
+		f.v.charge(f.L, f.b.Len(), "string.format")
+	}
+}
+
+// literal copies the format up to its next '%'.
+func (f *formatter) literal() {
+	n := strings.IndexByte(f.fs[f.i:], '%')
+	if n < 0 {
+		n = len(f.fs) - f.i
+	}
+	f.b.WriteString(f.fs[f.i : f.i+n])
+	f.i += n
+}
+
+// directive writes what the '%' at f.i stands for: "%%" or a conversion.
+func (f *formatter) directive() {
+	f.i++
+	if f.i < len(f.fs) && f.fs[f.i] == '%' {
+		f.b.WriteByte('%')
+		f.i++
+		return
+	}
+	s := f.spec()
+	formatVerbs[s.verb](f, s)
+	f.check()
+}
+
+// spec reads a conversion after its '%' (at most 5 flags, a width and a
+// precision of at most 2 digits: C's limits, which also bound what one
+// conversion writes) and takes its argument, which must be there.
+func (f *formatter) spec() formatSpec {
+	start := f.i
+	f.skipFlags()
+	widthAt := f.i
+	f.skipDigits()
+	flags, width := f.fs[start:widthAt], f.fs[widthAt:f.i]
+	hasPrec := f.i < len(f.fs) && f.fs[f.i] == '.'
+	if hasPrec {
+		f.i++
+		f.skipDigits()
+	}
+	if f.i >= len(f.fs) {
+		f.L.RaiseError("%s", "invalid option '%' to 'format'") // RaiseError formats only when given arguments
+	}
+	s := formatSpec{fmt: "%" + f.fs[start:f.i], flags: flags, width: width, verb: f.fs[f.i], hasPrec: hasPrec}
+	f.i++
+	f.arg++
+	if formatVerbs[s.verb] == nil {
+		f.L.RaiseError("invalid option '%%%c' to 'format'", s.verb)
+	}
+	if f.arg > f.L.GetTop() {
+		f.L.ArgError(f.arg, "no value")
+	}
+	return s
+}
+
+func (f *formatter) skipFlags() {
+	start := f.i
+	for f.i < len(f.fs) && strings.IndexByte("-+ #0", f.fs[f.i]) >= 0 {
+		f.i++
+	}
+	if f.i-start > 5 {
+		f.L.RaiseError("invalid format (repeated flags)")
+	}
+}
+
+func (f *formatter) skipDigits() {
+	start := f.i
+	for f.i < len(f.fs) && isdigit(f.fs[f.i]) {
+		f.i++
+	}
+	if f.i-start > 2 {
+		f.L.RaiseError("invalid format (width or precision too long)")
+	}
+}
+
+// char is %c: the byte of a number.
+func (f *formatter) char(s formatSpec) {
+	fmt.Fprintf(&f.b, s.fmt+"s", string([]byte{byte(int(f.L.CheckNumber(f.arg)))}))
+}
+
+// integer is %d and %i.
+func (f *formatter) integer(s formatSpec) {
+	fmt.Fprintf(&f.b, s.fmt+"d", int64(f.L.CheckNumber(f.arg)))
+}
+
+// unsigned is %u, %o, %x and %X: a number as C's unsigned long.
+func (f *formatter) unsigned(s formatSpec) {
+	verb := s.verb
+	if verb == 'u' {
+		verb = 'd'
+	}
+	fmt.Fprintf(&f.b, s.fmt+string(verb), uint64(int64(f.L.CheckNumber(f.arg))))
+}
+
+// float is %e, %E, %f, %g and %G.
+func (f *formatter) float(s formatSpec) {
+	x := float64(f.L.CheckNumber(f.arg))
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		f.nonFinite(s, x)
+		return
+	}
+	spec := s.fmt
+	if (s.verb == 'g' || s.verb == 'G') && !s.hasPrec {
+		spec += ".6" // C's default precision; Go's %g would print the shortest form
+	}
+	fmt.Fprintf(&f.b, spec+string(s.verb), x)
+}
+
+// nonFinite writes an infinity or NaN as C does: the sign flags, '-' and
+// the width apply; '0', '#' and the precision do not; %E and %G write it
+// in capitals.
+func (f *formatter) nonFinite(s formatSpec, x float64) {
+	text := "nan"
+	switch {
+	case math.IsInf(x, -1):
+		text = "-inf"
+	case math.IsInf(x, 1):
+		text = "inf"
+	}
+	switch {
+	case text[0] == '-':
+	case strings.IndexByte(s.flags, '+') >= 0:
+		text = "+" + text
+	case strings.IndexByte(s.flags, ' ') >= 0:
+		text = " " + text
+	}
+	if s.verb == 'E' || s.verb == 'G' {
+		text = strings.ToUpper(text)
+	}
+	pad := "%" + s.width + "s"
+	if strings.IndexByte(s.flags, '-') >= 0 {
+		pad = "%-" + s.width + "s"
+	}
+	fmt.Fprintf(&f.b, pad, text)
+}
+
+// quoted is %q: the string between quotes, readable back by Lua (flags and
+// width are ignored, as in Lua 5.1). It writes up to 4 bytes per byte, so
+// it checks the limit as it goes.
+func (f *formatter) quoted(formatSpec) {
+	s := f.L.CheckString(f.arg)
+	f.b.WriteByte('"')
+	for j := 0; j < len(s); j++ {
+		switch c := s[j]; c {
+		case '"', '\\', '\n':
+			f.b.WriteByte('\\')
+			f.b.WriteByte(c)
+		case '\r':
+			f.b.WriteString(`\r`)
+		case 0:
+			f.b.WriteString(`\000`)
+		default:
+			f.b.WriteByte(c)
+		}
+		if j&tickMask == tickMask {
+			f.check()
+		}
+	}
+	f.b.WriteByte('"')
+}
+
+// str is %s: any value, as tostring makes it.
+func (f *formatter) str(s formatSpec) {
+	fmt.Fprintf(&f.b, s.fmt+"s", f.L.ToStringMeta(f.L.Get(f.arg)).String())
 }
