@@ -70,7 +70,11 @@ func TestTemplateIncludeConfined(t *testing.T) {
 		mustOpenForeign(t, s, "proj/loop.chat", "@You:\nx\n{{ include('loop.md') }}\n")
 		press(t, s, "<C-]>")
 		waitIdle(t, s)
-		if m := s.Messages(); !strings.Contains(m, "line 3") || !strings.Contains(m, "deeper than 8") {
+		// The depth guard stops the loop in about 5 ms; on a machine loaded
+		// enough to stall the host for 100 ms the piece's deadline stops it
+		// first. Either way the loop ends with an error on its line (the depth
+		// guard alone: frontmatter's TestRenderBombs, with no deadline in reach).
+		if m := s.Messages(); !strings.Contains(m, "line 3") || !strings.Contains(m, "deeper than 8") && !strings.Contains(m, "did not finish") {
 			t.Errorf("no error for the include loop:\n%s", m)
 		}
 		mustOpenForeign(t, s, "proj/c.chat", "@You:\nread {{ include('"+filepath.Join(outside, "secret.md")+"') }}\n")
