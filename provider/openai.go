@@ -456,8 +456,9 @@ func (p *openaiParser) failed(r *openaiResponse) error {
 // openaiStreamError is the error of an error event: its code and message,
 // at the top level or in {"error":{…}}.
 func openaiStreamError(ev *openaiEvent) error {
-	code, msg := ev.Code, ev.Message
+	code, msg, typ := ev.Code, ev.Message, ""
 	if ev.Error != nil {
+		typ = ev.Error.Type
 		if ev.Error.Code != nil {
 			code = ev.Error.Code
 		}
@@ -472,7 +473,7 @@ func openaiStreamError(ev *openaiEvent) error {
 	if msg != "" {
 		s += ": " + msg
 	}
-	return &Error{Provider: "openai", Message: withHint(s), Retryable: retryCode(code, "")}
+	return &Error{Provider: "openai", Message: withHint(s), Retryable: retryCode(code, typ)}
 }
 
 // usage reports the usage of a response object, when it has one.
@@ -521,7 +522,13 @@ func joinCode(typ, msg string) string {
 	return msg
 }
 
+// retryCode: an error's code or type names a passing condition (rate limit,
+// server error, overload, timeout), or a numeric code is an HTTP status worth
+// a retry.
 func retryCode(code any, typ string) bool {
+	if n, ok := code.(float64); ok && retryableStatus(int(n)) {
+		return true
+	}
 	s := strings.ToLower(codeString(code) + " " + typ)
 	for _, w := range []string{"rate_limit", "server_error", "overloaded", "timeout", "unavailable"} {
 		if strings.Contains(s, w) {

@@ -225,7 +225,9 @@ func TestStreamErrorMessages(t *testing.T) {
 		retryable bool
 	}{
 		{`{"type":"error","code":"rate_limit_exceeded","message":"slow down"}`, "stream error (code: rate_limit_exceeded): slow down", true},
-		{`{"type":"error","error":{"code":500,"message":"boom"},"message":"outer"}`, "stream error (code: 500): boom", false},
+		{`{"type":"error","error":{"code":500,"message":"boom"},"message":"outer"}`, "stream error (code: 500): boom", true},
+		{`{"type":"error","error":{"code":400,"message":"bad"}}`, "stream error (code: 400): bad", false},
+		{`{"type":"error","error":{"type":"server_error","message":"try again"}}`, "stream error: try again", true},
 		{`{"type":"error"}`, "stream error", false},
 	} {
 		var ev openaiEvent
