@@ -139,7 +139,7 @@ end
 -- flush rewrites the whole response, of which only the end is new).
 -- Also returns the first old line the narrowed edit replaces (nil when it
 -- replaces none).
-local function narrow(bufnr, e)
+local function narrow(bufnr, e, follow)
   local new = e.lines or {}
   local start, stop = e.start, e.stop
   if stop <= start or #new == 0 then
@@ -153,6 +153,13 @@ local function narrow(bufnr, e)
   local q = 0
   while q < max - p and old[#old - q] == new[#new - q] do
     q = q + 1
+  end
+  -- A stream's write (follow) left inserting lines before the buffer's last
+  -- line (a paragraph break) replaces that line too: an append to it
+  -- (write_lines) carries the marks at the end of the buffer along, where
+  -- lines inserted above them made Neovim 0.7 redraw the whole window.
+  if follow and q > 0 and p + q == #old and stop == vim.api.nvim_buf_line_count(bufnr) then
+    q = q - 1
   end
   if p == 0 and q == 0 then
     return start, stop, new, old[1]
@@ -307,7 +314,7 @@ function M.apply(bufnr, tick, edits, opts)
       end
       vim.bo[bufnr].modifiable = true
       for _, e in ipairs(edits) do
-        local start, stop, lines, old = narrow(bufnr, e)
+        local start, stop, lines, old = narrow(bufnr, e, opts.follow == true)
         if stop > start or #lines > 0 then
           write_lines(bufnr, start, stop, lines, old)
         end
@@ -590,6 +597,16 @@ function M.progress(bufnr, p)
   p.t0 = now - (p.elapsed_ms or 0)
   if b.progress and b.progress.t0 < p.t0 then
     p.t0 = b.progress.t0 -- the first report started the clock
+  end
+  if not b.progress then
+    -- A request starts: the garbage of what came before it (a big chat
+    -- opened and scanned, the host's first read of it) is collected now,
+    -- while the model is waited for, rather than by the incremental
+    -- collector in the middle of the answer, where one of its steps took
+    -- 20+ ms of a single write (docs/design.md, "Garbage before a stream").
+    vim.schedule(function()
+      collectgarbage("collect")
+    end)
   end
   b.progress = p
   render_progress(bufnr, p, now, true)
