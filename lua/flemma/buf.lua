@@ -604,8 +604,11 @@ function M.progress(bufnr, p)
     -- while the model is waited for, rather than by the incremental
     -- collector in the middle of the answer, where one of its steps took
     -- 20+ ms of a single write (docs/design.md, "Garbage before a stream").
+    -- Not in a heap over 64 MB (other plugins'), where it would take long.
     vim.schedule(function()
-      collectgarbage("collect")
+      if collectgarbage("count") < 64 * 1024 then
+        collectgarbage("collect")
+      end
     end)
   end
   b.progress = p
