@@ -371,13 +371,18 @@ func benchKeystrokes(b *testing.B, bin string, size int, url string) {
 // redrawProbe records, inside Neovim, what each stream flush costs the
 // editor: the host's write (flemma.buf.apply, with the folds and
 // highlighting it updates) plus the redraw that follows it (a decoration
-// provider's on_start..on_end brackets a whole redraw).
+// provider's on_start..on_end brackets a whole redraw). With its argument
+// true (FLEMMA_BENCH_TRACE) it also keeps each flush's parts: the write, the
+// redraw and how many lines the redraw drew (on_line, a Lua call per line
+// drawn, left out of the timed runs).
 const redrawProbe = `
 local buf = require("flemma.buf")
 local apply = buf.apply
+local trace = ...
 local ns = vim.api.nvim_create_namespace("flemma.bench.redraw")
-local pending, t0
+local pending, t0, drawn
 _G.FLEMMA_FLUSHES = {}
+_G.FLEMMA_FLUSH_PARTS = {}
 buf.apply = function(...)
   local a = vim.loop.hrtime()
   local res = apply(...)
@@ -386,11 +391,19 @@ buf.apply = function(...)
 end
 vim.api.nvim_set_decoration_provider(ns, {
   on_start = function()
-    t0 = vim.loop.hrtime()
+    t0, drawn = vim.loop.hrtime(), 0
+  end,
+  on_win = function()
+    return trace
+  end,
+  on_line = function()
+    drawn = drawn + 1
   end,
   on_end = function()
     if t0 and pending then
-      table.insert(FLEMMA_FLUSHES, pending + vim.loop.hrtime() - t0)
+      local r = vim.loop.hrtime() - t0
+      table.insert(FLEMMA_FLUSHES, pending + r)
+      table.insert(FLEMMA_FLUSH_PARTS, { pending, r, drawn })
       pending = nil
     end
     t0 = nil
@@ -424,7 +437,7 @@ func BenchmarkStreamRedraw(b *testing.B) {
 					b.Fatal(err)
 				}
 				tuiLua(b, tui, nil, `local path, off = ...; vim.cmd("edit " .. vim.fn.fnameescape(path)); if off then vim.cmd("syntax off") end`, path, syntaxOff)
-				tuiLua(b, tui, nil, redrawProbe)
+				tuiLua(b, tui, nil, redrawProbe, os.Getenv("FLEMMA_BENCH_TRACE") != "")
 				return &side{tui: tui}
 			}
 			on := open("", false)
@@ -435,7 +448,7 @@ func BenchmarkStreamRedraw(b *testing.B) {
 					vim.api.nvim_buf_set_lines(0, n, -1, false, {})
 					vim.api.nvim_win_set_cursor(0, { n, 0 })
 					vim.cmd("normal! zt")
-					FLEMMA_FLUSHES = {}`, 50000)
+					FLEMMA_FLUSHES, FLEMMA_FLUSH_PARTS = {}, {}`, 50000)
 				if !s.tui.Settle(20*time.Millisecond, 60*time.Second) {
 					b.Fatalf("Neovim did not settle; terminal:\n%s", s.tui.Screen())
 				}
@@ -454,9 +467,12 @@ func BenchmarkStreamRedraw(b *testing.B) {
 					flushes = append(flushes, time.Duration(n))
 				}
 				if os.Getenv("FLEMMA_BENCH_TRACE") != "" {
-					fmt.Fprintf(os.Stderr, "%s flushes (ms):", b.Name())
-					for _, n := range ns {
-						fmt.Fprintf(os.Stderr, " %.1f", float64(n)/1e6)
+					// Each flush as write+redraw ms (lines drawn).
+					var parts [][3]int64
+					tuiLua(b, on.tui, &parts, `return FLEMMA_FLUSH_PARTS`)
+					fmt.Fprintf(os.Stderr, "%s flushes, write+redraw ms (lines drawn):", b.Name())
+					for _, p := range parts {
+						fmt.Fprintf(os.Stderr, " %.1f+%.1f(%d)", float64(p[0])/1e6, float64(p[1])/1e6, p[2])
 					}
 					fmt.Fprintln(os.Stderr)
 				}

@@ -137,7 +137,9 @@ end
 -- at its end are left in place, so their extmarks, folds and highlighting
 -- stay and the redraw after it covers only the lines that differ (a stream
 -- flush rewrites the whole response, of which only the end is new).
-local function narrow(bufnr, e)
+-- Also returns the first old line the narrowed edit replaces (nil when it
+-- replaces none).
+local function narrow(bufnr, e, follow)
   local new = e.lines or {}
   local start, stop = e.start, e.stop
   if stop <= start or #new == 0 then
@@ -152,14 +154,41 @@ local function narrow(bufnr, e)
   while q < max - p and old[#old - q] == new[#new - q] do
     q = q + 1
   end
+  -- A stream's write (follow) left inserting lines before the buffer's last
+  -- line (a paragraph break) replaces that line too: an append to it
+  -- (write_lines) carries the marks at the end of the buffer along, where
+  -- lines inserted above them made Neovim 0.7 redraw the whole window.
+  if follow and q > 0 and p + q == #old and stop == vim.api.nvim_buf_line_count(bufnr) then
+    q = q - 1
+  end
   if p == 0 and q == 0 then
-    return start, stop, new
+    return start, stop, new, old[1]
   end
   local mid = {}
   for i = p + 1, #new - q do
     mid[#mid + 1] = new[i]
   end
-  return start + p, stop - q, mid
+  return start + p, stop - q, mid, stop - q > start + p and old[p + 1] or nil
+end
+
+-- Write lines[start, stop) (narrowed). An edit that replaces one line by
+-- lines of which the first starts with it (a stream flush: the answer's last
+-- line grows and lines follow it) is made as an insertion at that line's
+-- end: the same text and undo step, and an extmark at the end of the line
+-- (the progress note) is carried to the end of the insertion by the edit
+-- itself, so it need not be set again (render_progress: on Neovim 0.7 a mark
+-- set or cleared in the same redraw as inserted lines makes it redraw the
+-- whole window instead of the changed lines).
+local function write_lines(bufnr, start, stop, lines, old)
+  if stop == start + 1 and old and #lines > 0 and lines[1]:sub(1, #old) == old then
+    local rest = { lines[1]:sub(#old + 1) }
+    for i = 2, #lines do
+      rest[i] = lines[i]
+    end
+    vim.api.nvim_buf_set_text(bufnr, start, #old, start, #old, rest)
+  else
+    vim.api.nvim_buf_set_lines(bufnr, start, stop, false, lines)
+  end
 end
 
 -- The cursor (docs/design.md, "flemma never takes the cursor"): flemma
@@ -285,9 +314,9 @@ function M.apply(bufnr, tick, edits, opts)
       end
       vim.bo[bufnr].modifiable = true
       for _, e in ipairs(edits) do
-        local start, stop, lines = narrow(bufnr, e)
+        local start, stop, lines, old = narrow(bufnr, e, opts.follow == true)
         if stop > start or #lines > 0 then
-          vim.api.nvim_buf_set_lines(bufnr, start, stop, false, lines)
+          write_lines(bufnr, start, stop, lines, old)
         end
       end
     end)
@@ -423,34 +452,80 @@ local progress_timer
 -- ruler, out of the window (it blinked as the two marks swapped places).
 local ns_rulers = vim.api.nvim_create_namespace("flemma.rulers")
 
-local function render_progress(bufnr, p, now)
+-- The note is one extmark at the end of the buffer's last line. Neovim 0.7
+-- redraws a whole window, not its changed lines, when between two redraws
+-- lines were inserted or deleted and an extmark with virtual text was set or
+-- cleared in it (win_update: "both inserted/deleted lines and specific
+-- lines to be redrawn"): every line of the answer on the screen, again at
+-- each stream flush. So a write does not set it: the flush's insertion at
+-- the end of the last line carries it along (write_lines), and its words
+-- (spinner, seconds, counts) are set by the timer and the host's progress
+-- reports, not while a change of the buffer waits for its redraw (at most
+-- two ticks in a row: a buffer not redrawn still gets its words).
+vim.api.nvim_set_decoration_provider(ns_progress, {
+  -- Called in a redraw for a buffer changed since the one before.
+  on_buf = function(_, bufnr)
+    local b = state.buffers[bufnr]
+    if b and b.progress then
+      b.note_drawn = vim.api.nvim_buf_get_changedtick(bufnr)
+    end
+  end,
+})
+
+local function note_opts(words, id)
+  return { id = id, virt_text = { { words, "FlemmaProgress" } }, virt_text_pos = "eol" }
+end
+
+-- The note's words, unless a change of the buffer waits for its redraw.
+local function note_words(bufnr, b, pos, words)
+  if words == b.note_text then
+    return
+  end
+  local pending = b.note_drawn ~= nil and b.note_drawn ~= vim.api.nvim_buf_get_changedtick(bufnr)
+  if pending and (b.note_skips or 0) < 2 then
+    b.note_skips = (b.note_skips or 0) + 1
+    return
+  end
+  pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_progress, pos[1], pos[2], note_opts(words, b.progress_mark))
+  b.note_text, b.note_skips = words, 0
+end
+
+-- Show p's note on the last line (words: its words are due too, else it
+-- only has to be there), or clear it (p nil).
+local function render_progress(bufnr, p, now, words)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
-  vim.api.nvim_buf_clear_namespace(bufnr, ns_progress, 0, -1)
   local b = state.buffers[bufnr]
   local old = b and b.progress_line
   local chatbuf = package.loaded["flemma.chatbuf"]
-  if p then
-    local last = vim.api.nvim_buf_line_count(bufnr) - 1
-    pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_progress, last, 0, {
-      virt_text = { { M.progress_text(p, now), "FlemmaProgress" } },
-      virt_text_pos = "eol",
-    })
-    vim.api.nvim_buf_clear_namespace(bufnr, ns_rulers, last, last + 1)
+  if not p or not b then
+    vim.api.nvim_buf_clear_namespace(bufnr, ns_progress, 0, -1)
     if b then
-      b.progress_line = last
-    end
-    if old and old ~= last and chatbuf then
-      chatbuf.draw_rulers(bufnr, old + 1, old + 1)
-    end
-  else
-    if b then
-      b.progress_line = nil
+      b.progress_line, b.progress_mark, b.note_text, b.note_drawn = nil, nil, nil, nil
     end
     if old and chatbuf then
       chatbuf.draw_rulers(bufnr, old + 1, old + 1)
     end
+    return
+  end
+  local last = vim.api.nvim_buf_line_count(bufnr) - 1
+  local ok, pos = pcall(vim.api.nvim_buf_get_extmark_by_id, bufnr, ns_progress, b.progress_mark or -1, {})
+  if ok and pos[1] == last then
+    if words then
+      note_words(bufnr, b, pos, M.progress_text(p, now))
+    end
+  else
+    vim.api.nvim_buf_clear_namespace(bufnr, ns_progress, 0, -1)
+    local text = M.progress_text(p, now)
+    local col = #(vim.api.nvim_buf_get_lines(bufnr, last, last + 1, false)[1] or "")
+    local set, id = pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_progress, last, col, note_opts(text))
+    b.progress_mark, b.note_text, b.note_skips = set and id or nil, text, 0
+  end
+  vim.api.nvim_buf_clear_namespace(bufnr, ns_rulers, last, last + 1)
+  b.progress_line = last
+  if old and old ~= last and chatbuf then
+    chatbuf.draw_rulers(bufnr, old + 1, old + 1)
   end
 end
 
@@ -482,7 +557,7 @@ local function tick_progress()
   for bufnr, b in pairs(state.buffers) do
     if b.progress then
       any = true
-      render_progress(bufnr, b.progress, now)
+      render_progress(bufnr, b.progress, now, true)
     end
   end
   if any then
@@ -523,8 +598,21 @@ function M.progress(bufnr, p)
   if b.progress and b.progress.t0 < p.t0 then
     p.t0 = b.progress.t0 -- the first report started the clock
   end
+  if not b.progress then
+    -- A request starts: the garbage of what came before it (a big chat
+    -- opened and scanned, the host's first read of it) is collected now,
+    -- while the model is waited for, rather than by the incremental
+    -- collector in the middle of the answer, where one of its steps took
+    -- 20+ ms of a single write (docs/design.md, "Garbage before a stream").
+    -- Not in a heap over 64 MB (other plugins'), where it would take long.
+    vim.schedule(function()
+      if collectgarbage("count") < 64 * 1024 then
+        collectgarbage("collect")
+      end
+    end)
+  end
   b.progress = p
-  render_progress(bufnr, p, now)
+  render_progress(bufnr, p, now, true)
   if not progress_timer then
     progress_timer = vim.loop.new_timer()
     progress_timer:start(100, 100, vim.schedule_wrap(tick_progress))
@@ -605,12 +693,24 @@ function M.lock(bufnr, on)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
-  vim.bo[bufnr].modifiable = not on
+  if vim.bo[bufnr].modifiable == on then
+    vim.bo[bufnr].modifiable = not on
+  end
   require("flemma.draft").locked(bufnr, on)
-  vim.api.nvim_buf_clear_namespace(bufnr, ns_lock, 0, -1)
+  local last = vim.api.nvim_buf_line_count(bufnr) - 1
+  local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns_lock, 0, -1, {})
+  -- Already under the last line (a stream write's insertion at the end of
+  -- that line carries it, see write_lines): not set again, which on Neovim
+  -- 0.7 would redraw the whole window (render_progress).
+  if on and #marks == 1 and marks[1][2] == last then
+    return
+  end
+  if #marks > 0 then
+    vim.api.nvim_buf_clear_namespace(bufnr, ns_lock, 0, -1)
+  end
   if on then
-    local last = vim.api.nvim_buf_line_count(bufnr) - 1
-    pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_lock, last, 0, {
+    local col = #(vim.api.nvim_buf_get_lines(bufnr, last, last + 1, false)[1] or "")
+    pcall(vim.api.nvim_buf_set_extmark, bufnr, ns_lock, last, col, {
       virt_lines = { { { M.lock_text, "FlemmaLocked" } } },
       right_gravity = true,
     })
