@@ -18,10 +18,12 @@ import (
 //   - everything inside any .git folder, and the .git entry itself (a
 //     .git file points git elsewhere: commondir, worktrees, alternates,
 //     info/ and config are all there), and everything inside any git
-//     directory (a folder git takes for one: a HEAD file with objects/ or
-//     a commondir file — bare repositories, the gitdir a .git file names,
-//     worktrees' and submodules' folders), and a file named HEAD or
-//     commondir anywhere (what makes a folder a git directory);
+//     directory (a folder git takes for one, see isGitDir: a HEAD file
+//     with objects/ or a commondir file, links followed as git follows
+//     them — bare repositories, the gitdir a .git file names, the folder
+//     a .git symbolic link leads to, worktrees' and submodules' folders),
+//     and a file named HEAD or commondir anywhere (what makes a folder a
+//     git directory);
 //   - the hooks folders of the effective git configuration (core.hooksPath
 //     of the system's, the user's and the repository's configuration and
 //     every file they include, whatever the condition), and those
@@ -41,6 +43,11 @@ import (
 // protected: they run only when the user builds or tests the project, and
 // writing them is the everyday work a model is asked for, visible in the
 // project's history like any source file.
+//
+// A protected path that is a symbolic link is protected by what it leads
+// to (under bubblewrap its target is read-only), and the link itself by
+// being made again as it was when a command approved by a policy changed
+// it (tools/builtin's guard): a mount cannot cover a link.
 
 // DefaultProtected are the protected paths named by glob (same syntax as
 // deny_read; matched against the path as written and as resolved),
