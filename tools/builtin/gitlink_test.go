@@ -133,6 +133,20 @@ func TestBwrapGitSymlinkReplaced(t *testing.T) {
 			}
 		})
 	}
+	// A new .git link in a folder that had none is moved out, like a new
+	// .git folder.
+	t.Run("new link", func(t *testing.T) {
+		proj, _ := gitLinkProject(t, "plain")
+		f := newFixture(t)
+		f.dir = proj
+		f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+		f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+		f.env.Protect = true
+		res := f.run("bash", map[string]any{"command": "mkdir -p sub && ln -s ../realgit sub/.git; echo done"})
+		if _, err := os.Lstat(filepath.Join(proj, "sub/.git")); err == nil {
+			t.Errorf("the new sub/.git link is still there:\n%s", res.Content)
+		}
+	})
 	// Approved by the user, the same change stays.
 	proj, _ := gitLinkProject(t, "plain")
 	f := newFixture(t)
