@@ -59,7 +59,17 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 		}
 		return g.quarantine
 	}
-	for _, p := range c.created {
+	g.moveCreated(sb, c.created, before, quarantine)
+	g.relink(sb, c, before, quarantine)
+	g.undoChanged(sb, c.changed, changes, backups)
+	g.clearExec(c, before, after)
+	return g
+}
+
+// moveCreated moves each protected path the command created into the
+// quarantine, and the protected folders it made that are left empty.
+func (g *guardResult) moveCreated(sb *sandbox.Sandbox, created []string, before rootSnapshot, quarantine func() string) {
+	for _, p := range created {
 		if _, ok := sb.Protected(p); !ok {
 			continue
 		}
@@ -72,27 +82,39 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 		g.drop[p] = true
 		removeEmptyProtectedDirs(sb, filepath.Dir(p), before)
 	}
+}
+
+// relink makes again each protected symbolic link the command changed
+// or removed, with the target it had before (what stands in its place
+// moved to the quarantine's replaced/ folder).
+func (g *guardResult) relink(sb *sandbox.Sandbox, c fileChanges, before rootSnapshot, quarantine func() string) {
 	for _, list := range [][]string{c.changed, c.deleted} {
 		for _, p := range list {
-			if _, ok := before.links[p]; !ok || !before.files[p].isSymlink() {
+			target, ok := before.links[p]
+			if !ok || !before.files[p].isSymlink() {
 				continue
 			}
 			if _, ok := sb.Protected(p); !ok {
 				continue
 			}
 			g.drop[p] = true
-			if err := restoreLink(p, before.links[p], func() string { return filepath.Join(quarantine(), "replaced", strings.TrimPrefix(p, "/")) }); err != nil {
+			if err := restoreLink(p, target, func() string { return filepath.Join(quarantine(), "replaced", strings.TrimPrefix(p, "/")) }); err != nil {
 				g.unrestored = append(g.unrestored, p+" ("+err.Error()+")")
 				continue
 			}
 			g.restored = append(g.restored, p)
 		}
 	}
+}
+
+// undoChanged puts back each other protected file the command changed,
+// from the backup taken before it (changes: the undoable ones).
+func (g *guardResult) undoChanged(sb *sandbox.Sandbox, changed []string, changes []tools.Change, backups backupConfig) {
 	undoable := map[string]tools.Change{}
 	for _, ch := range changes {
 		undoable[ch.Path] = ch
 	}
-	for _, p := range c.changed {
+	for _, p := range changed {
 		if g.drop[p] {
 			continue
 		}
@@ -107,6 +129,11 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 		g.restored = append(g.restored, p)
 		g.drop[p] = true
 	}
+}
+
+// clearExec clears the executable bit the command set on a file git's
+// index does not list.
+func (g *guardResult) clearExec(c fileChanges, before, after rootSnapshot) {
 	tracked := newGitTracked()
 	for _, list := range [][]string{c.created, c.changed} {
 		for _, p := range list {
@@ -129,7 +156,6 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 			}
 		}
 	}
-	return g
 }
 
 // text is the guard's account for the result ("" when it did nothing).
