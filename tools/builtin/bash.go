@@ -256,6 +256,9 @@ func startTracking(sb *sandbox.Sandbox, env *tools.Env, call tools.Call) *bashTr
 		}
 	}
 	t.before = snapshotRoots(t.track, t.skip, sb.DeniedEntry)
+	if sb.Protecting() {
+		t.before.readLinks()
+	}
 	t.pre = preserveFiles(t.backups, t.before)
 	return t
 }

