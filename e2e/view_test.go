@@ -209,3 +209,34 @@ func TestAnswerInView(t *testing.T) {
 		})
 	})
 }
+
+// TestWriteLeavesOtherCursors (issue 27 item 2): a write that extends a line
+// (not a stream's: no follow) leaves the cursor of a window flemma may not
+// move where it was, also when it sits just past that line's end
+// ('virtualedit', Insert mode). An append made with nvim_buf_set_text would
+// carry it along; only a stream's write, which such a window follows
+// anyway, is made that way.
+func TestWriteLeavesOtherCursors(t *testing.T) {
+	eachNvim(t, "", func(t *testing.T, s *nvimtest.Session) {
+		buf := mustOpen(t, s, "cur.chat", "@You:\nhello\nz\n")
+		var got []int
+		err := s.Lua(&got, `
+local buf = ...
+vim.wo.virtualedit = "onemore"
+vim.api.nvim_win_set_cursor(0, { 2, 5 })
+local tick = vim.api.nvim_buf_get_changedtick(buf)
+local r = require("flemma.buf").apply(buf, tick, { { start = 1, stop = 2, lines = { "hello world", "more" } } }, {})
+assert(r.ok, vim.inspect(r))
+return vim.api.nvim_win_get_cursor(0)
+`, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := bufText(t, s, buf); !strings.Contains(text, "hello world\nmore\nz") {
+			t.Fatalf("the edit was not made:\n%s", text)
+		}
+		if len(got) != 2 || got[0] != 2 || got[1] != 5 {
+			t.Errorf("cursor %v after the write, want [2 5] (where the user left it)", got)
+		}
+	})
+}

@@ -158,8 +158,15 @@ local function narrow(bufnr, e, follow)
   -- line (a paragraph break) replaces that line too: an append to it
   -- (write_lines) carries the marks at the end of the buffer along, where
   -- lines inserted above them made Neovim 0.7 redraw the whole window.
-  if follow and q > 0 and p + q == #old and stop == vim.api.nvim_buf_line_count(bufnr) then
+  local at_end = follow and stop == vim.api.nvim_buf_line_count(bufnr)
+  if at_end and q > 0 and p + q == #old then
     q = q - 1
+  end
+  -- The same when the previous write ended exactly at the last line's end:
+  -- the new lines follow every old one, so the last old line is replaced by
+  -- itself and them (an append to it) rather than lines inserted after it.
+  if at_end and q == 0 and p == #old and p > 0 and #new > p then
+    p = p - 1
   end
   if p == 0 and q == 0 then
     return start, stop, new, old[1]
@@ -178,9 +185,13 @@ end
 -- (the progress note) is carried to the end of the insertion by the edit
 -- itself, so it need not be set again (render_progress: on Neovim 0.7 a mark
 -- set or cleared in the same redraw as inserted lines makes it redraw the
--- whole window instead of the changed lines).
-local function write_lines(bufnr, start, stop, lines, old)
-  if stop == start + 1 and old and #lines > 0 and lines[1]:sub(1, #old) == old then
+-- whole window instead of the changed lines). Only a stream's write
+-- (follow) is made so: the insertion carries a cursor just past the line's
+-- end along too ('virtualedit', Insert mode), which a window on the last line
+-- does anyway while it follows the answer, but a window flemma may not move
+-- must keep (TestWriteLeavesOtherCursors).
+local function write_lines(bufnr, start, stop, lines, old, follow)
+  if follow and stop == start + 1 and old and #lines > 0 and lines[1]:sub(1, #old) == old then
     local rest = { lines[1]:sub(#old + 1) }
     for i = 2, #lines do
       rest[i] = lines[i]
@@ -316,7 +327,7 @@ function M.apply(bufnr, tick, edits, opts)
       for _, e in ipairs(edits) do
         local start, stop, lines, old = narrow(bufnr, e, opts.follow == true)
         if stop > start or #lines > 0 then
-          write_lines(bufnr, start, stop, lines, old)
+          write_lines(bufnr, start, stop, lines, old, opts.follow == true)
         end
       end
     end)
