@@ -195,3 +195,51 @@ func TestBwrapProtectedSymlink(t *testing.T) {
 		t.Errorf(".envrc leads to %q, not shared/envrc:\n%s", target, res.Content)
 	}
 }
+
+// TestBwrapRelinkParentReplaced: a protected link is put back only in the
+// folder it was in. A policy-approved command that moves that folder away
+// and puts a link to a folder outside the writable roots in its place
+// cannot have the guard move the outside folder's file into the
+// quarantine and leave a link there: the outside folder is left as it is,
+// and the result says the link was not put back.
+func TestBwrapRelinkParentReplaced(t *testing.T) {
+	requireBwrap(t)
+	home := sandbox.CanonicalOr(t.TempDir())
+	t.Setenv("HOME", home)
+	proj := filepath.Join(home, "proj")
+	other := sandbox.CanonicalOr(t.TempDir()) // outside every writable root
+	for name, content := range map[string]string{"shared/envrc": "use nix\n", "sub/main.go": "package main\n"} {
+		os.MkdirAll(filepath.Join(proj, filepath.Dir(name)), 0o755)
+		os.WriteFile(filepath.Join(proj, name), []byte(content), 0o644)
+	}
+	os.Symlink("../shared/envrc", filepath.Join(proj, "sub/.envrc"))
+	if err := os.WriteFile(filepath.Join(other, ".envrc"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	f.dir = proj
+	f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+	f.env.Protect = true
+	res := f.run("bash", map[string]any{"command": "mv sub sub.old && ln -s " + other + " sub; echo done"})
+	if !strings.Contains(res.Content, "done") {
+		t.Fatalf("the attack did not run:\n%s", res.Content)
+	}
+	fi, err := os.Lstat(filepath.Join(other, ".envrc"))
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the folder outside the roots was changed: %s/.envrc is %v (%v)\n%s", other, fi, err, res.Content)
+	}
+	if b, _ := os.ReadFile(filepath.Join(other, ".envrc")); string(b) != "mine\n" {
+		t.Errorf("%s/.envrc holds %q\n%s", other, b, res.Content)
+	}
+	if ents, _ := os.ReadDir(other); len(ents) != 1 {
+		t.Errorf("the folder outside the roots holds %d entries, not 1", len(ents))
+	}
+	i := strings.Index(res.Content, "could NOT be put back")
+	if i < 0 || !strings.Contains(res.Content[i:], "sub/.envrc") {
+		t.Errorf("the result does not say sub/.envrc was not put back:\n%s", res.Content)
+	}
+	if strings.Contains(res.Content, "put back as they were: sub/.envrc") {
+		t.Errorf("the result says sub/.envrc was put back:\n%s", res.Content)
+	}
+}
