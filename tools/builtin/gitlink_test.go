@@ -3,11 +3,15 @@
 package builtin
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/flemma-dev/flemma/tools"
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
@@ -241,5 +245,55 @@ func TestBwrapRelinkParentReplaced(t *testing.T) {
 	}
 	if strings.Contains(res.Content, "put back as they were: sub/.envrc") {
 		t.Errorf("the result says sub/.envrc was put back:\n%s", res.Content)
+	}
+}
+
+// TestBwrapRelinkConcurrent: two policy-approved commands in the same
+// roots at once. The first repoints .git and is still running when the
+// second starts; were the second's snapshot taken then, it would record
+// the repointed .git as how things were and, after the first's guard put
+// the link back, its own guard would repoint it again. Such commands run
+// one at a time, so .git leads to the project's git directory at the end.
+func TestBwrapRelinkConcurrent(t *testing.T) {
+	requireBwrap(t)
+	proj, gitDir := gitLinkProject(t, "plain")
+	f := newFixture(t)
+	f.dir = proj
+	f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+	f.env.Protect = true
+	run := func(id, command string) tools.Result {
+		raw, _ := json.Marshal(map[string]any{"command": command, "label": "test", "timeout": nil})
+		call := f.call
+		call.ID, call.Tool = id, "bash"
+		return f.exec.Run(context.Background(), call, raw)
+	}
+	first := make(chan tools.Result, 1)
+	go func() {
+		first <- run("toolu_first", "mkdir -p evil/objects evil/refs && ln -sfn evil .git && touch started; sleep 1; echo done")
+	}()
+	// The second starts once the first has repointed .git (and sleeps).
+	deadline := time.After(30 * time.Second)
+	for {
+		if _, err := os.Lstat(filepath.Join(proj, "started")); err == nil {
+			break
+		}
+		select {
+		case r := <-first:
+			t.Fatalf("the first command ended before it repointed .git:\n%s", r.Content)
+		case <-deadline:
+			t.Fatal("the first command did not repoint .git")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// It ends once .git leads to the git directory again (the first's
+	// guard put it back), or after about 6 s.
+	second := run("toolu_second", `i=0; while [ "$(readlink .git)" != `+gitDir+` ] && [ $i -lt 300 ]; do sleep 0.02; i=$((i+1)); done; echo done`)
+	r := <-first
+	if !strings.Contains(r.Content, "done") || !strings.Contains(second.Content, "done") {
+		t.Fatalf("a command did not run:\n%s\n---\n%s", r.Content, second.Content)
+	}
+	if target, err := os.Readlink(filepath.Join(proj, ".git")); err != nil || target != gitDir {
+		t.Errorf(".git leads to %q (%v), not %q\nfirst:\n%s\nsecond:\n%s", target, err, gitDir, r.Content, second.Content)
 	}
 }
