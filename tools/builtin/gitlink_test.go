@@ -297,3 +297,63 @@ func TestBwrapRelinkConcurrent(t *testing.T) {
 		t.Errorf(".git leads to %q (%v), not %q\nfirst:\n%s\nsecond:\n%s", target, err, gitDir, r.Content, second.Content)
 	}
 }
+
+// TestBwrapSymlinkedHook: a hook that is a symbolic link to a project file
+// (.git/hooks/pre-commit → ../../scripts/pre-commit, a common layout), a
+// link in a core.hooksPath folder, and a hooks folder that is itself a
+// link: git runs what they lead to, so a policy-approved command can
+// write none of it, and the write tool calls it protected.
+func TestBwrapSymlinkedHook(t *testing.T) {
+	requireBwrap(t)
+	for _, layout := range []string{"git-hooks", "hooksPath", "hooks-folder-link"} {
+		t.Run(layout, func(t *testing.T) {
+			home := sandbox.CanonicalOr(t.TempDir())
+			t.Setenv("HOME", home)
+			t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, "gitconfig"))
+			proj := filepath.Join(home, "proj")
+			config := "[core]\n\tbare = false\n"
+			if layout == "hooksPath" {
+				config += "\thooksPath = .githooks\n"
+			}
+			for name, content := range map[string]string{
+				".git/HEAD": "ref: refs/heads/main\n", ".git/config": config, ".git/objects/.keep": "",
+				"scripts/pre-commit": "#!/bin/sh\n", "scripts/hooks/pre-push": "#!/bin/sh\n", "src/main.go": "package main\n",
+			} {
+				os.MkdirAll(filepath.Join(proj, filepath.Dir(name)), 0o755)
+				os.WriteFile(filepath.Join(proj, name), []byte(content), 0o644)
+			}
+			var target string
+			switch layout {
+			case "git-hooks":
+				os.MkdirAll(filepath.Join(proj, ".git/hooks"), 0o755)
+				os.Symlink("../../scripts/pre-commit", filepath.Join(proj, ".git/hooks/pre-commit"))
+				target = "scripts/pre-commit"
+			case "hooksPath":
+				os.MkdirAll(filepath.Join(proj, ".githooks"), 0o755)
+				os.Symlink("../scripts/pre-commit", filepath.Join(proj, ".githooks/pre-commit"))
+				target = "scripts/pre-commit"
+			case "hooks-folder-link":
+				os.Symlink("../scripts/hooks", filepath.Join(proj, ".git/hooks"))
+				target = "scripts/hooks/pre-push"
+			}
+			f := newFixture(t)
+			f.dir = proj
+			f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+			f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+			f.env.Protect = true
+			if _, ok := f.env.Sandbox.Protected(filepath.Join(proj, target)); !ok {
+				t.Errorf("%s is not a protected path", target)
+			}
+			if _, ok := f.env.Sandbox.Protected(filepath.Join(proj, "src/main.go")); ok {
+				t.Errorf("src/main.go is a protected path")
+			}
+			res := f.run("bash", map[string]any{"command": "echo pwn >> " + target + "; echo ok > src/new.go; echo done"})
+			if b, _ := os.ReadFile(filepath.Join(proj, target)); strings.Contains(string(b), "pwn") {
+				t.Errorf("%s was written by a policy-approved command\n%s", target, res.Content)
+			}
+			if b, _ := os.ReadFile(filepath.Join(proj, "src/new.go")); string(b) != "ok\n" {
+				t.Errorf("an ordinary file was not writable: %q\n%s", b, res.Content)
+			}
+		})
+	}
+}
