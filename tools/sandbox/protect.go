@@ -261,16 +261,9 @@ func effectiveGit(p string) gitEffective {
 		roots = append(roots, filepath.Join(home, ".gitconfig"))
 	}
 	if gitDir != "" {
-		roots = append(roots, filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree"))
-		eff.gitHooks = append(eff.gitHooks, filepath.Join(gitDir, "hooks"))
-		if c, err := readSmall(filepath.Join(gitDir, "commondir"), 4096); err == nil {
-			common := strings.TrimSpace(string(c))
-			if !filepath.IsAbs(common) {
-				common = filepath.Join(gitDir, common)
-			}
-			roots = append(roots, filepath.Join(common, "config"))
-			eff.gitHooks = append(eff.gitHooks, filepath.Join(common, "hooks"))
-		}
+		var configs []string
+		configs, eff.gitHooks = repositoryGit(gitDir)
+		roots = append(roots, configs...)
 	}
 	seen := map[string]bool{}
 	var visit func(file string, depth int)
@@ -309,6 +302,22 @@ func effectiveGit(p string) gitEffective {
 		visit(r, 0)
 	}
 	return eff
+}
+
+// repositoryGit are the configuration files and the hooks folders of the
+// git directory gitDir and its common folder.
+func repositoryGit(gitDir string) (configs, hooks []string) {
+	configs = []string{filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree")}
+	hooks = []string{filepath.Join(gitDir, "hooks")}
+	if c, err := readSmall(filepath.Join(gitDir, "commondir"), 4096); err == nil {
+		common := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+		configs = append(configs, filepath.Join(common, "config"))
+		hooks = append(hooks, filepath.Join(common, "hooks"))
+	}
+	return configs, hooks
 }
 
 func expandHome(p, home string) string {
