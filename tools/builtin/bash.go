@@ -75,6 +75,13 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	if err != nil {
 		return tools.Output{}, tools.Failf("Sandbox error: %v", err)
 	}
+	// Approved by a policy, it waits for any other such command in the
+	// same roots to end (see lockTracked).
+	release, err := lockTracked(ctx, sb, env, call)
+	if err != nil {
+		return tools.Output{}, err
+	}
+	defer release()
 	// The writable roots are bound by descriptor when bubblewrap can: a
 	// root replaced after the check (by a command running meanwhile)
 	// cannot redirect the bind.
@@ -241,11 +248,7 @@ func startTracking(sb *sandbox.Sandbox, env *tools.Env, call tools.Call) *bashTr
 	if sb.Backend() != "bwrap" {
 		return t
 	}
-	dirs := []string{sandbox.CanonicalOr(env.WorkDir(call))}
-	if call.Buffer != "" {
-		dirs = append(dirs, sandbox.CanonicalOr(filepath.Dir(call.Buffer)))
-	}
-	t.track = trackedRoots(sb.Roots(), dirs...)
+	t.track = trackedFor(sb, env, call)
 	t.skip = []string{sandbox.CanonicalOr(env.OutputDirOrDefault())}
 	if env.BackupDir != "" {
 		t.skip = append(t.skip, sandbox.CanonicalOr(filepath.Dir(env.BackupDir))) // the state folder: backups, journal
@@ -261,6 +264,16 @@ func startTracking(sb *sandbox.Sandbox, env *tools.Env, call tools.Call) *bashTr
 	}
 	t.pre = preserveFiles(t.backups, t.before)
 	return t
+}
+
+// trackedFor are the roots a command's changes are tracked in (see
+// trackedRoots): the writable roots, and its folder and the chat's.
+func trackedFor(sb *sandbox.Sandbox, env *tools.Env, call tools.Call) []string {
+	dirs := []string{sandbox.CanonicalOr(env.WorkDir(call))}
+	if call.Buffer != "" {
+		dirs = append(dirs, sandbox.CanonicalOr(filepath.Dir(call.Buffer)))
+	}
+	return trackedRoots(sb.Roots(), dirs...)
 }
 
 // report compares the roots with their snapshot: the text that lists what

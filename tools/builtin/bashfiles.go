@@ -47,21 +47,31 @@ func metaOf(info fs.FileInfo) fileMeta {
 type rootSnapshot struct {
 	files  map[string]fileMeta
 	denied map[string]bool
-	links  map[string]string // symbolic link → its target, when read (see readLinks)
+	links  map[string]linkBefore // symbolic link → its target, when read (see readLinks)
 	cut    bool
 }
 
-// readLinks reads the target of every symbolic link of s, so that one a
-// command replaced or removed can be put back (see guardProtected).
+// linkBefore is a symbolic link as it was before the command: its target
+// and the identity of its folder.
+type linkBefore struct {
+	target string
+	dir    dirID
+}
+
+// dirID is a folder's identity: its device and inode.
+type dirID struct{ dev, ino uint64 }
+
+// readLinks reads the target of every symbolic link of s, and its
+// folder's identity, so that one a command replaced or removed can be put
+// back, in that same folder only (see guardProtected).
 func (s *rootSnapshot) readLinks() {
-	s.links = map[string]string{}
+	var ps []string
 	for p, m := range s.files {
 		if m.isSymlink() {
-			if t, err := os.Readlink(p); err == nil {
-				s.links[p] = t
-			}
+			ps = append(ps, p)
 		}
 	}
+	s.links = readLinksIn(ps)
 }
 
 // trackedRoots are the folders a bash's file changes are tracked in: the

@@ -2,8 +2,6 @@ package builtin
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -98,7 +96,7 @@ func (g *guardResult) relink(sb *sandbox.Sandbox, c fileChanges, before rootSnap
 				continue
 			}
 			g.drop[p] = true
-			if err := restoreLink(p, target, func() string { return filepath.Join(quarantine(), "replaced", strings.TrimPrefix(p, "/")) }); err != nil {
+			if err := restoreLink(p, target.target, target.dir, func() string { return filepath.Join(quarantine(), "replaced", strings.TrimPrefix(p, "/")) }); err != nil {
 				g.unrestored = append(g.unrestored, p+" ("+err.Error()+")")
 				continue
 			}
@@ -194,71 +192,6 @@ func (g guardResult) text(dir string) string {
 	return b.String()
 }
 
-// moveAside moves the file or symbolic link p to dst (its folders made
-// 0700), by rename, else by copy and removal (another filesystem).
-func moveAside(p, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	if err := os.Rename(p, dst); err == nil {
-		return nil
-	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return err
-	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		t, err := os.Readlink(p)
-		if err != nil {
-			return err
-		}
-		if err := os.Symlink(t, dst); err != nil {
-			return err
-		}
-		return os.Remove(p)
-	}
-	src, err := sandbox.OpenNoFollow(p)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, src)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(dst)
-		return err
-	}
-	return os.Remove(p)
-}
-
-// restoreLink makes the symbolic link p lead to target again: what stands
-// at p now (another link, a file, a folder) is first moved to aside()
-// (by rename: a folder cannot be copied safely), else left and an error
-// returned.
-func restoreLink(p, target string, aside func() string) error {
-	if t, err := os.Readlink(p); err == nil && t == target {
-		return nil
-	}
-	if _, err := os.Lstat(p); err == nil {
-		dst := aside()
-		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-			return err
-		}
-		if err := os.Rename(p, dst); err != nil {
-			if err := moveAside(p, dst); err != nil {
-				return err
-			}
-		}
-	}
-	return os.Symlink(target, p)
-}
-
 // removeEmptyProtectedDirs removes the folders from dir upwards that the
 // command made (no tracked file was in them before), are protected (a new
 // .git) and are empty now.
@@ -272,7 +205,7 @@ func removeEmptyProtectedDirs(sb *sandbox.Sandbox, dir string, before rootSnapsh
 				return
 			}
 		}
-		if os.Remove(d) != nil { // not empty, or not ours to remove
+		if removeEmptyDir(d) != nil { // not empty, or not ours to remove
 			return
 		}
 	}

@@ -111,6 +111,11 @@ func (s *Sandbox) Protected(path string) (rule string, protected bool) {
 			return "a file the effective git configuration includes", true
 		}
 	}
+	for _, t := range eff.hookTargets() {
+		if within(resolved, t) {
+			return "what a symbolic link in a git hooks folder leads to (git runs it as a hook)", true
+		}
+	}
 	return "", false
 }
 
@@ -188,8 +193,41 @@ func isGitDir(head, objects, commondir bool) bool {
 // says that runs code: the hooks folders (core.hooksPath of every file),
 // and the files included.
 type gitEffective struct {
-	hooks []string
-	files []string
+	hooks    []string
+	files    []string
+	gitHooks []string // the git directory's own hooks folders (its common folder's too)
+}
+
+// hookTargets are what the symbolic links in the hooks folders of eff
+// lead to (canonical), and the hooks folders themselves when reached
+// through a link (a .git/hooks leading to scripts/hooks): a hook git runs
+// is the file a link there names, so that file is protected too (a
+// protected path that is a symbolic link is protected by what it leads
+// to). Those that lead nowhere are left out.
+func (eff gitEffective) hookTargets() []string {
+	var out []string
+	for _, h := range append(append([]string(nil), eff.hooks...), eff.gitHooks...) {
+		r, err := filepath.EvalSymlinks(h)
+		if err != nil {
+			continue
+		}
+		if r != h {
+			out = append(out, r)
+		}
+		ents, err := os.ReadDir(r)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			if t, err := filepath.EvalSymlinks(filepath.Join(r, e.Name())); err == nil {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
 }
 
 // effectiveGit reads the git configuration that applies to the path p:
@@ -223,14 +261,9 @@ func effectiveGit(p string) gitEffective {
 		roots = append(roots, filepath.Join(home, ".gitconfig"))
 	}
 	if gitDir != "" {
-		roots = append(roots, filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree"))
-		if c, err := readSmall(filepath.Join(gitDir, "commondir"), 4096); err == nil {
-			common := strings.TrimSpace(string(c))
-			if !filepath.IsAbs(common) {
-				common = filepath.Join(gitDir, common)
-			}
-			roots = append(roots, filepath.Join(common, "config"))
-		}
+		var configs []string
+		configs, eff.gitHooks = repositoryGit(gitDir)
+		roots = append(roots, configs...)
 	}
 	seen := map[string]bool{}
 	var visit func(file string, depth int)
@@ -269,6 +302,22 @@ func effectiveGit(p string) gitEffective {
 		visit(r, 0)
 	}
 	return eff
+}
+
+// repositoryGit are the configuration files and the hooks folders of the
+// git directory gitDir and its common folder.
+func repositoryGit(gitDir string) (configs, hooks []string) {
+	configs = []string{filepath.Join(gitDir, "config"), filepath.Join(gitDir, "config.worktree")}
+	hooks = []string{filepath.Join(gitDir, "hooks")}
+	if c, err := readSmall(filepath.Join(gitDir, "commondir"), 4096); err == nil {
+		common := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+		configs = append(configs, filepath.Join(common, "config"))
+		hooks = append(hooks, filepath.Join(common, "hooks"))
+	}
+	return configs, hooks
 }
 
 func expandHome(p, home string) string {

@@ -1035,6 +1035,27 @@ func (s *Sandbox) protectGitFile(p *maskPlan, gitPath string, isDir bool) {
 			}
 		}
 	}
+	s.protectHookTargets(p, eff)
+}
+
+// protectHookTargets makes read-only what the symbolic links in the
+// repository's hooks folders lead to, when that lies in a writable root
+// (a .git/hooks/pre-commit leading to scripts/pre-commit: git runs the
+// script), by the rule that a protected path that is a symbolic link is
+// protected by what it leads to. The walk does not enter .git, so the
+// links there are read here. A folder holding a root or the working
+// folder is left writable (that would stop all work), and a note says so.
+func (s *Sandbox) protectHookTargets(p *maskPlan, eff gitEffective) {
+	for _, t := range eff.hookTargets() {
+		if !s.insideRoot(t) {
+			continue
+		}
+		if fi, err := os.Stat(t); err == nil && fi.IsDir() && !s.safeToHide(t) {
+			p.notes = append(p.notes, t+" is a git hooks folder or hook (through a symbolic link) and holds a writable root or the working folder: not made read-only")
+			continue
+		}
+		p.ro = append(p.ro, t)
+	}
 }
 
 // scanGitLink handles a .git that is a symbolic link: what it leads to is
