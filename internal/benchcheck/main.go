@@ -321,16 +321,20 @@ var binDir = filepath.Join("bin", "benchcheck")
 // buildTests compiles the test binary of every package the runs name, in
 // one go test -c, into binDir, and returns each package's binary.
 func buildTests(runs []run) (map[string]string, error) {
-	if err := os.MkdirAll(binDir, 0o755); err != nil {
+	dir, err := filepath.Abs(binDir) // each run starts in its package's directory
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	bins := map[string]string{}
-	args := []string{"test", "-c", "-vet=off", "-o", binDir + string(filepath.Separator)}
+	args := []string{"test", "-c", "-vet=off", "-o", dir + string(filepath.Separator)}
 	for _, r := range runs {
 		if _, ok := bins[r.pkg]; ok {
 			continue
 		}
-		bins[r.pkg] = filepath.Join(binDir, filepath.Base(r.pkg)+".test")
+		bins[r.pkg] = filepath.Join(dir, filepath.Base(r.pkg)+".test")
 		args = append(args, "./"+r.pkg)
 	}
 	fmt.Fprintf(os.Stderr, "go %s\n", strings.Join(args, " "))
