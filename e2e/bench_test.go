@@ -42,15 +42,11 @@ func BenchmarkCategorize10k(b *testing.B) {
 			if err := os.WriteFile(path, []byte(chat), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			// The text is sent once and kept in Neovim for the resets: sent
-			// with each (10,000 lines over RPC) it cost every press's reset
-			// its decoding and left a 10,000-string table to collect.
-			tuiLua(b, tui, nil, `local path, lines = ...; vim.cmd("edit " .. vim.fn.fnameescape(path)); _G.FLEMMA_BENCH_LINES = lines`, path, lines)
+			tuiLua(b, tui, nil, `vim.cmd("edit " .. vim.fn.fnameescape(...))`, path)
 			hostUp := false
 			reset := func(cold bool) {
 				tuiLua(b, tui, nil, `
-					local cold = ...
-					local lines = FLEMMA_BENCH_LINES
+					local lines, cold = ...
 					if cold then
 						vim.api.nvim_buf_set_lines(0, 0, -1, false, lines)
 					else
@@ -58,7 +54,7 @@ func BenchmarkCategorize10k(b *testing.B) {
 					end
 					-- The last line at the top: the placeholders come into view below it.
 					vim.api.nvim_win_set_cursor(0, { #lines, 0 })
-					vim.cmd("normal! zt")`, cold)
+					vim.cmd("normal! zt")`, lines, cold)
 				// The host refreshes the previews 30 ms after a change
 				// (cycle.Refresh): that write is in before the press, and
 				// drawn (the terminal quiet after it).
