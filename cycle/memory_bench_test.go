@@ -53,6 +53,17 @@ func oneCall(tb testing.TB, env *testEnv, i int) {
 	tb.Fatalf("call %s has no result:\n%q\n%v", id, env.ed.String(1), env.ed.notifications())
 }
 
+// memDir is a new directory in memory (/dev/shm) when the system has
+// one, else in the test's temporary directory; it is removed at the end.
+func memDir(tb testing.TB) string {
+	dir, err := os.MkdirTemp("/dev/shm", "flemma-bench-")
+	if err != nil {
+		return tb.TempDir()
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // heapProfile writes a heap profile to $FLEMMA_HEAP_PROFILE.name, when that
 // is set: `go tool pprof -diff_base X.100 X.600` shows what the calls kept.
 func heapProfile(tb testing.TB, name string) {
@@ -82,7 +93,12 @@ func BenchmarkMemoryPerCall(b *testing.B) {
 	const first, more = 100, 500
 	var perCall, trustPerCall float64
 	for b.Loop() {
-		env := newEnv(b, with(noSandbox(), map[string]any{"tools": map[string]any{"auto_approve": []any{"calculator"}, "autopilot": map[string]any{"enabled": false}}}))
+		// The journal commits each call with an fsync (synchronous=FULL):
+		// on a disk that was most of the benchmark's time and none of its
+		// figure (the heap). In memory (/dev/shm, where there is one) the
+		// same commits cost no waiting.
+		paths := map[string]any{"state": memDir(b), "config": b.TempDir()}
+		env := newEnv(b, with(noSandbox(), map[string]any{"paths": paths, "tools": map[string]any{"auto_approve": []any{"calculator"}, "autopilot": map[string]any{"enabled": false}}}))
 		env.ed.load(1, filepath.Join(env.dir, "c.chat"), env.dir, "")
 		for i := range first {
 			oneCall(b, env, i)

@@ -55,6 +55,11 @@ func (e *endlessAnswer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ev(map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant",
 		"model": "test-model", "content": []any{}, "usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
 	ev(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+	// Word n leaves at start + n·pace: a timer per word (time.After) ran
+	// late by its own latency every time, and a stream of 2,000 words "one
+	// per ms" took 3.5 s on a loaded machine instead of 2 (its rate
+	// depending on the load); behind the schedule, words leave at once.
+	start := time.Now()
 	n := 0
 	for ; n < e.max; n++ {
 		word := answerWords[n%len(answerWords)] + " "
@@ -67,9 +72,9 @@ func (e *endlessAnswer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ev(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": word}}) {
 			break
 		}
-		if e.pace > 0 {
+		if wait := time.Until(start.Add(time.Duration(n+1) * e.pace)); e.pace > 0 && wait > 0 {
 			select {
-			case <-time.After(e.pace):
+			case <-time.After(wait):
 			case <-r.Context().Done():
 				e.setSent(n)
 				return
@@ -154,11 +159,46 @@ func waitMode(b *testing.B, tui *nvimtest.TUI, mode, key string) {
 // settle is the pause that ends one redraw's output on the terminal.
 const settle = 3 * time.Millisecond
 
+// streamPause is the pause between two keys while an answer streams: until
+// Neovim has handled the last key and what was queued before it (an RPC
+// round trip, answered between two main-loop iterations) and the terminal
+// output has paused for settle (the end of a redraw, as Type reads it), at
+// most 20 ms (the stream writes every 16 ms). It was a fixed 40 ms (a quiet
+// 20 ms, which a stream rarely leaves): two thirds of the benchmark's time.
+func streamPause(b *testing.B, tui *nvimtest.TUI) {
+	b.Helper()
+	var x int
+	if err := tui.Nv.Eval("0", &x); err != nil {
+		b.Fatal(err)
+	}
+	tui.Quiet(settle, 20*time.Millisecond)
+}
+
 // keystrokeChat is the conversation of a keystroke benchmark: internal/chatgen
 // with one call per 50 lines, all answered, and a last @You: message that
 // makes it exactly n lines long (so the ruler's line numbers of its last two
 // lines, 9999 and 10000, differ in every digit).
 func keystrokeChat(n int) string {
+	keystrokeChats.Lock()
+	defer keystrokeChats.Unlock()
+	if c, ok := keystrokeChats.m[n]; ok {
+		return c
+	}
+	if keystrokeChats.m == nil {
+		keystrokeChats.m = map[int]string{}
+	}
+	keystrokeChats.m[n] = makeKeystrokeChat(n)
+	return keystrokeChats.m[n]
+}
+
+// keystrokeChats are the chats made so far, by size: each is made once per
+// run of the binary (both Neovims, both benchmarks).
+var keystrokeChats struct {
+	sync.Mutex
+	m map[int]string
+}
+
+func makeKeystrokeChat(n int) string {
 	gen := chatgen.Conversation(chatgen.Options{Lines: n - 300, Calls: n / 50})
 	out := strings.Split(strings.TrimSuffix(gen, "\n"), "\n")
 	if len(out) > n-10 {
@@ -231,11 +271,12 @@ func benchKeystrokes(b *testing.B, bin string, size int, url string) {
 	// place puts the cursor of win on line (0: keep) and makes win current in
 	// normal mode; top, when set, is the window's first line.
 	// settleOrPace is the pause between two keystrokes: until Neovim has
-	// done all it had to (idle), or 40 ms while a stream keeps it busy.
+	// done all it had to (idle), or streamPause while a stream keeps it
+	// busy.
 	streaming := false
 	settleOrPace := func() {
 		if streaming {
-			tui.Quiet(20*time.Millisecond, 40*time.Millisecond)
+			streamPause(b, tui)
 		} else if !tui.Settle(10*time.Millisecond, 30*time.Second) {
 			b.Fatalf("Neovim did not settle in 30 s; terminal:\n%s", tui.Screen())
 		}

@@ -312,12 +312,20 @@ func Failed(vs []Verdict) int {
 	return n
 }
 
+// binDir is where the check keeps its test binaries between runs (under
+// bin/, which `make clean` removes): go links a binary again only when its
+// inputs changed, so a check after a check links nothing (a fresh temporary
+// directory had every run link e2e.test, the host and three more binaries).
+var binDir = filepath.Join("bin", "benchcheck")
+
 // buildTests compiles the test binary of every package the runs name, in
-// one go test -c, into a new temporary directory, and returns each
-// package's binary.
+// one go test -c, into binDir, and returns each package's binary.
 func buildTests(runs []run) (map[string]string, error) {
-	dir, err := os.MkdirTemp("", "benchcheck-bin-")
+	dir, err := filepath.Abs(binDir) // each run starts in its package's directory
 	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	bins := map[string]string{}
@@ -333,33 +341,28 @@ func buildTests(runs []run) (map[string]string, error) {
 	cmd := exec.Command("go", args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("go %s: %v", strings.Join(args, " "), err)
 	}
 	for pkg, bin := range bins {
 		if _, err := os.Stat(bin); err != nil {
-			os.RemoveAll(dir)
 			return nil, fmt.Errorf("the test binary of %s: %v (two packages with the same last element?)", pkg, err)
 		}
 	}
 	return bins, nil
 }
 
-// buildHost builds bin/flemma-host as nvimtest.BuildHost does (static).
+// buildHost builds bin/flemma-host as nvimtest.BuildHost does (static),
+// in place: go leaves a binary that is up to date alone, and replaces one
+// that is not by a rename or after removing it, never by writing into it
+// (a Neovim running the old one keeps it).
 func buildHost() error {
-	bin := filepath.Join("bin", "flemma-host")
-	if err := os.MkdirAll("bin", 0o755); err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, "./cmd/flemma-host")
+	cmd := exec.Command("go", "build", "-o", filepath.Join("bin", "flemma-host"), "./cmd/flemma-host")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("go build ./cmd/flemma-host: %v", err)
 	}
-	return os.Rename(tmp, bin)
+	return nil
 }
 
 // run is one execution of a package's test binary: the benchmarks of its
@@ -432,7 +435,6 @@ func main() {
 		os.Exit(2)
 	}
 	os.Setenv("FLEMMA_HOST_BUILT", "1")
-	defer os.RemoveAll(filepath.Dir(bins[runs[0].pkg]))
 	fmt.Fprintf(os.Stderr, "built %d test binaries and the host in %.1f s\n", len(bins), time.Since(start).Seconds())
 	var results []Result
 	var problems []Problem
