@@ -75,13 +75,6 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	if err != nil {
 		return tools.Output{}, tools.Failf("Sandbox error: %v", err)
 	}
-	// Approved by a policy, it waits for any other such command in the
-	// same roots to end (see lockTracked).
-	release, err := lockTracked(ctx, sb, env, call)
-	if err != nil {
-		return tools.Output{}, err
-	}
-	defer release()
 	// The writable roots are bound by descriptor when bubblewrap can: a
 	// root replaced after the check (by a command running meanwhile)
 	// cannot redirect the bind.
@@ -103,6 +96,7 @@ func runBash(ctx context.Context, call tools.Call, in BashInput) (tools.Output, 
 	}
 
 	tr := startTracking(sb, env, call)
+	defer tr.done()
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -237,6 +231,15 @@ type bashTracker struct {
 	before      rootSnapshot
 	pre         preimages
 	backups     backupConfig
+	release     func() // the hold on the links' baseline (holdBaseline)
+}
+
+// done ends the tracker's hold on the links' baseline, once its guard has
+// run (report).
+func (t *bashTracker) done() {
+	if t.release != nil {
+		t.release()
+	}
 }
 
 // startTracking snapshots the writable roots (those the command's folder
@@ -261,6 +264,7 @@ func startTracking(sb *sandbox.Sandbox, env *tools.Env, call tools.Call) *bashTr
 	t.before = snapshotRoots(t.track, t.skip, sb.DeniedEntry)
 	if sb.Protecting() {
 		t.before.readLinks()
+		t.before.links, t.release = holdBaseline(t.track, t.before.links)
 	}
 	t.pre = preserveFiles(t.backups, t.before)
 	return t

@@ -1,86 +1,70 @@
 package builtin
 
 import (
-	"context"
 	"strings"
 	"sync"
-
-	"github.com/flemma-dev/flemma/tools"
-	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
-// Policy-approved commands whose tracked roots overlap run one at a time
-// (issue 24 #1, the guard): the lock is taken before the command's
-// protected paths are scanned and its roots snapshot, and released once
-// its guard has put right what it did. Were two such commands to run at
-// once, the second's snapshot could record what the first did to a
-// protected path (a .git repointed) as how things were, and its guard
-// would then put that back after the first's guard had undone it.
-// Commands the user approved, and untracked ones, do not take the lock.
+// Policy-approved commands run side by side (tools.max_concurrent), and a
+// mount cannot make a protected symbolic link (.git) read-only, so each
+// one's guard puts such a link back to the target it had before (issue 24
+// #1). "Before" is one baseline for all the commands whose tracked roots
+// overlap and that run at once: a command that starts while another runs
+// takes a link's target from the earliest of them that had read it, never
+// from what it reads itself — which may be what the other command did (a
+// .git repointed at the model's folder). Otherwise its guard, ending after
+// the other's, would put the model's target "back". Rejected: running such
+// commands one at a time (a build and its tests no longer run together, and
+// a command that waits for another never ends).
 
-// rootLock is one command's hold on its tracked roots.
-type rootLock struct {
+// trackHold is one running command's baseline of link targets.
+type trackHold struct {
 	roots []string
-	done  chan struct{}
+	links map[string]linkBefore
 }
 
-var trackLocks struct {
-	mu   sync.Mutex
-	held []*rootLock
+var tracking struct {
+	mu     sync.Mutex
+	active []*trackHold // in the order the commands started
 }
 
-// lockTracked waits until no other policy-approved command holds a root
-// overlapping the roots this one tracks, then holds them until release is
-// called; an error only when ctx ends first. Commands that are not both
-// tracked (bubblewrap) and policy-approved return at once.
-func lockTracked(ctx context.Context, sb *sandbox.Sandbox, env *tools.Env, call tools.Call) (release func(), err error) {
-	if sb.Backend() != "bwrap" || !sb.Protecting() {
-		return func() {}, nil
+// holdBaseline registers a command tracking roots, whose own reading of its
+// links is links, and returns the links it must put back to: for each link
+// an earlier running command in overlapping roots also read, that one's
+// target. release ends the hold (once its guard is done).
+func holdBaseline(roots []string, links map[string]linkBefore) (map[string]linkBefore, func()) {
+	tracking.mu.Lock()
+	defer tracking.mu.Unlock()
+	merged := make(map[string]linkBefore, len(links))
+	for p, l := range links {
+		merged[p] = l
 	}
-	roots := trackedFor(sb, env, call)
-	if len(roots) == 0 {
-		return func() {}, nil
-	}
-	return lockRoots(ctx, roots)
-}
-
-// lockRoots holds roots once no hold overlaps them (see lockTracked).
-func lockRoots(ctx context.Context, roots []string) (func(), error) {
-	for {
-		trackLocks.mu.Lock()
-		var busy *rootLock
-		for _, h := range trackLocks.held {
-			if rootsOverlap(h.roots, roots) {
-				busy = h
-				break
+	for i := len(tracking.active) - 1; i >= 0; i-- { // the earliest last: it wins
+		h := tracking.active[i]
+		if !rootsOverlap(h.roots, roots) {
+			continue
+		}
+		for p, l := range h.links {
+			if _, ok := merged[p]; ok {
+				merged[p] = l
 			}
 		}
-		if busy == nil {
-			l := &rootLock{roots: roots, done: make(chan struct{})}
-			trackLocks.held = append(trackLocks.held, l)
-			trackLocks.mu.Unlock()
-			var once sync.Once
-			return func() { once.Do(func() { unlockRoots(l) }) }, nil
-		}
-		trackLocks.mu.Unlock()
-		select {
-		case <-busy.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
 	}
-}
-
-func unlockRoots(l *rootLock) {
-	trackLocks.mu.Lock()
-	defer trackLocks.mu.Unlock()
-	for i, h := range trackLocks.held {
-		if h == l {
-			trackLocks.held = append(trackLocks.held[:i], trackLocks.held[i+1:]...)
-			break
-		}
+	h := &trackHold{roots: roots, links: merged}
+	tracking.active = append(tracking.active, h)
+	var once sync.Once
+	return merged, func() {
+		once.Do(func() {
+			tracking.mu.Lock()
+			defer tracking.mu.Unlock()
+			for i, x := range tracking.active {
+				if x == h {
+					tracking.active = append(tracking.active[:i], tracking.active[i+1:]...)
+					break
+				}
+			}
+		})
 	}
-	close(l.done)
 }
 
 // rootsOverlap reports whether a folder of a is one of b, or inside or

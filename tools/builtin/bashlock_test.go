@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"context"
 	"testing"
 )
 
@@ -23,29 +22,39 @@ func TestRootsOverlap(t *testing.T) {
 	}
 }
 
-// TestLockRoots: a hold on overlapping roots waits (and gives up when its
-// context ends); one on other roots does not; a release lets the waiter in.
-func TestLockRoots(t *testing.T) {
-	release, err := lockRoots(context.Background(), []string{"/p"})
-	if err != nil {
-		t.Fatal(err)
+// TestHoldBaseline: a command that starts while another runs in
+// overlapping roots puts a link back to the target the earlier one read, not
+// to the one it read itself (what the other may have done); in other roots,
+// or once the earlier one has ended, its own.
+func TestHoldBaseline(t *testing.T) {
+	real := linkBefore{target: "realgit"}
+	evil := linkBefore{target: "evil"}
+	links := func(l linkBefore) map[string]linkBefore { return map[string]linkBefore{"/p/.git": l} }
+	_, releaseB := holdBaseline([]string{"/p"}, links(real))
+	got, releaseA := holdBaseline([]string{"/p/sub", "/p"}, links(evil))
+	if got["/p/.git"] != real {
+		t.Errorf("a command started while another ran: %v, want the earlier baseline %v", got["/p/.git"], real)
 	}
-	other, err := lockRoots(context.Background(), []string{"/q"})
-	if err != nil {
-		t.Fatalf("other roots waited: %v", err)
+	other, releaseO := holdBaseline([]string{"/q"}, map[string]linkBefore{"/q/.git": evil})
+	if other["/q/.git"] != evil {
+		t.Errorf("other roots: %v, want its own reading", other["/q/.git"])
 	}
-	other()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := lockRoots(ctx, []string{"/p/sub"}); err == nil {
-		t.Fatal("a hold on overlapping roots did not wait")
+	releaseO()
+	releaseB()
+	releaseB() // twice: no effect
+	// A still runs: a third command takes A's baseline (the earliest left).
+	third, releaseC := holdBaseline([]string{"/p"}, links(linkBefore{target: "later"}))
+	if third["/p/.git"] != real {
+		t.Errorf("after the first ended: %v, want A's baseline %v", third["/p/.git"], real)
 	}
-	got := make(chan func())
-	go func() {
-		r, _ := lockRoots(context.Background(), []string{"/p/sub"})
-		got <- r
-	}()
-	release()
-	release() // twice: no effect
-	(<-got)()
+	releaseA()
+	releaseC()
+	alone, releaseD := holdBaseline([]string{"/p"}, links(evil))
+	defer releaseD()
+	if alone["/p/.git"] != evil {
+		t.Errorf("alone: %v, want its own reading", alone["/p/.git"])
+	}
+	if len(tracking.active) != 1 {
+		t.Errorf("%d holds left, want 1", len(tracking.active))
+	}
 }
