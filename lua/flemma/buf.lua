@@ -162,12 +162,6 @@ local function narrow(bufnr, e, follow)
   if at_end and q > 0 and p + q == #old then
     q = q - 1
   end
-  -- The same when the previous write ended exactly at the last line's end:
-  -- the new lines follow every old one, so the last old line is replaced by
-  -- itself and them (an append to it) rather than lines inserted after it.
-  if at_end and q == 0 and p == #old and p > 0 and #new > p then
-    p = p - 1
-  end
   if p == 0 and q == 0 then
     return start, stop, new, old[1]
   end
