@@ -15,6 +15,20 @@ import (
 	"github.com/flemma-dev/flemma/tools/sandbox"
 )
 
+// guardFixture is bwrapFixture working in proj, with backups in a state
+// folder of its own; policy: the calls are approved by a policy
+// (Env.Protect), so the guard puts protected paths right.
+func guardFixture(t *testing.T, proj string, policy bool) *fixture {
+	t.Helper()
+	requireBwrap(t)
+	f := newFixture(t)
+	f.dir = proj
+	f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
+	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
+	f.env.Protect = policy
+	return f
+}
+
 // gitLinkProject is a project whose .git is a symbolic link to a git
 // directory inside the project, laid out as layout says: "plain" (HEAD,
 // objects/, refs/), "objects-link" (objects/ a link to a folder: git takes
@@ -73,10 +87,7 @@ func TestBwrapProtectedGitSymlink(t *testing.T) {
 	for _, layout := range []string{"plain", "objects-link", "deep"} {
 		t.Run(layout, func(t *testing.T) {
 			proj, gitDir := gitLinkProject(t, layout)
-			f := newFixture(t)
-			f.dir = proj
-			f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
-			f.env.Protect = true
+			f := guardFixture(t, proj, true)
 			targets := []string{gitDir + "/config", gitDir + "/hooks/pre-commit", gitDir + "/hooks/post-checkout",
 				".git/config", ".git/hooks/pre-commit", ".githooks/pre-push", ".githooks/pre-commit"}
 			// The write tool, for the same paths.
@@ -120,11 +131,7 @@ func TestBwrapGitSymlinkReplaced(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			proj, gitDir := gitLinkProject(t, "plain")
-			f := newFixture(t)
-			f.dir = proj
-			f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
-			f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
-			f.env.Protect = true
+			f := guardFixture(t, proj, true)
 			res := f.run("bash", map[string]any{"command": attack + "; echo done"})
 			if !strings.Contains(res.Content, "done") {
 				t.Fatalf("the attack did not run:\n%s", res.Content)
@@ -141,11 +148,7 @@ func TestBwrapGitSymlinkReplaced(t *testing.T) {
 	// .git folder.
 	t.Run("new link", func(t *testing.T) {
 		proj, _ := gitLinkProject(t, "plain")
-		f := newFixture(t)
-		f.dir = proj
-		f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
-		f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
-		f.env.Protect = true
+		f := guardFixture(t, proj, true)
 		res := f.run("bash", map[string]any{"command": "mkdir -p sub && ln -s ../realgit sub/.git; echo done"})
 		if _, err := os.Lstat(filepath.Join(proj, "sub/.git")); err == nil {
 			t.Errorf("the new sub/.git link is still there:\n%s", res.Content)
@@ -153,10 +156,7 @@ func TestBwrapGitSymlinkReplaced(t *testing.T) {
 	})
 	// Approved by the user, the same change stays.
 	proj, _ := gitLinkProject(t, "plain")
-	f := newFixture(t)
-	f.dir = proj
-	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
-	f.env.Protect = false
+	f := guardFixture(t, proj, false)
 	f.run("bash", map[string]any{"command": "mkdir -p mine && ln -sfn mine .git"})
 	if target, _ := os.Readlink(filepath.Join(proj, ".git")); target != "mine" {
 		t.Errorf("a user-approved command's .git link was put back: %q", target)
@@ -179,11 +179,7 @@ func TestBwrapProtectedSymlink(t *testing.T) {
 	}
 	os.Symlink("shared/envrc", filepath.Join(proj, ".envrc"))
 	os.Symlink("shared/vscode", filepath.Join(proj, ".vscode"))
-	f := newFixture(t)
-	f.dir = proj
-	f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
-	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
-	f.env.Protect = true
+	f := guardFixture(t, proj, true)
 	targets := []string{".envrc", "shared/envrc", ".vscode/tasks.json", "shared/vscode/tasks.json"}
 	cmd := ""
 	for _, p := range targets {
@@ -220,11 +216,7 @@ func TestBwrapRelinkParentReplaced(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, ".envrc"), []byte("mine\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t)
-	f.dir = proj
-	f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
-	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
-	f.env.Protect = true
+	f := guardFixture(t, proj, true)
 	res := f.run("bash", map[string]any{"command": "mv sub sub.old && ln -s " + other + " sub; echo done"})
 	if !strings.Contains(res.Content, "done") {
 		t.Fatalf("the attack did not run:\n%s", res.Content)
@@ -257,11 +249,7 @@ func TestBwrapRelinkParentReplaced(t *testing.T) {
 func TestBwrapRelinkConcurrent(t *testing.T) {
 	requireBwrap(t)
 	proj, gitDir := gitLinkProject(t, "plain")
-	f := newFixture(t)
-	f.dir = proj
-	f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
-	f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
-	f.env.Protect = true
+	f := guardFixture(t, proj, true)
 	run := func(id, command string) tools.Result {
 		raw, _ := json.Marshal(map[string]any{"command": command, "label": "test", "timeout": nil})
 		call := f.call
@@ -336,11 +324,7 @@ func TestBwrapSymlinkedHook(t *testing.T) {
 				os.Symlink("../scripts/hooks", filepath.Join(proj, ".git/hooks"))
 				target = "scripts/hooks/pre-push"
 			}
-			f := newFixture(t)
-			f.dir = proj
-			f.env.BackupDir = filepath.Join(t.TempDir(), "state", "backups")
-			f.setSandbox(sandbox.Config{Enabled: true, Backend: "bwrap", Writable: []string{sandbox.URNBufferPath}})
-			f.env.Protect = true
+			f := guardFixture(t, proj, true)
 			if _, ok := f.env.Sandbox.Protected(filepath.Join(proj, target)); !ok {
 				t.Errorf("%s is not a protected path", target)
 			}
